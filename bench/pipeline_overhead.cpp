@@ -1,0 +1,99 @@
+// Runtime overhead of a 5-stage no-op pipeline: per job per stage hop, jobs/s, and the
+// peak resident memory while 1e4, 1e5 and 1e6 jobs stream through (it must stay flat:
+// memory is O(jobs in flight), not O(jobs)).
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "executor.hpp"
+#include "registry.hpp"
+
+namespace {
+
+constexpr int kStages = 5;
+
+long rss_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      long kib = 0;
+      status >> kib;
+      return kib;
+    }
+  }
+  return 0;
+}
+
+kforge::PipelineSpec noop_pipeline(int64_t tasks) {
+  kforge::PipelineSpec p;
+  p.name = "bench";
+  p.source.uses = "demo.range";
+  kforge::ParamValue count;
+  count.type = KF_PARAM_INT;
+  count.text = std::to_string(tasks);
+  kforge::ParamValue prefix;
+  prefix.type = KF_PARAM_STRING;
+  prefix.text = "t";
+  p.source.config.values = {{"count", count}, {"prefix", prefix}};
+  for (int i = 0; i < kStages; ++i) {
+    kforge::StageSpec s;
+    s.id = "s" + std::to_string(i);
+    s.uses = "demo.noop";
+    const std::string next = i + 1 < kStages ? "s" + std::to_string(i + 1) : kforge::kEndTarget;
+    s.routes = {{"pass", next, 0, kforge::kEndTarget, {}},
+                {"fail", kforge::kEndTarget, 0, kforge::kEndTarget, {}},
+                {"error", kforge::kEndTarget, 0, kforge::kEndTarget, {}}};
+    p.stages.push_back(s);
+  }
+  return p;
+}
+
+class CountFinished : public kforge::RunObserver {
+ public:
+  void job_finished(const kforge::Job&) override { ++finished; }
+  uint64_t finished = 0;
+};
+
+void BM_NoopPipeline(benchmark::State& state) {
+  static kforge::Registry registry;
+  if (registry.stage("demo.noop") == nullptr) registry.load(std::string(KFORGE_BENCH_PLUGIN_DIR) + "/libkforge_demo.so");
+  const int64_t jobs = state.range(0);
+  const kforge::PipelineSpec pipeline = noop_pipeline(jobs);
+  long peak_delta = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    kforge::Executor executor(registry, pipeline);
+    CountFinished observer;
+    const long before = rss_kib();
+    std::atomic<bool> done{false};
+    long peak = before;
+    std::thread sampler([&] {
+      while (!done.load()) {
+        peak = std::max(peak, rss_kib());
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+    const auto start = std::chrono::steady_clock::now();
+    executor.run(observer);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    done = true;
+    sampler.join();
+    peak_delta = std::max(peak_delta, peak - before);
+    if (observer.finished != static_cast<uint64_t>(jobs)) state.SkipWithError("not every job finished");
+  }
+  const double hops = static_cast<double>(jobs) * kStages;
+  state.counters["jobs_per_s"] = benchmark::Counter(static_cast<double>(jobs), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["ns_per_hop"] = seconds * 1e9 / (hops * static_cast<double>(state.iterations()));
+  state.counters["rss_growth_MiB"] = static_cast<double>(peak_delta) / 1024.0;
+}
+
+BENCHMARK(BM_NoopPipeline)->Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,369 @@
+// kforge plugin SDK: write a stage as one C++ class, register it with one macro.
+//
+//   class Upper : public kforge::sdk::Stage {
+//    public:
+//     static constexpr const char* kName = "demo.upper";
+//     static constexpr const char* kDoc = "Upper-cases the candidate code.";
+//     static std::vector<kforge::sdk::Param> params() {
+//       return {{"strict", KF_PARAM_BOOL, "false", false, "Fail on empty code."}};
+//     }
+//     explicit Upper(const kforge::sdk::Config& cfg) : strict_(cfg.boolean("strict")) {}
+//     void process(kforge::sdk::Job& job) override { ... job.pass(); }
+//    private:
+//     bool strict_;
+//   };
+//   KFORGE_PLUGIN("demo", "1.0.0", Upper)
+//
+// Header-only on purpose: everything here compiles into the plugin, and only the C types
+// of kforge/abi.h cross into the host. Optional static members of a stage class:
+// `kFlags` (KF_STAGE_*), `params()`, `routes()`. A source class derives from
+// kforge::sdk::Source and has kName, kDoc, optional params(), and `bool next(Task&)`.
+#pragma once
+
+#include <kforge/abi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace kforge::sdk {
+
+// One parameter of a stage's schema. `default_value` is YAML text; nullptr for none.
+struct Param {
+  std::string name;
+  kf_param_type type = KF_PARAM_STRING;
+  const char* default_value = nullptr;
+  bool required = false;
+  std::string doc;
+};
+
+namespace detail {
+inline const kf_host_api* g_host = nullptr;
+
+inline void write_error(char* err, size_t err_size, const char* what) {
+  if (err == nullptr || err_size == 0) return;
+  std::snprintf(err, err_size, "%s", what);
+}
+
+inline void check(kf_status status, const char* what, const char* name) {
+  if (status != KF_OK) {
+    throw std::runtime_error(std::string(what) + " '" + name + "' is not available");
+  }
+}
+}  // namespace detail
+
+inline void log(kf_log_level level, const std::string& plugin, const std::string& message) {
+  if (detail::g_host != nullptr) detail::g_host->log(level, plugin.c_str(), message.c_str());
+}
+
+// The validated parameters of one stage. Every declared parameter has a value (the
+// pipeline's or the default) unless it is optional with no default: has() tells.
+class Config {
+ public:
+  Config(const kf_host_api* host, const kf_config* cfg) : host_(host), cfg_(cfg) {}
+
+  bool has(const char* name) const {
+    const char* out = nullptr;
+    size_t len = 0;
+    return host_->config_json(cfg_, name, &out, &len) == KF_OK;
+  }
+  std::string string(const char* name) const {
+    const char* out = nullptr;
+    size_t len = 0;
+    detail::check(host_->config_string(cfg_, name, &out, &len), "string parameter", name);
+    return std::string(out, len);
+  }
+  int64_t integer(const char* name) const {
+    int64_t out = 0;
+    detail::check(host_->config_int(cfg_, name, &out), "integer parameter", name);
+    return out;
+  }
+  double number(const char* name) const {
+    double out = 0;
+    detail::check(host_->config_float(cfg_, name, &out), "number parameter", name);
+    return out;
+  }
+  bool boolean(const char* name) const {
+    int out = 0;
+    detail::check(host_->config_bool(cfg_, name, &out), "boolean parameter", name);
+    return out != 0;
+  }
+  std::vector<std::string> list(const char* name) const {
+    size_t n = 0;
+    detail::check(host_->config_list_size(cfg_, name, &n), "list parameter", name);
+    std::vector<std::string> items;
+    items.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const char* out = nullptr;
+      size_t len = 0;
+      detail::check(host_->config_list_item(cfg_, name, i, &out, &len), "list parameter", name);
+      items.emplace_back(out, len);
+    }
+    return items;
+  }
+  std::string json(const char* name) const {
+    const char* out = nullptr;
+    size_t len = 0;
+    detail::check(host_->config_json(cfg_, name, &out, &len), "parameter", name);
+    return std::string(out, len);
+  }
+  // Directory of the pipeline file; relative paths in parameters are relative to it.
+  std::string base_dir() const { return host_->config_base_dir(cfg_); }
+  // A path parameter resolved against base_dir() when relative.
+  std::string path(const char* name) const {
+    std::string value = string(name);
+    if (value.empty() || value.front() == '/') return value;
+    return base_dir() + "/" + value;
+  }
+
+ private:
+  const kf_host_api* host_;
+  const kf_config* cfg_;
+};
+
+// One candidate of one task inside one stage call.
+class Job {
+ public:
+  Job(const kf_host_api* host, kf_job* job) : host_(host), job_(job) {}
+
+  // The value of a string key, or nullopt when the job has none. The view lives until
+  // this stage call returns.
+  std::optional<std::string_view> get(const char* key) const {
+    const char* out = nullptr;
+    size_t len = 0;
+    if (host_->job_get_string(job_, key, &out, &len) != KF_OK) return std::nullopt;
+    return std::string_view(out, len);
+  }
+  std::string get_or(const char* key, std::string_view fallback = {}) const {
+    auto value = get(key);
+    return std::string(value ? *value : fallback);
+  }
+  std::optional<double> number(const char* key) const {
+    double out = 0;
+    if (host_->job_get_number(job_, key, &out) != KF_OK) return std::nullopt;
+    return out;
+  }
+  void set(const char* key, std::string_view value) {
+    host_->job_set_string(job_, key, value.data(), value.size());
+  }
+  void set_number(const char* key, double value) { host_->job_set_number(job_, key, value); }
+
+  void pass(const char* route = nullptr) {
+    host_->job_verdict(job_, KF_VERDICT_PASS, route, nullptr, nullptr);
+  }
+  // The candidate is wrong: `error_class` is a short stable id (compile_error, ...).
+  void fail(const std::string& error_class, const std::string& message,
+            const char* route = nullptr) {
+    host_->job_verdict(job_, KF_VERDICT_FAIL, route, error_class.c_str(), message.c_str());
+  }
+  // The stage could not judge (infrastructure trouble), as opposed to a wrong candidate.
+  void error(const std::string& error_class, const std::string& message) {
+    host_->job_verdict(job_, KF_VERDICT_ERROR, nullptr, error_class.c_str(), message.c_str());
+  }
+  void metric(const char* name, double value) { host_->job_metric(job_, name, value); }
+  void log_tail(std::string_view text) { host_->job_log_tail(job_, text.data(), text.size()); }
+  double seconds_left() const { return host_->job_seconds_left(job_); }
+  bool cancelled() const { return host_->run_cancelled() != 0; }
+
+ private:
+  const kf_host_api* host_;
+  kf_job* job_;
+};
+
+// The task a source is filling in.
+class Task {
+ public:
+  Task(const kf_host_api* host, kf_task* task) : host_(host), task_(task) {}
+  void set(const char* key, std::string_view value) {
+    host_->task_set_string(task_, key, value.data(), value.size());
+  }
+  void set_number(const char* key, double value) { host_->task_set_number(task_, key, value); }
+
+ private:
+  const kf_host_api* host_;
+  kf_task* task_;
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  // Set a verdict on `job` (pass/fail/error). Throwing fails the job with the message.
+  virtual void process(Job& job) = 0;
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Fill `task` and return true, or return false when there are no more tasks.
+  virtual bool next(Task& task) = 0;
+};
+
+namespace detail {
+
+template <typename T>
+std::vector<Param> params_of() {
+  if constexpr (requires { T::params(); }) {
+    return T::params();
+  } else {
+    return {};
+  }
+}
+
+// Static storage for the C view of one class's schema; lives as long as the library.
+template <typename T>
+struct Schema {
+  std::vector<Param> params = params_of<T>();
+  std::vector<kf_param_spec> specs;
+  std::vector<std::string> route_names;
+  std::vector<const char*> routes;
+
+  Schema() {
+    for (const Param& p : params) {
+      specs.push_back({p.name.c_str(), p.type, p.default_value, p.required ? 1 : 0, p.doc.c_str()});
+    }
+    if constexpr (requires { T::routes(); }) route_names = T::routes();
+    for (const std::string& r : route_names) routes.push_back(r.c_str());
+  }
+  static const Schema& get() {
+    static const Schema schema;
+    return schema;
+  }
+};
+
+template <typename T>
+kf_status create(const kf_host_api* host, const kf_config* cfg, void** instance, char* err,
+                 size_t err_size) noexcept {
+  try {
+    g_host = host;
+    *instance = new T(Config(host, cfg));
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception while creating the stage");
+  }
+  return KF_ERROR;
+}
+
+template <typename T>
+void destroy(void* instance) noexcept {
+  delete static_cast<T*>(instance);
+}
+
+template <typename T>
+kf_status process(void* instance, kf_job* job, char* err, size_t err_size) noexcept {
+  try {
+    Job view(g_host, job);
+    static_cast<T*>(instance)->process(view);
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception in the stage");
+  }
+  return KF_ERROR;
+}
+
+template <typename T>
+kf_status next(void* instance, kf_task* task, int* has_task, char* err, size_t err_size) noexcept {
+  try {
+    Task view(g_host, task);
+    *has_task = static_cast<T*>(instance)->next(view) ? 1 : 0;
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception in the task source");
+  }
+  return KF_ERROR;
+}
+
+template <typename T>
+const kf_stage_kind* stage_kind() {
+  static const kf_stage_kind kind = [] {
+    const Schema<T>& schema = Schema<T>::get();
+    kf_stage_kind k{};
+    k.struct_size = sizeof(kf_stage_kind);
+    k.name = T::kName;
+    k.doc = T::kDoc;
+    k.params = schema.specs.data();
+    k.param_count = static_cast<uint32_t>(schema.specs.size());
+    k.routes = schema.routes.data();
+    k.route_count = static_cast<uint32_t>(schema.routes.size());
+    if constexpr (requires { T::kFlags; }) k.flags = T::kFlags;
+    k.create = &create<T>;
+    k.process = &process<T>;
+    k.destroy = &destroy<T>;
+    return k;
+  }();
+  return &kind;
+}
+
+template <typename T>
+const kf_source_kind* source_kind() {
+  static const kf_source_kind kind = [] {
+    const Schema<T>& schema = Schema<T>::get();
+    kf_source_kind k{};
+    k.struct_size = sizeof(kf_source_kind);
+    k.name = T::kName;
+    k.doc = T::kDoc;
+    k.params = schema.specs.data();
+    k.param_count = static_cast<uint32_t>(schema.specs.size());
+    k.create = &create<T>;
+    k.next = &next<T>;
+    k.destroy = &destroy<T>;
+    return k;
+  }();
+  return &kind;
+}
+
+template <typename... Ts>
+struct Plugin {
+  static_assert(((std::is_base_of_v<Stage, Ts> || std::is_base_of_v<Source, Ts>) && ...),
+                "KFORGE_PLUGIN takes classes derived from kforge::sdk::Stage or Source");
+  std::vector<const kf_stage_kind*> stages;
+  std::vector<const kf_source_kind*> sources;
+  kf_plugin_descriptor descriptor{};
+
+  Plugin(const char* name, const char* version) {
+    (add<Ts>(), ...);
+    descriptor.abi_version = KF_ABI_VERSION;
+    descriptor.struct_size = sizeof(kf_plugin_descriptor);
+    descriptor.name = name;
+    descriptor.version = version;
+    descriptor.stages = stages.data();
+    descriptor.stage_count = static_cast<uint32_t>(stages.size());
+    descriptor.sources = sources.data();
+    descriptor.source_count = static_cast<uint32_t>(sources.size());
+  }
+
+ private:
+  template <typename T>
+  void add() {
+    if constexpr (std::is_base_of_v<Stage, T>) {
+      stages.push_back(stage_kind<T>());
+    } else {
+      sources.push_back(source_kind<T>());
+    }
+  }
+};
+
+}  // namespace detail
+}  // namespace kforge::sdk
+
+// Exports the plugin's entry symbol. Arguments: plugin name, version, then every stage
+// and source class the library provides.
+#define KFORGE_PLUGIN(plugin_name, plugin_version, ...)                                    \
+  extern "C" KF_EXPORT const kf_plugin_descriptor* kforge_plugin_entry(void) {             \
+    static const ::kforge::sdk::detail::Plugin<__VA_ARGS__> plugin(plugin_name,            \
+                                                                   plugin_version);        \
+    return &plugin.descriptor;                                                             \
+  }

@@ -1,0 +1,68 @@
+#include "results.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace kforge {
+
+std::string result_line(const Job& job) {
+  nlohmann::ordered_json line;
+  line["job"] = job.index;
+  line["task"] = job.task->id();
+  line["task_index"] = job.task->index;
+  line["sample"] = job.sample;
+  line["round"] = job.round;
+  line["status"] = to_string(job.final_status());
+  const Verdict* last = job.last();
+  line["stage"] = last ? last->stage : "";
+  line["error_class"] = last ? last->error_class : "";
+  line["message"] = last ? last->message : "";
+  for (const char* key : {KF_KEY_CANDIDATE_MODEL, KF_KEY_CANDIDATE_LANGUAGE}) {
+    if (const std::string* value = job.find_string(key)) line[std::string(key).substr(10)] = *value;
+  }
+  for (const char* key : {KF_KEY_CANDIDATE_TOKENS_IN, KF_KEY_CANDIDATE_TOKENS_OUT, KF_KEY_CANDIDATE_COST}) {
+    if (auto value = job.find_number(key)) line[std::string(key).substr(10)] = *value;
+  }
+  auto& stages = line["stages"] = nlohmann::ordered_json::array();
+  for (const Verdict& v : job.verdicts) {
+    nlohmann::ordered_json s;
+    s["stage"] = v.stage;
+    s["kind"] = v.kind;
+    s["status"] = to_string(v.status);
+    if (!v.route.empty()) s["route"] = v.route;
+    if (!v.error_class.empty()) s["error_class"] = v.error_class;
+    if (!v.message.empty()) s["message"] = v.message;
+    s["round"] = v.round;
+    s["seconds"] = v.seconds;
+    if (!v.metrics.empty()) {
+      auto& metrics = s["metrics"] = nlohmann::ordered_json::object();
+      for (const auto& [name, value] : v.metrics) metrics[name] = value;
+    }
+    stages.push_back(std::move(s));
+  }
+  // Invalid UTF-8 from a plugin's message must not lose the result: replace it.
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ResultsWriter::ResultsWriter(const std::string& path) : file_(std::fopen(path.c_str(), "w")) {
+  if (file_ == nullptr) {
+    throw std::runtime_error(fmt::format("cannot write results to '{}': {}", path, std::strerror(errno)));
+  }
+}
+
+ResultsWriter::~ResultsWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void ResultsWriter::job_finished(const Job& job) {
+  const std::string line = result_line(job);
+  std::fwrite(line.data(), 1, line.size(), file_);
+  std::fputc('\n', file_);
+  std::fflush(file_);
+}
+
+}  // namespace kforge

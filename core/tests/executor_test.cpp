@@ -1,0 +1,336 @@
+// The executor on hand-built pipelines (no YAML), with the demo plugin's stages.
+#include "executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "host.hpp"
+#include "results.hpp"
+
+namespace {
+
+using kforge::Job;
+using kforge::PipelineSpec;
+using kforge::RouteSpec;
+using kforge::StageSpec;
+using kforge::VerdictStatus;
+
+kforge::ParamValue value(kf_param_type type, std::string text) {
+  kforge::ParamValue v;
+  v.type = type;
+  v.text = text;
+  v.json = type == KF_PARAM_STRING ? "\"" + text + "\"" : text;
+  return v;
+}
+
+kforge::ParamValue list(std::vector<std::string> items) {
+  kforge::ParamValue v;
+  v.type = KF_PARAM_STRING_LIST;
+  v.items = std::move(items);
+  return v;
+}
+
+RouteSpec route(std::string on, std::string target, int max_rounds = 0) {
+  RouteSpec r;
+  r.on = std::move(on);
+  r.target = std::move(target);
+  r.max_rounds = max_rounds;
+  return r;
+}
+
+// A stage with every route filled as the loader would: pass -> next, fail/error -> end.
+StageSpec stage(std::string id, std::string uses, std::string next = kforge::kEndTarget) {
+  StageSpec s;
+  s.id = std::move(id);
+  s.uses = std::move(uses);
+  s.routes = {route("pass", next), route("fail", kforge::kEndTarget), route("error", kforge::kEndTarget)};
+  return s;
+}
+
+void set_route(StageSpec& s, const std::string& on, const std::string& target, int max_rounds = 0) {
+  for (auto& r : s.routes) {
+    if (r.on == on) {
+      r = route(on, target, max_rounds);
+      return;
+    }
+  }
+  s.routes.push_back(route(on, target, max_rounds));
+}
+
+StageSpec judge(std::string id, std::string next, std::vector<std::string> fail, std::vector<std::string> error = {},
+                std::vector<std::string> throws = {}, std::vector<std::string> special = {}) {
+  StageSpec s = stage(std::move(id), "demo.judge", std::move(next));
+  s.config.values["fail"] = list(std::move(fail));
+  s.config.values["error"] = list(std::move(error));
+  s.config.values["throw"] = list(std::move(throws));
+  s.config.values["route"] = list(std::move(special));
+  s.routes.push_back(route("special", kforge::kEndTarget));
+  return s;
+}
+
+StageSpec timed(std::string id, std::string uses, double seconds, int concurrency, std::string next = kforge::kEndTarget) {
+  StageSpec s = stage(std::move(id), std::move(uses), std::move(next));
+  s.config.values["seconds"] = value(KF_PARAM_FLOAT, std::to_string(seconds));
+  s.concurrency = concurrency;
+  return s;
+}
+
+PipelineSpec pipeline(int tasks, std::vector<StageSpec> stages, int k = 1) {
+  PipelineSpec p;
+  p.name = "test";
+  p.source.uses = "demo.range";
+  p.source.config.values["count"] = value(KF_PARAM_INT, std::to_string(tasks));
+  p.source.config.values["prefix"] = value(KF_PARAM_STRING, "task-");
+  p.k = k;
+  p.stages = std::move(stages);
+  return p;
+}
+
+std::string task_id(int i) {
+  std::string n = std::to_string(i);
+  return "task-" + std::string(4 - std::min<size_t>(4, n.size()), '0') + n;
+}
+
+struct Finished {
+  uint64_t index;
+  std::string task;
+  VerdictStatus status;
+  std::vector<std::string> stages;
+  std::string error_class;
+  std::string message;
+  int round;
+  double max_concurrent;
+  std::string line;
+};
+
+class Collector : public kforge::RunObserver {
+ public:
+  void verdict(const Job&, const kforge::Verdict&) override { ++verdicts; }
+  void job_finished(const Job& job) override {
+    Finished f{job.index, job.task->id(), job.final_status(), {}, {}, {}, job.round, 0, kforge::result_line(job)};
+    for (const auto& v : job.verdicts) {
+      f.stages.push_back(v.stage);
+      for (const auto& [name, value] : v.metrics) {
+        if (name == "concurrent") f.max_concurrent = std::max(f.max_concurrent, value);
+      }
+    }
+    if (const auto* last = job.last()) {
+      f.error_class = last->error_class;
+      f.message = last->message;
+    }
+    finished.push_back(std::move(f));
+  }
+  double peak() const {
+    double p = 0;
+    for (const auto& f : finished) p = std::max(p, f.max_concurrent);
+    return p;
+  }
+  std::atomic<int> verdicts{0};
+  std::vector<Finished> finished;
+};
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kforge::reset_cancel();
+    registry.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so");
+  }
+  void TearDown() override { kforge::reset_cancel(); }
+
+  kforge::RunSummary run(const PipelineSpec& p, Collector& c, kforge::RunOptions options = {}) {
+    kforge::Executor executor(registry, p);
+    return executor.run(c, options);
+  }
+
+  kforge::Registry registry;
+};
+
+TEST_F(ExecutorTest, LinearPipelinePassesEveryJobInOrder) {
+  Collector c;
+  auto summary = run(pipeline(50, {stage("a", "demo.noop", "b"), stage("b", "demo.noop")}, 2), c);
+  EXPECT_EQ(summary.tasks, 50u);
+  EXPECT_EQ(summary.jobs, 100u);
+  EXPECT_EQ(summary.passed, 100u);
+  ASSERT_EQ(c.finished.size(), 100u);
+  for (size_t i = 0; i < c.finished.size(); ++i) {
+    EXPECT_EQ(c.finished[i].index, i);
+    EXPECT_EQ(c.finished[i].stages, (std::vector<std::string>{"a", "b"}));
+  }
+}
+
+TEST_F(ExecutorTest, RoutesByVerdict) {
+  auto check = judge("check", "after", {task_id(1)}, {task_id(2)}, {}, {task_id(3)});
+  set_route(check, "fail", "on_fail");
+  set_route(check, "special", "on_special");
+  // error is not routed explicitly: the loader would copy fail's target; here it ends.
+  Collector c;
+  auto summary = run(pipeline(4, {check, stage("after", "demo.noop"), stage("on_fail", "demo.noop"),
+                                  stage("on_special", "demo.noop")}),
+                     c);
+  ASSERT_EQ(c.finished.size(), 4u);
+  EXPECT_EQ(c.finished[0].stages, (std::vector<std::string>{"check", "after"}));
+  EXPECT_EQ(c.finished[1].stages, (std::vector<std::string>{"check", "on_fail"}));
+  EXPECT_EQ(c.finished[2].stages, (std::vector<std::string>{"check"}));
+  EXPECT_EQ(c.finished[2].status, VerdictStatus::Error);
+  EXPECT_EQ(c.finished[3].stages, (std::vector<std::string>{"check", "on_special"}));
+  EXPECT_EQ(summary.errors, 1u);
+}
+
+TEST_F(ExecutorTest, StageThatFailsTwiceThenPassesIsSeenThreeTimes) {
+  StageSpec flaky = stage("flaky", "demo.flaky", "done");
+  flaky.config.values["failures"] = value(KF_PARAM_INT, "2");
+  set_route(flaky, "fail", "flaky", /*max_rounds=*/5);
+  Collector c;
+  run(pipeline(3, {flaky, stage("done", "demo.noop")}), c);
+  ASSERT_EQ(c.finished.size(), 3u);
+  for (const auto& f : c.finished) {
+    EXPECT_EQ(f.stages, (std::vector<std::string>{"flaky", "flaky", "flaky", "done"}));
+    EXPECT_EQ(f.status, VerdictStatus::Pass);
+    EXPECT_EQ(f.round, 2);
+  }
+}
+
+TEST_F(ExecutorTest, BoundedEdgeStopsAfterMaxRounds) {
+  StageSpec flaky = stage("flaky", "demo.flaky", "done");
+  flaky.config.values["failures"] = value(KF_PARAM_INT, "5");
+  set_route(flaky, "fail", "flaky", /*max_rounds=*/1);
+  Collector c;
+  run(pipeline(2, {flaky, stage("done", "demo.noop")}), c);
+  ASSERT_EQ(c.finished.size(), 2u);
+  EXPECT_EQ(c.finished[0].stages, (std::vector<std::string>{"flaky", "flaky"}));
+  EXPECT_EQ(c.finished[0].status, VerdictStatus::Fail);
+  EXPECT_EQ(c.finished[0].round, 1);
+}
+
+TEST_F(ExecutorTest, ExceptionInPluginFailsThatJobOnly) {
+  Collector c;
+  auto summary = run(pipeline(5, {judge("j", "after", {}, {}, {task_id(2)}), stage("after", "demo.noop")}), c);
+  ASSERT_EQ(c.finished.size(), 5u);
+  EXPECT_EQ(c.finished[2].status, VerdictStatus::Error);
+  EXPECT_EQ(c.finished[2].error_class, "plugin_error");
+  EXPECT_NE(c.finished[2].message.find("told to throw on task-0002"), std::string::npos);
+  EXPECT_EQ(summary.passed, 4u);
+  EXPECT_EQ(summary.errors, 1u);
+}
+
+TEST_F(ExecutorTest, WaitingStageConcurrencyLimitIsHonoured) {
+  Collector c;
+  run(pipeline(24, {timed("sleep", "demo.sleep", 0.02, 3)}), c);
+  EXPECT_EQ(c.finished.size(), 24u);
+  EXPECT_LE(c.peak(), 3);
+  EXPECT_GE(c.peak(), 2);  // it did run in parallel
+}
+
+TEST_F(ExecutorTest, CpuStageConcurrencyLimitIsHonoured) {
+  Collector c;
+  run(pipeline(200, {timed("busy", "demo.busy", 0.0005, 1)}), c);
+  EXPECT_EQ(c.finished.size(), 200u);
+  EXPECT_EQ(c.peak(), 1);
+}
+
+TEST_F(ExecutorTest, SixtyFourSleepingJobsOverlapOnFewCores) {
+  Collector c;
+  const auto start = std::chrono::steady_clock::now();
+  run(pipeline(64, {timed("sleep", "demo.sleep", 0.5, 64)}), c);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(c.finished.size(), 64u);
+  // Every call saw all 64 inside at once at its peak: they overlapped.
+  EXPECT_EQ(c.peak(), 64) << "only " << c.peak() << " sleeping jobs were in flight together";
+  EXPECT_LT(seconds, 0.5 * 8) << "64 x 0.5 s took " << seconds << " s";
+}
+
+TEST_F(ExecutorTest, TenThousandJobs) {
+  Collector c;
+  auto p = pipeline(10000, {stage("a", "demo.noop", "b"), judge("b", "c", {task_id(7)}), stage("c", "demo.noop")});
+  p.max_in_flight = 64;
+  auto summary = run(p, c);
+  EXPECT_EQ(summary.jobs, 10000u);
+  EXPECT_EQ(summary.passed, 9999u);
+  EXPECT_EQ(summary.failed, 1u);
+  ASSERT_EQ(c.finished.size(), 10000u);
+  EXPECT_TRUE(std::is_sorted(c.finished.begin(), c.finished.end(),
+                             [](const Finished& a, const Finished& b) { return a.index < b.index; }));
+}
+
+TEST_F(ExecutorTest, OutputIsDeterministicRegardlessOfTiming) {
+  auto make = [&](int concurrency) {
+    auto check = judge("check", "sleep", {task_id(3), task_id(9)}, {task_id(5)});
+    set_route(check, "fail", "flaky");
+    StageSpec flaky = stage("flaky", "demo.flaky", "sleep");
+    flaky.config.values["failures"] = value(KF_PARAM_INT, "1");
+    set_route(flaky, "fail", "flaky", 3);
+    return pipeline(30, {check, flaky, timed("sleep", "demo.sleep", 0.001, concurrency)}, 2);
+  };
+  auto strip = [](const Collector& c) {
+    std::vector<std::string> out;
+    for (const auto& f : c.finished) {
+      std::string s = f.task + ":" + std::to_string(static_cast<int>(f.status)) + ":" + std::to_string(f.round);
+      for (const auto& st : f.stages) s += "," + st;
+      out.push_back(s);
+    }
+    return out;
+  };
+  Collector one, many;
+  run(make(1), one);
+  run(make(16), many);
+  EXPECT_EQ(strip(one), strip(many));
+  EXPECT_EQ(one.finished.size(), 60u);
+}
+
+TEST_F(ExecutorTest, CancellationStopsIntakeAndKeepsFinishedResults) {
+  Collector c;
+  std::thread canceller([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kforge::request_cancel();
+  });
+  auto p = pipeline(1000, {timed("sleep", "demo.sleep", 0.05, 4, "after"), stage("after", "demo.noop")});
+  auto summary = run(p, c);
+  canceller.join();
+  EXPECT_TRUE(summary.cancelled);
+  EXPECT_GT(summary.jobs, 0u);
+  EXPECT_LT(summary.jobs, 1000u);
+  EXPECT_EQ(c.finished.size(), summary.jobs);
+  for (const auto& f : c.finished) {
+    EXPECT_EQ(f.stages, (std::vector<std::string>{"sleep", "after"}));  // finished ones are whole
+  }
+}
+
+TEST_F(ExecutorTest, StageTimeoutBecomesAnError) {
+  StageSpec s = timed("sleep", "demo.sleep", 5.0, 2);
+  s.timeout_seconds = 0.05;
+  Collector c;
+  const auto start = std::chrono::steady_clock::now();
+  run(pipeline(2, {s}), c);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(c.finished.size(), 2u);
+  EXPECT_EQ(c.finished[0].status, VerdictStatus::Error);
+  EXPECT_LT(seconds, 2.0);
+}
+
+TEST_F(ExecutorTest, SkipPredicateLeavesDoneJobsOut) {
+  Collector c;
+  kforge::RunOptions options;
+  options.skip = [](const kforge::Task& task, int sample) { return task.index % 2 == 0 && sample == 0; };
+  auto summary = run(pipeline(10, {stage("a", "demo.noop")}, 2), c, options);
+  EXPECT_EQ(summary.skipped, 5u);
+  EXPECT_EQ(summary.jobs, 15u);
+}
+
+TEST_F(ExecutorTest, StageCreationErrorNamesTheStage) {
+  StageSpec s = stage("broken", "demo.noop");
+  auto p = pipeline(-1, {s});
+  Collector c;
+  kforge::Executor executor(registry, p);
+  try {
+    executor.run(c);
+    FAIL() << "a source with count -1 must not start";
+  } catch (const kforge::RunSetupError& e) {
+    EXPECT_NE(std::string(e.what()).find("count must be >= 0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,176 @@
+"""The request/response vocabulary of PROTOCOL.md: error classes, defaults, verdicts."""
+
+import json
+import math
+
+# Error classes: stable ids used in reports (PROTOCOL.md has the table).
+CHECKER_REJECTED = "checker_rejected"
+SYNTAX_ERROR = "syntax_error"
+COMPILE_ERROR = "compile_error"
+INIT_ERROR = "init_error"
+RUNTIME_ERROR = "runtime_error"
+DEVICE_ERROR = "device_error"
+CRASH = "crash"
+TIMEOUT = "timeout"
+OUT_OF_MEMORY = "out_of_memory"
+SHAPE_MISMATCH = "shape_mismatch"
+DTYPE_MISMATCH = "dtype_mismatch"
+NUMERICAL_MISMATCH = "numerical_mismatch"
+CHEAT_DETECTED = "cheat_detected"
+HARNESS_ERROR = "harness_error"
+
+ACTIONS = ("check", "compile", "run")
+LANGUAGES = ("triton", "cpp", "cuda", "python")
+TASK_FORMATS = ("kernelbench-torch", "kernelbench-numpy")
+
+DEFAULT_LIMITS = {"timeout_s": 60.0, "memory_mb": 16384, "cpu_s": 300, "network": False}
+
+DEFAULT_RULE = {
+    "kind": "allclose",
+    "atol": {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2},
+    "rtol": {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2},
+}
+
+DEFAULT_TIMING = {"enabled": True, "warmup": 3, "trials": 20, "flush_l2": True,
+                  "baseline": "eager"}
+
+DEFAULT_OPTIONS = {"trials": 5, "seed": 42, "inputs_on_device": True, "rules_file": None}
+
+# Longest message / log tail a response carries; the fix loop cuts further on its side.
+MAX_MESSAGE_CHARS = 8000
+MAX_LOG_TAIL_CHARS = 8000
+
+
+class Verdict(Exception):
+    """Ends a request early with a verdict: raised by the child's actions, turned into a
+    response by the child's main loop."""
+
+    def __init__(self, error_class, message, status="fail", metrics=None, flags=None,
+                 findings=None):
+        super().__init__(message)
+        self.status = status
+        self.error_class = error_class
+        self.message = message
+        self.metrics = metrics or {}
+        self.flags = flags or []
+        self.findings = findings or []
+
+
+def harness_error(message):
+    """A verdict saying the harness could not judge (status error)."""
+    return Verdict(HARNESS_ERROR, message, status="error")
+
+
+def response(request_id, status, error_class="", message="", log_tail="", findings=None,
+             extracted=None, metrics=None, flags=None):
+    return {
+        "id": request_id,
+        "status": status,
+        "error_class": error_class,
+        "message": truncate_middle(message, MAX_MESSAGE_CHARS),
+        "log_tail": log_tail[-MAX_LOG_TAIL_CHARS:],
+        "findings": findings or [],
+        "extracted": extracted or {},
+        "metrics": metrics or {},
+        "flags": flags or [],
+    }
+
+
+def truncate_middle(text, limit):
+    """Keeps the head and the tail of a long text: compiler errors matter at both ends."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    tail = limit - head - 40
+    return text[:head] + f"\n... [{len(text) - head - tail} chars cut] ...\n" + text[-tail:]
+
+
+def _finite_or_null(value):
+    # Standard JSON has no NaN/Infinity, and the C++ reader rejects them: a non-finite
+    # metric travels as null.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(v) for v in value]
+    return value
+
+
+def encode(obj):
+    """One JSON line, strict (no NaN), for the wire."""
+    return json.dumps(_finite_or_null(obj), allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def merged(defaults, given):
+    """defaults updated with the keys the request gave (one level deep)."""
+    out = dict(defaults)
+    if given:
+        out.update({k: v for k, v in given.items() if v is not None})
+    return out
+
+
+def normalise_request(request):
+    """Validates a request and fills in defaults; raises ValueError naming the problem."""
+    if not isinstance(request, dict):
+        raise ValueError("a request must be a JSON object")
+    if "id" not in request:
+        raise ValueError("the request has no 'id'")
+    action = request.get("action")
+    if action not in ACTIONS:
+        raise ValueError(f"'action' must be one of {', '.join(ACTIONS)}, got {action!r}")
+
+    task = request.get("task")
+    if task is not None:
+        if not isinstance(task, dict) or not isinstance(task.get("path"), str):
+            raise ValueError("'task' must be an object with a string 'path'")
+        task = merged({"format": "kernelbench-torch", "sizes": {}, "size_scale": 1.0}, task)
+        if task["format"] not in TASK_FORMATS:
+            raise ValueError(f"task.format must be one of {', '.join(TASK_FORMATS)}, "
+                             f"got {task['format']!r}")
+        if not isinstance(task["sizes"], dict) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in task["sizes"].values()):
+            raise ValueError("task.sizes must map names to integers")
+        if not isinstance(task["size_scale"], (int, float)) or task["size_scale"] <= 0:
+            raise ValueError("task.size_scale must be a positive number")
+    elif action != "check":
+        raise ValueError(f"action {action!r} needs a 'task'")
+
+    candidate = merged({"code": None, "language": "python", "artifact": None},
+                       request.get("candidate"))
+    if candidate["language"] not in LANGUAGES:
+        raise ValueError(f"candidate.language must be one of {', '.join(LANGUAGES)}, "
+                         f"got {candidate['language']!r}")
+    if candidate["code"] is None and action != "run":
+        raise ValueError(f"action {action!r} needs candidate.code "
+                         "(only 'run' takes the reference as its own candidate)")
+
+    options = merged(DEFAULT_OPTIONS, request.get("options"))
+    options["rule"] = _normalise_rule(options.get("rule"))
+    options["timing"] = merged(DEFAULT_TIMING, options.get("timing"))
+    if options["timing"]["baseline"] not in ("eager", "compile"):
+        raise ValueError("options.timing.baseline must be 'eager' or 'compile'")
+    if not isinstance(options["trials"], int) or options["trials"] < 1:
+        raise ValueError("options.trials must be a positive integer")
+
+    limits = merged(DEFAULT_LIMITS, request.get("limits"))
+    return {"id": request["id"], "action": action, "task": task, "candidate": candidate,
+            "options": options, "limits": limits}
+
+
+def _normalise_rule(rule):
+    if rule is None:
+        return json.loads(json.dumps(DEFAULT_RULE))
+    kind = rule.get("kind")
+    if kind == "allclose":
+        return {"kind": kind,
+                "atol": merged(DEFAULT_RULE["atol"], rule.get("atol")),
+                "rtol": merged(DEFAULT_RULE["rtol"], rule.get("rtol"))}
+    if kind == "max_abs_diff":
+        return {"kind": kind, "limit": float(rule.get("limit", 1e-3))}
+    if kind == "share_over_limit":
+        return {"kind": kind, "rtol": float(rule.get("rtol", 1e-2)),
+                "atol": float(rule.get("atol", 1e-5)),
+                "max_share": float(rule.get("max_share", 0.01))}
+    raise ValueError("options.rule.kind must be allclose, max_abs_diff or share_over_limit, "
+                     f"got {kind!r}")

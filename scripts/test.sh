@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test under ctest.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh"
+"$root/scripts/build.sh"
+cd "${KFORGE_BUILD_DIR:-$root/build}"
+ctest --output-on-failure -j "$(nproc)" --timeout 600
