@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "host.hpp"
+#include "sha256.hpp"
 
 namespace kforge {
 namespace {
@@ -115,6 +116,8 @@ struct StageRuntime {
   const kf_stage_kind* kind = nullptr;
   void* instance = nullptr;
   bool waits = false;
+  bool cacheable = false;
+  std::string cache_prefix;  // kind, plugin version and parameters, for cache keys
   int concurrency = 0;  // 0: unlimited
   std::vector<std::string> declared_routes;
   RouteRule on_pass, on_fail, on_error;
@@ -146,6 +149,7 @@ struct Executor::Impl {
   const PipelineSpec& pipeline;
   std::vector<StageRuntime> stages;
   int bounded_edges = 0;
+  VerdictCache* cache = nullptr;
 
   Impl(const Registry& r, const PipelineSpec& p) : registry(r), pipeline(p) {}
 
@@ -175,6 +179,9 @@ struct Executor::Impl {
       s.kind = kind->abi;
       s.end_port = s.port_for(kEnd);
       s.waits = (kind->abi->flags & KF_STAGE_WAITS) != 0;
+      s.cacheable = (kind->abi->flags & KF_STAGE_CACHEABLE) != 0;
+      s.cache_prefix = field(spec.uses) + field(kind->version);
+      for (const auto& [name, value] : spec.config.values) s.cache_prefix += field(name) + field(value.json);
       s.concurrency = spec.concurrency > 0 ? spec.concurrency : (s.waits ? 16 : 0);
       for (uint32_t r = 0; r < kind->abi->route_count; ++r) {
         s.declared_routes.emplace_back(kind->abi->routes[r]);
@@ -207,6 +214,39 @@ struct Executor::Impl {
     }
   }
 
+  // Length-prefixed, so that no two different field lists hash alike.
+  static std::string field(const std::string& text) { return std::to_string(text.size()) + ":" + text; }
+
+  static std::string cache_key(const StageRuntime& s, const Job& job) {
+    Sha256 hash;
+    hash.update(s.cache_prefix);
+    for (const auto& [key, text] : job.task->strings) hash.update(field(key)).update(field(text));
+    for (const auto& [key, number] : job.task->numbers) hash.update(field(key)).update(field(fmt::format("{}", number)));
+    for (const char* key : {KF_KEY_CANDIDATE_CODE, KF_KEY_CANDIDATE_LANGUAGE}) {
+      const std::string* text = job.find_string(key);
+      hash.update(field(key)).update(text ? field(*text) : "-");
+    }
+    return hash.hex();
+  }
+
+  // Answers from the cache when it can; true when it did.
+  bool replay_cached(const std::string& key, Job& job, Verdict& v) {
+    auto hit = cache->find(key);
+    if (!hit) return false;
+    for (const auto& [name, text] : hit->strings) job.strings[name] = text;
+    for (const auto& [name, number] : hit->numbers) job.numbers[name] = number;
+    const Verdict& cached = hit->verdict;
+    v.status = cached.status;
+    v.route = cached.route;
+    v.error_class = cached.error_class;
+    v.message = cached.message;
+    v.log_tail = cached.log_tail;
+    v.metrics = cached.metrics;
+    v.set = true;
+    v.cached = true;
+    return true;
+  }
+
   // Runs one stage call and appends its verdict. Never throws: whatever the plugin does,
   // the job leaves with a verdict.
   void run_stage(StageRuntime& s, Job& job, RunObserver& observer) {
@@ -217,6 +257,15 @@ struct Executor::Impl {
     if (cancel_requested()) {
       job.cut_short = true;
       return;
+    }
+    std::string key;
+    if (s.cacheable && cache != nullptr) {
+      key = cache_key(s, job);
+      if (replay_cached(key, job, v)) {
+        observer.verdict(job, v);
+        job.verdicts.push_back(std::move(v));
+        return;
+      }
     }
     JobCall call;
     call.job = &job;
@@ -244,6 +293,14 @@ struct Executor::Impl {
       v.error_class = "stage_timeout";
       v.message = fmt::format("stage took {:.3f} s, over its timeout of {:.3f} s", v.seconds,
                               s.spec->timeout_seconds);
+    }
+    if (!key.empty() && v.status != VerdictStatus::Error) {
+      // Errors are trouble of the moment (a dead server, a timeout), not facts about the code.
+      CachedVerdict entry;
+      entry.verdict = v;
+      for (const auto& name : call.written_strings) entry.strings.emplace_back(name, job.strings[name]);
+      for (const auto& name : call.written_numbers) entry.numbers.emplace_back(name, job.numbers[name]);
+      cache->put(key, entry);
     }
     observer.verdict(job, v);
     job.verdicts.push_back(std::move(v));
@@ -288,6 +345,7 @@ Executor::~Executor() = default;
 
 RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
   Impl& impl = *impl_;
+  impl.cache = options.cache;
   const PipelineSpec& pipeline = impl.pipeline;
   RunSummary summary;
   const double started = now_seconds();
@@ -310,6 +368,10 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
 
   flow::graph graph;
   const int k = std::max(1, pipeline.k);
+  uint64_t expected_tasks = 0;
+  const bool counted = source_kind->abi->count != nullptr &&
+                       source_kind->abi->count(source, &expected_tasks) == KF_OK;
+  observer.run_started(counted ? expected_tasks * static_cast<uint64_t>(k) : 0);
   const size_t in_flight = static_cast<size_t>(
       options.max_in_flight > 0 ? options.max_in_flight : std::max(1, pipeline.max_in_flight));
 

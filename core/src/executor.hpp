@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +32,9 @@ namespace kforge {
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
+  // Before the first job: how many jobs the run expects (tasks x k), 0 when the source
+  // cannot tell.
+  virtual void run_started(uint64_t /*expected_jobs*/) {}
   virtual void verdict(const Job& /*job*/, const Verdict& /*verdict*/) {}
   virtual void job_finished(const Job& /*job*/) {}
 };
@@ -52,11 +58,31 @@ class RunSetupError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A verdict the cache can hand back, with the job attributes the stage had set.
+struct CachedVerdict {
+  Verdict verdict;
+  std::vector<std::pair<std::string, std::string>> strings;
+  std::vector<std::pair<std::string, double>> numbers;
+};
+
+// Verdicts of KF_STAGE_CACHEABLE stages by content key (see Executor docs). Called from
+// worker threads concurrently.
+class VerdictCache {
+ public:
+  virtual ~VerdictCache() = default;
+  virtual std::optional<CachedVerdict> find(const std::string& key) = 0;
+  virtual void put(const std::string& key, const CachedVerdict& entry) = 0;
+};
+
 struct RunOptions {
   // Overrides the pipeline's max_in_flight when > 0.
   int max_in_flight = 0;
   // Returns true for (task id, sample) pairs that are already done (resume).
   std::function<bool(const Task&, int sample)> skip;
+  // Consulted before each call of a KF_STAGE_CACHEABLE stage; nullptr: no cache. The key
+  // is the SHA-256 of the stage kind, plugin version, stage parameters, every task field,
+  // and the candidate's code and language.
+  VerdictCache* cache = nullptr;
 };
 
 class Executor {

@@ -124,6 +124,7 @@ kf_status job_set_string(kf_job* job, const char* key, const char* value, size_t
     return KF_INVALID_ARGUMENT;
   }
   call->job->strings[key].assign(value == nullptr ? "" : value, len);
+  call->written_strings.emplace_back(key);
   return KF_OK;
 }
 
@@ -143,6 +144,7 @@ kf_status job_set_number(kf_job* job, const char* key, double value) {
     return KF_INVALID_ARGUMENT;
   }
   call->job->numbers[key] = value;
+  call->written_numbers.emplace_back(key);
   return KF_OK;
 }
 

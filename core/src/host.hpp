@@ -17,6 +17,9 @@ struct JobCall {
   Verdict* verdict = nullptr;
   const std::vector<std::string>* routes = nullptr;  // named routes the stage may choose
   std::string problem;  // a misuse of the API by the plugin, reported as the job's error
+  // Keys the stage wrote, so a cached verdict can replay them.
+  std::vector<std::string> written_strings;
+  std::vector<std::string> written_numbers;
 };
 
 const kf_host_api* host_api();

@@ -39,6 +39,7 @@ struct Verdict {
   int round = 0;         // the job's fix round when the stage ran
   double seconds = 0;    // wall time of the stage call
   bool set = false;      // the stage called job_verdict
+  bool cached = false;   // answered from the verdict cache, not by calling the stage
 };
 
 struct Job {

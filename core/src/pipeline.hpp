@@ -5,6 +5,7 @@
 #include <kforge/abi.h>
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -112,5 +113,11 @@ PipelineSpec load_pipeline(const std::string& path, const Registry& registry,
 // JSON Schema (draft 2020-12) of the pipeline format, with one `with:` schema per
 // registered stage and source kind, for editors and `kforge schema`.
 std::string pipeline_json_schema(const Registry& registry);
+
+namespace detail {
+// JSON form of a parameter's default, converted by the rules that apply to values written in
+// a pipeline; nullopt when there is none or it does not convert. Shared with the schema.
+std::optional<std::string> default_json(const kf_param_spec& spec);
+}  // namespace detail
 
 }  // namespace kforge

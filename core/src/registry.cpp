@@ -93,6 +93,7 @@ void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
         origin, d->struct_size, d->abi_version, sizeof(kf_plugin_descriptor)));
   }
   const std::string plugin = d->name ? d->name : "";
+  const std::string version = d->version ? d->version : "";
   // Check every name before registering any, so a rejected plugin leaves nothing behind.
   auto check_unique = [&](const char* name, bool is_source) {
     if (name == nullptr || *name == '\0') {
@@ -129,10 +130,10 @@ void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
     check_unique(d->sources[i]->name, true);
   }
   for (uint32_t i = 0; i < d->stage_count; ++i) {
-    stages_.push_back({d->stages[i], d->stages[i]->name, plugin, origin});
+    stages_.push_back({d->stages[i], d->stages[i]->name, plugin, version, origin});
   }
   for (uint32_t i = 0; i < d->source_count; ++i) {
-    sources_.push_back({d->sources[i], d->sources[i]->name, plugin, origin});
+    sources_.push_back({d->sources[i], d->sources[i]->name, plugin, version, origin});
   }
 }
 

@@ -37,6 +37,7 @@ struct StageKind {
   const kf_stage_kind* abi = nullptr;
   std::string name;
   std::string plugin;  // plugin name
+  std::string version; // plugin version
   std::string file;    // shared object it came from
 };
 
@@ -44,6 +45,7 @@ struct SourceKind {
   const kf_source_kind* abi = nullptr;
   std::string name;
   std::string plugin;
+  std::string version;
   std::string file;
 };
 

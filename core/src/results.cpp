@@ -38,6 +38,7 @@ std::string result_line(const Job& job) {
     if (!v.message.empty()) s["message"] = v.message;
     s["round"] = v.round;
     s["seconds"] = v.seconds;
+    if (v.cached) s["cached"] = true;
     if (!v.metrics.empty()) {
       auto& metrics = s["metrics"] = nlohmann::ordered_json::object();
       for (const auto& [name, value] : v.metrics) metrics[name] = value;

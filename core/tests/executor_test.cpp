@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -318,6 +319,43 @@ TEST_F(ExecutorTest, SkipPredicateLeavesDoneJobsOut) {
   auto summary = run(pipeline(10, {stage("a", "demo.noop")}, 2), c, options);
   EXPECT_EQ(summary.skipped, 5u);
   EXPECT_EQ(summary.jobs, 15u);
+}
+
+class MemoryCache : public kforge::VerdictCache {
+ public:
+  std::optional<kforge::CachedVerdict> find(const std::string& key) override {
+    std::lock_guard lock(mutex);
+    auto it = entries.find(key);
+    if (it == entries.end()) return std::nullopt;
+    ++hits;
+    return it->second;
+  }
+  void put(const std::string& key, const kforge::CachedVerdict& entry) override {
+    std::lock_guard lock(mutex);
+    entries[key] = entry;
+  }
+  std::mutex mutex;
+  std::map<std::string, kforge::CachedVerdict> entries;
+  int hits = 0;
+};
+
+TEST_F(ExecutorTest, CacheableStageIsAnsweredFromTheCacheTheSecondTime) {
+  MemoryCache cache;
+  kforge::RunOptions options;
+  options.cache = &cache;
+  auto p = pipeline(6, {judge("check", "after", {task_id(1)}, {task_id(2)}), stage("after", "demo.noop")});
+  Collector first, second;
+  run(p, first, options);
+  EXPECT_EQ(cache.hits, 0);
+  EXPECT_EQ(cache.entries.size(), 5u);  // the error verdict is not cached
+  run(p, second, options);
+  EXPECT_EQ(cache.hits, 5);
+  ASSERT_EQ(second.finished.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(first.finished[i].status, second.finished[i].status);
+    EXPECT_EQ(first.finished[i].stages, second.finished[i].stages);
+  }
+  EXPECT_NE(second.finished[0].line.find("\"cached\":true"), std::string::npos) << second.finished[0].line;
 }
 
 TEST_F(ExecutorTest, StageCreationErrorNamesTheStage) {

@@ -167,6 +167,11 @@ typedef struct kf_host_api {
 /* Stage runs mostly wait (HTTP, child processes): the host runs it on threads of its own,
  * `concurrency` of them, so that waiting never holds a TBB worker. */
 #define KF_STAGE_WAITS 0x1u
+/* The verdict (and the job attributes the stage sets) depends only on the task, the
+ * candidate's code and language, the stage's parameters and the plugin's version, so the
+ * host may answer from its verdict cache instead of calling process (identical code from
+ * an LLM is then judged once). */
+#define KF_STAGE_CACHEABLE 0x2u
 
 typedef struct kf_stage_kind {
   uint32_t struct_size;
@@ -203,6 +208,8 @@ typedef struct kf_source_kind {
   /* Fill `task` with the next task and set *has_task to 1, or set it to 0 at the end. */
   kf_status (*next)(void* instance, kf_task* task, int* has_task, char* err, size_t err_size);
   void (*destroy)(void* instance);
+  /* Optional (NULL when unknown): how many tasks `next` will emit, for progress and ETA. */
+  kf_status (*count)(void* instance, uint64_t* tasks);
 } kf_source_kind;
 
 typedef struct kf_plugin_descriptor {

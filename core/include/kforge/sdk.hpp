@@ -204,6 +204,8 @@ class Source {
   virtual ~Source() = default;
   // Fill `task` and return true, or return false when there are no more tasks.
   virtual bool next(Task& task) = 0;
+  // How many tasks next() will emit, when known up front (progress bars and ETAs).
+  virtual std::optional<uint64_t> count() const { return std::nullopt; }
 };
 
 namespace detail {
@@ -287,6 +289,18 @@ kf_status next(void* instance, kf_task* task, int* has_task, char* err, size_t e
 }
 
 template <typename T>
+kf_status count(void* instance, uint64_t* tasks) noexcept {
+  try {
+    auto total = static_cast<T*>(instance)->count();
+    if (!total) return KF_NOT_FOUND;
+    *tasks = *total;
+    return KF_OK;
+  } catch (...) {
+    return KF_ERROR;
+  }
+}
+
+template <typename T>
 const kf_stage_kind* stage_kind() {
   static const kf_stage_kind kind = [] {
     const Schema<T>& schema = Schema<T>::get();
@@ -320,6 +334,7 @@ const kf_source_kind* source_kind() {
     k.create = &create<T>;
     k.next = &next<T>;
     k.destroy = &destroy<T>;
+    k.count = &count<T>;
     return k;
   }();
   return &kind;

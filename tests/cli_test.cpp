@@ -1,0 +1,188 @@
+// End-to-end: the real kforge binary on real pipeline files.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Starts kforge with `args`; its output goes to a file so nothing blocks on a pipe.
+class Kforge {
+ public:
+  explicit Kforge(std::vector<std::string> args) : log_(fs::temp_directory_path() / ("kforge-cli-" + std::to_string(getpid()) + "-" + std::to_string(counter_++) + ".log")) {
+    std::vector<std::string> argv_strings = {KFORGE_BINARY};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    EXPECT_EQ(posix_spawn(&pid_, KFORGE_BINARY, &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Kforge() { fs::remove(log_); }
+
+  void signal(int sig) { kill(pid_, sig); }
+
+  Result wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    Result r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::ifstream in(log_);
+    std::stringstream text;
+    text << in.rdbuf();
+    r.output = text.str();
+    return r;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path log_;
+  pid_t pid_ = -1;
+};
+
+Result kforge(std::vector<std::string> args) { return Kforge(std::move(args)).wait(); }
+
+std::string source(const std::string& relative) { return std::string(KFORGE_SOURCE_DIR) + "/" + relative; }
+std::string data(const std::string& name) { return std::string(KFORGE_TEST_DATA_DIR) + "/" + name; }
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("kforge-cli-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::vector<nlohmann::json> read_results(const fs::path& dir) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(dir / "results.jsonl");
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST(Cli, VersionAndHelp) {
+  auto r = kforge({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("kforge 0."), std::string::npos) << r.output;
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"}, {"run", "--help"}, {"validate", "--help"},
+                                        {"plugins", "list", "--help"}, {"plugins", "describe", "--help"}, {"schema", "--help"}}) {
+    auto help = kforge(args);
+    EXPECT_EQ(help.exit_code, 0) << args.front() << ": " << help.output;
+    EXPECT_NE(help.output.find("Usage"), std::string::npos) << help.output;
+  }
+}
+
+TEST(Cli, ValidateAcceptsTheDemoPipeline) {
+  auto r = kforge({"validate", source("pipelines/demo.yaml")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("ok"), std::string::npos);
+}
+
+TEST(Cli, ValidateReportsFileLineColumnAndExitsTwo) {
+  auto r = kforge({"validate", data("bad_key.yaml")});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("bad_key.yaml:8:5: error:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("concurency"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("concurrency"), std::string::npos) << r.output;  // the suggestion
+}
+
+TEST(Cli, UnknownStageKindRunsNothing) {
+  const fs::path out = fresh_dir("unknown");
+  auto r = kforge({"run", data("unknown_kind.yaml"), "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("demo.sleep"), std::string::npos) << r.output;  // did you mean
+  EXPECT_FALSE(fs::exists(out / "results.jsonl"));
+}
+
+TEST(Cli, RunsTheDemoPipelineAndWritesResultsInOrder) {
+  const fs::path out = fresh_dir("demo");
+  auto r = kforge({"run", source("pipelines/demo.yaml"), "--out", out.string(), "--log-level", "warn"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto results = read_results(out);
+  ASSERT_EQ(results.size(), 40u);  // 20 tasks x k=2
+  for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i]["job"], i);
+  // task-0003 fails its check every time: two fix rounds, then it ends failed.
+  const auto& failing = results[6];
+  EXPECT_EQ(failing["task"], "task-0003");
+  EXPECT_EQ(failing["status"], "fail");
+  EXPECT_EQ(failing["round"], 2);
+  std::vector<std::string> stages;
+  for (const auto& s : failing["stages"]) stages.push_back(s["stage"]);
+  EXPECT_EQ(stages, (std::vector<std::string>{"generate", "check", "fix", "check", "fix", "check"}));
+  EXPECT_EQ(results[0]["status"], "pass");
+  EXPECT_NE(r.output.find("40 jobs: 36 passed, 4 failed"), std::string::npos) << r.output;
+}
+
+TEST(Cli, SetOverridesAVariable) {
+  const fs::path out = fresh_dir("set");
+  auto r = kforge({"run", source("pipelines/demo.yaml"), "--set", "tasks=3", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_results(out).size(), 6u);
+}
+
+TEST(Cli, PluginsListAndDescribe) {
+  auto list = kforge({"plugins", "list"});
+  EXPECT_EQ(list.exit_code, 0) << list.output;
+  for (const char* kind : {"demo.range", "demo.noop", "demo.sleep", "demo.flaky", "demo.judge"}) {
+    EXPECT_NE(list.output.find(kind), std::string::npos) << kind;
+  }
+  auto describe = kforge({"plugins", "describe", "demo.sleep"});
+  EXPECT_EQ(describe.exit_code, 0) << describe.output;
+  EXPECT_NE(describe.output.find("seconds"), std::string::npos);
+  EXPECT_NE(describe.output.find("default: 0.1"), std::string::npos) << describe.output;
+  EXPECT_NE(describe.output.find("its own threads"), std::string::npos);
+  auto unknown = kforge({"plugins", "describe", "demo.sleap"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("did you mean 'demo.sleep'"), std::string::npos) << unknown.output;
+}
+
+TEST(Cli, SchemaIsJsonWithEveryKind) {
+  auto r = kforge({"schema", "--log-level", "off"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto schema = nlohmann::json::parse(r.output);
+  const std::string text = schema.dump();
+  for (const char* kind : {"demo.range", "demo.sleep", "demo.judge"}) {
+    EXPECT_NE(text.find(kind), std::string::npos) << kind;
+  }
+}
+
+TEST(Cli, InterruptStopsIntakeKeepsResultsAndExits130) {
+  const fs::path out = fresh_dir("interrupt");
+  Kforge run({"run", data("slow.yaml"), "--out", out.string()});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  run.signal(SIGINT);
+  auto r = run.wait();
+  EXPECT_EQ(r.exit_code, 130) << r.output;
+  auto results = read_results(out);  // every line parses: nothing half-written
+  EXPECT_GT(results.size(), 0u);
+  EXPECT_LT(results.size(), 400u);
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i]["job"], i);
+    EXPECT_EQ(results[i]["stages"].size(), 2u);
+  }
+  EXPECT_NE(r.output.find("interrupted"), std::string::npos) << r.output;
+}
+
+}  // namespace

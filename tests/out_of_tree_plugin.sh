@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs kforge into a scratch prefix, builds examples/plugin-hello against it with
+# find_package(kforge), and has the installed binary load and run the plugin.
+set -euo pipefail
+build_dir=$1 example=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+prefix=$work/prefix
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+cmake -S "$example" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_INSTALL_PREFIX="$work/plugin-prefix" >/dev/null
+cmake --build "$work/build" >/dev/null
+cmake --install "$work/build" >/dev/null
+plugin_dir=$work/plugin-prefix/lib/kforge/plugins
+test -f "$plugin_dir/libkforge_hello.so"
+
+export KFORGE_PLUGIN_PATH=$plugin_dir
+kforge=$prefix/bin/kforge
+# The installed binary finds its bundled plugins in its own prefix and the new one on the path.
+"$kforge" plugins list | tee "$work/list.txt"
+grep -q "hello.greet" "$work/list.txt"
+grep -q "demo.range" "$work/list.txt"
+"$kforge" plugins describe hello.greet | grep -q "greeting"
+"$kforge" run "$example/pipeline.yaml" --out "$work/out" --log-level warn
+test "$(wc -l < "$work/out/results.jsonl")" -eq 3
+grep -q '"status":"pass"' "$work/out/results.jsonl"
+grep -q 'hello.greet' "$work/out/results.jsonl"
+echo "out-of-tree plugin: built, installed, loaded and run"
