@@ -1,0 +1,30 @@
+# expect: cheat_detected
+# The output is right, but the kernel also applies ReLU in place to its input (to "save a
+# pass"). The harness must see that the input changed during the call.
+import ctypes
+
+import torch
+import kforge_cpp
+
+cpp_source = r'''
+#include <cstdint>
+
+extern "C" void relu_forward(float* x, float* y, int64_t n) {
+  #pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = x[i] > 0.f ? x[i] : 0.f;
+    y[i] = x[i];
+  }
+}
+'''
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lib = kforge_cpp.load(cpp_source)
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        self.lib.relu_forward(kforge_cpp.ptr(x), kforge_cpp.ptr(y), ctypes.c_int64(x.numel()))
+        return y

@@ -1,0 +1,30 @@
+# expect: runtime_error
+# forward raises a Python exception: the kernel was written for 3-D (batch, seq, hidden)
+# inputs and rejects the task's 2-D input with a ValueError.
+import ctypes
+
+import torch
+import kforge_cpp
+
+cpp_source = r'''
+#include <cstdint>
+
+extern "C" void relu_forward(const float* x, float* y, int64_t n) {
+  #pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+'''
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lib = kforge_cpp.load(cpp_source)
+
+    def forward(self, x):
+        if x.dim() != 3:
+            raise ValueError(f"relu kernel expects a (batch, seq, hidden) input, got {tuple(x.shape)}")
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        self.lib.relu_forward(kforge_cpp.ptr(x), kforge_cpp.ptr(y), ctypes.c_int64(x.numel()))
+        return y

@@ -1,0 +1,28 @@
+# expect: numerical_mismatch
+# Wrong output: GELU approximated as x * sigmoid(1.702 x) instead of the exact erf form the
+# task asks for; off by up to ~2e-2.
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gelu_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(y_ptr + offsets, x / (1.0 + tl.exp(-1.702 * x)), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        block = 1024
+        gelu_kernel[(triton.cdiv(n, block),)](x, y, n, BLOCK_SIZE=block)
+        return y
