@@ -1,5 +1,6 @@
 // End-to-end: the real kforge binary on real pipeline files.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>

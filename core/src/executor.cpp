@@ -186,6 +186,8 @@ struct Executor::Impl {
       for (uint32_t r = 0; r < kind->abi->route_count; ++r) {
         s.declared_routes.emplace_back(kind->abi->routes[r]);
       }
+      const RouteSpec* fail_route = nullptr;
+      const RouteSpec* error_route = nullptr;
       for (const RouteSpec& route : spec.routes) {
         RouteRule rule;
         rule.port = s.port_for(stage_index(route.target));
@@ -198,11 +200,20 @@ struct Executor::Impl {
           s.on_pass = rule;
         } else if (route.on == "fail") {
           s.on_fail = rule;
+          fail_route = &route;
         } else if (route.on == "error") {
           s.on_error = rule;
+          error_route = &route;
         } else {
           s.on_named[route.on] = rule;
         }
+      }
+      // An error routed like a failure (the default) goes round the same loop: one
+      // budget of rounds for both, not one each.
+      if (fail_route && error_route && fail_route->max_rounds > 0 && error_route->target == fail_route->target &&
+          error_route->max_rounds == fail_route->max_rounds &&
+          error_route->exhausted_target == fail_route->exhausted_target) {
+        s.on_error = s.on_fail;
       }
       char err[2048] = {0};
       const kf_status status = kind->abi->create(

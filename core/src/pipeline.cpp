@@ -9,8 +9,6 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -22,6 +20,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -68,7 +67,7 @@ ConfigError::ConfigError(std::vector<Diagnostic> diagnostics)
 namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-const std::vector<std::string> kTopKeys = {"pipeline", "include", "vars",
+const std::vector<std::string> kTopKeys = {"pipeline", "include",       "vars",
                                            "tasks",    "max_in_flight", "stages"};
 const std::vector<std::string> kTopOnlyKeys = {"pipeline", "tasks", "max_in_flight"};
 const std::vector<std::string> kTasksKeys = {"uses", "with", "k"};
@@ -132,8 +131,9 @@ bool contains(const std::vector<std::string>& names, std::string_view name) {
 
 bool is_variable_name(std::string_view s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 bool is_stage_id(std::string_view s) {
@@ -145,8 +145,7 @@ bool is_stage_id(std::string_view s) {
 // YAML 1.2 core schema decimal integer: [-+]?[0-9]+
 bool is_integer_literal(std::string_view s) {
   if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // YAML 1.2 core schema decimal number: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
@@ -201,7 +200,8 @@ Json plain_scalar_json(const std::string& s) {
   if (auto i = parse_int64(s, out_of_range)) return *i;
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
     int64_t value = 0;
-    auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), value, s[1] == 'x' ? 16 : 8);
+    auto [end, ec] =
+        std::from_chars(s.data() + 2, s.data() + s.size(), value, s[1] == 'x' ? 16 : 8);
     if (ec == std::errc() && end == s.data() + s.size()) return value;
   }
   if (auto d = parse_finite_double(s)) return *d;
@@ -300,8 +300,7 @@ bool typed_scalar(kf_param_type type, const std::string& text, const std::string
     case KF_PARAM_BOOL:
       if (text != "true" && text != "false") {
         problem = fmt::format(
-            "{} must be true or false, got '{}' (only true and false are accepted)", subject,
-            text);
+            "{} must be true or false, got '{}' (only true and false are accepted)", subject, text);
         return false;
       }
       out.text = text;
@@ -313,7 +312,8 @@ bool typed_scalar(kf_param_type type, const std::string& text, const std::string
   }
 }
 
-std::optional<Json> to_json(const YAML::Node& node, const std::string& subject, ValueSource& source) {
+std::optional<Json> to_json(const YAML::Node& node, const std::string& subject,
+                            ValueSource& source) {
   switch (node.Type()) {
     case YAML::NodeType::Scalar: {
       auto text = source.text(node);
@@ -360,9 +360,10 @@ std::optional<Json> to_json(const YAML::Node& node, const std::string& subject, 
 std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
                                   const std::string& subject, ValueSource& source) {
   if (!value.IsDefined() || value.IsNull()) {
-    source.error(value, type == KF_PARAM_STRING
-                            ? fmt::format("{} has no value (write \"\" for an empty string)", subject)
-                            : fmt::format("{} has no value: expected {}", subject, expected(type)));
+    source.error(value,
+                 type == KF_PARAM_STRING
+                     ? fmt::format("{} has no value (write \"\" for an empty string)", subject)
+                     : fmt::format("{} has no value: expected {}", subject, expected(type)));
     return std::nullopt;
   }
   ParamValue out;
@@ -381,8 +382,8 @@ std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
     bool ok = true;
     for (const YAML::Node& item : value) {
       if (!item.IsScalar()) {
-        source.error(item, fmt::format("{}: each item must be a string, got {}", subject,
-                                       shape_of(item)));
+        source.error(
+            item, fmt::format("{}: each item must be a string, got {}", subject, shape_of(item)));
         ok = false;
         continue;
       }
@@ -410,7 +411,8 @@ std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
     return out;
   }
   if (!value.IsScalar()) {
-    source.error(value, fmt::format("{} must be {}, got {}", subject, expected(type), shape_of(value)));
+    source.error(value,
+                 fmt::format("{} must be {}, got {}", subject, expected(type), shape_of(value)));
     return std::nullopt;
   }
   auto text = source.text(value);
@@ -500,7 +502,7 @@ struct StageDraft {
   StageSpec spec;
   const SourceFile* file = nullptr;
   const StageKind* kind = nullptr;
-  YAML::Node id_node;  // invalid when the stage has no id
+  SourceLocation id_where;  // where the id is written; the stage's place when it has none
   std::optional<Mapping> on;
   // For graph diagnostics: where each route's target and exhaustion target were written,
   // and whether the route was written at all (defaults are reported at the stage).
@@ -545,8 +547,8 @@ class Loader {
   std::optional<int> int_field(const SourceFile& file, const Entry& entry,
                                const std::string& subject, int64_t min);
   StageConfig configure(const kf_param_spec* params, uint32_t count, const std::string& owner_id,
-                        const std::string& owner, const std::string& kind,
-                        const SourceFile& file, const YAML::Node& owner_node, const Entry* with);
+                        const std::string& owner, const std::string& kind, const SourceFile& file,
+                        const YAML::Node& owner_node, const Entry* with);
   void read_tasks(const SourceFile& file, const Entry& entry, PipelineSpec& spec);
   void read_stage(const SourceFile& file, const YAML::Node& node, size_t index);
   void read_routes(StageDraft& draft, size_t index);
@@ -667,13 +669,15 @@ const SourceFile* Loader::read(const fs::path& absolute, const std::string& show
     return nullptr;
   }
   if (documents.empty() || documents[0].IsNull()) {
-    error({shown, 0, 0}, "the file is empty: a pipeline file is a mapping of keys "
-                         "(pipeline:, tasks:, stages:, ...)");
+    error({shown, 0, 0},
+          "the file is empty: a pipeline file is a mapping of keys "
+          "(pipeline:, tasks:, stages:, ...)");
     return nullptr;
   }
   if (documents.size() > 1) {
-    error_at(ref, documents[1], "a pipeline file holds one YAML document: remove the second "
-                                "one (after '---') or move it into a file of its own");
+    error_at(ref, documents[1],
+             "a pipeline file holds one YAML document: remove the second "
+             "one (after '---') or move it into a file of its own");
     return nullptr;
   }
   files_.back()->root = documents[0];
@@ -703,7 +707,8 @@ Mapping Loader::mapping(const SourceFile& file, const YAML::Node& node, const st
       auto guess = closest(name, allowed);
       std::string message = fmt::format("unknown {} '{}' {}", noun, name, context);
       if (guess) message += fmt::format("; did you mean '{}'?", *guess);
-      if (!guess || always_list_allowed) message += fmt::format(" (allowed: {})", comma_list(allowed));
+      if (!guess || always_list_allowed)
+        message += fmt::format(" (allowed: {})", comma_list(allowed));
       error_at(file, it->first, std::move(message));
       continue;
     }
@@ -874,10 +879,10 @@ void Loader::collect_includes(const SourceFile& file, const Entry& entry,
       continue;
     }
     const fs::path absolute = (fs::path(file.dir) / name).lexically_normal();
-    const std::string shown = (fs::path(file.shown).parent_path() / name).lexically_normal().string();
-    auto loop = std::find_if(chain.begin(), chain.end(), [&](const SourceFile* f) {
-      return f->absolute == absolute.string();
-    });
+    const std::string shown =
+        (fs::path(file.shown).parent_path() / name).lexically_normal().string();
+    auto loop = std::find_if(chain.begin(), chain.end(),
+                             [&](const SourceFile* f) { return f->absolute == absolute.string(); });
     if (loop != chain.end()) {
       std::string cycle;
       for (auto it = loop; it != chain.end(); ++it) cycle += (*it)->shown + " -> ";
@@ -895,8 +900,9 @@ void Loader::collect_includes(const SourceFile& file, const Entry& entry,
 void Loader::collect_vars(const SourceFile& file, const Entry& entry) {
   if (entry.value.IsNull()) return;
   if (!entry.value.IsMap()) {
-    error_at(file, entry.value,
-             fmt::format("vars must be a mapping of names to values, got {}", shape_of(entry.value)));
+    error_at(
+        file, entry.value,
+        fmt::format("vars must be a mapping of names to values, got {}", shape_of(entry.value)));
     return;
   }
   for (const Entry& var : mapping(file, entry.value, "variable", "under vars", {}).entries) {
@@ -910,12 +916,12 @@ void Loader::collect_vars(const SourceFile& file, const Entry& entry) {
                            var.name));
       def.state = VarDef::State::Failed;
     } else if (!var.value.IsScalar()) {
-      error_at(file, var.value.IsNull() ? var.key : var.value,
-               var.value.IsNull()
-                   ? fmt::format("variable '{}' has no value (write \"\" for an empty string)",
-                                 var.name)
-                   : fmt::format("variable '{}' must be a single value, got {}", var.name,
-                                 shape_of(var.value)));
+      error_at(
+          file, var.value.IsNull() ? var.key : var.value,
+          var.value.IsNull()
+              ? fmt::format("variable '{}' has no value (write \"\" for an empty string)", var.name)
+              : fmt::format("variable '{}' must be a single value, got {}", var.name,
+                            shape_of(var.value)));
       def.state = VarDef::State::Failed;
     }
     vars_[var.name] = std::move(def);
@@ -987,7 +993,9 @@ StageConfig Loader::configure(const kf_param_spec* params, uint32_t count,
     const std::string context = fmt::format("for {} ({})", owner, kind);
     if (names.empty()) {
       for (auto it = with->value.begin(); it != with->value.end(); ++it) {
-        error_at(file, it->first, fmt::format("{} kind '{}' takes no parameters", owner == "tasks" ? "source" : "stage", kind));
+        error_at(file, it->first,
+                 fmt::format("{} kind '{}' takes no parameters",
+                             owner == "tasks" ? "source" : "stage", kind));
       }
     } else {
       given = mapping(file, with->value, "parameter", context, names);
@@ -1014,10 +1022,9 @@ StageConfig Loader::configure(const kf_param_spec* params, uint32_t count,
     const kf_param_spec& spec = params[i];
     const std::string subject = fmt::format("parameter '{}' of {}", spec.name, owner);
     std::optional<ParamValue> value;
-    auto override_it = std::find_if(param_overrides_.begin(), param_overrides_.end(),
-                                    [&](const ParamOverride& o) {
-                                      return o.owner == owner_id && o.param == spec.name;
-                                    });
+    auto override_it = std::find_if(
+        param_overrides_.begin(), param_overrides_.end(),
+        [&](const ParamOverride& o) { return o.owner == owner_id && o.param == spec.name; });
     if (override_it != param_overrides_.end()) {
       // Written as on the command line: YAML flow text (`[a, b]`, `{x: 1}`), strings as is.
       FixedValues values(*this, override_it->where);
@@ -1071,10 +1078,11 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, PipelineSpec
   }
   const Entry* uses = keys.find("uses");
   if (uses == nullptr) {
-    error_at(file, entry.key, "tasks has no uses: name the task source kind, e.g. uses: tasks.list");
+    error_at(file, entry.key,
+             "tasks has no uses: name the task source kind, e.g. uses: tasks.list");
     return;
   }
-  auto name = string_field(file, *uses, "tasks uses");
+  auto name = string_field(file, *uses, "uses of tasks");
   if (!name) return;
   spec.source.uses = *name;
   const SourceKind* kind = registry_.source(*name);
@@ -1099,10 +1107,11 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
   StageDraft draft;
   draft.file = &file;
   draft.spec.where = locate(file, node);
+  draft.id_where = draft.spec.where;
   if (!node.IsMap()) {
-    error_at(file, node,
-             fmt::format("each stage must be a mapping (- id: ..., uses: ...), got {}",
-                         shape_of(node)));
+    error_at(
+        file, node,
+        fmt::format("each stage must be a mapping (- id: ..., uses: ...), got {}", shape_of(node)));
     graph_checkable_ = false;
     return;
   }
@@ -1116,12 +1125,12 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
   Mapping keys = mapping(file, node, "key", "in " + label, kStageKeys);
 
   if (const Entry* id = keys.find("id")) {
-    draft.id_node = id->value;
+    draft.id_where = locate(file, id->value);
     if (auto text = string_field(file, *id, "id of " + label)) {
       if (!is_stage_id(*text)) {
-        error_at(file, id->value,
-                 fmt::format("invalid stage id '{}': use lower-case letters, digits, _ and -",
-                             *text));
+        error_at(
+            file, id->value,
+            fmt::format("invalid stage id '{}': use lower-case letters, digits, _ and -", *text));
         graph_checkable_ = false;
       } else if (contains(kReservedIds, *text)) {
         error_at(file, id->value,
@@ -1134,7 +1143,7 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
         auto twin = std::find_if(stages_.begin(), stages_.end(),
                                  [&](const StageDraft& d) { return d.spec.id == *text; });
         if (twin != stages_.end()) {
-          const SourceLocation first = locate(*twin->file, twin->id_node);
+          const SourceLocation& first = twin->id_where;
           error_at(file, id->value,
                    fmt::format("duplicate stage id '{}' (first declared at {}:{}:{})", *text,
                                first.file, first.line, first.column));
@@ -1147,9 +1156,10 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
       graph_checkable_ = false;
     }
   } else {
-    error_at(file, node, fmt::format("{} has no id: add id: <name> (lower-case letters, digits, "
-                                     "_ and -)",
-                                     label));
+    error_at(file, node,
+             fmt::format("{} has no id: add id: <name> (lower-case letters, digits, "
+                         "_ and -)",
+                         label));
     graph_checkable_ = false;
   }
 
@@ -1171,8 +1181,8 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
       }
     }
   } else {
-    error_at(file, node, fmt::format("{} has no uses: name its stage kind, e.g. uses: llm.generate",
-                                     label));
+    error_at(file, node,
+             fmt::format("{} has no uses: name its stage kind, e.g. uses: llm.generate", label));
   }
 
   if (draft.kind != nullptr) {
@@ -1262,8 +1272,7 @@ void Loader::read_routes(StageDraft& draft, size_t index) {
       if (!contains(names, e.name)) names.push_back(e.name);
     }
   }
-  const SourceLocation stage_where =
-      draft.id_node.IsDefined() ? locate(file, draft.id_node) : draft.spec.where;
+  const SourceLocation& stage_where = draft.id_where;
 
   for (const std::string& name : names) {
     RouteSpec route;
@@ -1341,6 +1350,7 @@ void Loader::check_graph() {
   struct Edge {
     size_t to;
     bool bounded;
+    const RouteSpec* route;  // the route the edge belongs to
     SourceLocation where;
     bool written;
   };
@@ -1351,11 +1361,13 @@ void Loader::check_graph() {
       const RouteSpec& route = d.spec.routes[r];
       const bool written = d.written[r];
       if (route.target != kEndTarget) {
-        edges[i].push_back({index_of.at(route.target), route.max_rounds > 0, d.target_where[r], written});
+        edges[i].push_back(
+            {index_of.at(route.target), route.max_rounds > 0, &route, d.target_where[r], written});
       }
       // After its last round a bounded edge hands the job on unconditionally.
       if (route.max_rounds > 0 && route.exhausted_target != kEndTarget) {
-        edges[i].push_back({index_of.at(route.exhausted_target), false, d.then_where[r], written});
+        edges[i].push_back(
+            {index_of.at(route.exhausted_target), false, &route, d.then_where[r], written});
       }
     }
   }
@@ -1376,10 +1388,10 @@ void Loader::check_graph() {
   }
   for (size_t i = 0; i < stages_.size(); ++i) {
     if (reached[i]) continue;
-    error_at(*stages_[i].file, stages_[i].id_node,
-             fmt::format("stage '{}' is unreachable: no route leads to it from the entry stage "
-                         "'{}'; route a verdict to it or remove it",
-                         stages_[i].spec.id, stages_[0].spec.id));
+    error(stages_[i].id_where,
+          fmt::format("stage '{}' is unreachable: no route leads to it from the entry stage "
+                      "'{}'; route a verdict to it or remove it",
+                      stages_[i].spec.id, stages_[0].spec.id));
   }
 
   // Cycles made only of unbounded edges would run a job forever. A depth-first search
@@ -1394,11 +1406,13 @@ void Loader::check_graph() {
       if (e.bounded) continue;
       if (mark[e.to] == Mark::Open) {
         // The cycle: from e.to along the path to `at`, then e back to e.to.
-        auto start = std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == e.to; });
+        auto start =
+            std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == e.to; });
         std::vector<std::pair<size_t, const Edge*>> cycle(start, path.end());
         cycle.emplace_back(e.to, &e);
         std::string names;
-        for (const auto& [stage, edge] : cycle) names += (names.empty() ? "" : " -> ") + stages_[stage].spec.id;
+        for (const auto& [stage, edge] : cycle)
+          names += (names.empty() ? "" : " -> ") + stages_[stage].spec.id;
         if (!reported.insert(names).second) continue;
         // Report at a route the user wrote, where there is one, rather than at a default.
         const Edge* where = &e;
@@ -1407,8 +1421,8 @@ void Loader::check_graph() {
         }
         error(where->where,
               fmt::format("unbounded cycle {}: a job could go round it forever; make one of its "
-                          "routes a bounded edge, e.g. fail: {{to: {}, max_rounds: 3, then: end}}",
-                          names, stages_[e.to].spec.id));
+                          "routes a bounded edge, e.g. {}: {{to: {}, max_rounds: 3, then: end}}",
+                          names, where->route->on, stages_[where->to].spec.id));
       } else if (mark[e.to] == Mark::New) {
         path.emplace_back(e.to, &e);
         self(self, e.to);
@@ -1448,7 +1462,8 @@ PipelineSpec Loader::load(const std::string& path) {
       }
     }
   } else if (top_is_map) {
-    error_at(*top, top->root, "missing required key 'pipeline': the pipeline's name, e.g. pipeline: demo");
+    error_at(*top, top->root,
+             "missing required key 'pipeline': the pipeline's name, e.g. pipeline: demo");
   }
   if (const Entry* tasks = top_.find("tasks")) {
     read_tasks(*top, *tasks, spec);

@@ -101,7 +101,7 @@ struct PipelineSpec {
 };
 
 // Command-line overrides (`--set key=value`): a plain key sets a variable, a dotted key
-// `STAGE.PARAM` (or `source.PARAM`) sets one parameter of that stage or of the source.
+// `STAGE.PARAM` (or `tasks.PARAM`) sets one parameter of that stage or of the task source.
 struct Overrides {
   std::map<std::string, std::string> values;
 };

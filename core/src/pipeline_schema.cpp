@@ -109,7 +109,8 @@ Json stage_schema(const Registry& registry) {
   for (const StageKind& kind : registry.stages()) {
     names.push_back(kind.name);
     Json routes = Json::object();
-    for (const char* status : {"pass", "fail", "error"}) routes[status] = {{"$ref", "#/$defs/route"}};
+    for (const char* status : {"pass", "fail", "error"})
+      routes[status] = {{"$ref", "#/$defs/route"}};
     for (uint32_t i = 0; i < kind.abi->route_count; ++i) {
       routes[kind.abi->routes[i]] = {{"$ref", "#/$defs/route"}};
     }
@@ -143,9 +144,8 @@ Json stage_schema(const Registry& registry) {
 }  // namespace
 
 std::string pipeline_json_schema(const Registry& registry) {
-  const Json target = {{"type", "string"},
-                       {"pattern", "^[a-z0-9_-]+$"},
-                       {"description", "A stage id, or end."}};
+  Json target = or_variable({{"type", "string"}, {"pattern", "^[a-z0-9_-]+$"}});
+  target["description"] = "A stage id, or end.";
   Json defs = {
       {"variable",
        {{"type", "string"},
@@ -154,10 +154,10 @@ std::string pipeline_json_schema(const Registry& registry) {
       {"positive_int", or_variable({{"type", "integer"}, {"minimum", 1}})},
       {"duration",
        {{"description", "Seconds (90, 1.5) or a number with a unit: 500ms, 90s, 5m, 1h."},
-        {"anyOf",
-         Json::array({{{"type", "number"}, {"exclusiveMinimum", 0}},
-                      {{"type", "string"}, {"pattern", "^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ms|s|m|h)?$"}},
-                      {{"$ref", "#/$defs/variable"}}})}}},
+        {"anyOf", Json::array({{{"type", "number"}, {"exclusiveMinimum", 0}},
+                               {{"type", "string"},
+                                {"pattern", "^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ms|s|m|h)?$"}},
+                               {{"$ref", "#/$defs/variable"}}})}}},
       {"route",
        {{"anyOf",
          Json::array({target,
@@ -180,7 +180,8 @@ std::string pipeline_json_schema(const Registry& registry) {
       {"description", "A kforge pipeline file; see docs/pipelines.md."},
       {"type", "object"},
       {"properties",
-       {{"pipeline", {{"type", "string"}, {"minLength", 1}, {"description", "The pipeline's name."}}},
+       {{"pipeline",
+         {{"type", "string"}, {"minLength", 1}, {"description", "The pipeline's name."}}},
         {"include",
          {{"type", "array"},
           {"items", {{"type", "string"}}},

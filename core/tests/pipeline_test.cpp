@@ -3,14 +3,13 @@
 #include "pipeline.hpp"
 
 #include <gtest/gtest.h>
-#include <kforge/sdk.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <kforge/sdk.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -211,8 +210,8 @@ TEST_F(PipelineTest, LoadsCompletePipeline) {
 
   EXPECT_DOUBLE_EQ(stage(spec, "fix").timeout_seconds, 0.5);
   EXPECT_DOUBLE_EQ(stage(spec, "prepare").timeout_seconds, 300);
-  EXPECT_EQ(stage(spec, "check").concurrency, 0);
-  EXPECT_DOUBLE_EQ(stage(spec, "check").timeout_seconds, 0);
+  EXPECT_DOUBLE_EQ(stage(spec, "check").timeout_seconds, 3600);
+  EXPECT_EQ(stage(spec, "check").concurrency, 0);  // not given: the executor's default
 }
 
 TEST_F(PipelineTest, FillsEveryRouteWithItsDefault) {
@@ -235,7 +234,7 @@ TEST_F(PipelineTest, FillsEveryRouteWithItsDefault) {
   EXPECT_EQ(fail.target, "fix");
   EXPECT_EQ(fail.max_rounds, 2);
   EXPECT_EQ(fail.exhausted_target, "end");
-  EXPECT_EQ(fail.where.line, 24);
+  EXPECT_EQ(fail.where.line, 25);
   EXPECT_EQ(fail.where.column, 7);
   const RouteSpec& error = route(check, "error");
   EXPECT_EQ(error.target, "fix");
@@ -275,7 +274,10 @@ TEST_F(PipelineTest, AppliesParameterDefaults) {
 }
 
 TEST_F(PipelineTest, ConvertsEveryParameterType) {
+  ::unsetenv("KFORGE_TEST_CONCURRENCY");
   const PipelineSpec spec = load("params.yaml");
+  EXPECT_DOUBLE_EQ(stage(spec, "generate").timeout_seconds, 2.5);  // plain seconds
+  EXPECT_EQ(stage(spec, "generate").concurrency, 4);
   const StageConfig& config = stage(spec, "generate").config;
 
   const ParamValue& model = param(config, "model");  // a number where a string is expected
@@ -335,8 +337,8 @@ TEST_F(PipelineTest, SubstitutesVarsEnvironmentAndDefaults) {
 TEST_F(PipelineTest, OverridesSetVarsAndParameters) {
   ::unsetenv("KFORGE_TEST_LIMIT");  // the override replaces the value that needs it
   Overrides overrides;
-  overrides.values = {{"suffix", "two"},          {"k", "4"},
-                      {"generate.model", "gpt"},  {"generate.max_tokens", "512"},
+  overrides.values = {{"suffix", "two"},           {"k", "4"},
+                      {"generate.model", "gpt"},   {"generate.max_tokens", "512"},
                       {"generate.stop", "[x, y]"}, {"generate.options", "{a: 1}"},
                       {"tasks.limit", "9"}};
   const PipelineSpec spec = load("vars.yaml", overrides);
@@ -365,7 +367,8 @@ TEST_F(PipelineTest, ReportsBadOverrides) {
   EXPECT_TRUE(has_error(e, 0, 0, "has no parameter 'tempature'; did you mean 'temperature'?",
                         "--set generate.tempature=0.1"));
   EXPECT_TRUE(has_error(e, 0, 0, "there is no stage 'nostage'", "--set nostage.model=x"));
-  EXPECT_TRUE(has_error(e, 0, 0, "parameter 'max_tokens' of stage 'generate' must be an integer, got 'lots'",
+  EXPECT_TRUE(has_error(e, 0, 0,
+                        "parameter 'max_tokens' of stage 'generate' must be an integer, got 'lots'",
                         "--set generate.max_tokens=lots"));
   EXPECT_TRUE(has_error(e, 0, 0, "'bad-name' is not a variable name", "--set bad-name=x"));
   EXPECT_TRUE(has_error(e, 0, 0, "has no parameter 'nope'", "--set tasks.nope=1"));
@@ -375,10 +378,14 @@ TEST_F(PipelineTest, ReportsUnknownKeysWithSuggestions) {
   const auto e = errors("unknown_key.yaml");
   EXPECT_EQ(e.size(), 6u) << all_of(e);
   EXPECT_TRUE(has_error(e, 5, 3, "unknown key 'kk' in tasks; did you mean 'k'?"));
-  EXPECT_TRUE(has_error(e, 10, 5, "unknown key 'concurency' in stage 'generate'; did you mean 'concurrency'?"));
-  EXPECT_TRUE(has_error(e, 15, 7, "unknown route 'cachd' in stage 'check' (kind check.ast); did you mean "
-                                  "'cached'? (allowed: pass, fail, error, cached)"));
-  EXPECT_TRUE(has_error(e, 16, 28, "unknown key 'max_round' in route 'fail' of stage 'check'; did you mean 'max_rounds'?"));
+  EXPECT_TRUE(has_error(
+      e, 10, 5, "unknown key 'concurency' in stage 'generate'; did you mean 'concurrency'?"));
+  EXPECT_TRUE(has_error(e, 15, 7,
+                        "unknown route 'cachd' in stage 'check' (kind check.ast); did you mean "
+                        "'cached'? (allowed: pass, fail, error, cached)"));
+  EXPECT_TRUE(has_error(
+      e, 16, 28,
+      "unknown key 'max_round' in route 'fail' of stage 'check'; did you mean 'max_rounds'?"));
   EXPECT_TRUE(has_error(e, 16, 13, "needs to: and max_rounds:"));
   EXPECT_TRUE(has_error(e, 17, 1, "unknown key 'stagez' at the top level; did you mean 'stages'?"));
 }
@@ -386,13 +393,21 @@ TEST_F(PipelineTest, ReportsUnknownKeysWithSuggestions) {
 TEST_F(PipelineTest, ReportsParameterTypeErrors) {
   const auto e = errors("param_errors.yaml");
   EXPECT_EQ(e.size(), 9u) << all_of(e);
-  EXPECT_TRUE(has_error(e, 9, 14, "parameter 'model' of stage 'generate' must be a string, got a list"));
-  EXPECT_TRUE(has_error(e, 10, 20, "parameter 'temperature' of stage 'generate' must be a number, got 'hot'"));
-  EXPECT_TRUE(has_error(e, 11, 19, "parameter 'max_tokens' of stage 'generate' must be an integer, got '1.5'"));
-  EXPECT_TRUE(has_error(e, 12, 15, "parameter 'stream' of stage 'generate' must be true or false, got 'yes'"));
-  EXPECT_TRUE(has_error(e, 13, 13, "parameter 'stop' of stage 'generate' must be a list of strings, got a single value"));
+  EXPECT_TRUE(
+      has_error(e, 9, 14, "parameter 'model' of stage 'generate' must be a string, got a list"));
+  EXPECT_TRUE(has_error(e, 10, 20,
+                        "parameter 'temperature' of stage 'generate' must be a number, got 'hot'"));
+  EXPECT_TRUE(has_error(
+      e, 11, 19, "parameter 'max_tokens' of stage 'generate' must be an integer, got '1.5'"));
+  EXPECT_TRUE(has_error(e, 12, 15,
+                        "parameter 'stream' of stage 'generate' must be true or false, got 'yes'"));
+  EXPECT_TRUE(has_error(
+      e, 13, 13,
+      "parameter 'stop' of stage 'generate' must be a list of strings, got a single value"));
   EXPECT_TRUE(has_error(e, 14, 16, "parameter 'options' of stage 'generate' must be a mapping"));
-  EXPECT_TRUE(has_error(e, 15, 7, "unknown parameter 'tempature' for stage 'generate' (llm.generate); did you mean 'temperature'?"));
+  EXPECT_TRUE(has_error(e, 15, 7,
+                        "unknown parameter 'tempature' for stage 'generate' (llm.generate); did "
+                        "you mean 'temperature'?"));
   // An empty value is reported at its key.
   EXPECT_TRUE(has_error(e, 19, 7, "parameter 'model' of stage 'big' has no value"));
   EXPECT_TRUE(has_error(e, 20, 19, "parameter 'max_tokens' of stage 'big' is out of range"));
@@ -406,14 +421,19 @@ TEST_F(PipelineTest, ReportsBadNumbersAndDurations) {
   EXPECT_TRUE(has_error(e, 11, 18, "concurrency of stage 'generate' must be at least 1, got 0"));
   EXPECT_TRUE(has_error(e, 12, 14, "invalid duration '90 s' for timeout of stage 'generate'"));
   EXPECT_TRUE(has_error(e, 15, 14, "invalid duration '-1' for timeout of stage 'check'"));
-  EXPECT_TRUE(has_error(e, 17, 40, "max_rounds of route 'fail' of stage 'check' must be at least 1, got 0"));
+  EXPECT_TRUE(has_error(e, 17, 40,
+                        "max_rounds of route 'fail' of stage 'check' must be at least 1, got 0"));
 }
 
 TEST_F(PipelineTest, ReportsMissingRequiredFieldsAndParameters) {
   const auto e = errors("missing.yaml");
   EXPECT_EQ(e.size(), 3u) << all_of(e);
-  EXPECT_TRUE(has_error(e, 2, 1, "missing required parameter 'path' of tasks (tasks.list): Directory of task files."));
-  EXPECT_TRUE(has_error(e, 7, 5, "missing required parameter 'model' of stage 'generate' (llm.generate): Model to call."));
+  EXPECT_TRUE(has_error(
+      e, 2, 1,
+      "missing required parameter 'path' of tasks (tasks.list): Directory of task files."));
+  EXPECT_TRUE(has_error(
+      e, 7, 5,
+      "missing required parameter 'model' of stage 'generate' (llm.generate): Model to call."));
   EXPECT_TRUE(has_error(e, 9, 5, "stage #2 has no id"));
 
   const auto top = errors("empty_top.yaml");
@@ -426,17 +446,21 @@ TEST_F(PipelineTest, ReportsMissingRequiredFieldsAndParameters) {
 TEST_F(PipelineTest, ReportsUnknownKindsWithCloseNames) {
   const auto e = errors("unknown_kind.yaml");
   EXPECT_EQ(e.size(), 3u) << all_of(e);
-  EXPECT_TRUE(has_error(e, 3, 9, "unknown task source kind 'task.list'; did you mean 'tasks.list'?"));
-  EXPECT_TRUE(has_error(e, 7, 11, "unknown stage kind 'llm.generat'; did you mean 'llm.generate'?"));
-  EXPECT_TRUE(has_error(e, 10, 11, "unknown stage kind 'totally.unknown' (known: test.noop, llm.generate, "
-                                   "check.ast, llm.fix)"));
+  EXPECT_TRUE(
+      has_error(e, 3, 9, "unknown task source kind 'task.list'; did you mean 'tasks.list'?"));
+  EXPECT_TRUE(
+      has_error(e, 7, 11, "unknown stage kind 'llm.generat'; did you mean 'llm.generate'?"));
+  EXPECT_TRUE(has_error(e, 10, 11,
+                        "unknown stage kind 'totally.unknown' (known: test.noop, llm.generate, "
+                        "check.ast, llm.fix)"));
 }
 
 TEST_F(PipelineTest, ReportsDuplicateReservedAndInvalidStageIds) {
   const auto e = errors("duplicate_id.yaml");
   EXPECT_EQ(e.size(), 3u) << all_of(e);
-  EXPECT_TRUE(has_error(e, 9, 9, "duplicate stage id 'generate' (first declared at " +
-                                     data("duplicate_id.yaml") + ":6:9)"));
+  EXPECT_TRUE(has_error(
+      e, 9, 9,
+      "duplicate stage id 'generate' (first declared at " + data("duplicate_id.yaml") + ":6:9)"));
   EXPECT_TRUE(has_error(e, 11, 9, "stage id 'end' is reserved"));
   EXPECT_TRUE(has_error(e, 13, 9, "invalid stage id 'Bad_Id'"));
 }
@@ -444,8 +468,10 @@ TEST_F(PipelineTest, ReportsDuplicateReservedAndInvalidStageIds) {
 TEST_F(PipelineTest, ReportsRoutesToUnknownStages) {
   const auto e = errors("unknown_target.yaml");
   EXPECT_EQ(e.size(), 2u) << all_of(e);
-  EXPECT_TRUE(has_error(e, 12, 18, "route 'fail' of stage 'check' goes to unknown stage 'fx'; did you mean 'fix'?"));
-  EXPECT_TRUE(has_error(e, 12, 43, "goes to unknown stage 'nowhere' (stages: generate, check, fix, or end)"));
+  EXPECT_TRUE(has_error(
+      e, 12, 18, "route 'fail' of stage 'check' goes to unknown stage 'fx'; did you mean 'fix'?"));
+  EXPECT_TRUE(has_error(e, 12, 43,
+                        "goes to unknown stage 'nowhere' (stages: generate, check, fix, or end)"));
 }
 
 TEST_F(PipelineTest, ReportsUnreachableStages) {
@@ -477,8 +503,8 @@ TEST_F(PipelineTest, ReportsIncludeCycle) {
   EXPECT_EQ(e.size(), 1u) << all_of(e);
   const std::string a = data("include_cycle_a.yaml");
   const std::string b = data("include_cycle_b.yaml");
-  EXPECT_TRUE(has_error(e, 1, 11, "include cycle: " + a + " -> " + b + " -> " + a,
-                        "include_cycle_b.yaml"));
+  EXPECT_TRUE(
+      has_error(e, 1, 11, "include cycle: " + a + " -> " + b + " -> " + a, "include_cycle_b.yaml"));
 }
 
 TEST_F(PipelineTest, ReportsMissingIncludesAndTopLevelKeysInIncludes) {
@@ -498,14 +524,18 @@ TEST_F(PipelineTest, ReportsYamlSyntaxErrors) {
   EXPECT_EQ(e[0].where.column, 9);
   EXPECT_NE(e[0].message.find("invalid YAML: "), std::string::npos);
   EXPECT_EQ(e[0].snippet, "    with: {model: m}");
+
+  const auto list = errors("not_a_mapping.yaml");
+  ASSERT_EQ(list.size(), 1u) << all_of(list);
+  EXPECT_TRUE(has_error(list, 1, 1, "a pipeline file must be a mapping of keys"));
 }
 
 TEST_F(PipelineTest, ReportsUnreadableFile) {
   const auto e = errors("does-not-exist.yaml");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].where.line, 0);
-  EXPECT_EQ(e[0].format(),
-            data("does-not-exist.yaml") + ": error: cannot read pipeline file: No such file or directory");
+  EXPECT_EQ(e[0].format(), data("does-not-exist.yaml") +
+                               ": error: cannot read pipeline file: No such file or directory");
 }
 
 TEST_F(PipelineTest, ReportsInvalidPluginDefaults) {
@@ -533,7 +563,8 @@ TEST_F(PipelineTest, ReportsInvalidPluginDefaults) {
 
 TEST_F(PipelineTest, FormatsDiagnosticsWithSnippetAndCaret) {
   const auto e = errors("unknown_key.yaml");
-  auto it = std::find_if(e.begin(), e.end(), [](const Diagnostic& d) { return d.where.line == 10; });
+  auto it =
+      std::find_if(e.begin(), e.end(), [](const Diagnostic& d) { return d.where.line == 10; });
   ASSERT_NE(it, e.end()) << all_of(e);
   EXPECT_EQ(it->format(), data("unknown_key.yaml") +
                               ":10:5: error: unknown key 'concurency' in stage 'generate'; did you "
@@ -546,7 +577,8 @@ TEST_F(PipelineTest, FormatsDiagnosticsWithSnippetAndCaret) {
     FAIL();
   } catch (const ConfigError& error) {
     std::string joined;
-    for (const Diagnostic& d : error.diagnostics()) joined += (joined.empty() ? "" : "\n") + d.format();
+    for (const Diagnostic& d : error.diagnostics())
+      joined += (joined.empty() ? "" : "\n") + d.format();
     EXPECT_EQ(std::string(error.what()), joined);
   }
 }
@@ -595,7 +627,8 @@ TEST_F(PipelineTest, SchemaDescribesEveryKindAndParameter) {
   EXPECT_EQ(params["stop"]["items"]["type"], "string");
   EXPECT_EQ(params["stop"]["default"], nlohmann::json::array({"END", "STOP"}));
   EXPECT_EQ(params["options"]["type"], "object");
-  EXPECT_EQ(params["options"]["default"], nlohmann::json::parse(R"({"retries":3,"style":"terse"})"));
+  EXPECT_EQ(params["options"]["default"],
+            nlohmann::json::parse(R"({"retries":3,"style":"terse"})"));
   EXPECT_FALSE(params["note"].contains("default"));
 
   // Named routes are allowed only where the kind declares them.

@@ -45,6 +45,7 @@ class Range : public kforge::sdk::Source {
     ++next_;
     return true;
   }
+  std::optional<uint64_t> count() const override { return static_cast<uint64_t>(count_); }
 
  private:
   int64_t count_;
@@ -66,6 +67,7 @@ class Judge : public kforge::sdk::Stage {
   static constexpr const char* kName = "demo.judge";
   static constexpr const char* kDoc =
       "Passes every job except those of the listed tasks: fails them, errors them, or throws.";
+  static constexpr uint32_t kFlags = KF_STAGE_CACHEABLE;  // depends on the task id only
   static std::vector<Param> params() {
     return {{"fail", KF_PARAM_STRING_LIST, "[]", false, "Task ids to fail (error class demo_fail)."},
             {"error", KF_PARAM_STRING_LIST, "[]", false, "Task ids to give an error verdict."},
