@@ -33,7 +33,7 @@ struct SamplingParams {
 // Who is asking, for readable cassette selectors and error messages. Not sent to the API
 // and not part of the cassette key.
 struct RequestContext {
-  std::string task;        // task name
+  std::string task;        // task id (task.id; task.name when the source sets no id)
   int sample = 0;          // candidate sample index, 0..k-1
   int round = 0;           // candidate fix round
   std::string purpose;     // generate | fix

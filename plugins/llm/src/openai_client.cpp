@@ -45,7 +45,6 @@ bool is_permanent_transport_error(CURLcode code) {
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
     case CURLE_SSL_CERTPROBLEM:
-    case CURLE_WRITE_ERROR:  // our body-size cap
       return true;
     default:
       return false;
@@ -262,6 +261,7 @@ ChatResult OpenAiClient::complete(const ChatRequest& request) {
                      attempt - 1);
     }
     Exchange exchange;
+    double budget = 0;
     {
       ConcurrencySlot slot(concurrency_);
       auto send_at = rate_.reserve(Clock::now());
@@ -272,7 +272,7 @@ ChatResult OpenAiClient::complete(const ChatRequest& request) {
                        attempt - 1);
       }
       if (!sleep_until(send_at, request.cancelled)) throw cancelled_error(attempt - 1);
-      double budget = std::min(config_.timeout_s, seconds_to_deadline());
+      budget = std::min(config_.timeout_s, seconds_to_deadline());
       if (budget <= 0) {
         throw LlmError(LlmError::Kind::api, "stage timeout reached before " + who + " answered" +
                                                 (last_problem.empty() ? "" : "; last problem: " +
@@ -281,16 +281,24 @@ ChatResult OpenAiClient::complete(const ChatRequest& request) {
       }
       exchange = post(body, budget, request.cancelled);
     }
+    // Everything said below derives from the body; a server that echoes the key (some
+    // put it in their 401 message) must not get it into errors, logs or cassettes, not
+    // even a piece of it cut off by a shortened message.
+    exchange.body = redact(std::move(exchange.body));
 
     bool retryable = true;
     if (exchange.code == CURLE_ABORTED_BY_CALLBACK) throw cancelled_error(attempt);
-    if (exchange.code != CURLE_OK) {
+    if (exchange.code == CURLE_OPERATION_TIMEDOUT) {
+      last_problem = "timeout: no complete answer within " + format_seconds(budget);
+    } else if (exchange.code == CURLE_WRITE_ERROR) {
+      last_problem = "the answer is larger than " + std::to_string(kMaxBodyBytes >> 20) + " MiB";
+      retryable = false;
+    } else if (exchange.code != CURLE_OK) {
       last_problem = "connection error: " + exchange.transport_error;
       retryable = !is_permanent_transport_error(exchange.code);
     } else if (exchange.status == 200) {
       try {
         ChatResult result = parse_chat_response(exchange.body);
-        result.content = redact(std::move(result.content));
         if (result.model.empty()) result.model = request.model;
         result.cost_usd = config_.pricing.cost(result.usage);
         result.attempts = attempt;
@@ -304,10 +312,10 @@ ChatResult OpenAiClient::complete(const ChatRequest& request) {
                      server_error_message(exchange.body);
       retryable = is_retryable_status(exchange.status);
     }
-    last_problem = redact(std::move(last_problem));
 
     if (!retryable) {
-      throw LlmError(LlmError::Kind::api, who + " refused the request: " + last_problem, attempt);
+      const char* outcome = exchange.status != 0 ? " refused the request: " : " cannot be used: ";
+      throw LlmError(LlmError::Kind::api, who + outcome + last_problem, attempt);
     }
     if (attempt == max_attempts) {
       throw LlmError(LlmError::Kind::api,

@@ -1,0 +1,500 @@
+// The kforge_llm plugin: stage kinds llm.generate, llm.fix and llm.select. The logic lives
+// in kforge_llm_lib; this file maps job keys and stage parameters onto it.
+#include "backend_pool.hpp"
+#include "code_extract.hpp"
+#include "fix_agent.hpp"
+#include "model_selector.hpp"
+#include "prompt_template.hpp"
+#include "prompts.hpp"
+
+#include <kforge/sdk.hpp>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+namespace {
+
+using kforge::sdk::Config;
+using kforge::sdk::Job;
+using kforge::sdk::Param;
+namespace llm = kforge::llm;
+
+constexpr const char* kPluginName = "llm";
+// How much of an unusable answer is kept in the verdict's log for the reader.
+constexpr size_t kAnswerLogLimit = 4000;
+
+// ---- parameters shared by the stages that call a model ----
+
+std::vector<Param> backend_params() {
+  return {
+      {"backend", KF_PARAM_STRING, "openai", false,
+       "Where answers come from: openai (the live OpenAI-compatible API), replay (the "
+       "cassette, offline), record (the cassette; misses are asked live and appended)."},
+      {"model", KF_PARAM_STRING, "", false,
+       "Model name: a preset of models_file, or an API model id together with base_url. "
+       "Empty: the job's candidate.model, as llm.select sets it."},
+      {"models_file", KF_PARAM_STRING, "models.yaml", false,
+       "Model presets (base_url, model id, api_key_env, prices, default params); relative "
+       "to the pipeline file."},
+      {"base_url", KF_PARAM_STRING, nullptr, false,
+       "Overrides the preset's base URL, e.g. http://127.0.0.1:8000/v1 for vLLM."},
+      {"api_key_env", KF_PARAM_STRING, nullptr, false,
+       "Overrides the preset's name of the environment variable holding the API key; \"\" "
+       "sends no key. The key itself is never logged or stored."},
+      {"temperature", KF_PARAM_FLOAT, nullptr, false,
+       "Sampling temperature (default: the preset's, else the server's). Use > 0 with k > 1."},
+      {"top_p", KF_PARAM_FLOAT, nullptr, false, "Nucleus sampling (default: the preset's, else the server's)."},
+      {"max_tokens", KF_PARAM_INT, nullptr, false, "Answer length cap (default: the preset's, else the server's)."},
+      {"seed", KF_PARAM_INT, nullptr, false,
+       "Base seed; each request sends seed + candidate.sample so the k samples differ "
+       "(default: the preset's, else 0). -1 sends no seed."},
+      {"timeout", KF_PARAM_FLOAT, nullptr, false,
+       "Seconds per HTTP request (default: the preset's, else 300). The stage timeout "
+       "bounds all retries together."},
+      {"extra_body", KF_PARAM_OBJECT, nullptr, false,
+       "Fields merged into the request body, e.g. {top_k: 20} (default: the preset's). "
+       "model, messages and stream are refused."},
+      {"max_concurrency", KF_PARAM_INT, nullptr, false,
+       "Requests in flight per model for this stage, on top of the stage concurrency "
+       "(default: the preset's, else no cap)."},
+      {"requests_per_minute", KF_PARAM_FLOAT, nullptr, false,
+       "Request rate per model for this stage, a token bucket holding one second's worth "
+       "(default: the preset's, else no limit)."},
+      {"max_retries", KF_PARAM_INT, nullptr, false,
+       "Retries on 429, 5xx, connection errors and timeouts (default: the preset's, else 5)."},
+      {"backoff_initial", KF_PARAM_FLOAT, nullptr, false,
+       "First retry wait in seconds, doubled per retry with jitter; Retry-After wins when "
+       "the server sends it (default: the preset's, else 1)."},
+      {"backoff_max", KF_PARAM_FLOAT, nullptr, false,
+       "Longest retry wait in seconds; a longer Retry-After fails the request (default: "
+       "the preset's, else 60)."},
+      {"price_input_per_million", KF_PARAM_FLOAT, nullptr, false,
+       "US dollars per million prompt tokens (default: the preset's, else 0)."},
+      {"price_output_per_million", KF_PARAM_FLOAT, nullptr, false,
+       "US dollars per million completion tokens (default: the preset's, else 0)."},
+      {"cassette", KF_PARAM_STRING, "", false,
+       "JSONL cassette for backend replay/record, relative to the pipeline file."},
+      {"strict", KF_PARAM_BOOL, "true", false,
+       "replay: a request missing from the cassette is an error (cassette_miss). false: "
+       "ask the live API instead (not recorded)."},
+      {"latency_scale", KF_PARAM_FLOAT, "0", false,
+       "replay/record: a served answer waits its recorded duration times this (0: at once; "
+       "1: as recorded, for benchmarks)."},
+      {"system", KF_PARAM_STRING, "You are an expert in writing fast and correct compute kernels.", false,
+       "System message; empty sends none."},
+      {"code_block", KF_PARAM_STRING, "first", false,
+       "Which fenced block holds the code when several qualify: first or last."},
+      {"code_languages", KF_PARAM_STRING_LIST, "[python, py]", false,
+       "Fence tags preferred when picking the code block; with none of them present any "
+       "block qualifies, and an answer without fences is code as a whole."},
+  };
+}
+
+template <typename T>
+std::optional<T> optional_param(const Config& cfg, const char* name);
+template <>
+std::optional<std::string> optional_param(const Config& cfg, const char* name) {
+  return cfg.has(name) ? std::optional(cfg.string(name)) : std::nullopt;
+}
+template <>
+std::optional<double> optional_param(const Config& cfg, const char* name) {
+  return cfg.has(name) ? std::optional(cfg.number(name)) : std::nullopt;
+}
+template <>
+std::optional<int64_t> optional_param(const Config& cfg, const char* name) {
+  return cfg.has(name) ? std::optional(cfg.integer(name)) : std::nullopt;
+}
+
+llm::ModelSettings model_overrides(const Config& cfg) {
+  llm::ModelSettings s;
+  s.base_url = optional_param<std::string>(cfg, "base_url");
+  s.api_key_env = optional_param<std::string>(cfg, "api_key_env");
+  s.temperature = optional_param<double>(cfg, "temperature");
+  s.top_p = optional_param<double>(cfg, "top_p");
+  s.max_tokens = optional_param<int64_t>(cfg, "max_tokens");
+  s.seed = optional_param<int64_t>(cfg, "seed");
+  s.timeout_s = optional_param<double>(cfg, "timeout");
+  s.max_concurrency = optional_param<int64_t>(cfg, "max_concurrency");
+  s.requests_per_minute = optional_param<double>(cfg, "requests_per_minute");
+  s.max_retries = optional_param<int64_t>(cfg, "max_retries");
+  s.backoff_initial_s = optional_param<double>(cfg, "backoff_initial");
+  s.backoff_max_s = optional_param<double>(cfg, "backoff_max");
+  s.price_input_per_million = optional_param<double>(cfg, "price_input_per_million");
+  s.price_output_per_million = optional_param<double>(cfg, "price_output_per_million");
+  if (cfg.has("extra_body")) {
+    nlohmann::json extra = nlohmann::json::parse(cfg.json("extra_body"));
+    if (!extra.is_object()) throw std::invalid_argument("extra_body must be a mapping");
+    s.extra_body = std::move(extra);
+  }
+  return s;
+}
+
+llm::ExtractOptions extract_options(const Config& cfg) {
+  llm::ExtractOptions options;
+  std::string block = cfg.string("code_block");
+  if (block != "first" && block != "last") {
+    throw std::invalid_argument("code_block must be first or last, not '" + block + "'");
+  }
+  options.take_last = block == "last";
+  options.languages = cfg.list("code_languages");
+  return options;
+}
+
+std::string resolve_path(const Config& cfg, const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  return cfg.base_dir() + "/" + path;
+}
+
+// The name the prompt shows ("relu"), and the id cassette selectors match ("001_relu"):
+// ids are unique within a task source, names need not be.
+std::string task_name_of(const Job& job) {
+  auto name = job.get(KF_KEY_TASK_NAME);
+  return std::string(name ? *name : job.get_or(KF_KEY_TASK_ID));
+}
+std::string task_id_of(const Job& job) {
+  auto id = job.get(KF_KEY_TASK_ID);
+  return std::string(id ? *id : job.get_or(KF_KEY_TASK_NAME));
+}
+
+// What every model-calling stage holds: the backends, the prompt and how it asks.
+class ModelCaller {
+ public:
+  ModelCaller(const Config& cfg, const std::string& default_prompt, const char* purpose)
+      : model_(cfg.string("model")),
+        system_(cfg.string("system")),
+        extract_(extract_options(cfg)),
+        purpose_(purpose) {
+    llm::BackendSettings settings;
+    settings.mode = llm::parse_backend_mode(cfg.string("backend"));
+    settings.models_file = cfg.path("models_file");
+    settings.overrides = model_overrides(cfg);
+    settings.cassette = cfg.path("cassette");
+    settings.strict = cfg.boolean("strict");
+    settings.latency_scale = cfg.number("latency_scale");
+    settings.notice = [](const std::string& message) {
+      kforge::sdk::log(KF_LOG_WARN, kPluginName, message);
+    };
+    pool_ = std::make_unique<llm::BackendPool>(std::move(settings));
+    std::string prompt = cfg.string("prompt");
+    template_ = std::make_unique<llm::PromptTemplate>(
+        llm::PromptTemplate::load(resolve_path(cfg, prompt.empty() ? default_prompt : prompt)));
+    // A fixed model is resolved now, so a missing key or preset stops the run before
+    // the first job instead of failing every job.
+    if (!model_.empty()) pool_->get(model_);
+  }
+
+  const llm::PromptTemplate& prompt() const { return *template_; }
+  const llm::ExtractOptions& extract() const { return extract_; }
+
+  // The model this job uses: the stage's own, else the one llm.select chose.
+  std::string model_for(const Job& job) const {
+    return model_.empty() ? job.get_or(KF_KEY_CANDIDATE_MODEL) : model_;
+  }
+
+  // Asks the model; on failure gives the job its verdict and returns nullopt.
+  std::optional<llm::ChatResult> ask(Job& job, const std::string& model_name,
+                                     std::string user_message) {
+    if (model_name.empty()) {
+      job.error("llm_error", std::string("no model for this job: set the stage's model parameter "
+                                         "or put an llm.select stage before it"));
+      return std::nullopt;
+    }
+    try {
+      const llm::ModelBackend& target = pool_->get(model_name);
+      llm::ChatRequest request;
+      request.model = target.model.model_id;
+      request.messages = llm::chat_messages(system_, std::move(user_message));
+      request.params = target.model.sampling;
+      const int sample = static_cast<int>(job.number(KF_KEY_CANDIDATE_SAMPLE).value_or(0));
+      const int64_t base_seed = request.params.seed.value_or(0);
+      request.params.seed = base_seed < 0 ? std::nullopt : std::optional<int64_t>(base_seed + sample);
+      request.context = {task_id_of(job), sample,
+                         static_cast<int>(job.number(KF_KEY_CANDIDATE_ROUND).value_or(0)),
+                         purpose_, model_name};
+      request.seconds_left = job.seconds_left();
+      request.cancelled = [&job] { return job.cancelled(); };
+      llm::ChatResult result = target.backend->complete(request);
+      account(job, result);
+      return result;
+    } catch (const llm::LlmError& e) {
+      job.metric("attempts", e.attempts());
+      switch (e.kind()) {
+        case llm::LlmError::Kind::cancelled:
+          job.error("cancelled", e.what());
+          break;
+        case llm::LlmError::Kind::cassette_miss:
+          job.error("cassette_miss", e.what());
+          break;
+        case llm::LlmError::Kind::api:
+        case llm::LlmError::Kind::config:
+          job.error("llm_error", e.what());
+          break;
+      }
+      return std::nullopt;
+    }
+  }
+
+ private:
+  // Tokens and money add up over generation and every fix round of a candidate.
+  static void account(Job& job, const llm::ChatResult& result) {
+    auto add = [&job](const char* key, double value) {
+      job.set_number(key, job.number(key).value_or(0) + value);
+    };
+    add(KF_KEY_CANDIDATE_TOKENS_IN, static_cast<double>(result.usage.prompt_tokens));
+    add(KF_KEY_CANDIDATE_TOKENS_OUT, static_cast<double>(result.usage.completion_tokens));
+    add(KF_KEY_CANDIDATE_COST, result.cost_usd);
+    job.metric("llm_seconds", result.latency_s);
+    if (result.recorded_latency_s) job.metric("llm_recorded_seconds", *result.recorded_latency_s);
+    job.metric("tokens_in", static_cast<double>(result.usage.prompt_tokens));
+    job.metric("tokens_out", static_cast<double>(result.usage.completion_tokens));
+    job.metric("cost_usd", result.cost_usd);
+    job.metric("attempts", result.attempts);
+    job.set("llm.source", result.served_from.empty() ? "api" : result.served_from);
+  }
+
+  std::string model_;
+  std::string system_;
+  llm::ExtractOptions extract_;
+  std::string purpose_;
+  std::unique_ptr<llm::BackendPool> pool_;
+  std::unique_ptr<llm::PromptTemplate> template_;
+};
+
+// The reference program: task.source, else the file task.path names.
+std::optional<std::string> task_source_of(const Job& job) {
+  if (auto source = job.get(KF_KEY_TASK_SOURCE)) return std::string(*source);
+  auto path = job.get(KF_KEY_TASK_PATH);
+  if (!path) return std::nullopt;
+  std::ifstream in{std::string(*path), std::ios::binary};
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// ---- llm.generate ----
+
+class Generate : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "llm.generate";
+  static constexpr const char* kDoc =
+      "Asks a model to write the candidate kernel for the task (task.source or task.path) "
+      "and sets candidate.code, candidate.language, candidate.model; adds the call's "
+      "tokens and cost to candidate.tokens_in/out and candidate.cost. Fails with no_code "
+      "when the answer holds no code; errors with llm_error (API refused or kept failing), "
+      "cassette_miss (replay) or task_unreadable.";
+  static constexpr uint32_t kFlags = KF_STAGE_WAITS;
+
+  static std::vector<Param> params() {
+    std::vector<Param> params = {
+        {"target", KF_PARAM_STRING, nullptr, true,
+         "What the kernel is written in: cpp, triton or cuda. Becomes candidate.language "
+         "and picks the default prompt."},
+        {"prompt", KF_PARAM_STRING, "", false,
+         "Prompt template, relative to the pipeline file. Empty: "
+         "prompts/generate_<target>.md. Placeholders: {{task_name}}, {{task_source}}, "
+         "{{target}}."},
+    };
+    for (Param& p : backend_params()) params.push_back(std::move(p));
+    return params;
+  }
+
+  explicit Generate(const Config& cfg)
+      : target_(checked_target(cfg.string("target"))),
+        caller_(cfg, "prompts/generate_" + target_ + ".md", "generate") {
+    caller_.prompt().check_placeholders(llm::generation_variables());
+  }
+
+  void process(Job& job) override {
+    const std::string task_name = task_name_of(job);
+    std::optional<std::string> source = task_source_of(job);
+    if (!source) {
+      job.error("task_unreadable", "task '" + task_name + "' has neither task.source nor a "
+                                   "readable task.path (" + job.get_or(KF_KEY_TASK_PATH, "unset") + ")");
+      return;
+    }
+    const std::string model = caller_.model_for(job);
+    std::string user = caller_.prompt().render(llm::generation_values({task_name, *source, target_}));
+    std::optional<llm::ChatResult> answer = caller_.ask(job, model, std::move(user));
+    if (!answer) return;
+    job.set(KF_KEY_CANDIDATE_MODEL, model);
+    std::optional<llm::CodeBlock> code = llm::extract_code(answer->content, caller_.extract());
+    if (!code) {
+      job.log_tail(llm::cut_middle(answer->content, kAnswerLogLimit));
+      job.fail("no_code", "the answer of " + model + " holds no code" +
+                              (answer->finish_reason == "length"
+                                   ? " (it was cut at max_tokens; raise max_tokens)"
+                                   : ""));
+      return;
+    }
+    job.set(KF_KEY_CANDIDATE_CODE, code->code);
+    job.set(KF_KEY_CANDIDATE_LANGUAGE, target_);
+    job.pass();
+  }
+
+ private:
+  static std::string checked_target(const std::string& target) {
+    if (target != "cpp" && target != "triton" && target != "cuda") {
+      throw std::invalid_argument("target must be cpp, triton or cuda, not '" + target + "'");
+    }
+    return target;
+  }
+
+  std::string target_;
+  ModelCaller caller_;
+};
+
+// ---- llm.fix ----
+
+class Fix : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "llm.fix";
+  static constexpr const char* kDoc =
+      "The FixAgent: shows the model the failing candidate.code with last.stage, "
+      "last.error_class and the error log (last.message + last.log_tail), asks for a JSON "
+      "search/replace edit, applies it (exact, line-trimmed, whitespace-normalised, then "
+      "fuzzy matching) and sets candidate.code, fix.diff (unified diff), fix.levels and "
+      "fix.summary. Fails with fix_failed when the answer cannot be parsed or applied. "
+      "The number of rounds is bounded by the pipeline's back edge.";
+  static constexpr uint32_t kFlags = KF_STAGE_WAITS;
+
+  static std::vector<Param> params() {
+    std::vector<Param> params = {
+        {"prompt", KF_PARAM_STRING, "prompts/fix.md", false,
+         "Prompt template, relative to the pipeline file. Placeholders: {{task_name}}, "
+         "{{task_source}}, {{target}}, {{code}}, {{stage}}, {{error_class}}, {{error_log}}, "
+         "{{round}}."},
+        {"log_limit", KF_PARAM_INT, "5000", false,
+         "Bytes of error log shown to the model; longer logs keep their head third and "
+         "tail two-thirds."},
+        {"fuzzy_threshold", KF_PARAM_FLOAT, "0.8", false,
+         "Least similarity for placing an edit whose old_string is not in the code."},
+        {"ambiguity_margin", KF_PARAM_FLOAT, "0.1", false,
+         "A fuzzy match is refused when the runner-up place scores within this of the best."},
+    };
+    for (Param& p : backend_params()) params.push_back(std::move(p));
+    return params;
+  }
+
+  explicit Fix(const Config& cfg)
+      : caller_(cfg, "prompts/fix.md", "fix"), log_limit_(cfg.integer("log_limit")) {
+    caller_.prompt().check_placeholders(llm::fix_variables());
+    applier_.fuzzy_threshold = cfg.number("fuzzy_threshold");
+    applier_.ambiguity_margin = cfg.number("ambiguity_margin");
+    if (log_limit_ < 100) throw std::invalid_argument("log_limit must be at least 100 bytes");
+    if (applier_.fuzzy_threshold <= 0 || applier_.fuzzy_threshold > 1) {
+      throw std::invalid_argument("fuzzy_threshold must lie in (0, 1]");
+    }
+    if (applier_.ambiguity_margin < 0) throw std::invalid_argument("ambiguity_margin must be >= 0");
+  }
+
+  void process(Job& job) override {
+    auto code = job.get(KF_KEY_CANDIDATE_CODE);
+    if (!code) {
+      job.error("fix_failed", "the job has no candidate.code to fix");
+      return;
+    }
+    llm::FixInput input;
+    input.task_name = task_name_of(job);
+    input.task_source = task_source_of(job).value_or("(the reference source is not available)");
+    input.target = job.get_or(KF_KEY_CANDIDATE_LANGUAGE, "python");
+    input.code = std::string(*code);
+    input.stage = job.get_or(KF_KEY_LAST_STAGE, "unknown");
+    input.error_class = job.get_or(KF_KEY_LAST_ERROR_CLASS);
+    input.message = job.get_or(KF_KEY_LAST_MESSAGE);
+    input.log_tail = job.get_or(KF_KEY_LAST_LOG_TAIL);
+    input.round = static_cast<int>(job.number(KF_KEY_CANDIDATE_ROUND).value_or(0));
+
+    const std::string model = caller_.model_for(job);
+    std::string user =
+        caller_.prompt().render(llm::fix_values(input, static_cast<size_t>(log_limit_)));
+    std::optional<llm::ChatResult> answer = caller_.ask(job, model, std::move(user));
+    if (!answer) return;
+    job.set("fix.model", model);
+    try {
+      llm::FixApplication fix =
+          llm::apply_fix_answer(input.code, answer->content, caller_.extract(), applier_);
+      job.set(KF_KEY_CANDIDATE_CODE, fix.code);
+      job.set("fix.diff", fix.diff);
+      job.set("fix.levels", fix.levels());
+      job.set("fix.summary", fix.summary);
+      job.metric("edits", static_cast<double>(fix.edits.size()));
+      job.metric("rewrite", fix.rewrite ? 1 : 0);
+      job.log_tail(fix.diff);
+      job.pass();
+    } catch (const std::exception& e) {
+      job.log_tail(llm::cut_middle(answer->content, kAnswerLogLimit));
+      job.fail("fix_failed", e.what());
+    }
+  }
+
+ private:
+  ModelCaller caller_;
+  int64_t log_limit_;
+  llm::ApplierOptions applier_;
+};
+
+// ---- llm.select ----
+
+class Select : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "llm.select";
+  static constexpr const char* kDoc =
+      "Model selection: sets candidate.model from the task's complexity class "
+      "(task.complexity, C1..C4) through a table (strategy table, seed 000's strategy C), "
+      "or to one model for every task (strategy fixed). llm.generate and llm.fix use "
+      "candidate.model when their own model parameter is empty. Sets select.reason.";
+
+  static std::vector<Param> params() {
+    return {
+        {"strategy", KF_PARAM_STRING, "table", false,
+         "table: look the task's complexity class up in `table`; fixed: `default` for every task."},
+        {"table", KF_PARAM_OBJECT, nullptr, false,
+         "Complexity class -> model name, e.g. {C1: deepseek-chat, C4: glm-5.1}; "
+         "classes left out get `default`. Only with strategy table."},
+        {"default", KF_PARAM_STRING, nullptr, true,
+         "The model for tasks whose class is missing or not in the table, and for every "
+         "task with strategy fixed."},
+    };
+  }
+
+  explicit Select(const Config& cfg) : selector_(make_selector(cfg)) {}
+
+  void process(Job& job) override {
+    llm::ModelSelector::Choice choice = selector_.choose(job.get_or(KF_KEY_TASK_COMPLEXITY));
+    job.set(KF_KEY_CANDIDATE_MODEL, choice.model);
+    job.set("select.reason", choice.reason);
+    job.pass();
+  }
+
+ private:
+  static llm::ModelSelector make_selector(const Config& cfg) {
+    const std::string strategy = cfg.string("strategy");
+    const std::string fallback = cfg.string("default");
+    if (strategy == "fixed") {
+      if (cfg.has("table")) throw std::invalid_argument("table is only used by strategy table");
+      return llm::ModelSelector::fixed(fallback);
+    }
+    if (strategy != "table") {
+      throw std::invalid_argument("strategy must be table or fixed, not '" + strategy + "'");
+    }
+    if (!cfg.has("table")) throw std::invalid_argument("strategy table needs a table (C1..C4 -> model)");
+    nlohmann::json table = nlohmann::json::parse(cfg.json("table"));
+    if (!table.is_object()) throw std::invalid_argument("table must be a mapping of C1..C4 to models");
+    std::map<std::string, std::string> by_class;
+    for (const auto& [complexity, model] : table.items()) {
+      if (!model.is_string()) {
+        throw std::invalid_argument("table entry " + complexity + " must name a model");
+      }
+      by_class[complexity] = model.get<std::string>();
+    }
+    return llm::ModelSelector::by_complexity(by_class, fallback);
+  }
+
+  llm::ModelSelector selector_;
+};
+
+}  // namespace
+
+KFORGE_PLUGIN("llm", "0.1.0", Generate, Fix, Select)

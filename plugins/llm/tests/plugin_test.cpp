@@ -1,0 +1,387 @@
+// The built plugin, loaded through its C ABI as the runtime loads it, driven by a fake
+// host: stage schemas, and what each stage does to a job.
+#include "fake_host.hpp"
+#include "loopback_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kforge::llm::testing {
+namespace {
+
+const std::string kPipelines = KFORGE_PIPELINES_DIR;
+
+const std::string kReluSource =
+    "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+    "        return torch.relu(x)\n";
+
+const std::string kReluKernel =
+    "import torch\nimport triton\nimport triton.language as tl\n\n@triton.jit\n"
+    "def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    "    x = tl.load(x_ptr + offs, mask=offs < n)\n"
+    "    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=offs < n)\n";
+
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("kforge-llm-plugin-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_lines(const std::string& path, const std::vector<nlohmann::json>& lines) {
+  std::ofstream out(path);
+  for (const auto& line : lines) out << line.dump() << "\n";
+}
+
+nlohmann::json selector_line(nlohmann::json match, const std::string& content, int in = 1000, int out = 500) {
+  return {{"match", std::move(match)},
+          {"response", {{"content", content}, {"usage", {{"prompt_tokens", in}, {"completion_tokens", out}}}}},
+          {"duration_s", 3.5}};
+}
+
+FakeJob relu_job(int sample = 0) {
+  FakeJob job;
+  job.strings[KF_KEY_TASK_NAME] = "relu";
+  job.strings[KF_KEY_TASK_SOURCE] = kReluSource;
+  job.strings[KF_KEY_TASK_COMPLEXITY] = "C1";
+  job.numbers[KF_KEY_CANDIDATE_SAMPLE] = sample;
+  return job;
+}
+
+TEST(Plugin, DescribesItsThreeStageKinds) {
+  const kf_plugin_descriptor* d = plugin_descriptor();
+  EXPECT_EQ(d->abi_version, KF_ABI_VERSION);
+  EXPECT_STREQ(d->name, "llm");
+  ASSERT_EQ(d->stage_count, 3u);
+  EXPECT_EQ(stage_kind("llm.generate")->flags & KF_STAGE_WAITS, KF_STAGE_WAITS);
+  EXPECT_EQ(stage_kind("llm.fix")->flags & KF_STAGE_WAITS, KF_STAGE_WAITS);
+  EXPECT_EQ(stage_kind("llm.select")->flags & KF_STAGE_WAITS, 0u) << "selection does not wait";
+  for (uint32_t s = 0; s < d->stage_count; ++s) {
+    const kf_stage_kind* kind = d->stages[s];
+    EXPECT_GT(std::strlen(kind->doc), 40u) << kind->name;
+    for (uint32_t p = 0; p < kind->param_count; ++p) {
+      EXPECT_GT(std::strlen(kind->params[p].doc), 10u) << kind->name << "." << kind->params[p].name;
+    }
+  }
+}
+
+// The README's parameter tables keep up with the schemas.
+TEST(Plugin, TheReadmeDocumentsEveryParameter) {
+  std::stringstream readme;
+  readme << std::ifstream(KFORGE_LLM_README).rdbuf();
+  ASSERT_FALSE(readme.str().empty()) << KFORGE_LLM_README;
+  const kf_plugin_descriptor* d = plugin_descriptor();
+  for (uint32_t s = 0; s < d->stage_count; ++s) {
+    const kf_stage_kind* kind = d->stages[s];
+    EXPECT_NE(readme.str().find(std::string("## `") + kind->name + "`"), std::string::npos) << kind->name;
+    for (uint32_t p = 0; p < kind->param_count; ++p) {
+      EXPECT_NE(readme.str().find(std::string("| `") + kind->params[p].name + "` |"), std::string::npos)
+          << kind->name << "." << kind->params[p].name;
+    }
+  }
+}
+
+// ---- llm.select ----
+
+TEST(SelectStage, PicksTheModelByComplexityClass) {
+  StageUnderTest select("llm.select",
+                        {{"table", {{"C3", "deepseek-reasoner"}, {"C4", "glm-5.1"}}}, {"default", "deepseek-chat"}},
+                        kPipelines);
+  ASSERT_TRUE(select.created()) << select.create_error();
+  FakeJob job = relu_job();
+  job.strings[KF_KEY_TASK_COMPLEXITY] = "C4";
+  EXPECT_EQ(select.process(job), "");
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_MODEL], "glm-5.1");
+  EXPECT_EQ(job.strings["select.reason"], "C4 -> glm-5.1");
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS);
+
+  FakeJob simple = relu_job();
+  select.process(simple);
+  EXPECT_EQ(simple.strings[KF_KEY_CANDIDATE_MODEL], "deepseek-chat");
+}
+
+TEST(SelectStage, FixedStrategyAndConfigurationErrors) {
+  StageUnderTest fixed("llm.select", {{"strategy", "fixed"}, {"default", "qwen2.5-coder-7b"}}, kPipelines);
+  FakeJob job = relu_job();
+  fixed.process(job);
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_MODEL], "qwen2.5-coder-7b");
+
+  StageUnderTest bad_key("llm.select", {{"table", {{"C9", "x"}}}, {"default", "d"}}, kPipelines);
+  EXPECT_FALSE(bad_key.created());
+  EXPECT_NE(bad_key.create_error().find("C9"), std::string::npos) << bad_key.create_error();
+  StageUnderTest no_table("llm.select", {{"default", "d"}}, kPipelines);
+  EXPECT_NE(no_table.create_error().find("needs a table"), std::string::npos) << no_table.create_error();
+  StageUnderTest fixed_with_table("llm.select", {{"strategy", "fixed"}, {"table", {{"C1", "x"}}}, {"default", "d"}},
+                                  kPipelines);
+  EXPECT_FALSE(fixed_with_table.created());
+}
+
+// ---- llm.generate ----
+
+TEST(GenerateStage, ReplaysAHandWrittenAnswerAndAccountsForIt) {
+  TempDir dir;
+  write_lines(dir.file("tape.jsonl"),
+              {selector_line({{"task", "001_relu"}, {"purpose", "generate"}, {"model", "deepseek-chat"}},
+                             "Here it is:\n```python\n" + kReluKernel + "```\n")});
+  StageUnderTest generate("llm.generate",
+                          {{"target", "triton"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}},
+                          kPipelines);
+  ASSERT_TRUE(generate.created()) << generate.create_error();
+  FakeJob job = relu_job();
+  job.strings[KF_KEY_TASK_ID] = "001_relu";  // selectors match the id, the prompt shows the name
+  job.strings[KF_KEY_CANDIDATE_MODEL] = "deepseek-chat";  // as llm.select leaves it
+  job.numbers[KF_KEY_CANDIDATE_COST] = 0.5;
+  job.numbers[KF_KEY_CANDIDATE_TOKENS_IN] = 10;
+  EXPECT_EQ(generate.process(job), "");
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_CODE], kReluKernel);
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_LANGUAGE], "triton");
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_MODEL], "deepseek-chat");
+  // deepseek-chat preset: $0.25 / $0.50 per million tokens; costs add to what was there.
+  EXPECT_DOUBLE_EQ(job.numbers[KF_KEY_CANDIDATE_COST], 0.5 + (1000 * 0.25 + 500 * 0.5) / 1e6);
+  EXPECT_EQ(job.numbers[KF_KEY_CANDIDATE_TOKENS_IN], 1010);
+  EXPECT_EQ(job.numbers[KF_KEY_CANDIDATE_TOKENS_OUT], 500);
+  EXPECT_EQ(job.metric("tokens_in"), 1000);
+  EXPECT_EQ(job.metric("llm_recorded_seconds"), 3.5);
+  EXPECT_FALSE(std::isnan(job.metric("llm_seconds")));
+  EXPECT_EQ(job.strings["llm.source"], dir.file("tape.jsonl") + ":1");
+}
+
+TEST(GenerateStage, AnAnswerWithoutCodeFailsWithNoCode) {
+  TempDir dir;
+  write_lines(dir.file("tape.jsonl"), {selector_line({{"task", "relu"}}, "  \n")});
+  StageUnderTest generate("llm.generate",
+                          {{"target", "cpp"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")},
+                           {"model", "qwen2.5-coder-7b"}},
+                          kPipelines);
+  ASSERT_TRUE(generate.created()) << generate.create_error();
+  FakeJob job = relu_job();
+  generate.process(job);
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_FAIL);
+  EXPECT_EQ(job.verdict.error_class, "no_code");
+  EXPECT_GT(job.numbers[KF_KEY_CANDIDATE_TOKENS_IN], 0) << "the call is paid for all the same";
+}
+
+TEST(GenerateStage, ACassetteMissIsAnErrorNamingTheTask) {
+  TempDir dir;
+  write_lines(dir.file("tape.jsonl"), {selector_line({{"task", "gelu"}}, "x = 1")});
+  StageUnderTest generate("llm.generate",
+                          {{"target", "triton"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")},
+                           {"model", "deepseek-chat"}},
+                          kPipelines);
+  FakeJob job = relu_job(2);
+  generate.process(job);
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_ERROR);
+  EXPECT_EQ(job.verdict.error_class, "cassette_miss");
+  EXPECT_NE(job.verdict.message.find("'relu' (sample 2"), std::string::npos) << job.verdict.message;
+}
+
+TEST(GenerateStage, WithoutAnyModelTheJobErrs) {
+  TempDir dir;
+  write_lines(dir.file("tape.jsonl"), {});
+  StageUnderTest generate("llm.generate",
+                          {{"target", "triton"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}},
+                          kPipelines);
+  FakeJob job = relu_job();
+  generate.process(job);
+  EXPECT_EQ(job.verdict.error_class, "llm_error");
+  EXPECT_NE(job.verdict.message.find("llm.select"), std::string::npos) << job.verdict.message;
+}
+
+TEST(GenerateStage, CreationFailsEarlyOnAMissingKeyVariableOrBadPrompt) {
+  ::unsetenv("KFORGE_TEST_UNSET_KEY");
+  StageUnderTest no_key("llm.generate",
+                        {{"target", "triton"}, {"model", "deepseek-chat"}, {"api_key_env", "KFORGE_TEST_UNSET_KEY"}},
+                        kPipelines);
+  EXPECT_FALSE(no_key.created());
+  EXPECT_NE(no_key.create_error().find("KFORGE_TEST_UNSET_KEY"), std::string::npos) << no_key.create_error();
+
+  TempDir dir;
+  std::ofstream(dir.file("p.md")) << "Write {{task_name}} in {{language}}";
+  write_lines(dir.file("tape.jsonl"), {});
+  StageUnderTest bad_prompt("llm.generate",
+                            {{"target", "triton"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")},
+                             {"prompt", dir.file("p.md")}},
+                            kPipelines);
+  EXPECT_FALSE(bad_prompt.created());
+  EXPECT_NE(bad_prompt.create_error().find("{{language}}"), std::string::npos) << bad_prompt.create_error();
+
+  StageUnderTest bad_target("llm.generate", {{"target", "rust"}}, kPipelines);
+  EXPECT_NE(bad_target.create_error().find("cpp, triton or cuda"), std::string::npos);
+}
+
+TEST(GenerateStage, TalksToALiveServerWithSeedPerSampleAndNoKeyInLogs) {
+  const std::string key = "sk-plugin-test-KEY-42";
+  ::setenv("KFORGE_TEST_LLM_KEY", key.c_str(), 1);
+  std::atomic<int> calls{0};
+  LoopbackServer server([&](const HttpRequest&) -> HttpReply {
+    if (calls++ == 0) return {500, {}, error_body("warming up")};
+    return {200, {}, chat_answer("```python\n" + kReluKernel + "```", 321, 123)};
+  });
+  StageUnderTest generate("llm.generate",
+                          {{"target", "triton"}, {"model", "deepseek-chat"}, {"base_url", server.base_url()},
+                           {"api_key_env", "KFORGE_TEST_LLM_KEY"}, {"seed", 100}, {"backoff_initial", 0.01}},
+                          kPipelines);
+  ASSERT_TRUE(generate.created()) << generate.create_error();
+  FakeJob job = relu_job(3);
+  generate.process(job);
+  ::unsetenv("KFORGE_TEST_LLM_KEY");
+
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_CODE], kReluKernel);
+  EXPECT_EQ(job.metric("attempts"), 2);
+  EXPECT_EQ(job.numbers[KF_KEY_CANDIDATE_TOKENS_OUT], 123);
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  auto body = nlohmann::json::parse(requests[1].body);
+  EXPECT_EQ(body["seed"], 103) << "seed + candidate.sample";
+  EXPECT_EQ(body["temperature"], 0.7) << "from the preset";
+  EXPECT_EQ(body["model"], "deepseek-chat");
+  std::string user = body["messages"][1]["content"];
+  EXPECT_NE(user.find(kReluSource), std::string::npos) << "the prompt carries the task source";
+  EXPECT_NE(user.find("(relu)"), std::string::npos);
+  EXPECT_EQ(requests[1].headers["authorization"], "Bearer " + key);
+
+  bool retry_logged = false;
+  for (const std::string& line : fake_host_logs()) {
+    EXPECT_EQ(line.find(key), std::string::npos) << line;
+    retry_logged |= line.find("WARN llm: ") == 0 && line.find("warming up") != std::string::npos;
+  }
+  EXPECT_TRUE(retry_logged) << "the retry is logged as a warning";
+}
+
+TEST(GenerateStage, RecordsThenReplaysWithoutTheServer) {
+  TempDir dir;
+  std::atomic<int> calls{0};
+  LoopbackServer server([&](const HttpRequest& request) -> HttpReply {
+    ++calls;
+    auto body = nlohmann::json::parse(request.body);
+    return {200, {}, chat_answer("```python\n# seed " + std::to_string(body["seed"].get<int>()) + "\n```")};
+  });
+  nlohmann::json params = {{"target", "cpp"}, {"model", "vllm"}, {"base_url", server.base_url()},
+                           {"cassette", dir.file("tape.jsonl")}};
+  {
+    params["backend"] = "record";
+    StageUnderTest record("llm.generate", params, kPipelines);
+    ASSERT_TRUE(record.created()) << record.create_error();
+    for (int sample = 0; sample < 3; ++sample) {
+      FakeJob job = relu_job(sample);
+      record.process(job);
+      EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_CODE], "# seed " + std::to_string(sample) + "\n");
+      EXPECT_EQ(job.strings["llm.source"], "api");
+    }
+  }
+  EXPECT_EQ(calls, 3);
+  server.stop();
+  params["backend"] = "replay";
+  StageUnderTest replay("llm.generate", params, kPipelines);
+  ASSERT_TRUE(replay.created()) << replay.create_error();
+  for (int sample = 2; sample >= 0; --sample) {
+    FakeJob job = relu_job(sample);
+    replay.process(job);
+    EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
+    EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_CODE], "# seed " + std::to_string(sample) + "\n");
+    EXPECT_EQ(job.strings["llm.source"].rfind("cassette key ", 0), 0u);
+  }
+}
+
+// ---- llm.fix ----
+
+FakeJob failing_relu_job() {
+  FakeJob job = relu_job();
+  job.strings[KF_KEY_CANDIDATE_CODE] = kReluKernel;
+  job.strings[KF_KEY_CANDIDATE_LANGUAGE] = "triton";
+  job.strings[KF_KEY_CANDIDATE_MODEL] = "qwen2.5-coder-7b";
+  job.strings[KF_KEY_LAST_STAGE] = "l3_run";
+  job.strings[KF_KEY_LAST_ERROR_CLASS] = "numerical_mismatch";
+  job.strings[KF_KEY_LAST_MESSAGE] = "max_abs_diff 1.3 > 1e-4 (negative inputs pass through)";
+  job.strings[KF_KEY_LAST_LOG_TAIL] = "trial 0: max_abs_diff 1.3";
+  job.numbers[KF_KEY_CANDIDATE_ROUND] = 1;
+  return job;
+}
+
+TEST(FixStage, AppliesTheJsonEditAndStoresTheDiff) {
+  TempDir dir;
+  nlohmann::json edit = {
+      {"analysis", "the maximum is taken against the wrong value"},
+      {"modifications", {{{"old_string", "tl.maximum(x, 0.0)"}, {"new_string", "tl.where(x > 0, x, 0.0)"}}}},
+      {"summary", "clamp negatives with tl.where"}};
+  write_lines(dir.file("tape.jsonl"),
+              {selector_line({{"task", "relu"}, {"purpose", "fix"}, {"round", 1}}, "```json\n" + edit.dump(2) + "\n```")});
+  StageUnderTest fix("llm.fix", {{"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}, {"model", "deepseek-chat"}},
+                     kPipelines);
+  ASSERT_TRUE(fix.created()) << fix.create_error();
+  FakeJob job = failing_relu_job();
+  EXPECT_EQ(fix.process(job), "");
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
+  EXPECT_NE(job.strings[KF_KEY_CANDIDATE_CODE].find("tl.where(x > 0, x, 0.0)"), std::string::npos);
+  EXPECT_EQ(job.strings["fix.levels"], "exact");
+  EXPECT_EQ(job.strings["fix.summary"], "clamp negatives with tl.where");
+  EXPECT_EQ(job.strings["fix.model"], "deepseek-chat");
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_MODEL], "qwen2.5-coder-7b") << "the generating model stays";
+  const std::string& diff = job.strings["fix.diff"];
+  EXPECT_EQ(diff.rfind("--- a/candidate.py\n+++ b/candidate.py\n", 0), 0u) << diff;
+  EXPECT_NE(diff.find("+    tl.store(y_ptr + offs, tl.where(x > 0, x, 0.0), mask=offs < n)"), std::string::npos);
+  EXPECT_EQ(job.log_tail, diff);
+  EXPECT_EQ(job.metric("edits"), 1);
+}
+
+TEST(FixStage, AnUnusableAnswerFailsWithFixFailedButIsPaidFor) {
+  TempDir dir;
+  write_lines(dir.file("tape.jsonl"),
+              {selector_line({{"purpose", "fix"}}, R"({"modifications": [{"old_string": "no such code anywhere in it", "new_string": "x"}]})")});
+  StageUnderTest fix("llm.fix", {{"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}}, kPipelines);
+  FakeJob job = failing_relu_job();
+  std::string before = job.strings[KF_KEY_CANDIDATE_CODE];
+  fix.process(job);
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_FAIL);
+  EXPECT_EQ(job.verdict.error_class, "fix_failed");
+  EXPECT_NE(job.verdict.message.find("modification 1"), std::string::npos) << job.verdict.message;
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_CODE], before);
+  EXPECT_EQ(job.numbers[KF_KEY_CANDIDATE_TOKENS_IN], 1000);
+  EXPECT_EQ(job.strings["fix.model"], "qwen2.5-coder-7b") << "no model parameter: candidate.model";
+}
+
+TEST(FixStage, ThePromptShowsTheCodeTheStageAndTheErrorLog) {
+  std::string user;
+  std::mutex mutex;
+  LoopbackServer server([&](const HttpRequest& request) -> HttpReply {
+    std::lock_guard lock(mutex);
+    user = nlohmann::json::parse(request.body)["messages"][1]["content"];
+    return {200, {}, chat_answer(R"json([{"old_string": "tl.maximum(x, 0.0)", "new_string": "tl.where(x > 0, x, 0.0)"}])json")};
+  });
+  StageUnderTest fix("llm.fix",
+                     {{"model", "ollama"}, {"base_url", server.base_url()}, {"log_limit", 1000}},
+                     kPipelines);
+  ASSERT_TRUE(fix.created()) << fix.create_error();
+  FakeJob job = failing_relu_job();
+  job.strings[KF_KEY_LAST_LOG_TAIL] = std::string(5000, '.') + "THE END OF THE LOG";
+  fix.process(job);
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
+  std::lock_guard lock(mutex);
+  for (const std::string& part : {kReluKernel, kReluSource, std::string("`l3_run`"), std::string("`numerical_mismatch`"),
+                                  std::string("max_abs_diff 1.3 > 1e-4"), std::string("THE END OF THE LOG"),
+                                  std::string("bytes cut"), std::string("fix round 1")}) {
+    EXPECT_NE(user.find(part), std::string::npos) << part;
+  }
+}
+
+}  // namespace
+}  // namespace kforge::llm::testing
