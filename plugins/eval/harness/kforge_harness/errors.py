@@ -32,6 +32,8 @@ def classify(exc, default):
     (init_error for a constructor, runtime_error for forward)."""
     names = _type_names(exc)
     text = str(exc).lower()
+    if "SyntaxError" in names:  # the candidate file itself does not parse
+        return protocol.SYNTAX_ERROR
     if names & _COMPILE_TYPES or any(t.lower() in text for t in _COMPILE_TEXT):
         return protocol.COMPILE_ERROR
     if names & _OOM_TYPES or any(t in text for t in _OOM_TEXT):
@@ -44,6 +46,9 @@ def classify(exc, default):
 def describe(exc, candidate_file=None):
     """'Type: message (file.py:LINE, in func)', the location being the innermost frame in
     the candidate's file when there is one, else the innermost frame."""
+    if isinstance(exc, SyntaxError):  # its location is the parsed file's, not a frame's
+        return (f"{type(exc).__name__}: {exc.msg} "
+                f"({os.path.basename(exc.filename or '?')}:{exc.lineno})")
     text = str(exc).strip()
     head = type(exc).__name__ + (f": {text}" if text else "")
     frames = traceback.extract_tb(exc.__traceback__)

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Per-candidate fixed cost of the harness's isolation: fork server vs spawn.
+
+Starts the harness (plugins/eval/harness) once per mode, then sends the same trivial
+`run` request (a tiny ReLU task, one correctness trial, no timing) N times, one at a time,
+and measures each request from send to response at the client: what one candidate costs
+beyond its own work (a child process, and in spawn mode a fresh interpreter importing
+torch; on a GPU also the child's CUDA initialisation). Prints median and p90 per mode
+and the spawn/fork ratio.
+
+    /usr/bin/python3 bench/harness_isolation.py                      # CPU
+    python3 bench/harness_isolation.py --device cuda:0               # a CUDA GPU
+    python3 bench/harness_isolation.py --device cuda:0 --candidate triton
+
+--python picks the interpreter that runs the harness (default: this one).
+"""
+
+import argparse
+import json
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HARNESS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "plugins", "eval", "harness")
+
+TASK = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(16, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+TORCH_CANDIDATE = '''
+import torch
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+'''
+
+TRITON_CANDIDATE = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y_ptr + offsets, tl.maximum(tl.load(x_ptr + offsets, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
+        return y
+'''
+
+
+class Harness:
+    """One server process and a blocking request/response exchange with it."""
+
+    def __init__(self, python, device, mode):
+        env = dict(os.environ, PYTHONPATH=HARNESS_DIR)
+        started = time.perf_counter()
+        self.process = subprocess.Popen(
+            [python, "-m", "kforge_harness", "serve", "--device", device, "--mode", mode],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.buffer = b""
+        self.ready = self._read_line(timeout=300)
+        self.startup_s = time.perf_counter() - started
+        if not self.ready.get("ready"):
+            raise SystemExit(f"the {mode} server is not ready: {self.ready.get('error')}")
+
+    def _read_line(self, timeout):
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise SystemExit("the harness did not answer in time")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise SystemExit("the harness exited")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def exchange(self, request):
+        """(seconds from send to response, response)."""
+        started = time.perf_counter()
+        self.process.stdin.write((json.dumps(request) + "\n").encode())
+        self.process.stdin.flush()
+        response = self._read_line(timeout=600)
+        return time.perf_counter() - started, response
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def measure(python, device, mode, request, count):
+    harness = Harness(python, device, mode)
+    try:
+        harness.exchange(request)  # warm-up: first-use caches (Triton's on-disk cache)
+        latencies, child_seconds = [], []
+        for _ in range(count):
+            seconds, response = harness.exchange(request)
+            if response["status"] != "pass":
+                raise SystemExit(f"{mode}: the trivial candidate did not pass: "
+                                 f"{response['error_class']}: {response['message']}\n"
+                                 f"{response['log_tail']}")
+            latencies.append(seconds)
+            child_seconds.append(response["metrics"]["child_seconds"])
+    finally:
+        harness.close()
+    return {"mode": mode, "requests": count, "startup_s": harness.startup_s,
+            "median_s": statistics.median(latencies), "p90_s": percentile(latencies, 0.9),
+            "child_median_s": statistics.median(child_seconds),
+            "python": harness.ready["python"], "torch": harness.ready["torch"],
+            "triton": harness.ready["triton"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--candidate", choices=("torch", "triton"), default="torch")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="kforge-bench-") as workdir:
+        task_path = os.path.join(workdir, "relu_tiny.py")
+        with open(task_path, "w", encoding="utf-8") as handle:
+            handle.write(TASK)
+        triton = args.candidate == "triton"
+        request = {"id": "bench", "action": "run", "task": {"path": task_path},
+                   "candidate": {"code": TRITON_CANDIDATE if triton else TORCH_CANDIDATE,
+                                 "language": "triton" if triton else "python"},
+                   "options": {"trials": 1, "timing": {"enabled": False}},
+                   "limits": {"timeout_s": 300}}
+        rows = [measure(args.python, args.device, mode, request, args.requests)
+                for mode in ("fork", "spawn")]
+
+    print(f"harness isolation, device {args.device}, candidate {args.candidate}, "
+          f"python {rows[0]['python']} (torch {rows[0]['torch']}, triton {rows[0]['triton']})")
+    print(f"{'mode':<6} {'requests':>8} {'startup_s':>10} {'median_s':>9} {'p90_s':>8} "
+          f"{'child_median_s':>15}")
+    for row in rows:
+        print(f"{row['mode']:<6} {row['requests']:>8} {row['startup_s']:>10.3f} "
+              f"{row['median_s']:>9.3f} {row['p90_s']:>8.3f} {row['child_median_s']:>15.3f}")
+    ratio = rows[1]["median_s"] / rows[0]["median_s"]
+    print(f"spawn/fork median ratio: {ratio:.1f}x")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"device": args.device, "candidate": args.candidate, "rows": rows,
+                       "spawn_over_fork": ratio}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()

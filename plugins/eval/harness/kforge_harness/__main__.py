@@ -1,0 +1,101 @@
+"""Command line: `python -m kforge_harness serve ...` (PROTOCOL.md) and the internal
+`child` entry point that spawn mode execs."""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+from . import HARNESS_VERSION, protocol
+from .devices import Device
+
+
+def _not_ready(message):
+    sys.stdout.write(protocol.encode({"ready": False, "error": message}))
+    sys.stdout.flush()
+    return 1
+
+
+def _prepare_triton():
+    """Triton hashes its own compiler sources and libtriton (hundreds of MB) into every
+    cache key, once per process, at the first kernel launch: ~0.5 s of a forked child's
+    time. The hash is pure file I/O and lru_cached, so computing it here hands it to every
+    child. Where a triton version keeps it elsewhere, children just pay it themselves."""
+    for module_name in ("triton.runtime.cache", "triton.compiler.compiler"):
+        try:
+            key = getattr(importlib.import_module(module_name), "triton_key", None)
+            if key is not None:
+                key()
+                return
+        except Exception:  # noqa: BLE001 - a speed-up only; children compute it if need be
+            continue
+
+
+def serve(args):
+    try:
+        device = Device(args.device)
+    except ValueError as exc:
+        return _not_ready(str(exc))
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001 - any import failure means "not this python"
+        return _not_ready(f"torch is not importable by {sys.executable}: "
+                          f"{type(exc).__name__}: {exc}")
+    problem = device.readiness_error(torch)
+    if problem:
+        return _not_ready(problem)
+    try:
+        import triton
+        triton_version = triton.__version__
+    except Exception:  # noqa: BLE001 - triton is optional; a triton candidate says so
+        triton_version = None
+    else:
+        _prepare_triton()
+    # Everything a child needs is imported here, once, so a forked child starts warm.
+    from . import child, runner, server  # noqa: F401
+    scratch = args.scratch or None
+    if scratch:
+        os.makedirs(scratch, exist_ok=True)
+    sys.stdout.write(protocol.encode({
+        "ready": True, "pid": os.getpid(), "python": sys.executable,
+        "torch": torch.__version__, "triton": triton_version, "device": device.name,
+        "mode": args.mode, "harness_version": HARNESS_VERSION}))
+    sys.stdout.flush()
+    try:
+        return server.Server(device, args.mode, args.max_children, scratch).serve()
+    except KeyboardInterrupt:  # Ctrl-C: serve() has killed the children on the way out
+        return 130
+
+
+def child_entry(args):
+    """spawn mode: the freshly exec'd interpreter runs one request."""
+    from .child import run_child
+    with open(os.path.join(args.workdir, "request.json"), encoding="utf-8") as handle:
+        request = json.load(handle)
+    run_child(request, args.result_fd, Device(args.device), args.workdir, args.memory_base)
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kforge_harness",
+                                     description="kforge's isolated kernel-evaluation harness")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_parser = commands.add_parser("serve", help="serve requests on stdin (PROTOCOL.md)")
+    serve_parser.add_argument("--device", default="cpu", help="cpu, cuda:N or npu:N")
+    serve_parser.add_argument("--mode", choices=("fork", "spawn"), default="fork")
+    serve_parser.add_argument("--max-children", type=int, default=1,
+                              help="children running at the same time (default 1)")
+    serve_parser.add_argument("--scratch", help="where children's temporary directories go")
+    child_parser = commands.add_parser("child", help="internal: one request, spawn mode")
+    child_parser.add_argument("--workdir", required=True)
+    child_parser.add_argument("--result-fd", type=int, required=True)
+    child_parser.add_argument("--device", required=True)
+    child_parser.add_argument("--memory-base", type=int, required=True,
+                              help="bytes the server's imports use; memory_mb comes on top")
+    args = parser.parse_args(argv)
+    return serve(args) if args.command == "serve" else child_entry(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

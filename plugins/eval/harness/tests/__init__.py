@@ -1,0 +1,1 @@
+"""Tests of the Python harness: unittest, CPU only (see README.md for the command)."""

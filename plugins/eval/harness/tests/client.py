@@ -1,0 +1,90 @@
+"""A minimal client of the harness protocol for the tests (and the benchmark's model):
+starts a server, sends requests, collects responses by id."""
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def task_path(name):
+    return os.path.join(DATA, "tasks", name + ".py")
+
+
+def candidate_code(name):
+    with open(os.path.join(DATA, "candidates", name + ".py"), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def request(request_id, action, task, candidate=None, language="cpp", task_format=None,
+            options=None, limits=None, **task_fields):
+    """A request for task file `task` and candidate file `candidate` (None: the reference
+    runs as its own candidate). Timing is off unless options turn it on."""
+    task_spec = {"path": task_path(task), **task_fields}
+    if task_format:
+        task_spec["format"] = task_format
+    opts = {"trials": 2, "timing": {"enabled": False}}
+    opts.update(options or {})
+    return {"id": request_id, "action": action, "task": task_spec,
+            "candidate": {"code": candidate_code(candidate) if candidate else None,
+                          "language": language},
+            "options": opts, "limits": {"timeout_s": 30, **(limits or {})}}
+
+
+class Server:
+    def __init__(self, mode="fork", device="cpu", max_children=2, extra_env=None):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = HARNESS_DIR
+        env.update(extra_env or {})
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kforge_harness", "serve", "--device", device,
+             "--mode", mode, "--max-children", str(max_children)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self.pending = b""
+        # Read with os.read only: a buffered readline could swallow later responses.
+        self.ready = self.receive(1, timeout=60)[0]
+
+    def send(self, *requests):
+        for req in requests:
+            self.process.stdin.write((json.dumps(req) + "\n").encode())
+        self.process.stdin.flush()
+
+    def receive(self, count, timeout=120):
+        """The next `count` responses, in arrival order."""
+        responses = []
+        deadline = time.monotonic() + timeout
+        fd = self.process.stdout.fileno()
+        while len(responses) < count:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError(f"got {len(responses)} of {count} responses")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise EOFError(f"server closed stdout after {len(responses)} responses")
+            self.pending += chunk
+            *lines, self.pending = self.pending.split(b"\n")
+            responses += [json.loads(line) for line in lines if line.strip()]
+        return responses
+
+    def ask(self, *requests, timeout=120):
+        """Sends requests, returns {id: response}."""
+        self.send(*requests)
+        return {r["id"]: r for r in self.receive(len(requests), timeout)}
+
+    def close(self):
+        try:
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass
+        if self.process.poll() is None:
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdout.close()
