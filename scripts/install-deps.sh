@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libfmt-dev libspdlog-dev libtbb-dev libcli11-dev nlohmann-json3-dev
   libcurl4-openssl-dev libsqlite3-dev
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev chromium
   python3 python3-torch python3-numpy python3-yaml
 )
 

@@ -12,13 +12,19 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <unistd.h>
 
 #include "executor.hpp"
+#include "fan_out_observer.hpp"
 #include "host.hpp"
 #include "pipeline.hpp"
+#include "progress.hpp"
 #include "registry.hpp"
+#include "report.hpp"
 #include "results.hpp"
+#include "store.hpp"
 
 namespace fs = std::filesystem;
 
@@ -26,6 +32,7 @@ namespace {
 
 // Exit codes, documented in docs/cli.md.
 constexpr int kExitOk = 0;
+constexpr int kExitThresholds = 1;
 constexpr int kExitConfig = 2;
 constexpr int kExitRuntime = 3;
 constexpr int kExitInterrupted = 130;
@@ -92,19 +99,57 @@ std::string default_out_dir(const kforge::PipelineSpec& pipeline) {
   return (fs::path("kforge-out") / pipeline.name).string();
 }
 
-int print_summary(const kforge::RunSummary& s, const std::string& out_dir) {
+void print_summary(const kforge::RunSummary& s, const std::string& out_dir) {
   fmt::print("\n{} tasks, {} jobs: {} passed, {} failed, {} errors", s.tasks, s.jobs, s.passed,
              s.failed, s.errors);
-  if (s.skipped) fmt::print(", {} skipped", s.skipped);
+  if (s.skipped) fmt::print(", {} skipped (done before)", s.skipped);
   if (s.unfinished) fmt::print(", {} unfinished", s.unfinished);
   fmt::print(" in {:.2f} s\nresults: {}/results.jsonl\n", s.seconds, out_dir);
-  if (s.cancelled) {
-    fmt::print("interrupted: results of finished jobs are saved\n");
-    return kExitInterrupted;
-  }
-  if (!s.source_error.empty()) return kExitRuntime;
-  return kExitOk;
+  if (s.cancelled) fmt::print("interrupted: results of finished jobs are saved; `--resume` continues\n");
 }
+
+// "text,md" -> formats; throws CLI::ValidationError naming the bad one.
+std::vector<kforge::ReportFormat> parse_formats(const std::string& option, const std::string& list) {
+  std::vector<kforge::ReportFormat> formats;
+  std::stringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    auto format = kforge::parse_report_format(item);
+    if (!format) {
+      throw CLI::ValidationError(option, fmt::format("unknown report format '{}' (known: {})", item, kforge::kReportFormatNames));
+    }
+    formats.push_back(*format);
+  }
+  return formats;
+}
+
+kforge::Thresholds parse_thresholds(std::optional<double> min_pass_rate, const std::vector<std::string>& min_fast_p) {
+  kforge::Thresholds thresholds;
+  thresholds.min_pass_rate = min_pass_rate;
+  for (const auto& text : min_fast_p) {
+    try {
+      thresholds.min_fast_p.push_back(kforge::parse_fast_p_threshold(text));
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError("--min-fast-p", e.what());
+    }
+  }
+  return thresholds;
+}
+
+// Prints the text tables and writes the report files; returns the exit code the
+// thresholds give (0 when all are met).
+int report_and_gate(const kforge::Report& report, const std::string& out_dir,
+                    const std::vector<kforge::ReportFormat>& formats, const kforge::Thresholds& thresholds) {
+  if (std::find(formats.begin(), formats.end(), kforge::ReportFormat::Text) != formats.end()) {
+    fmt::print("\n{}", kforge::render_text(kforge::report_tables(report.metrics)));
+  }
+  for (const auto& path : kforge::write_report_files(report, out_dir, formats)) spdlog::info("report: {}", path);
+  const auto missed = kforge::missed_thresholds(report.metrics, thresholds);
+  for (const auto& m : missed) spdlog::error("threshold missed: {}", m);
+  return missed.empty() ? kExitOk : kExitThresholds;
+}
+
+std::string store_path(const std::string& out_dir) { return (fs::path(out_dir) / kforge::kStoreFileName).string(); }
 
 }  // namespace
 
@@ -112,6 +157,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kforge: run pipelines that generate, check, compile, run and time compute kernels"};
   app.set_version_flag("--version", std::string("kforge ") + KFORGE_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // global options also after the command: `kforge run X --log-level warn`
   std::string log_level = "info";
   std::vector<std::string> plugin_dirs;
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
@@ -131,6 +177,43 @@ int main(int argc, char** argv) {
   run->add_option("--out,-o", out_dir, "Output directory (default: kforge-out/<pipeline name>)");
   run->add_option("--max-in-flight", max_in_flight, "Jobs inside the graph at once (overrides the pipeline)")
       ->check(CLI::PositiveNumber);
+  bool resume = false;
+  bool no_cache = false;
+  std::string progress = "auto";
+  double progress_interval = 10;
+  run->add_flag("--resume", resume,
+                "Continue the last run in the output directory: skip jobs it finished (same pipeline required)");
+  run->add_flag("--no-cache", no_cache, "Evaluate every candidate, even code the verdict cache has judged before");
+  run->add_option("--progress", progress, "auto (a bar on a terminal, log lines otherwise), bar, lines or off")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "off"}));
+  run->add_option("--progress-interval", progress_interval, "Seconds between progress lines (default 10)")
+      ->check(CLI::PositiveNumber);
+
+  // Report options, shared by run and report.
+  std::string formats_text = "text,md,json,html,junit";
+  std::optional<double> min_pass_rate;
+  std::vector<std::string> min_fast_p;
+  auto add_report_options = [&](CLI::App* command, const char* formats_option) {
+    command->add_option(formats_option, formats_text, "Report formats, comma-separated: text,md,json,html,junit (default: all)");
+    command->add_option("--min-pass-rate", min_pass_rate, "Exit 1 when fewer than this share of tasks pass (0..1)")
+        ->check(CLI::Range(0.0, 1.0));
+    command->add_option("--min-fast-p", min_fast_p,
+                        "P:SHARE: exit 1 when fewer than SHARE of tasks are correct and faster than P x baseline "
+                        "(repeatable), e.g. 1.0:0.2")
+        ->allow_extra_args(false);  // one value per --min-fast-p: it must not swallow the pipeline
+  };
+  add_report_options(run, "--report-format");
+
+  std::string report_dir;
+  auto* report = app.add_subcommand("report", "Report on an output directory: tables on stdout, files into it");
+  report->add_option("dir", report_dir, "Output directory of a run (holds kforge.db)")->required()->check(CLI::ExistingDirectory);
+  add_report_options(report, "--format");
+
+  std::vector<std::string> compare_dirs;
+  std::string compare_format = "text";
+  auto* compare = app.add_subcommand("compare", "Strategies side by side: pass rate, time, cost, pass rate per class");
+  compare->add_option("dirs", compare_dirs, "Output directories, one per strategy")->required()->check(CLI::ExistingDirectory);
+  compare->add_option("--format", compare_format, "text or md")->check(CLI::IsMember({"text", "md"}));
 
   auto* validate = app.add_subcommand("validate", "Check a pipeline without running anything");
   validate->add_option("pipeline", pipeline_path, "Pipeline YAML file")->required()->check(CLI::ExistingFile);
@@ -145,12 +228,53 @@ int main(int argc, char** argv) {
 
   auto* schema = app.add_subcommand("schema", "Print the JSON Schema of the pipeline format");
 
-  CLI11_PARSE(app, argc, argv);
+  // Usage errors are configuration errors: exit 2, as docs/cli.md says (CLI11's own codes
+  // would collide with ours).
+  std::vector<kforge::ReportFormat> formats;
+  kforge::Thresholds thresholds;
+  try {
+    app.parse(argc, argv);
+    formats = parse_formats(*report ? "--format" : "--report-format", formats_text);
+    thresholds = parse_thresholds(min_pass_rate, min_fast_p);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitConfig;
+  }
 
   auto logger = spdlog::stderr_color_mt("kforge");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_pattern("%^[%L %H:%M:%S.%e]%$ %v");
+
+  try {
+    if (*report) {
+      if (!fs::exists(store_path(report_dir))) {
+        spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", report_dir, kforge::kStoreFileName);
+        return kExitConfig;
+      }
+      return report_and_gate(kforge::load_report(report_dir), report_dir, formats, thresholds);
+    }
+    if (*compare) {
+      std::vector<kforge::Metrics> strategies;
+      for (const auto& dir : compare_dirs) {
+        if (!fs::exists(store_path(dir))) {
+          spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", dir, kforge::kStoreFileName);
+          return kExitConfig;
+        }
+        strategies.push_back(kforge::load_report(dir).metrics);
+      }
+      const kforge::Table table = kforge::comparison_table(strategies);
+      if (compare_format == "md") {
+        fmt::print("{}", kforge::render_markdown_tables({table}));
+      } else {
+        fmt::print("{}", kforge::render_text({table}));
+      }
+      return kExitOk;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("{}", e.what());
+    return kExitRuntime;
+  }
 
   kforge::Registry registry;
   const bool plugins_ok = load_plugins(registry, plugin_dirs);
@@ -205,18 +329,75 @@ int main(int argc, char** argv) {
     std::optional<tbb::global_control> threads;
     if (jobs > 0) threads.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(jobs));
     kforge::Executor executor(registry, pipeline);
-    kforge::ResultsWriter results((fs::path(out_dir) / "results.jsonl").string());
+
+    kforge::Store store(store_path(out_dir));
+    kforge::RunRecord record = kforge::describe_run(pipeline, KFORGE_VERSION);
+    const std::optional<kforge::RunRecord> latest = store.latest_run();
+    std::set<std::pair<std::string, int>> done;
+    if (resume && !latest) {
+      spdlog::warn("--resume: {} holds no earlier run; starting a fresh one", out_dir);
+    } else if (resume) {
+      if (latest->config_hash != record.config_hash) {
+        spdlog::error(
+            "--resume: the pipeline differs from that of run {} in {} (resolved configuration changed); resume "
+            "with the same pipeline and --set values, or run without --resume to start over",
+            latest->id, out_dir);
+        return kExitConfig;
+      }
+      record.series = latest->series;
+      done = store.finished_jobs(latest->series);
+      spdlog::info("resuming run {} ({}): {} jobs already finished", latest->id, latest->status, done.size());
+    } else if (latest && latest->status != kforge::to_string(kforge::RunStatus::Finished)) {
+      spdlog::info("{} holds an unfinished run ({}, {}); starting a fresh run. Pass --resume to continue it instead",
+                   out_dir, latest->id, latest->status);
+    }
+    const fs::path results_path = fs::path(out_dir) / "results.jsonl";
+    // A resumed run adds its jobs to the file the interrupted run left.
+    kforge::ResultsWriter results(results_path.string(), resume && latest ? kforge::ResultsWriter::Mode::Append
+                                                                         : kforge::ResultsWriter::Mode::Truncate);
+    const int64_t run_id = store.begin_run(record);
+    kforge::RunRecorder recorder(store, run_id);
+    kforge::StoredVerdictCache cache(store);
+    const kforge::ProgressMode mode = progress == "auto" ? kforge::progress_mode_for(stderr)
+                                      : progress == "bar" ? kforge::ProgressMode::Bar
+                                      : progress == "lines" ? kforge::ProgressMode::Lines
+                                                            : kforge::ProgressMode::Off;
+    kforge::ProgressObserver progress_display(mode, stderr, progress_interval, done.size());
+    // The store first: a job it has committed is never run again, so a kill between the
+    // two writes can cost a results.jsonl line but never a job done twice.
+    kforge::FanOutObserver observers{&recorder, &results, &progress_display};
+
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     kforge::RunOptions options;
     options.max_in_flight = max_in_flight;
-    spdlog::info("running '{}' ({} stages, k={}) into {}", pipeline.name, pipeline.stages.size(), pipeline.k, out_dir);
-    const kforge::RunSummary summary = executor.run(results, options);
-    return print_summary(summary, out_dir);
+    if (!done.empty()) {
+      options.skip = [&done](const kforge::Task& task, int sample) { return done.count({task.id(), sample}) > 0; };
+    }
+    options.cache = no_cache ? nullptr : &cache;
+    spdlog::info("running '{}' ({} stages, k={}) into {} (run {})", pipeline.name, pipeline.stages.size(), pipeline.k,
+                 out_dir, run_id);
+    const kforge::RunSummary summary = executor.run(observers, options);
+    progress_display.finish();
+
+    const std::string store_failure = recorder.failure();
+    const kforge::RunStatus status = !store_failure.empty() || !summary.source_error.empty() ? kforge::RunStatus::Failed
+                                     : summary.cancelled ? kforge::RunStatus::Interrupted
+                                                         : kforge::RunStatus::Finished;
+    store.end_run(run_id, status);
+    print_summary(summary, out_dir);
+    if (!store_failure.empty()) return kExitRuntime;  // the store cannot be trusted for a report
+    const int gate = report_and_gate(kforge::load_report(out_dir), out_dir, formats, thresholds);
+    if (summary.cancelled) return kExitInterrupted;
+    if (!summary.source_error.empty()) return kExitRuntime;
+    return gate;
   } catch (const kforge::ConfigError& e) {
     std::cerr << e.what() << "\n";
     return kExitConfig;
   } catch (const kforge::RunSetupError& e) {
+    spdlog::error("{}", e.what());
+    return kExitConfig;
+  } catch (const CLI::Error& e) {  // a malformed --set
     spdlog::error("{}", e.what());
     return kExitConfig;
   } catch (const std::exception& e) {

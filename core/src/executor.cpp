@@ -518,7 +518,12 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
   intake.activate();
   graph.wait_for_all();
 
-  for (auto& s : impl.stages) s.pool.reset();
+  // The nodes belong to this run's graph: they must go before it does.
+  for (auto& s : impl.stages) {
+    s.pool.reset();
+    s.router.reset();
+    s.wait_node.reset();
+  }
   summary.cancelled = summary.cancelled || cancel_requested();
   summary.seconds = now_seconds() - started;
   return summary;

@@ -4,6 +4,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -49,7 +52,24 @@ std::string result_line(const Job& job) {
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-ResultsWriter::ResultsWriter(const std::string& path) : file_(std::fopen(path.c_str(), "w")) {
+namespace {
+
+void drop_partial_last_line(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) return;
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.back() == '\n') return;
+  const size_t keep = text.find_last_of('\n');
+  std::filesystem::resize_file(path, keep == std::string::npos ? 0 : keep + 1, ec);
+}
+
+}  // namespace
+
+ResultsWriter::ResultsWriter(const std::string& path, Mode mode) {
+  if (mode == Mode::Append) drop_partial_last_line(path);
+  file_ = std::fopen(path.c_str(), mode == Mode::Append ? "a" : "w");
   if (file_ == nullptr) {
     throw std::runtime_error(fmt::format("cannot write results to '{}': {}", path, std::strerror(errno)));
   }

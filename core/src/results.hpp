@@ -14,8 +14,10 @@ std::string result_line(const Job& job);
 
 class ResultsWriter : public RunObserver {
  public:
-  // Creates (or truncates) the file; throws std::runtime_error when it cannot.
-  explicit ResultsWriter(const std::string& path);
+  enum class Mode { Truncate, Append };
+  // Opens the file; throws std::runtime_error when it cannot. Append (for --resume) first
+  // drops a last line left half-written by a killed run, so every line stays whole JSON.
+  explicit ResultsWriter(const std::string& path, Mode mode = Mode::Truncate);
   ~ResultsWriter() override;
   ResultsWriter(const ResultsWriter&) = delete;
   ResultsWriter& operator=(const ResultsWriter&) = delete;

@@ -1,0 +1,86 @@
+// What an evaluation stage reads from a job and what it hands back, as plain data: the
+// plugin maps job keys onto these, tests build them directly.
+#pragma once
+
+#include <kforge/abi.h>
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kforge::eval {
+
+// Job attributes the stages hand down the pipeline.
+inline constexpr const char* kAttrCppSource = "check.cpp_source";
+inline constexpr const char* kAttrCudaSource = "check.cuda_source";
+inline constexpr const char* kAttrArtifact = "compile.artifact";
+// Task attributes the task source sets beyond the well-known KF_KEY_TASK_* ones.
+inline constexpr const char* kTaskSizes = "task.sizes";
+inline constexpr const char* kTaskSizeScale = "task.size_scale";
+inline constexpr const char* kTaskComplexityScore = "task.complexity_score";
+// Candidate attributes candidates.files sets beyond code and language.
+inline constexpr const char* kCandidateFile = "candidate.file";
+inline constexpr const char* kCandidateTag = "candidate.tag";
+
+struct EvalJob {
+  std::string task_id;
+  std::string task_path;
+  std::string task_format = "kernelbench-torch";
+  nlohmann::json task_sizes = nlohmann::json::object();
+  double task_size_scale = 1.0;
+  std::optional<std::string> code;  // absent: the reference runs as its own candidate
+  std::string language;
+  std::map<std::string, std::string> attributes;  // check.cpp_source, compile.artifact, ...
+  double seconds_left = std::numeric_limits<double>::infinity();
+  std::function<bool()> cancelled;
+
+  const std::string* attribute(const std::string& key) const {
+    auto it = attributes.find(key);
+    return it == attributes.end() ? nullptr : &it->second;
+  }
+};
+
+struct StageResult {
+  kf_verdict_status status = KF_VERDICT_PASS;
+  std::string error_class;
+  std::string message;
+  std::string log_tail;
+  std::vector<std::pair<std::string, double>> metrics;
+  std::vector<std::pair<std::string, std::string>> attributes;  // set on the job
+
+  static StageResult pass() { return {}; }
+  static StageResult fail(std::string error_class, std::string message) {
+    StageResult r;
+    r.status = KF_VERDICT_FAIL;
+    r.error_class = std::move(error_class);
+    r.message = std::move(message);
+    return r;
+  }
+  static StageResult error(std::string error_class, std::string message) {
+    StageResult r;
+    r.status = KF_VERDICT_ERROR;
+    r.error_class = std::move(error_class);
+    r.message = std::move(message);
+    return r;
+  }
+  double metric(const std::string& name) const {  // NaN when absent
+    for (const auto& [key, value] : metrics) {
+      if (key == name) return value;
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  const std::string* attribute(const std::string& name) const {
+    for (const auto& [key, value] : attributes) {
+      if (key == name) return &value;
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace kforge::eval

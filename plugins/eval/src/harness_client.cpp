@@ -1,0 +1,538 @@
+#include "harness_client.hpp"
+
+#include "process.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <map>
+#include <thread>
+
+namespace kforge::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+// The harness needs this long beyond a child's own limit to fork, compare and answer;
+// the margin leaves the stage enough of its time to hear the harness' timeout verdict.
+constexpr double kAnswerGraceSeconds = 30;
+constexpr double kStageMarginSeconds = 2;
+
+// How often a waiting caller looks at the run's cancellation flag.
+constexpr auto kCancelPoll = std::chrono::milliseconds(200);
+
+// What a reader keeps of the server's stderr for error messages.
+constexpr size_t kStderrTailBytes = 6000;
+// How long a closing server may take to exit after EOF. Nobody waits for its answers any
+// more (whoever did has given up), so children still running are orphans: it is killed,
+// and its children with it (they die with their parent), after this grace.
+constexpr double kShutdownSeconds = 2;
+
+Clock::time_point deadline_after(double seconds) {
+  if (!std::isfinite(seconds) || seconds > 1e7) seconds = 1e7;
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(std::max(0.0, seconds)));
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
+void append_tail(std::string& tail, std::string_view text, size_t limit) {
+  tail.append(text);
+  if (tail.size() > limit) tail.erase(0, tail.size() - limit);
+}
+
+}  // namespace
+
+CallBudget CallBudget::of(double child_timeout_seconds, double stage_seconds_left, std::function<bool()> cancelled) {
+  CallBudget budget;
+  budget.child_timeout_seconds = child_timeout_seconds;
+  budget.cancelled = std::move(cancelled);
+  if (std::isfinite(stage_seconds_left)) budget.stage_deadline = deadline_after(stage_seconds_left);
+  return budget;
+}
+
+double CallBudget::stage_seconds_left() const {
+  if (stage_deadline == Clock::time_point::max()) return std::numeric_limits<double>::infinity();
+  return std::chrono::duration<double>(stage_deadline - Clock::now()).count();
+}
+
+std::optional<RequestBudget> request_budget(double child_timeout_seconds, double stage_seconds_left) {
+  RequestBudget budget;
+  if (!std::isfinite(stage_seconds_left)) {
+    budget.child_timeout_seconds = child_timeout_seconds;
+    budget.wait_seconds = child_timeout_seconds + kAnswerGraceSeconds;
+    return budget;
+  }
+  budget.child_timeout_seconds = std::min(child_timeout_seconds, stage_seconds_left - kStageMarginSeconds);
+  if (budget.child_timeout_seconds < 1) return std::nullopt;
+  budget.wait_seconds = std::min(budget.child_timeout_seconds + kAnswerGraceSeconds, stage_seconds_left);
+  return budget;
+}
+
+std::string HarnessServerSpec::key() const {
+  return python + '\n' + harness_dir + '\n' + device + '\n' + mode + '\n' + std::to_string(max_children);
+}
+
+HarnessResponse HarnessResponse::harness_error(std::string message, std::string log_tail) {
+  HarnessResponse r;
+  r.status = "error";
+  r.error_class = "harness_error";
+  r.message = std::move(message);
+  r.log_tail = std::move(log_tail);
+  return r;
+}
+
+HarnessResponse HarnessResponse::from_json(const json& body) {
+  HarnessResponse r;
+  auto text = [&](const char* key) {
+    auto it = body.find(key);
+    return it != body.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  r.status = text("status");
+  r.error_class = text("error_class");
+  r.message = text("message");
+  r.log_tail = text("log_tail");
+  if (auto it = body.find("findings"); it != body.end() && it->is_array()) r.findings = *it;
+  if (auto it = body.find("extracted"); it != body.end() && it->is_object()) r.extracted = *it;
+  if (auto it = body.find("metrics"); it != body.end() && it->is_object()) r.metrics = *it;
+  if (auto it = body.find("flags"); it != body.end() && it->is_array()) {
+    for (const json& flag : *it) {
+      if (flag.is_string()) r.flags.push_back(flag.get<std::string>());
+    }
+  }
+  if (r.status != "pass" && r.status != "fail" && r.status != "error") {
+    return harness_error("the harness answered with status '" + r.status +
+                         "' (expected pass, fail or error): " + body.dump().substr(0, 500));
+  }
+  return r;
+}
+
+// One run of the server process: from spawn to death. A dead one is replaced, never revived.
+class HarnessServer::Process {
+ public:
+  enum class State { Starting, Ready, NotReady, Dead };
+
+  Process(const HarnessServerSpec& spec, std::function<void()> notify)
+      : spec_(spec), notify_(std::move(notify)) {}
+
+  ~Process() {
+    if (reader_.joinable()) reader_.join();
+  }
+
+  // Spawns the server and its reader thread. Throws SpawnError.
+  void start() {
+    SpawnSpec command;
+    command.argv = {spec_.python, "-m", "kforge_harness", "serve", "--device", spec_.device,
+                    "--mode", spec_.mode, "--max-children", std::to_string(spec_.max_children)};
+    command.env["PYTHONPATH"] = spec_.harness_dir;
+    command.env["PYTHONUNBUFFERED"] = "1";
+    child_ = spawn_process(command, ChildStdin::Pipe, ChildStderr::Separate);
+    reader_ = std::thread([this] { read_loop(); });
+  }
+
+  State state() const {
+    std::lock_guard lock(mutex_);
+    return state_;
+  }
+  std::string failure() const {
+    std::lock_guard lock(mutex_);
+    return failure_;
+  }
+  bool sticky_failure() const {
+    std::lock_guard lock(mutex_);
+    return sticky_;
+  }
+  pid_t pid() const { return child_.pid; }
+  json ready_info() const {
+    std::lock_guard lock(mutex_);
+    return ready_;
+  }
+
+  // Registers the request and writes it; nullopt (with `error`) when the server is gone.
+  std::optional<std::future<HarnessResponse>> submit(const std::string& id, const std::string& line,
+                                                     std::string& error) {
+    std::future<HarnessResponse> answer;
+    {
+      std::lock_guard lock(mutex_);
+      if (state_ != State::Ready) {
+        error = failure_.empty() ? "the harness server is not running" : failure_;
+        return std::nullopt;
+      }
+      answer = pending_[id].get_future();
+    }
+    std::lock_guard write_lock(write_mutex_);
+    size_t sent = 0;
+    while (sent < line.size()) {
+      const ssize_t n = ::send(child_.stdin_fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = std::string("cannot send the request to the harness server (pid ") +
+                std::to_string(child_.pid) + "): " + std::strerror(errno);
+        forget(id);
+        return std::nullopt;
+      }
+      sent += static_cast<size_t>(n);
+    }
+    return answer;
+  }
+
+  void forget(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    pending_.erase(id);
+  }
+
+  // EOF on stdin: the server finishes its children and exits; killed if it lingers.
+  void shut_down() {
+    {
+      std::lock_guard write_lock(write_mutex_);
+      if (child_.stdin_fd >= 0) ::shutdown(child_.stdin_fd, SHUT_WR);
+    }
+    std::unique_lock lock(mutex_);
+    const bool ended = ended_.wait_until(lock, deadline_after(kShutdownSeconds), [&] { return finished_; });
+    lock.unlock();
+    if (!ended) kill_process_group(child_.pid);
+    if (reader_.joinable()) reader_.join();
+  }
+
+ private:
+  void read_loop() {
+    const auto start_deadline = deadline_after(spec_.start_timeout_seconds);
+    std::string out_buffer;
+    bool out_open = true, err_open = true, start_timed_out = false;
+    int wait_status = 0;
+    bool reaped = false;
+    char chunk[65536];
+    while (out_open && !reaped) {
+      if (state() == State::Starting && Clock::now() > start_deadline && !start_timed_out) {
+        start_timed_out = true;
+        kill_process_group(child_.pid);
+      }
+      pollfd fds[2] = {{child_.stdout_fd, POLLIN, 0}, {err_open ? child_.stderr_fd : -1, POLLIN, 0}};
+      const int ready = ::poll(fds, 2, 250);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready > 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+        const ssize_t n = ::read(child_.stderr_fd, chunk, sizeof chunk);
+        if (n > 0) {
+          std::lock_guard lock(mutex_);
+          append_tail(stderr_tail_, std::string_view(chunk, static_cast<size_t>(n)), kStderrTailBytes);
+        } else if (n == 0 || errno != EINTR) {
+          err_open = false;
+        }
+      }
+      if (ready > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+        const ssize_t n = ::read(child_.stdout_fd, chunk, sizeof chunk);
+        if (n > 0) {
+          out_buffer.append(chunk, static_cast<size_t>(n));
+          size_t newline;
+          while ((newline = out_buffer.find('\n')) != std::string::npos) {
+            handle_line(out_buffer.substr(0, newline));
+            out_buffer.erase(0, newline + 1);
+          }
+        } else if (n == 0 || errno != EINTR) {
+          out_open = false;
+        }
+      }
+      // A server whose forked children still hold its stdout open is dead all the same.
+      if (::waitpid(child_.pid, &wait_status, WNOHANG) == child_.pid) reaped = true;
+    }
+    // Whatever happened, no part of this server may outlive it.
+    kill_process_group(child_.pid);
+    if (!reaped) {
+      while (::waitpid(child_.pid, &wait_status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    // The server is gone, but its last lines may still sit in the pipes (and its forked
+    // children, in process groups of their own, may hold them open): take what is there
+    // without waiting for EOF.
+    if (out_open) {
+      drain(child_.stdout_fd, [&](std::string_view text) { out_buffer.append(text); });
+      size_t newline;
+      while ((newline = out_buffer.find('\n')) != std::string::npos) {
+        handle_line(out_buffer.substr(0, newline));
+        out_buffer.erase(0, newline + 1);
+      }
+    }
+    if (err_open) {
+      drain(child_.stderr_fd, [&](std::string_view text) {
+        std::lock_guard lock(mutex_);
+        append_tail(stderr_tail_, text, kStderrTailBytes);
+      });
+    }
+    ::close(child_.stdout_fd);
+    ::close(child_.stderr_fd);
+    {
+      std::lock_guard write_lock(write_mutex_);
+      ::close(child_.stdin_fd);
+      child_.stdin_fd = -1;
+    }
+    finish(wait_status, start_timed_out);
+  }
+
+  static void drain(int fd, const std::function<void(std::string_view)>& take) {
+    char chunk[65536];
+    pollfd pfd{fd, POLLIN, 0};
+    while (::poll(&pfd, 1, 50) > 0 && (pfd.revents & POLLIN)) {
+      const ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n <= 0) break;
+      take(std::string_view(chunk, static_cast<size_t>(n)));
+    }
+  }
+
+  void handle_line(const std::string& line) {
+    json body = json::parse(line, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      std::lock_guard lock(mutex_);
+      append_tail(stderr_tail_, "[stdout] " + line + "\n", kStderrTailBytes);
+      return;
+    }
+    if (body.contains("ready")) {
+      handle_ready(body);
+      return;
+    }
+    std::string id;
+    if (auto it = body.find("id"); it != body.end()) id = it->is_string() ? it->get<std::string>() : it->dump();
+    std::promise<HarnessResponse> waiter;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;  // its caller gave up waiting
+      waiter = std::move(it->second);
+      pending_.erase(it);
+    }
+    waiter.set_value(HarnessResponse::from_json(body));
+  }
+
+  void handle_ready(const json& body) {
+    {
+      std::lock_guard lock(mutex_);
+      if (state_ != State::Starting) return;
+      if (body.value("ready", false)) {
+        state_ = State::Ready;
+        ready_ = body;
+      } else {
+        state_ = State::NotReady;
+        sticky_ = true;
+        const auto error = body.find("error");
+        failure_ = "the harness server for " + spec_.device + " is not ready: " +
+                   (error != body.end() && error->is_string() ? error->get<std::string>() : body.dump()) +
+                   " (" + command_text() + ")";
+      }
+    }
+    notify_();
+  }
+
+  void finish(int wait_status, bool start_timed_out) {
+    std::map<std::string, std::promise<HarnessResponse>> orphans;
+    std::string message, tail;
+    {
+      std::lock_guard lock(mutex_);
+      tail = stderr_tail_;
+      if (state_ == State::Starting) {
+        state_ = State::NotReady;
+        if (start_timed_out) {
+          failure_ = "the harness server for " + spec_.device + " did not say it was ready within " +
+                     seconds_text(spec_.start_timeout_seconds) + " s and was killed (" + command_text() + ")";
+        } else {
+          sticky_ = true;
+          failure_ = "the harness server for " + spec_.device + " exited before it was ready (" +
+                     describe_wait_status(wait_status) + "; " + command_text() + ")";
+        }
+        if (!tail.empty()) failure_ += "; its stderr ends with:\n" + tail;
+      } else if (state_ == State::Ready) {
+        state_ = State::Dead;
+        failure_ = "the harness server (pid " + std::to_string(child_.pid) + ", " + spec_.device +
+                   ") died: " + describe_wait_status(wait_status) +
+                   "; the request was lost and the server restarts for the next one";
+      }
+      message = failure_;
+      orphans.swap(pending_);
+      finished_ = true;
+    }
+    for (auto& [id, waiter] : orphans) waiter.set_value(HarnessResponse::harness_error(message, tail));
+    ended_.notify_all();
+    notify_();
+  }
+
+  std::string command_text() const {
+    return "PYTHONPATH=" + spec_.harness_dir + " " + spec_.python + " -m kforge_harness serve --device " +
+           spec_.device + " --mode " + spec_.mode;
+  }
+
+  const HarnessServerSpec spec_;
+  const std::function<void()> notify_;
+  ChildProcess child_;
+  std::thread reader_;
+  mutable std::mutex mutex_;
+  std::condition_variable ended_;
+  std::mutex write_mutex_;
+  State state_ = State::Starting;
+  bool sticky_ = false;
+  bool finished_ = false;
+  std::string failure_;
+  std::string stderr_tail_;
+  json ready_;
+  std::map<std::string, std::promise<HarnessResponse>> pending_;
+};
+
+HarnessServer::HarnessServer(HarnessServerSpec spec)
+    : spec_(std::move(spec)), free_slots_(std::max(1, spec_.max_children)) {}
+
+HarnessServer::~HarnessServer() {
+  std::shared_ptr<Process> last;
+  std::vector<std::shared_ptr<Process>> retired;
+  {
+    std::lock_guard lock(mutex_);
+    last = std::move(process_);
+    retired.swap(retired_);
+  }
+  if (last) last->shut_down();
+  retired.clear();  // their readers have finished; destruction joins them
+}
+
+pid_t HarnessServer::pid() const {
+  std::lock_guard lock(mutex_);
+  return process_ && process_->state() == Process::State::Ready ? process_->pid() : -1;
+}
+
+json HarnessServer::ready_info() const {
+  std::lock_guard lock(mutex_);
+  return process_ && process_->state() == Process::State::Ready ? process_->ready_info() : json();
+}
+
+bool HarnessServer::take_slot(const CallBudget& budget) {
+  std::unique_lock lock(mutex_);
+  while (free_slots_ == 0) {
+    if (Clock::now() >= budget.stage_deadline || (budget.cancelled && budget.cancelled())) return false;
+    changed_.wait_until(lock, std::min(budget.stage_deadline, Clock::now() + kCancelPoll));
+  }
+  --free_slots_;
+  return true;
+}
+
+void HarnessServer::give_slot() {
+  {
+    std::lock_guard lock(mutex_);
+    ++free_slots_;
+  }
+  changed_.notify_all();
+}
+
+std::shared_ptr<HarnessServer::Process> HarnessServer::running_process(Clock::time_point deadline, std::string& error) {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    if (!not_ready_error_.empty()) {
+      error = not_ready_error_;
+      return nullptr;
+    }
+    if (process_) {
+      const Process::State state = process_->state();
+      if (state == Process::State::Ready) return process_;
+      if (state == Process::State::NotReady) {
+        error = process_->failure();
+        if (process_->sticky_failure()) not_ready_error_ = error;
+        retired_.push_back(std::move(process_));
+        return nullptr;
+      }
+      if (state == Process::State::Dead) {
+        retired_.push_back(std::move(process_));
+        continue;  // start a fresh one below
+      }
+      // Starting: whoever started it is waiting too; the reader enforces the start limit.
+      if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
+          process_ && process_->state() == Process::State::Starting) {
+        error = "the stage timeout passed while the harness server for " + spec_.device +
+                " was starting (it may take up to " + seconds_text(spec_.start_timeout_seconds) + " s)";
+        return nullptr;
+      }
+      continue;
+    }
+    auto fresh = std::make_shared<Process>(spec_, [this] {
+      { std::lock_guard notify_lock(mutex_); }
+      changed_.notify_all();
+    });
+    try {
+      fresh->start();
+    } catch (const SpawnError& e) {
+      not_ready_error_ = std::string("cannot start the harness server: ") + e.what();
+      continue;
+    }
+    process_ = std::move(fresh);
+  }
+}
+
+HarnessResponse HarnessServer::call(json request, const CallBudget& budget) {
+  ++load_;
+  struct LoadGuard {
+    std::atomic<int>& load;
+    ~LoadGuard() { --load; }
+  } load_guard{load_};
+
+  if (!take_slot(budget)) {
+    if (budget.cancelled && budget.cancelled()) return HarnessResponse::harness_error("the run is being cancelled");
+    return HarnessResponse::harness_error("the stage timeout passed while waiting for a free slot on the harness "
+                                          "server for " + spec_.device + " (" + std::to_string(spec_.max_children) +
+                                          " requests at a time; lower the stage's concurrency or raise max_children)");
+  }
+  struct SlotGuard {
+    HarnessServer& server;
+    ~SlotGuard() { server.give_slot(); }
+  } slot_guard{*this};
+
+  std::string error;
+  std::shared_ptr<Process> process = running_process(budget.stage_deadline, error);
+  if (!process) return HarnessResponse::harness_error(error);
+
+  // The child's limit is set now, after any waiting, from the time the stage has left.
+  const auto timing = request_budget(budget.child_timeout_seconds, budget.stage_seconds_left());
+  if (!timing) {
+    HarnessResponse late = HarnessResponse::harness_error("the stage timeout left no time to run the request");
+    late.error_class = "timeout";
+    return late;
+  }
+  const std::string id = std::to_string(next_id_++);
+  request["id"] = id;
+  request["limits"]["timeout_s"] = timing->child_timeout_seconds;
+  const std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  auto answer = process->submit(id, line, error);
+  if (!answer) return HarnessResponse::harness_error(error);
+  const auto answer_deadline = deadline_after(timing->wait_seconds);
+  while (answer->wait_until(std::min(answer_deadline, Clock::now() + kCancelPoll)) != std::future_status::ready) {
+    if (budget.cancelled && budget.cancelled()) {
+      process->forget(id);  // the child runs on until its own limit; the server's end kills it
+      return HarnessResponse::harness_error("the run is being cancelled");
+    }
+    if (Clock::now() < answer_deadline) continue;
+    process->forget(id);
+    return HarnessResponse::harness_error("no answer from the harness server (pid " + std::to_string(process->pid()) +
+                                          ", " + spec_.device + ") within " + seconds_text(timing->wait_seconds) +
+                                          " s");
+  }
+  return answer->get();
+}
+
+std::shared_ptr<HarnessServer> shared_harness_server(const HarnessServerSpec& spec) {
+  static std::mutex registry_mutex;
+  static std::map<std::string, std::weak_ptr<HarnessServer>> registry;
+  std::lock_guard lock(registry_mutex);
+  std::weak_ptr<HarnessServer>& slot = registry[spec.key()];
+  if (auto existing = slot.lock()) return existing;
+  auto server = std::make_shared<HarnessServer>(spec);
+  slot = server;
+  return server;
+}
+
+}  // namespace kforge::eval

@@ -1,0 +1,213 @@
+#include "harness_stages.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+
+namespace kforge::eval {
+namespace {
+using nlohmann::json;
+
+
+json dtype_table(double fp32, double low_precision) {
+  return {{"float64", fp32}, {"float32", fp32}, {"float16", low_precision}, {"bfloat16", low_precision}};
+}
+
+std::string findings_text(const json& findings) {
+  std::string text;
+  for (const json& finding : findings) {
+    if (!finding.is_object()) continue;
+    text += "line ";
+    text += finding.contains("line") ? finding["line"].dump() : std::string("?");
+    text += " [" + finding.value("rule", std::string("?")) + "]: " + finding.value("message", std::string());
+    const std::string hint = finding.value("hint", std::string());
+    if (!hint.empty()) text += "\n  fix: " + hint;
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+json tolerance_rule(const std::string& preset) {
+  if (preset == "default") {
+    return {{"kind", "allclose"}, {"atol", dtype_table(1e-4, 1e-2)}, {"rtol", dtype_table(1e-4, 1e-2)}};
+  }
+  if (preset == "seed000") return {{"kind", "max_abs_diff"}, {"limit", 1e-3}};
+  if (preset == "kernelbench-v0") {
+    return {{"kind", "allclose"}, {"atol", dtype_table(1e-2, 1e-2)}, {"rtol", dtype_table(1e-2, 1e-2)}};
+  }
+  throw std::invalid_argument("unknown tolerance preset '" + preset +
+                              "': use default (allclose 1e-4), seed000 (max_abs_diff 1e-3) or "
+                              "kernelbench-v0 (allclose 1e-2), or give a rule object");
+}
+
+void validate_rule(const json& rule) {
+  if (!rule.is_object() || !rule.contains("kind") || !rule["kind"].is_string()) {
+    throw std::invalid_argument("rule must be an object with a kind (allclose, max_abs_diff, share_over_limit)");
+  }
+  const std::string kind = rule["kind"];
+  auto numbers_only = [&](std::initializer_list<const char*> allowed) {
+    for (const auto& [key, value] : rule.items()) {
+      if (key == "kind") continue;
+      bool known = false;
+      for (const char* name : allowed) known = known || key == name;
+      if (!known) throw std::invalid_argument("rule kind " + kind + " takes no '" + key + "'");
+      const bool per_dtype = value.is_object();
+      if (!value.is_number() && !per_dtype) {
+        throw std::invalid_argument("rule field '" + key + "' must be a number" +
+                                    std::string(kind == "allclose" ? " or a map dtype -> number" : ""));
+      }
+      if (per_dtype && kind != "allclose") throw std::invalid_argument("rule field '" + key + "' must be a number");
+    }
+  };
+  if (kind == "allclose") {
+    numbers_only({"atol", "rtol"});
+  } else if (kind == "max_abs_diff") {
+    numbers_only({"limit"});
+  } else if (kind == "share_over_limit") {
+    numbers_only({"rtol", "atol", "max_share"});
+  } else {
+    throw std::invalid_argument("rule kind must be allclose, max_abs_diff or share_over_limit, got '" + kind + "'");
+  }
+}
+
+StageResult result_from_response(const HarnessResponse& response) {
+  StageResult result;
+  if (response.status == "pass") {
+    result.status = KF_VERDICT_PASS;
+  } else if (response.status == "fail") {
+    result.status = KF_VERDICT_FAIL;
+  } else {
+    result.status = KF_VERDICT_ERROR;
+  }
+  result.error_class = response.error_class;
+  if (result.status == KF_VERDICT_ERROR && result.error_class.empty()) result.error_class = "harness_error";
+  result.message = response.message;
+
+  std::string tail = findings_text(response.findings);
+  if (result.message.empty() && result.status != KF_VERDICT_PASS && !tail.empty()) {
+    result.message = tail.substr(0, tail.find('\n'));
+  }
+  for (const auto& [name, value] : response.metrics.items()) {
+    if (value.is_number()) {
+      result.metrics.emplace_back(name, value.get<double>());
+    } else if (value.is_null()) {
+      tail += "metric " + name + ": not finite (NaN or infinity)\n";
+    }
+  }
+  for (const std::string& flag : response.flags) {
+    if (flag == "speedup_over_10x") {
+      result.metrics.emplace_back("suspicious_speedup", 1);
+      tail += "flag speedup_over_10x: the candidate is more than 10x faster than the reference; "
+              "check it for a cheat before trusting the number\n";
+    } else {
+      tail += "flag " + flag + "\n";
+    }
+  }
+  if (!response.log_tail.empty()) {
+    if (!tail.empty()) tail += "--- harness log ---\n";
+    tail += response.log_tail;
+  }
+  result.log_tail = std::move(tail);
+  return result;
+}
+
+CallBudget call_budget(const EvalJob& job, const ChildLimits& limits) {
+  return CallBudget::of(limits.timeout_seconds, job.seconds_left, job.cancelled);
+}
+
+json harness_request(const std::string& action, const EvalJob& job, const std::string& language,
+                     const ChildLimits& limits) {
+  json request = {{"action", action}};
+  if (!job.task_path.empty()) {
+    request["task"] = {{"path", job.task_path},
+                       {"format", job.task_format},
+                       {"sizes", job.task_sizes.is_object() ? job.task_sizes : json::object()},
+                       {"size_scale", job.task_size_scale}};
+  }
+  json candidate = {{"language", language}};
+  if (job.code) candidate["code"] = *job.code;
+  request["candidate"] = candidate;
+  request["limits"] = {{"timeout_s", limits.timeout_seconds},
+                       {"memory_mb", limits.memory_mb},
+                       {"cpu_s", limits.cpu_seconds},
+                       {"network", false}};
+  return request;
+}
+
+namespace {
+
+std::string language_of(const EvalJob& job, const std::string& fixed) {
+  if (!fixed.empty()) return fixed;
+  return job.language.empty() ? std::string("python") : job.language;
+}
+
+}  // namespace
+
+CheckStage::CheckStage(std::shared_ptr<HarnessPool> pool, Options options)
+    : pool_(std::move(pool)), options_(std::move(options)) {}
+
+StageResult CheckStage::process(const EvalJob& job) const {
+  if (!job.code) return StageResult::fail("no_candidate", "the job has no candidate.code to check");
+  json request = harness_request("check", job, language_of(job, options_.language), options_.limits);
+  if (!options_.rules_file.empty()) request["options"] = {{"rules_file", options_.rules_file}};
+  const HarnessResponse response = pool_->call(request, DeviceUse::None, call_budget(job, options_.limits));
+  StageResult result = result_from_response(response);
+  for (const auto& [field, attribute] : {std::pair{"cpp_source", kAttrCppSource}, std::pair{"cuda_source", kAttrCudaSource}}) {
+    auto it = response.extracted.find(field);
+    if (it != response.extracted.end() && it->is_string()) result.attributes.emplace_back(attribute, it->get<std::string>());
+  }
+  return result;
+}
+
+TritonCompileStage::TritonCompileStage(std::shared_ptr<HarnessPool> pool, ChildLimits limits)
+    : pool_(std::move(pool)), limits_(limits) {}
+
+StageResult TritonCompileStage::process(const EvalJob& job) const {
+  if (!job.code) return StageResult::fail("no_candidate", "the job has no candidate.code to compile");
+  const json request = harness_request("compile", job, "triton", limits_);
+  return result_from_response(pool_->call(request, DeviceUse::Shared, call_budget(job, limits_)));
+}
+
+RunStage::RunStage(std::shared_ptr<HarnessPool> pool, Options options)
+    : pool_(std::move(pool)), options_(std::move(options)) {
+  validate_rule(options_.rule);
+  if (options_.trials < 1) throw std::invalid_argument("trials must be >= 1");
+  if (options_.warmup < 0 || options_.timing_trials < 1) {
+    throw std::invalid_argument("warmup must be >= 0 and timing_trials >= 1");
+  }
+  if (options_.baseline != "eager" && options_.baseline != "compile") {
+    throw std::invalid_argument("baseline must be eager or compile, got '" + options_.baseline + "'");
+  }
+}
+
+StageResult RunStage::process(const EvalJob& job) const {
+  json request = harness_request("run", job, language_of(job, ""), options_.limits);
+  std::string note;
+  if (const std::string* artifact = job.attribute(kAttrArtifact)) {
+    std::error_code ec;
+    if (std::filesystem::exists(*artifact, ec)) {
+      request["candidate"]["artifact"] = *artifact;
+    } else {
+      // A verdict cache can outlive the artifact cache; the harness then compiles itself.
+      note = "compile.artifact " + *artifact + " no longer exists; the harness compiled the source itself\n";
+    }
+  }
+  request["options"] = {{"trials", options_.trials},
+                        {"seed", options_.seed},
+                        {"rule", options_.rule},
+                        {"timing",
+                         {{"enabled", options_.timing},
+                          {"warmup", options_.warmup},
+                          {"trials", options_.timing_trials},
+                          {"baseline", options_.baseline}}},
+                        {"inputs_on_device", options_.inputs_on_device}};
+  const DeviceUse use = options_.timing ? DeviceUse::Exclusive : DeviceUse::Shared;
+  StageResult result = result_from_response(pool_->call(request, use, call_budget(job, options_.limits)));
+  if (!note.empty()) result.log_tail = note + result.log_tail;
+  return result;
+}
+
+}  // namespace kforge::eval

@@ -1,0 +1,74 @@
+// L2 for native code: the candidate's C++ (g++/clang++ into a shared library) and CUDA
+// (nvcc into an object file, so compile errors show on machines without a GPU). Both
+// cache their output by the SHA-256 of source, compiler identity and flags, and name the
+// source file so that diagnostics read `candidate.cpp:12:5: error: ...`.
+#pragma once
+
+#include "eval_job.hpp"
+#include "harness_pool.hpp"
+#include "harness_stages.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kforge::eval {
+
+// $XDG_CACHE_HOME/kforge/<kind>, else $HOME/.cache/kforge/<kind>, else a directory
+// under the system's temporary directory.
+std::string default_cache_dir(const std::string& kind);
+
+// The part of a compiler's output worth a short message: from the line before the first
+// error on (warnings from headers come first and bury it), at most `limit` characters.
+std::string compiler_error_excerpt(const std::string& output, size_t limit);
+
+// "; line 1 of candidate.cpp is line N of the candidate file" when `source` appears
+// verbatim in `code` (it does for a module-level string literal), else "".
+std::string source_origin_note(const std::string& code, const std::string& source, const std::string& file_name);
+
+// Splits a flags parameter on whitespace (no shell quoting: flags with spaces do not exist
+// in practice, and no shell ever sees them).
+std::vector<std::string> split_flags(const std::string& flags);
+
+class CppCompileStage {
+ public:
+  struct Options {
+    std::string compiler = "g++";
+    std::string flags = "-O3 -march=native -fopenmp -shared -fPIC -std=c++17";
+    std::string cache_dir;  // empty: default_cache_dir("cpp")
+    double timeout_seconds = 120;
+    ChildLimits check_limits;  // for asking the harness to extract cpp_source
+  };
+  // `extractor` serves candidates that reach this stage without check.cpp_source.
+  CppCompileStage(Options options, std::shared_ptr<HarnessPool> extractor);
+  // Pass: compile.artifact = the shared library. Metrics compile_seconds, cached (0/1).
+  StageResult process(const EvalJob& job) const;
+
+ private:
+  Options options_;
+  std::shared_ptr<HarnessPool> extractor_;
+};
+
+class CudaCompileStage {
+ public:
+  struct Options {
+    std::string nvcc;  // empty: nvcc on PATH, else /usr/local/cuda/bin/nvcc
+    std::string flags = "-O3 -std=c++17 -Xcompiler -fPIC";
+    // load_inline: compile as torch.utils.cpp_extension.load_inline does (its includes
+    // and defines, torch's include directories); none: the source exactly as given.
+    std::string prelude = "load_inline";
+    std::string python = "auto";  // asked for torch's include directories
+    std::string cache_dir;         // empty: default_cache_dir("cuda")
+    double timeout_seconds = 300;
+    ChildLimits check_limits;
+  };
+  CudaCompileStage(Options options, std::shared_ptr<HarnessPool> extractor);
+  // Pass: compile.artifact = the object file. Metrics compile_seconds, cached (0/1).
+  StageResult process(const EvalJob& job) const;
+
+ private:
+  Options options_;
+  std::shared_ptr<HarnessPool> extractor_;
+};
+
+}  // namespace kforge::eval

@@ -1,0 +1,416 @@
+// The kforge_eval plugin: the task source tasks.kernelbench, the stage candidates.files,
+// and the evaluation stages eval.check (L1), eval.compile.cpp / .triton / .cuda (L2) and
+// eval.run (L3). The logic lives in kforge_eval_lib; this file maps stage parameters and
+// job keys onto it.
+#include "candidates.hpp"
+#include "eval_job.hpp"
+#include "harness_pool.hpp"
+#include "harness_stages.hpp"
+#include "native_compile.hpp"
+#include "tasks.hpp"
+
+#include <kforge/sdk.hpp>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+namespace {
+
+using kforge::sdk::Config;
+using kforge::sdk::Job;
+using kforge::sdk::Param;
+namespace eval = kforge::eval;
+
+constexpr uint32_t kHarnessStageFlags = KF_STAGE_WAITS | KF_STAGE_CACHEABLE;
+
+// ---- parameters shared by the stages that talk to the harness ----
+
+std::vector<Param> interpreter_params() {
+  return {{"python", KF_PARAM_STRING, "auto", false,
+           "Interpreter for the harness: auto ($KFORGE_PYTHON, else the first of /usr/bin/python3, python3, "
+           "python that can import torch), a program on PATH, or a path (relative to the pipeline file)."},
+          {"harness_dir", KF_PARAM_STRING, "", false,
+           "Directory holding the kforge_harness package; empty: $KFORGE_HARNESS_DIR, the source tree, "
+           "then the install location."}};
+}
+
+std::vector<Param> server_params(const char* default_device) {
+  std::vector<Param> params = interpreter_params();
+  params.push_back({"device", KF_PARAM_STRING, default_device, false, "Where candidates run: cpu, cuda:N or npu:N."});
+  params.push_back({"devices", KF_PARAM_STRING_LIST, "[]", false,
+                    "A pool of devices (e.g. [cuda:0, cuda:1]): one harness server each, work goes to the "
+                    "least loaded. Overrides device when not empty."});
+  params.push_back({"mode", KF_PARAM_STRING, "fork", false,
+                    "Harness isolation: fork (a zygote that imported torch once forks a child per request) "
+                    "or spawn (a fresh interpreter per request)."});
+  params.push_back({"max_children", KF_PARAM_INT, "0", false,
+                    "Requests one harness server runs at once; 0: one per CPU core, at most 8."});
+  params.push_back({"start_timeout_s", KF_PARAM_FLOAT, "120", false,
+                    "Seconds a harness server may take to start (import torch and triton)."});
+  return params;
+}
+
+std::vector<Param> limit_params(const char* default_timeout) {
+  return {{"timeout_s", KF_PARAM_FLOAT, default_timeout, false,
+           "Wall-clock limit of one evaluation child; its process group is killed at the limit (cut "
+           "further to fit the stage timeout)."},
+          {"memory_mb", KF_PARAM_INT, "16384", false, "Memory limit of the child (address space on CPU)."},
+          {"cpu_s", KF_PARAM_INT, "300", false, "CPU-time limit of the child."}};
+}
+
+std::vector<Param> concat(std::vector<Param> a, const std::vector<Param>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A program parameter: a bare name is looked up on PATH, a relative path is relative to
+// the pipeline file.
+std::string program_param(const Config& cfg, const char* name) {
+  const std::string value = cfg.string(name);
+  return value.find('/') == std::string::npos ? value : cfg.path(name);
+}
+
+eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices) {
+  eval::HarnessSettings settings;
+  settings.python = program_param(cfg, "python");
+  settings.harness_dir = cfg.path("harness_dir");
+  if (with_devices) {
+    const std::vector<std::string> pool = cfg.list("devices");
+    settings.devices = pool.empty() ? std::vector<std::string>{cfg.string("device")} : pool;
+    settings.mode = cfg.string("mode");
+    settings.max_children = static_cast<int>(cfg.integer("max_children"));
+    settings.start_timeout_seconds = cfg.number("start_timeout_s");
+  }
+  return settings;
+}
+
+eval::ChildLimits child_limits(const Config& cfg) {
+  eval::ChildLimits limits;
+  limits.timeout_seconds = cfg.number("timeout_s");
+  limits.memory_mb = cfg.integer("memory_mb");
+  limits.cpu_seconds = cfg.integer("cpu_s");
+  if (limits.timeout_seconds <= 0 || limits.memory_mb <= 0 || limits.cpu_seconds <= 0) {
+    throw std::invalid_argument("timeout_s, memory_mb and cpu_s must be > 0");
+  }
+  return limits;
+}
+
+// The stages that only extract sources (compile.cpp, compile.cuda) use a CPU server with
+// default limits: extraction reads the AST and runs nothing.
+std::shared_ptr<eval::HarnessPool> extraction_pool(const Config& cfg) {
+  return std::make_shared<eval::HarnessPool>(harness_settings(cfg, false));
+}
+
+// ---- job <-> plain data ----
+
+eval::EvalJob read_job(const Job& job) {
+  eval::EvalJob data;
+  data.task_id = job.get_or(KF_KEY_TASK_ID);
+  data.task_path = job.get_or(KF_KEY_TASK_PATH);
+  data.task_format = job.get_or(KF_KEY_TASK_FORMAT, "kernelbench-torch");
+  if (auto sizes = job.get(eval::kTaskSizes)) {
+    auto parsed = nlohmann::json::parse(*sizes, nullptr, false);
+    if (parsed.is_object()) data.task_sizes = parsed;
+  }
+  data.task_size_scale = job.number(eval::kTaskSizeScale).value_or(1.0);
+  if (auto code = job.get(KF_KEY_CANDIDATE_CODE)) data.code = std::string(*code);
+  data.language = job.get_or(KF_KEY_CANDIDATE_LANGUAGE);
+  for (const char* key : {eval::kAttrCppSource, eval::kAttrCudaSource, eval::kAttrArtifact}) {
+    if (auto value = job.get(key)) data.attributes[key] = std::string(*value);
+  }
+  data.seconds_left = job.seconds_left();
+  data.cancelled = [&job] { return job.cancelled(); };
+  return data;
+}
+
+void write_result(Job& job, const eval::StageResult& result) {
+  for (const auto& [key, value] : result.attributes) job.set(key.c_str(), value);
+  for (const auto& [name, value] : result.metrics) job.metric(name.c_str(), value);
+  if (!result.log_tail.empty()) job.log_tail(result.log_tail);
+  switch (result.status) {
+    case KF_VERDICT_PASS:
+      job.pass();
+      break;
+    case KF_VERDICT_FAIL:
+      job.fail(result.error_class, result.message);
+      break;
+    default:
+      job.error(result.error_class, result.message);
+      break;
+  }
+}
+
+// ---- tasks.kernelbench ----
+
+class KernelBenchTasks : public kforge::sdk::Source {
+ public:
+  static constexpr const char* kName = "tasks.kernelbench";
+  static constexpr const char* kDoc =
+      "KernelBench-format task files (class Model, get_inputs(), get_init_inputs()) from a directory, as "
+      "they are, with metadata from an optional manifest beside them. Sets task.id/name/path/source/level/"
+      "category/complexity/complexity_score/format/sizes/size_scale.";
+  static std::vector<Param> params() {
+    return {{"path", KF_PARAM_STRING, nullptr, true, "Directory of task files (relative to the pipeline file)."},
+            {"manifest", KF_PARAM_STRING, "manifest.yaml", false,
+             "Metadata file in path (file, id, name, level, category, complexity, format, sizes.small/full); "
+             "optional when left at its default."},
+            {"profile", KF_PARAM_STRING, "small", false, "Which manifest sizes apply: small (CPU, CI) or full (GPU)."},
+            {"size_scale", KF_PARAM_FLOAT, "1.0", false,
+             "Factor for every module-level integer size >= 16 of tasks that have no sizes for the profile "
+             "(e.g. 0.01 to run KernelBench's GPU sizes on a CPU)."},
+            {"include", KF_PARAM_STRING_LIST, "[]", false, "Task ids or glob patterns to keep; empty: all."},
+            {"with_candidates", KF_PARAM_STRING, "", false,
+             "Keep only tasks that have a candidate file in this directory (named as candidates.files "
+             "expects; relative to the pipeline file); empty: all tasks."},
+            {"limit", KF_PARAM_INT, "0", false, "At most this many tasks (after include and with_candidates); 0: all."},
+            {"format", KF_PARAM_STRING, "kernelbench-torch", false,
+             "Format of tasks the manifest does not describe: kernelbench-torch or kernelbench-numpy."}};
+  }
+
+  explicit KernelBenchTasks(const Config& cfg) {
+    eval::TaskListOptions options;
+    options.dir = cfg.path("path");
+    options.manifest = cfg.string("manifest");
+    options.profile = cfg.string("profile");
+    options.size_scale = cfg.number("size_scale");
+    options.include = cfg.list("include");
+    options.with_candidates_in = cfg.path("with_candidates");
+    options.limit = cfg.integer("limit");
+    options.format = cfg.string("format");
+    tasks_ = eval::list_tasks(options);
+  }
+
+  bool next(kforge::sdk::Task& task) override {
+    if (next_ >= tasks_.size()) return false;
+    const eval::TaskEntry& entry = tasks_[next_++];
+    std::ifstream in(entry.path, std::ios::binary);
+    std::ostringstream source;
+    source << in.rdbuf();
+    if (!in) throw std::runtime_error("cannot read task file " + entry.path);
+    task.set(KF_KEY_TASK_ID, entry.id);
+    task.set(KF_KEY_TASK_NAME, entry.name);
+    task.set(KF_KEY_TASK_PATH, entry.path);
+    task.set(KF_KEY_TASK_SOURCE, source.str());
+    task.set_number(KF_KEY_TASK_LEVEL, entry.level);
+    task.set(KF_KEY_TASK_CATEGORY, entry.category);
+    task.set(KF_KEY_TASK_COMPLEXITY, entry.complexity);
+    task.set_number(eval::kTaskComplexityScore, entry.complexity_score);
+    task.set(KF_KEY_TASK_FORMAT, entry.format);
+    task.set(eval::kTaskSizes, entry.sizes.dump());
+    task.set_number(eval::kTaskSizeScale, entry.size_scale);
+    return true;
+  }
+  std::optional<uint64_t> count() const override { return tasks_.size(); }
+
+ private:
+  std::vector<eval::TaskEntry> tasks_;
+  size_t next_ = 0;
+};
+
+// ---- candidates.files ----
+
+class FileCandidates : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "candidates.files";
+  static constexpr const char* kDoc =
+      "Takes each job's candidate code from a directory: sample n of a task is the n-th of <task file>, "
+      "<stem>.1.py, <stem>.2.py, ..., <tag>__<task file> (sorted by tag). Sets candidate.code, "
+      "candidate.language, candidate.file and candidate.tag; fails with no_candidate when there is none.";
+  static std::vector<Param> params() {
+    return {{"dir", KF_PARAM_STRING, nullptr, true, "Directory of candidate files (relative to the pipeline file)."},
+            {"language", KF_PARAM_STRING, nullptr, true, "Language of the candidates: cpp, triton, cuda or python."}};
+  }
+  explicit FileCandidates(const Config& cfg) : dir_(cfg.path("dir")), language_(cfg.string("language")) {
+    if (language_ != "cpp" && language_ != "triton" && language_ != "cuda" && language_ != "python") {
+      throw std::invalid_argument("language must be cpp, triton, cuda or python, got '" + language_ + "'");
+    }
+  }
+  void process(Job& job) override {
+    const int sample = static_cast<int>(job.number(KF_KEY_CANDIDATE_SAMPLE).value_or(0));
+    std::string why;
+    const auto file = eval::candidate_for_sample(dir_, job.get_or(KF_KEY_TASK_PATH), job.get_or(KF_KEY_TASK_ID),
+                                                 sample, why);
+    if (!file) return job.fail("no_candidate", why);
+    std::ifstream in(file->path, std::ios::binary);
+    std::ostringstream code;
+    code << in.rdbuf();
+    if (!in) return job.error("harness_error", "cannot read candidate file " + file->path);
+    job.set(KF_KEY_CANDIDATE_CODE, code.str());
+    job.set(KF_KEY_CANDIDATE_LANGUAGE, language_);
+    job.set(eval::kCandidateFile, file->path);
+    if (!file->tag.empty()) job.set(eval::kCandidateTag, file->tag);
+    job.pass();
+  }
+
+ private:
+  std::string dir_;
+  std::string language_;
+};
+
+// ---- eval.check ----
+
+class Check : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "eval.check";
+  static constexpr const char* kDoc =
+      "L1: static checks of the candidate through the harness (syntax, ModelNew and its constructor, DSL "
+      "compliance, anti-cheat rules). Runs nothing of the candidate. Findings go to the log tail; the "
+      "extracted sources to job attributes check.cpp_source / check.cuda_source.";
+  static constexpr uint32_t kFlags = kHarnessStageFlags;
+  static std::vector<Param> params() {
+    auto params = concat(server_params("cpu"), limit_params("60"));
+    params.push_back({"language", KF_PARAM_STRING, "", false,
+                      "Rules for which language (cpp, triton, cuda, python); empty: the job's candidate.language."});
+    params.push_back({"rules", KF_PARAM_STRING, "", false,
+                      "Extra rules YAML (relative to the pipeline file), on top of the built-in ones."});
+    return params;
+  }
+  explicit Check(const Config& cfg)
+      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true)),
+               {cfg.string("language"), cfg.path("rules"), child_limits(cfg)}) {}
+  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+
+ private:
+  eval::CheckStage stage_;
+};
+
+// ---- eval.compile.cpp ----
+
+class CompileCpp : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "eval.compile.cpp";
+  static constexpr const char* kDoc =
+      "L2 for C++ candidates: compiles check.cpp_source (or the candidate's cpp_source, extracted by the "
+      "harness) into a shared library, cached by content hash. Sets compile.artifact. Compiler errors "
+      "fail with compile_error and keep candidate.cpp:LINE:COL. Metrics compile_seconds, cached.";
+  static constexpr uint32_t kFlags = kHarnessStageFlags;
+  static std::vector<Param> params() {
+    return concat({{"compiler", KF_PARAM_STRING, "g++", false, "C++ compiler: g++, clang++ or a path."},
+                   {"flags", KF_PARAM_STRING, "-O3 -march=native -fopenmp -shared -fPIC -std=c++17", false,
+                    "Compiler flags (split on whitespace)."},
+                   {"cache_dir", KF_PARAM_STRING, "", false,
+                    "Artifact cache; empty: $XDG_CACHE_HOME/kforge/cpp or ~/.cache/kforge/cpp."},
+                   {"timeout_s", KF_PARAM_FLOAT, "120", false, "Compile time limit; the compiler is killed after it."}},
+                  interpreter_params());
+  }
+  explicit CompileCpp(const Config& cfg)
+      : stage_({program_param(cfg, "compiler"), cfg.string("flags"), cfg.path("cache_dir"), cfg.number("timeout_s"), {}},
+               extraction_pool(cfg)) {}
+  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+
+ private:
+  eval::CppCompileStage stage_;
+};
+
+// ---- eval.compile.triton ----
+
+class CompileTriton : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "eval.compile.triton";
+  static constexpr const char* kDoc =
+      "L2 for Triton candidates: the harness imports the candidate in an isolated child on the device, builds "
+      "ModelNew and runs forward once on the task's inputs so every kernel compiles.";
+  static constexpr uint32_t kFlags = kHarnessStageFlags;
+  static std::vector<Param> params() { return concat(server_params("cuda:0"), limit_params("120")); }
+  explicit CompileTriton(const Config& cfg)
+      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true)), child_limits(cfg)) {}
+  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+
+ private:
+  eval::TritonCompileStage stage_;
+};
+
+// ---- eval.compile.cuda ----
+
+class CompileCuda : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "eval.compile.cuda";
+  static constexpr const char* kDoc =
+      "L2 for CUDA candidates in KernelBench's load_inline format: compiles check.cuda_source with nvcc into "
+      "an object file (-c, no GPU needed), with load_inline's includes and torch's headers. Sets "
+      "compile.artifact. Metrics compile_seconds, cached.";
+  static constexpr uint32_t kFlags = kHarnessStageFlags;
+  static std::vector<Param> params() {
+    return concat({{"nvcc", KF_PARAM_STRING, "", false, "nvcc to use; empty: nvcc on PATH, else /usr/local/cuda/bin/nvcc."},
+                   {"flags", KF_PARAM_STRING, "-O3 -std=c++17 -Xcompiler -fPIC", false,
+                    "nvcc flags (split on whitespace), e.g. add -arch=sm_90."},
+                   {"prelude", KF_PARAM_STRING, "load_inline", false,
+                    "load_inline: compile as load_inline would (its includes and defines, torch's headers); "
+                    "none: the source as it is."},
+                   {"cache_dir", KF_PARAM_STRING, "", false,
+                    "Object cache; empty: $XDG_CACHE_HOME/kforge/cuda or ~/.cache/kforge/cuda."},
+                   {"timeout_s", KF_PARAM_FLOAT, "300", false, "Compile time limit; nvcc is killed after it."}},
+                  interpreter_params());
+  }
+  explicit CompileCuda(const Config& cfg)
+      : stage_({program_param(cfg, "nvcc"), cfg.string("flags"), cfg.string("prelude"), program_param(cfg, "python"),
+                cfg.path("cache_dir"), cfg.number("timeout_s"), {}},
+               extraction_pool(cfg)) {}
+  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+
+ private:
+  eval::CudaCompileStage stage_;
+};
+
+// ---- eval.run ----
+
+eval::RunStage::Options run_options(const Config& cfg) {
+  eval::RunStage::Options options;
+  options.trials = cfg.integer("trials");
+  options.seed = cfg.integer("seed");
+  if (cfg.has("rule")) {
+    options.rule = nlohmann::json::parse(cfg.json("rule"));
+  } else {
+    options.rule = eval::tolerance_rule(cfg.string("tolerance"));
+  }
+  options.timing = cfg.boolean("timing");
+  options.warmup = cfg.integer("warmup");
+  options.timing_trials = cfg.integer("timing_trials");
+  options.baseline = cfg.string("baseline");
+  options.inputs_on_device = cfg.boolean("inputs_on_device");
+  options.limits = child_limits(cfg);
+  return options;
+}
+
+class Run : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "eval.run";
+  static constexpr const char* kDoc =
+      "L3: the harness runs reference and candidate on the same fresh inputs (trials with per-trial seeds, "
+      "identical weights), compares by the rule, applies the dynamic anti-cheat checks, and times both when "
+      "asked. Without candidate.code the reference runs as its own candidate. Metrics max_abs_diff, "
+      "mean_abs_diff, candidate_ms, reference_ms, speedup, suspicious_speedup.";
+  static constexpr uint32_t kFlags = kHarnessStageFlags;
+  static std::vector<Param> params() {
+    auto params = concat(server_params("cpu"), limit_params("60"));
+    const std::vector<Param> own = {
+        {"trials", KF_PARAM_INT, "5", false, "Correctness trials, each with fresh inputs."},
+        {"seed", KF_PARAM_INT, "42", false, "Base seed (weights; trial t uses seed + 1 + t)."},
+        {"tolerance", KF_PARAM_STRING, "default", false,
+         "Comparison preset: default (allclose atol=rtol=1e-4 fp32, 1e-2 fp16/bf16), seed000 (max abs diff "
+         "< 1e-3), kernelbench-v0 (allclose 1e-2)."},
+        {"rule", KF_PARAM_OBJECT, nullptr, false,
+         "Comparison rule, overriding tolerance: {kind: allclose, atol, rtol} (numbers or per-dtype maps), "
+         "{kind: max_abs_diff, limit}, {kind: share_over_limit, rtol, atol, max_share}."},
+        {"timing", KF_PARAM_BOOL, "false", false,
+         "Time candidate and reference after a correct run (the device is then held exclusively)."},
+        {"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."},
+        {"timing_trials", KF_PARAM_INT, "20", false, "Timed calls; the median is reported."},
+        {"baseline", KF_PARAM_STRING, "eager", false, "Reference timing: eager, or compile (also torch.compile)."},
+        {"inputs_on_device", KF_PARAM_BOOL, "true", false,
+         "Make inputs on the device (get_inputs() with the device as torch's default); false: on the host."}};
+    params.insert(params.end(), own.begin(), own.end());
+    return params;
+  }
+  explicit Run(const Config& cfg)
+      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true)), run_options(cfg)) {}
+  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+
+ private:
+  eval::RunStage stage_;
+};
+
+}  // namespace
+
+KFORGE_PLUGIN("eval", "0.1.0", KernelBenchTasks, FileCandidates, Check, CompileCpp, CompileTriton, CompileCuda, Run)

@@ -1,0 +1,151 @@
+#include "python_env.hpp"
+
+#include "process.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace kforge::eval {
+namespace fs = std::filesystem;
+namespace {
+
+// Importing torch takes seconds on a loaded machine; more than this means it is stuck.
+constexpr double kProbeSeconds = 90;
+
+struct Probe {
+  bool ok = false;
+  std::string why;  // when not ok
+};
+
+// One probe per interpreter path per process: stages created by the dozen must not each
+// pay seconds of `import torch`.
+Probe probe_torch(const std::string& python) {
+  static std::mutex mutex;
+  static std::map<std::string, Probe> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(python); it != cache.end()) return it->second;
+  Probe probe;
+  try {
+    const CommandResult result = run_command({{python, "-c", "import torch"}, {}, {}}, RunLimits::within(kProbeSeconds));
+    probe.ok = result.ok();
+    if (!probe.ok) {
+      std::string output = result.output;
+      const size_t last_line = output.find_last_of('\n', output.size() >= 2 ? output.size() - 2 : 0);
+      if (last_line != std::string::npos && last_line + 1 < output.size()) output = output.substr(last_line + 1);
+      while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+      probe.why = "`import torch` failed (" + result.describe() + (output.empty() ? "" : ": " + output) + ")";
+    }
+  } catch (const SpawnError& e) {
+    probe.why = e.what();
+  }
+  cache[python] = probe;
+  return probe;
+}
+
+bool is_harness_dir(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "kforge_harness" / "__init__.py", ec);
+}
+
+// Where this code was loaded from: the plugin's shared object (or a test executable).
+fs::path own_binary_dir() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&own_binary_dir), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::error_code ec;
+  const fs::path binary = fs::weakly_canonical(fs::path(info.dli_fname), ec);
+  return binary.parent_path();
+}
+
+}  // namespace
+
+std::string resolve_python(const std::string& setting) {
+  if (setting != "auto") {
+    const auto path = find_program(setting);
+    if (!path) throw std::runtime_error("python interpreter '" + setting + "' not found (parameter python)");
+    return *path;
+  }
+  if (const char* env = std::getenv("KFORGE_PYTHON"); env != nullptr && *env != '\0') {
+    const auto path = find_program(env);
+    if (!path) throw std::runtime_error(std::string("KFORGE_PYTHON names '") + env + "', which is not an executable");
+    return *path;
+  }
+  std::vector<std::string> tried;
+  for (const char* candidate : {"/usr/bin/python3", "python3", "python"}) {
+    const auto path = find_program(candidate);
+    if (!path) {
+      tried.push_back(std::string(candidate) + ": not found");
+      continue;
+    }
+    const Probe probe = probe_torch(*path);
+    if (probe.ok) return *path;
+    tried.push_back(*path + ": " + probe.why);
+  }
+  std::string message = "no Python interpreter that can import torch was found; tried:";
+  for (const std::string& line : tried) message += "\n  " + line;
+  message += "\nInstall torch for one of them, set KFORGE_PYTHON, or set the stage parameter python.";
+  throw std::runtime_error(message);
+}
+
+std::string locate_harness_dir(const std::string& parameter) {
+  std::vector<std::string> looked;
+  auto accept = [&](const fs::path& dir, const std::string& origin) -> std::optional<std::string> {
+    if (dir.empty()) return std::nullopt;
+    std::error_code ec;
+    const fs::path full = fs::weakly_canonical(dir, ec);
+    if (is_harness_dir(full)) return full.string();
+    looked.push_back(dir.string() + " (" + origin + ")");
+    return std::nullopt;
+  };
+  if (!parameter.empty()) {
+    if (auto found = accept(parameter, "parameter harness_dir")) return *found;
+    throw std::runtime_error("harness_dir '" + parameter + "' holds no kforge_harness package");
+  }
+  if (const char* env = std::getenv("KFORGE_HARNESS_DIR"); env != nullptr && *env != '\0') {
+    if (auto found = accept(env, "KFORGE_HARNESS_DIR")) return *found;
+    throw std::runtime_error(std::string("KFORGE_HARNESS_DIR '") + env + "' holds no kforge_harness package");
+  }
+  if (auto found = accept(KFORGE_HARNESS_SOURCE_DIR, "the source tree")) return *found;
+  const fs::path binary_dir = own_binary_dir();
+  if (!binary_dir.empty()) {
+    if (auto found = accept(binary_dir / KFORGE_HARNESS_INSTALL_RELATIVE, "install location")) return *found;
+  }
+  std::string message = "the kforge harness (kforge_harness package) was not found; looked in:";
+  for (const std::string& line : looked) message += "\n  " + line;
+  message += "\nSet the stage parameter harness_dir or KFORGE_HARNESS_DIR.";
+  throw std::runtime_error(message);
+}
+
+std::vector<std::string> torch_include_paths(const std::string& python) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<std::string>> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(python); it != cache.end()) return it->second;
+  const CommandResult result = run_command(
+      {{python, "-c",
+        "import torch.utils.cpp_extension as e\nfor p in e.include_paths(): print('KFORGE_INCLUDE ' + p)"},
+       {},
+       {}},
+      RunLimits::within(kProbeSeconds));
+  std::vector<std::string> paths;
+  std::istringstream lines(result.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("KFORGE_INCLUDE ", 0) == 0) paths.push_back(line.substr(15));
+  }
+  if (!result.ok() || paths.empty()) {
+    throw std::runtime_error(python + " could not tell torch's include directories (" + result.describe() +
+                             "):\n" + result.output.substr(0, 2000));
+  }
+  cache[python] = paths;
+  return paths;
+}
+
+}  // namespace kforge::eval

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# GPU smoke test of the evaluation plugin (issue 3), for a CUDA host (H100/H200 with
+# torch + triton). Without a GPU it prints "skipped: no GPU" and exits 0.
+#
+#   plugins/eval/tests/gpu_smoke.sh [BUILD_DIR]
+#
+# 1. kforge: with BUILD_DIR, that build is used; without, kforge is built from this
+#    checkout into a temporary directory (cmake + ninja). Its C++ libraries (yaml-cpp,
+#    fmt, spdlog, tbb, ...) may be missing on a GPU host: then the build is reported as
+#    skipped and step 3 does not run. The GPU checks of step 2 do not need it.
+# 2. The harness on cuda:0 through its protocol (gpu_check.py): the reference of every
+#    bundled task at the full profile as its own candidate, the Triton candidates
+#    (check -> compile -> timed run), and the broken Triton candidates (each in its
+#    class; an illegal memory access must not poison the next job). Prints a table.
+# 3. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` end to end.
+#
+# Environment: KFORGE_PYTHON (interpreter with CUDA torch and triton; default: the first
+# of /opt/torch/.venv/bin/python3, python3 on PATH that sees a GPU), DEVICE (cuda:0).
+# Exit status: 0 when everything was as expected or skipped, 1 otherwise.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
+device="${DEVICE:-cuda:0}"
+build_dir="${1:-}"
+
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "skipped: no GPU (nvidia-smi missing or sees no device)"
+  exit 0
+fi
+
+python=""
+for candidate in "${KFORGE_PYTHON:-}" /opt/torch/.venv/bin/python3 "$(command -v python3 || true)"; do
+  [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+  if "$candidate" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    python="$candidate"
+    break
+  fi
+done
+if [ -z "$python" ]; then
+  echo "skipped: no GPU usable from Python (no interpreter among KFORGE_PYTHON, /opt/torch/.venv/bin/python3, python3 has a CUDA build of torch that sees a device)"
+  exit 0
+fi
+
+echo "== GPU"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+"$python" -c 'import sys, torch; print("python", sys.executable, "torch", torch.__version__, "cuda", torch.version.cuda); import triton; print("triton", triton.__version__)' \
+  || echo "note: triton is not importable: the triton sections will fail"
+
+status=0
+
+echo "== kforge build"
+kforge=""
+if [ -n "$build_dir" ]; then
+  kforge="$(find "$build_dir" -maxdepth 3 -name kforge -type f -perm -u+x | head -n 1)"
+  [ -n "$kforge" ] || { echo "no kforge binary under $build_dir"; status=1; }
+else
+  build_dir="$(mktemp -d "${TMPDIR:-/tmp}/kforge-gpu-smoke.XXXXXX")"
+  if cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DKFORGE_BUILD_TESTS=OFF -DKFORGE_BUILD_BENCH=OFF >"$build_dir/configure.log" 2>&1 \
+     && cmake --build "$build_dir" >"$build_dir/build.log" 2>&1; then
+    kforge="$(find "$build_dir" -maxdepth 3 -name kforge -type f -perm -u+x | head -n 1)"
+    echo "built $kforge"
+  else
+    echo "kforge build skipped: it did not configure or build here (logs in $build_dir); last lines:"
+    tail -n 5 "$build_dir"/*.log | sed 's/^/  /'
+  fi
+fi
+
+echo "== harness checks on $device (gpu_check.py)"
+"$python" "$here/gpu_check.py" --device "$device" --profile full \
+  --sections reference,triton,broken_triton || status=1
+
+if [ -n "$kforge" ]; then
+  echo "== kforge run pipelines/triton-gpu.yaml"
+  out_dir="$(mktemp -d "${TMPDIR:-/tmp}/kforge-triton-run.XXXXXX")"
+  if KFORGE_PYTHON="$python" "$kforge" run "$repo/pipelines/triton-gpu.yaml" --set device="$device" \
+       --out "$out_dir" ; then
+    echo "kforge run: ok (results in $out_dir)"
+  else
+    echo "kforge run: exit status $? (results in $out_dir)"
+    status=1
+  fi
+fi
+
+exit $status

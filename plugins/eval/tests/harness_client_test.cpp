@@ -1,0 +1,278 @@
+#include "harness_client.hpp"
+#include "harness_pool.hpp"
+#include "harness_stages.hpp"
+#include "process.hpp"
+#include "python_env.hpp"
+#include "test_env.hpp"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <thread>
+
+namespace kforge::eval {
+namespace {
+
+using nlohmann::json;
+using testing::bundled_task_job;
+using testing::examples_dir;
+using testing::read_file;
+
+HarnessServerSpec cpu_spec(int max_children = 2) {
+  HarnessServerSpec spec;
+  spec.python = testing::test_python();
+  spec.harness_dir = testing::harness_dir();
+  spec.device = "cpu";
+  spec.mode = "fork";
+  spec.max_children = max_children;
+  return spec;
+}
+
+// One request, as a stage asks: the child's limit and the stage's time left.
+HarnessResponse ask(HarnessServer& server, const std::string& action, const EvalJob& job, double child_timeout = 60,
+                    double stage_seconds_left = std::numeric_limits<double>::infinity()) {
+  return server.call(harness_request(action, job, job.language, ChildLimits{child_timeout, 4096, 300}),
+                     CallBudget::of(child_timeout, stage_seconds_left));
+}
+
+const char* kEndlessCandidate =
+    "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        while True:\n"
+    "            pass\n";
+const char* kBrokenSyntax = "import torch\n\nclass ModelNew(torch.nn.Module:\n    pass\n";
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(HarnessServer, StartsSaysReadyAndAnswers) {
+  KFORGE_REQUIRE_TORCH();
+  HarnessServer server(cpu_spec());
+  EXPECT_EQ(server.pid(), -1);  // nothing runs before the first request
+  const auto response = ask(server, "run", bundled_task_job("001_relu"));
+  EXPECT_EQ(response.status, "pass") << response.message << response.log_tail;
+  EXPECT_GT(server.pid(), 0);
+  const json ready = server.ready_info();
+  EXPECT_EQ(ready.value("device", ""), "cpu");
+  EXPECT_FALSE(ready.value("torch", "").empty());
+  EXPECT_TRUE(response.metrics.contains("max_abs_diff"));
+}
+
+TEST(HarnessServer, NotReadyNamesWhatIsMissingAndIsNotRetried) {
+  KFORGE_REQUIRE_TORCH();
+  HarnessServerSpec spec = cpu_spec();
+  spec.device = "npu:0";  // no torch_npu here
+  HarnessServer server(spec);
+  const auto first = ask(server, "check", bundled_task_job("001_relu", "x = 1\n", "python"));
+  EXPECT_EQ(first.status, "error");
+  EXPECT_EQ(first.error_class, "harness_error");
+  EXPECT_NE(first.message.find("not ready"), std::string::npos) << first.message;
+  EXPECT_NE(first.message.find("torch_npu"), std::string::npos) << first.message;
+  const auto start = std::chrono::steady_clock::now();
+  const auto second = ask(server, "check", bundled_task_job("001_relu", "x = 1\n", "python"));
+  EXPECT_EQ(second.message, first.message);
+  EXPECT_LT(seconds_since(start), 1.0);  // answered from memory, no second start
+}
+
+TEST(HarnessServer, MissingInterpreterIsAHarnessError) {
+  HarnessServerSpec spec = cpu_spec();
+  spec.python = "/no/such/python3";
+  HarnessServer server(spec);
+  const auto response = ask(server, "check", bundled_task_job("001_relu", "x = 1\n", "python"));
+  EXPECT_EQ(response.error_class, "harness_error");
+  EXPECT_NE(response.message.find("/no/such/python3"), std::string::npos) << response.message;
+}
+
+TEST(HarnessServer, InterpreterWithoutTheHarnessExitsBeforeReady) {
+  KFORGE_REQUIRE_TORCH();
+  HarnessServerSpec spec = cpu_spec();
+  spec.harness_dir = testing::fresh_temp_dir("no-harness");
+  HarnessServer server(spec);
+  const auto response = ask(server, "check", bundled_task_job("001_relu", "x = 1\n", "python"));
+  EXPECT_EQ(response.error_class, "harness_error");
+  EXPECT_NE(response.message.find("exited before it was ready"), std::string::npos) << response.message;
+  EXPECT_NE(response.message.find("kforge_harness"), std::string::npos) << response.message;  // stderr tail
+}
+
+TEST(HarnessServer, ManyThreadsShareOneServerAndGetTheirOwnAnswers) {
+  KFORGE_REQUIRE_TORCH();
+  HarnessServer server(cpu_spec(2));
+  const std::string good = read_file(examples_dir() + "/candidates/cpp/001_relu.py");
+  std::vector<std::future<bool>> results;
+  for (int i = 0; i < 8; ++i) {
+    results.push_back(std::async(std::launch::async, [&, i] {
+      const bool broken = i % 2 == 1;
+      const auto response =
+          ask(server, "check", bundled_task_job("001_relu", broken ? kBrokenSyntax : good, "cpp"));
+      return broken ? response.error_class == "syntax_error" : response.status == "pass";
+    }));
+  }
+  for (auto& result : results) EXPECT_TRUE(result.get());
+  EXPECT_EQ(server.load(), 0);
+}
+
+TEST(HarnessServer, DeathFailsRequestsInFlightAndTheNextRequestRestartsIt) {
+  KFORGE_REQUIRE_TORCH();
+  HarnessServer server(cpu_spec(2));
+  const EvalJob reference = bundled_task_job("001_relu");
+  ASSERT_EQ(ask(server, "run", reference).status, "pass");
+  const pid_t first_pid = server.pid();
+  ASSERT_GT(first_pid, 0);
+
+  // A request in flight when the server is killed gets a harness_error, promptly.
+  auto endless = std::async(std::launch::async, [&] {
+    return ask(server, "run", bundled_task_job("001_relu", kEndlessCandidate, "python"));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(first_pid, SIGKILL), 0);
+  const auto lost = endless.get();
+  EXPECT_LT(seconds_since(killed_at), 10);
+  EXPECT_EQ(lost.status, "error");
+  EXPECT_EQ(lost.error_class, "harness_error");
+  EXPECT_NE(lost.message.find("died"), std::string::npos) << lost.message;
+
+  // The next request starts a fresh server.
+  const auto after = ask(server, "run", reference);
+  EXPECT_EQ(after.status, "pass") << after.message;
+  EXPECT_GT(server.pid(), 0);
+  EXPECT_NE(server.pid(), first_pid);
+
+  // Killed between requests: the next one notices and restarts as well.
+  const pid_t second_pid = server.pid();
+  ASSERT_EQ(::kill(second_pid, SIGKILL), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto again = ask(server, "run", reference);
+  EXPECT_EQ(again.status, "pass") << again.message;
+  EXPECT_NE(server.pid(), second_pid);
+}
+
+TEST(HarnessServer, FitsRequestsIntoTheStageTimeout) {
+  KFORGE_REQUIRE_TORCH();
+  HarnessServer server(cpu_spec(1));
+  ASSERT_EQ(ask(server, "run", bundled_task_job("001_relu")).status, "pass");  // started
+
+  // No time left for a child at all: said at once, as a timeout the stage could not judge.
+  const auto late = ask(server, "run", bundled_task_job("001_relu"), 60, 1.5);
+  EXPECT_EQ(late.status, "error");
+  EXPECT_EQ(late.error_class, "timeout") << late.message;
+
+  // The child's limit is cut to fit: the harness itself reports the timeout in time.
+  auto start = std::chrono::steady_clock::now();
+  const auto cut = ask(server, "run", bundled_task_job("001_relu", kEndlessCandidate, "python"), 60, 5);
+  EXPECT_LT(seconds_since(start), 5);
+  EXPECT_EQ(cut.status, "fail");
+  EXPECT_EQ(cut.error_class, "timeout") << cut.message;
+
+  // A server that stops answering: the wait ends with the stage's deadline.
+  const pid_t pid = server.pid();
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  start = std::chrono::steady_clock::now();
+  const auto silent = ask(server, "run", bundled_task_job("001_relu"), 60, 4);
+  const double waited = seconds_since(start);
+  ::kill(pid, SIGCONT);
+  EXPECT_GT(waited, 3);
+  EXPECT_LT(waited, 10);
+  EXPECT_EQ(silent.error_class, "harness_error");
+  EXPECT_NE(silent.message.find("no answer"), std::string::npos) << silent.message;
+}
+
+TEST(HarnessServer, SlowChildEndsAsTimeoutOrWhenTheRunIsCancelled) {
+  KFORGE_REQUIRE_TORCH();
+  HarnessServer server(cpu_spec(2));
+  const EvalJob endless = bundled_task_job("001_relu", kEndlessCandidate, "python");
+  const auto response = ask(server, "run", endless, 3);
+  EXPECT_EQ(response.status, "fail");
+  EXPECT_EQ(response.error_class, "timeout") << response.message;
+
+  const auto start = std::chrono::steady_clock::now();
+  CallBudget budget = CallBudget::of(60, std::numeric_limits<double>::infinity(),
+                                     [&] { return seconds_since(start) > 1; });
+  const auto cancelled = server.call(harness_request("run", endless, "python", ChildLimits{60, 4096, 300}), budget);
+  EXPECT_LT(seconds_since(start), 5);
+  EXPECT_EQ(cancelled.error_class, "harness_error");
+  EXPECT_NE(cancelled.message.find("cancelled"), std::string::npos) << cancelled.message;
+}
+
+TEST(SharedHarnessServer, OneServerPerKeyWhileHeld) {
+  auto a = shared_harness_server(cpu_spec(3));
+  auto b = shared_harness_server(cpu_spec(3));
+  EXPECT_EQ(a.get(), b.get());
+  HarnessServerSpec other = cpu_spec(3);
+  other.mode = "spawn";
+  EXPECT_NE(shared_harness_server(other).get(), a.get());
+}
+
+TEST(HarnessResponse, RejectsUnknownStatus) {
+  const auto response = HarnessResponse::from_json({{"id", "1"}, {"status", "maybe"}});
+  EXPECT_EQ(response.status, "error");
+  EXPECT_EQ(response.error_class, "harness_error");
+}
+
+TEST(NormaliseDevice, AcceptsTheThreeKinds) {
+  EXPECT_EQ(normalise_device("cpu"), "cpu");
+  EXPECT_EQ(normalise_device("cuda"), "cuda:0");
+  EXPECT_EQ(normalise_device("cuda:3"), "cuda:3");
+  EXPECT_EQ(normalise_device("npu:1"), "npu:1");
+  EXPECT_THROW(normalise_device("gpu:0"), std::invalid_argument);
+  EXPECT_THROW(normalise_device("cpu:1"), std::invalid_argument);
+}
+
+TEST(DeviceGate, TimingWaitsForIdleDeviceAndHoldsOthersBack) {
+  DeviceGate gate;
+  const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(100); };
+  ASSERT_TRUE(gate.enter(DeviceGate::Use::Shared, soon()));
+  ASSERT_TRUE(gate.enter(DeviceGate::Use::Shared, soon()));  // correctness work shares
+  EXPECT_FALSE(gate.enter(DeviceGate::Use::Exclusive, soon()));
+  auto timing = std::async(std::launch::async, [&] {
+    return gate.enter(DeviceGate::Use::Exclusive, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(gate.enter(DeviceGate::Use::Shared, soon()));  // a waiting timing run goes first
+  gate.leave(DeviceGate::Use::Shared);
+  gate.leave(DeviceGate::Use::Shared);
+  ASSERT_TRUE(timing.get());
+  EXPECT_FALSE(gate.enter(DeviceGate::Use::Shared, soon()));
+  gate.leave(DeviceGate::Use::Exclusive);
+  EXPECT_TRUE(gate.enter(DeviceGate::Use::Shared, soon()));
+}
+
+TEST(HarnessPool, UnusableInterpreterBecomesAHarnessError) {
+  HarnessSettings settings = testing::test_harness_settings();
+  settings.python = "kforge-no-such-python";
+  HarnessPool pool(settings);
+  const auto response = pool.call(harness_request("check", bundled_task_job("001_relu", "x = 1\n", "python"), "python", {}),
+                                  DeviceUse::None, CallBudget::of(5, 10));
+  EXPECT_EQ(response.error_class, "harness_error");
+  EXPECT_NE(response.message.find("kforge-no-such-python"), std::string::npos);
+  settings.devices = {"tpu"};
+  EXPECT_THROW(HarnessPool{settings}, std::invalid_argument);
+}
+
+TEST(ResolvePython, ExplicitAndEnvironmentChoices) {
+  KFORGE_REQUIRE_TORCH();
+  EXPECT_EQ(resolve_python(testing::test_python()), testing::test_python());
+  EXPECT_THROW(resolve_python("kforge-no-such-python"), std::runtime_error);
+  ::setenv("KFORGE_PYTHON", testing::test_python().c_str(), 1);
+  EXPECT_EQ(resolve_python("auto"), testing::test_python());
+  ::unsetenv("KFORGE_PYTHON");
+  // Whatever auto picks must be able to import torch (here, at least the test interpreter can).
+  const std::string picked = resolve_python("auto");
+  EXPECT_TRUE(run_command({{picked, "-c", "import torch"}, {}, {}}, RunLimits::within(120)).ok()) << picked;
+}
+
+TEST(LocateHarnessDir, ParameterThenEnvironmentThenSourceTree) {
+  EXPECT_EQ(locate_harness_dir(testing::harness_dir()), testing::harness_dir());
+  EXPECT_THROW(locate_harness_dir("/no/such/harness"), std::runtime_error);
+  ::setenv("KFORGE_HARNESS_DIR", "/no/such/harness", 1);
+  EXPECT_THROW(locate_harness_dir(""), std::runtime_error);
+  ::unsetenv("KFORGE_HARNESS_DIR");
+  EXPECT_EQ(locate_harness_dir(""), testing::harness_dir());
+}
+
+}  // namespace
+}  // namespace kforge::eval

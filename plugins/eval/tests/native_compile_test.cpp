@@ -1,0 +1,206 @@
+#include "native_compile.hpp"
+#include "process.hpp"
+#include "test_env.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+namespace kforge::eval {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fresh_temp_dir;
+
+const char* kReluCpp =
+    "#include <cstdint>\n"
+    "extern \"C\" void relu_forward(const float* x, float* y, int64_t n) {\n"
+    "  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;\n"
+    "}\n";
+
+// Line 3 does not compile: std::max(float, int).
+const char* kBrokenCpp =
+    "#include <algorithm>\n"
+    "extern \"C\" void relu_forward(const float* x, float* y, long n) {\n"
+    "  for (long i = 0; i < n; ++i) y[i] = std::max(x[i], 0);\n"
+    "}\n";
+
+EvalJob job_with(const char* attribute, const std::string& source, const std::string& code = "") {
+  EvalJob job;
+  job.task_id = "test";
+  job.attributes[attribute] = source;
+  if (!code.empty()) job.code = code;
+  return job;
+}
+
+std::shared_ptr<HarnessPool> extractor() {
+  return std::make_shared<HarnessPool>(testing::test_harness_settings());
+}
+
+CppCompileStage cpp_stage(const std::string& cache_dir, const std::string& compiler = "g++", double timeout = 120) {
+  CppCompileStage::Options options;
+  options.compiler = compiler;
+  options.cache_dir = cache_dir;
+  options.timeout_seconds = timeout;
+  return CppCompileStage(options, extractor());
+}
+
+TEST(CompileCpp, BuildsASharedLibraryAndCachesIt) {
+  const std::string cache = fresh_temp_dir("cpp-cache");
+  const auto stage = cpp_stage(cache);
+  const StageResult first = stage.process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(first.status, KF_VERDICT_PASS) << first.message;
+  const std::string* artifact = first.attribute(kAttrArtifact);
+  ASSERT_NE(artifact, nullptr);
+  EXPECT_TRUE(fs::exists(*artifact));
+  EXPECT_EQ(fs::path(*artifact).parent_path(), fs::path(cache));
+  EXPECT_EQ(fs::path(*artifact).extension(), ".so");
+  EXPECT_EQ(first.metric("cached"), 0);
+  EXPECT_GT(first.metric("compile_seconds"), 0);
+
+  const StageResult second = stage.process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(second.status, KF_VERDICT_PASS);
+  EXPECT_EQ(*second.attribute(kAttrArtifact), *artifact);
+  EXPECT_EQ(second.metric("cached"), 1);
+
+  // Other flags are another artifact.
+  CppCompileStage::Options options;
+  options.cache_dir = cache;
+  options.flags = "-O0 -shared -fPIC -std=c++17";
+  const StageResult other = CppCompileStage(options, extractor()).process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(other.status, KF_VERDICT_PASS) << other.message;
+  EXPECT_NE(*other.attribute(kAttrArtifact), *artifact);
+  // Nothing but artifacts and their sources is left behind.
+  for (const auto& entry : fs::directory_iterator(cache)) {
+    EXPECT_NE(entry.path().filename().string().rfind(".build-", 0), 0u) << entry.path();
+  }
+}
+
+TEST(CompileCpp, CompileErrorKeepsCandidateCppLineAndColumn) {
+  const std::string code = "import kforge_cpp\n\ncpp_source = r'''\n" + std::string(kBrokenCpp) + "'''\n";
+  const StageResult result = cpp_stage(fresh_temp_dir("cpp-error")).process(job_with(kAttrCppSource, std::string("\n") + kBrokenCpp, code));
+  ASSERT_EQ(result.status, KF_VERDICT_FAIL);
+  EXPECT_EQ(result.error_class, "compile_error");
+  EXPECT_NE(result.message.find("candidate.cpp:4:"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("error"), std::string::npos);
+  EXPECT_LE(result.message.size(), 2300u);
+  EXPECT_NE(result.message.find("line 1 of candidate.cpp is line 3 of the candidate file"), std::string::npos)
+      << result.message;
+  EXPECT_NE(result.log_tail.find("candidate.cpp:4:"), std::string::npos);
+  EXPECT_EQ(result.attribute(kAttrArtifact), nullptr);
+}
+
+TEST(CompileCpp, SlowCompilerIsKilledAtTheLimit) {
+  const std::string dir = fresh_temp_dir("slow-compiler");
+  const std::string compiler = dir + "/slow-g++";
+  testing::write_file(compiler, "#!/bin/sh\nsleep 60 &\nsleep 60\n");
+  ::chmod(compiler.c_str(), 0755);
+  const auto start = std::chrono::steady_clock::now();
+  const StageResult result = cpp_stage(dir + "/cache", compiler, 1).process(job_with(kAttrCppSource, kReluCpp));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+  EXPECT_EQ(result.status, KF_VERDICT_FAIL);
+  EXPECT_EQ(result.error_class, "timeout") << result.message;
+}
+
+TEST(CompileCpp, MissingCompilerIsAnErrorNotAFailure) {
+  const StageResult result =
+      cpp_stage(fresh_temp_dir("no-compiler"), "kforge-no-such-g++").process(job_with(kAttrCppSource, kReluCpp));
+  EXPECT_EQ(result.status, KF_VERDICT_ERROR);
+  EXPECT_NE(result.message.find("kforge-no-such-g++"), std::string::npos);
+}
+
+TEST(CompileCpp, AsksTheHarnessForTheSourceWhenCheckDidNotRun) {
+  KFORGE_REQUIRE_TORCH();
+  EvalJob job = testing::bundled_task_job("001_relu", testing::read_file(testing::examples_dir() + "/candidates/cpp/001_relu.py"));
+  const StageResult result = cpp_stage(fresh_temp_dir("extract")).process(job);
+  ASSERT_EQ(result.status, KF_VERDICT_PASS) << result.message;
+  EXPECT_NE(result.attribute(kAttrArtifact), nullptr);
+
+  job.code = "import torch\nclass ModelNew(torch.nn.Module:\n";
+  const StageResult broken = cpp_stage(fresh_temp_dir("extract-broken")).process(job);
+  EXPECT_EQ(broken.error_class, "syntax_error") << broken.message;
+}
+
+TEST(CompilerErrorExcerpt, StartsNearTheFirstError) {
+  const std::string output = "header.h:1: warning: noise\nheader.h:2: warning: more noise\n"
+                             "candidate.cpp: In function 'f':\ncandidate.cpp:3:5: error: boom\n";
+  const std::string excerpt = compiler_error_excerpt(output, 2000);
+  EXPECT_EQ(excerpt.rfind("candidate.cpp: In function", 0), 0u) << excerpt;
+  EXPECT_EQ(compiler_error_excerpt(std::string(5000, 'x'), 100).size(), 100u + 6);
+}
+
+TEST(SplitFlags, SplitsOnWhitespace) {
+  EXPECT_EQ(split_flags("  -O3\t-march=native \n-fopenmp "), (std::vector<std::string>{"-O3", "-march=native", "-fopenmp"}));
+}
+
+// ---- CUDA ----
+
+bool have_nvcc() { return find_program("nvcc") || find_program("/usr/local/cuda/bin/nvcc"); }
+
+const char* kPlainCuda =
+    "__global__ void relu_kernel(const float* x, float* y, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;\n"
+    "}\n";
+
+CudaCompileStage cuda_stage(const std::string& cache, const std::string& prelude, const std::string& nvcc = "") {
+  CudaCompileStage::Options options;
+  options.nvcc = nvcc;
+  options.prelude = prelude;
+  options.cache_dir = cache;
+  options.python = testing::test_python();
+  return CudaCompileStage(options, extractor());
+}
+
+TEST(CompileCuda, CompilesPlainCudaToAnObjectFile) {
+  if (!have_nvcc()) GTEST_SKIP() << "no nvcc on PATH or in /usr/local/cuda/bin";
+  const std::string cache = fresh_temp_dir("cuda-cache");
+  const StageResult result = cuda_stage(cache, "none").process(job_with(kAttrCudaSource, kPlainCuda));
+  ASSERT_EQ(result.status, KF_VERDICT_PASS) << result.message << result.log_tail;
+  ASSERT_NE(result.attribute(kAttrArtifact), nullptr);
+  EXPECT_EQ(fs::path(*result.attribute(kAttrArtifact)).extension(), ".o");
+  EXPECT_TRUE(fs::exists(*result.attribute(kAttrArtifact)));
+  EXPECT_EQ(cuda_stage(cache, "none").process(job_with(kAttrCudaSource, kPlainCuda)).metric("cached"), 1);
+}
+
+TEST(CompileCuda, CompileErrorKeepsCandidateCuLine) {
+  if (!have_nvcc()) GTEST_SKIP() << "no nvcc on PATH or in /usr/local/cuda/bin";
+  const std::string broken = std::string(kPlainCuda) + "__global__ void g(float* y) {\n  y[0] = undefined_name;\n}\n";
+  const StageResult result = cuda_stage(fresh_temp_dir("cuda-error"), "none").process(job_with(kAttrCudaSource, broken));
+  ASSERT_EQ(result.status, KF_VERDICT_FAIL);
+  EXPECT_EQ(result.error_class, "compile_error");
+  EXPECT_NE(result.message.find("candidate.cu(6)"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("undefined_name"), std::string::npos) << result.message;
+}
+
+TEST(CompileCuda, MissingNvccIsAnErrorNamingIt) {
+  const StageResult result =
+      cuda_stage(fresh_temp_dir("no-nvcc"), "none", "/no/such/nvcc").process(job_with(kAttrCudaSource, kPlainCuda));
+  EXPECT_EQ(result.status, KF_VERDICT_ERROR);
+  EXPECT_NE(result.message.find("/no/such/nvcc"), std::string::npos) << result.message;
+}
+
+// Parsing torch's headers with nvcc takes ~50 s on two cores: run with KFORGE_SLOW_TESTS=1.
+TEST(CompileCuda, LoadInlinePreludeCompilesAgainstTorchHeaders) {
+  if (std::getenv("KFORGE_SLOW_TESTS") == nullptr) GTEST_SKIP() << "slow (~1 min): set KFORGE_SLOW_TESTS=1";
+  if (!have_nvcc()) GTEST_SKIP() << "no nvcc on PATH or in /usr/local/cuda/bin";
+  KFORGE_REQUIRE_TORCH();
+  const std::string source = std::string(kPlainCuda) +
+                             "torch::Tensor relu(torch::Tensor x) {\n  auto y = torch::empty_like(x);\n"
+                             "  const int n = x.numel();\n"
+                             "  relu_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);\n"
+                             "  return y;\n}\n";
+  const StageResult ok = cuda_stage(fresh_temp_dir("cuda-torch"), "load_inline").process(job_with(kAttrCudaSource, source));
+  ASSERT_EQ(ok.status, KF_VERDICT_PASS) << ok.message;
+  const StageResult broken =
+      cuda_stage(fresh_temp_dir("cuda-torch-broken"), "load_inline").process(job_with(kAttrCudaSource, source + "int z = x;\n"));
+  EXPECT_EQ(broken.error_class, "compile_error");
+  EXPECT_NE(broken.message.find("candidate.cu(11)"), std::string::npos) << broken.message;
+}
+
+}  // namespace
+}  // namespace kforge::eval

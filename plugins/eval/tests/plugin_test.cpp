@@ -1,0 +1,155 @@
+// The built plugin, driven through its C ABI as the runtime drives it.
+#include "fake_host.hpp"
+#include "test_env.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace kforge::eval::testing {
+namespace {
+
+using nlohmann::json;
+
+json harness_params() { return {{"python", test_python()}, {"harness_dir", harness_dir()}, {"max_children", 2}}; }
+
+json with(json base, const json& extra) {
+  base.update(extra);
+  return base;
+}
+
+TEST(Plugin, DeclaresItsKinds) {
+  const kf_plugin_descriptor* plugin = eval_plugin();
+  EXPECT_EQ(plugin->abi_version, KF_ABI_VERSION);
+  EXPECT_STREQ(plugin->name, "eval");
+  std::set<std::string> stages;
+  for (uint32_t i = 0; i < plugin->stage_count; ++i) {
+    stages.insert(plugin->stages[i]->name);
+    if (std::string(plugin->stages[i]->name).rfind("eval.", 0) == 0) {
+      EXPECT_EQ(plugin->stages[i]->flags, KF_STAGE_WAITS | KF_STAGE_CACHEABLE) << plugin->stages[i]->name;
+    }
+  }
+  EXPECT_EQ(stages, (std::set<std::string>{"candidates.files", "eval.check", "eval.compile.cpp", "eval.compile.cuda",
+                                           "eval.compile.triton", "eval.run"}));
+  ASSERT_EQ(plugin->source_count, 1u);
+  EXPECT_STREQ(plugin->sources[0]->name, "tasks.kernelbench");
+  EXPECT_NE(plugin->sources[0]->count, nullptr);
+}
+
+TEST(Plugin, TaskSourceEmitsTheBundledSuite) {
+  SourceUnderTest source("tasks.kernelbench", {{"path", "kernelbench-mini"}}, repo_dir() + "/examples");
+  ASSERT_EQ(source.create_error(), "");
+  const int64_t count = source.count();
+  const auto tasks = source.drain();
+  EXPECT_EQ(count, static_cast<int64_t>(tasks.size()));
+  ASSERT_GE(tasks.size(), 40u);
+  const FakeTask& relu = tasks.front();
+  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_ID), "001_relu");
+  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_COMPLEXITY), "C1");
+  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_CATEGORY), "Activation");
+  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_FORMAT), "kernelbench-torch");
+  EXPECT_NE(relu.strings.at(KF_KEY_TASK_SOURCE).find("class Model"), std::string::npos);
+  EXPECT_EQ(json::parse(relu.strings.at("task.sizes")), (json{{"batch_size", 16}, {"dim", 4096}}));
+  EXPECT_EQ(relu.numbers.at(KF_KEY_TASK_LEVEL), 1);
+  EXPECT_EQ(relu.numbers.at("task.size_scale"), 1.0);
+  EXPECT_GT(relu.numbers.at("task.complexity_score"), 0);
+  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_PATH).front(), '/');
+
+  SourceUnderTest limited("tasks.kernelbench", {{"path", examples_dir()}, {"include", {"04*"}}, {"limit", 3}});
+  EXPECT_EQ(limited.count(), 3);
+  SourceUnderTest missing("tasks.kernelbench", {{"path", "no-such-dir"}}, repo_dir());
+  EXPECT_NE(missing.create_error().find("no-such-dir"), std::string::npos) << missing.create_error();
+}
+
+FakeJob job_for_task(const std::string& id, int sample = 0) {
+  for (const TaskEntry& task : bundled_tasks()) {
+    if (task.id != id) continue;
+    FakeJob job;
+    job.strings[KF_KEY_TASK_ID] = task.id;
+    job.strings[KF_KEY_TASK_PATH] = task.path;
+    job.strings[KF_KEY_TASK_FORMAT] = task.format;
+    job.strings["task.sizes"] = task.sizes.dump();
+    job.numbers["task.size_scale"] = task.size_scale;
+    job.numbers[KF_KEY_CANDIDATE_SAMPLE] = sample;
+    return job;
+  }
+  throw std::invalid_argument(id);
+}
+
+TEST(Plugin, FileCandidatesSetCodeOrFailWithNoCandidate) {
+  StageUnderTest files("candidates.files", {{"dir", "candidates/cpp"}, {"language", "cpp"}}, examples_dir());
+  ASSERT_EQ(files.create_error(), "");
+  FakeJob second = job_for_task("001_relu", 1);
+  EXPECT_EQ(files.process(second), "");
+  EXPECT_EQ(second.status, KF_VERDICT_PASS);
+  EXPECT_EQ(second.strings.at(KF_KEY_CANDIDATE_LANGUAGE), "cpp");
+  EXPECT_EQ(second.strings.at("candidate.file"), examples_dir() + "/candidates/cpp/001_relu.1.py");
+  EXPECT_EQ(second.strings.at(KF_KEY_CANDIDATE_CODE), read_file(examples_dir() + "/candidates/cpp/001_relu.1.py"));
+
+  FakeJob missing = job_for_task("001_relu", 7);
+  EXPECT_EQ(files.process(missing), "");
+  EXPECT_EQ(missing.status, KF_VERDICT_FAIL);
+  EXPECT_EQ(missing.error_class, "no_candidate");
+  EXPECT_EQ(missing.strings.count(KF_KEY_CANDIDATE_CODE), 0u);
+
+  StageUnderTest broken("candidates.files", {{"dir", "candidates/broken"}, {"language", "cpp"}}, examples_dir());
+  FakeJob tagged = job_for_task("001_relu", 0);
+  broken.process(tagged);
+  EXPECT_EQ(tagged.strings.at("candidate.tag"), "compile_error");
+
+  StageUnderTest bad("candidates.files", {{"dir", "x"}, {"language", "fortran"}});
+  EXPECT_NE(bad.create_error().find("fortran"), std::string::npos);
+}
+
+TEST(Plugin, CppLadderThroughTheAbi) {
+  KFORGE_REQUIRE_TORCH();
+  StageUnderTest files("candidates.files", {{"dir", "candidates/cpp"}, {"language", "cpp"}}, examples_dir());
+  StageUnderTest check("eval.check", harness_params());
+  json compile_params = harness_params();
+  compile_params.erase("max_children");  // compile.cpp runs no device server of its own
+  compile_params["cache_dir"] = fresh_temp_dir("plugin-cache");
+  StageUnderTest compile("eval.compile.cpp", compile_params);
+  StageUnderTest run("eval.run", with(harness_params(), {{"tolerance", "seed000"}, {"timing", true}, {"timing_trials", 3}}));
+  for (StageUnderTest* stage : {&check, &compile, &run}) ASSERT_EQ(stage->create_error(), "");
+
+  FakeJob job = job_for_task("019_softmax");
+  for (StageUnderTest* stage : {&files, &check, &compile, &run}) {
+    job.next_stage();
+    ASSERT_EQ(stage->process(job), "");
+    ASSERT_TRUE(job.verdict_set);
+    ASSERT_EQ(job.status, KF_VERDICT_PASS) << job.error_class << ": " << job.message << "\n" << job.log_tail;
+  }
+  EXPECT_NE(job.strings.at("check.cpp_source").find("extern \"C\""), std::string::npos);
+  EXPECT_EQ(job.strings.at("compile.artifact").substr(job.strings.at("compile.artifact").size() - 3), ".so");
+  EXPECT_LE(job.metric("max_abs_diff"), 1e-3);
+  EXPECT_GT(job.metric("candidate_ms"), 0);
+  EXPECT_GT(job.metric("speedup"), 0);
+}
+
+TEST(Plugin, BadParametersFailCreation) {
+  StageUnderTest preset("eval.run", with(harness_params(), {{"tolerance", "loose"}}));
+  EXPECT_NE(preset.create_error().find("loose"), std::string::npos);
+  StageUnderTest rule("eval.run", with(harness_params(), {{"rule", {{"kind", "max_abs_diff"}, {"limt", 1}}}}));
+  EXPECT_NE(rule.create_error().find("limt"), std::string::npos);
+  StageUnderTest device("eval.run", with(harness_params(), {{"devices", {"cuda:0", "gpu1"}}}));
+  EXPECT_NE(device.create_error().find("gpu1"), std::string::npos);
+  StageUnderTest mode("eval.check", with(harness_params(), {{"mode", "thread"}}));
+  EXPECT_NE(mode.create_error().find("thread"), std::string::npos);
+  StageUnderTest prelude("eval.compile.cuda", {{"prelude", "pybind"}});
+  EXPECT_NE(prelude.create_error().find("pybind"), std::string::npos);
+  StageUnderTest limits("eval.run", with(harness_params(), {{"timeout_s", 0}}));
+  EXPECT_NE(limits.create_error().find("timeout_s"), std::string::npos);
+}
+
+TEST(Plugin, RunWithAUserRuleObject) {
+  KFORGE_REQUIRE_TORCH();
+  StageUnderTest run("eval.run", with(harness_params(), {{"rule", {{"kind", "share_over_limit"}, {"rtol", 1e-2}, {"max_share", 0.5}}},
+                                                          {"trials", 2}}));
+  ASSERT_EQ(run.create_error(), "");
+  FakeJob job = job_for_task("002_gelu");  // no candidate code: the reference against itself
+  ASSERT_EQ(run.process(job), "");
+  EXPECT_EQ(job.status, KF_VERDICT_PASS) << job.message;
+}
+
+}  // namespace
+}  // namespace kforge::eval::testing

@@ -1,0 +1,83 @@
+#include "process.hpp"
+
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <chrono>
+
+namespace kforge::eval {
+namespace {
+
+TEST(RunCommand, CollectsOutputAndExitStatus) {
+  const CommandResult result = run_command({{"sh", "-c", "echo out; echo err >&2; exit 3"}, {}, {}}, RunLimits::within(30));
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_NE(result.output.find("out\n"), std::string::npos);
+  EXPECT_NE(result.output.find("err\n"), std::string::npos);
+  EXPECT_EQ(result.describe(), "exit status 3");
+}
+
+TEST(RunCommand, PassesEnvironmentAndWorkingDirectory) {
+  const CommandResult result =
+      run_command({{"sh", "-c", "echo $KFORGE_PROBE; pwd"}, {{"KFORGE_PROBE", "hello"}}, "/"}, RunLimits::within(30));
+  ASSERT_TRUE(result.ok()) << result.output;
+  EXPECT_EQ(result.output, "hello\n/\n");
+}
+
+TEST(RunCommand, TimeoutKillsTheWholeProcessGroup) {
+  // The shell starts a grandchild that would hold the output pipe open for a minute: the
+  // group kill must end it too, or this would take 60 s.
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult result = run_command({{"sh", "-c", "sleep 60 & sleep 60; echo never"}, {}, {}}, RunLimits::within(1));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_FALSE(result.ok());
+  EXPECT_LT(seconds, 10);
+  EXPECT_EQ(result.output.find("never"), std::string::npos);
+}
+
+TEST(RunCommand, ReportsTheKillingSignal) {
+  const CommandResult result = run_command({{"sh", "-c", "kill -SEGV $$"}, {}, {}}, RunLimits::within(30));
+  EXPECT_EQ(result.signal, SIGSEGV);
+  EXPECT_EQ(result.describe(), "killed by SIGSEGV");
+}
+
+TEST(RunCommand, CancellationStopsTheChild) {
+  RunLimits limits = RunLimits::within(60);
+  limits.cancelled = [] { return true; };
+  const CommandResult result = run_command({{"sleep", "60"}, {}, {}}, limits);
+  EXPECT_TRUE(result.cancelled);
+  EXPECT_LT(result.seconds, 10);
+}
+
+TEST(RunCommand, KeepsAtMostMaxOutputBytes) {
+  RunLimits limits = RunLimits::within(30);
+  limits.max_output = 100;
+  const CommandResult result = run_command({{"sh", "-c", "yes | head -c 100000"}, {}, {}}, limits);
+  EXPECT_EQ(result.output.size(), 100u);
+  EXPECT_TRUE(result.output_truncated);
+}
+
+TEST(SpawnProcess, MissingProgramSaysSo) {
+  try {
+    run_command({{"kforge-no-such-program"}, {}, {}}, RunLimits::within(5));
+    FAIL() << "expected SpawnError";
+  } catch (const SpawnError& e) {
+    EXPECT_NE(std::string(e.what()).find("kforge-no-such-program"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("not found on PATH"), std::string::npos);
+  }
+  EXPECT_THROW(run_command({{"sh"}, {}, "/no/such/dir"}, RunLimits::within(5)), SpawnError);
+}
+
+TEST(FindProgram, LooksUpPathAndChecksExplicitPaths) {
+  const auto sh = find_program("sh");
+  ASSERT_TRUE(sh.has_value());
+  EXPECT_EQ(sh->front(), '/');
+  EXPECT_EQ(find_program(*sh), sh);
+  EXPECT_FALSE(find_program("/no/such/sh").has_value());
+  EXPECT_FALSE(find_program("").has_value());
+}
+
+}  // namespace
+}  // namespace kforge::eval
