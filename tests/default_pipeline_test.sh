@@ -11,8 +11,9 @@
 # produce follow from those tables and are checked too. It also checks that the cassette is
 # what scripts/make_cassette.py builds from its sources.
 #
-# Needs g++ and a Python with torch for the evaluation harness (KFORGE_PYTHON chooses one;
-# the harness otherwise finds /usr/bin/python3). Exits 77 (skipped) without them.
+# Needs g++ and a Python with torch for the evaluation harness, found as the harness finds
+# it (python: auto): $KFORGE_PYTHON, else the first of /usr/bin/python3, python3 and python
+# that imports torch. Exits 77 (skipped) without them.
 set -euo pipefail
 
 if [[ $# -ne 2 ]]; then
@@ -21,15 +22,20 @@ if [[ $# -ne 2 ]]; then
 fi
 kforge=$1
 root=$2
-# The checks below use the standard library only; any Python 3 does.
-checker_python=${KFORGE_PYTHON:-/usr/bin/python3}
 
 if ! command -v g++ >/dev/null; then
   echo "SKIP: no g++ for the C++ candidates"
   exit 77
 fi
-if ! "$checker_python" -c 'import torch' 2>/dev/null; then
-  echo "SKIP: $checker_python cannot import torch (set KFORGE_PYTHON to an interpreter that can)"
+python=
+for candidate in ${KFORGE_PYTHON:-/usr/bin/python3 python3 python}; do
+  if "$candidate" -c 'import torch' 2>/dev/null; then
+    python=$candidate
+    break
+  fi
+done
+if [[ -z $python ]]; then
+  echo "SKIP: no Python that imports torch (set KFORGE_PYTHON to one)"
   exit 77
 fi
 
@@ -38,7 +44,7 @@ trap 'rm -rf "$work"' EXIT
 # A cache of compiled candidates of its own, so the run compiles as a fresh checkout would.
 export XDG_CACHE_HOME=$work/cache
 
-"$checker_python" "$root/scripts/make_cassette.py" --check
+"$python" "$root/scripts/make_cassette.py" --check
 
 # One line per job: task, sample, final status, fix round, model, then the stages the job
 # went through after llm.select (stage:error_class where it did not pass).
@@ -111,16 +117,17 @@ EXPECTED_B_CHANGES='
 run_and_check() {
   local name=$1 fixed_model=$2 changes=$3 counts=$4
   shift 4
-  local started=$SECONDS
-  if ! "$kforge" run "$root/pipelines/default.yaml" --out "$work/$name" --progress off "$@" \
-      >"$work/$name.log" 2>&1; then
-    echo "FAIL: kforge run ($name) exited with $?; its output:" >&2
+  local started=$SECONDS rc=0
+  "$kforge" run "$root/pipelines/default.yaml" --out "$work/$name" --progress off "$@" \
+    >"$work/$name.log" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    echo "FAIL: kforge run ($name) exited with $rc; the end of its output:" >&2
     tail -n 40 "$work/$name.log" >&2
     return 1
   fi
   echo "strategy $name: ran in $((SECONDS - started)) s"
   EXPECTED="$EXPECTED_C" CHANGES="$changes" FIXED_MODEL="$fixed_model" COUNTS="$counts" \
-    "$checker_python" - "$work/$name/results.jsonl" "$name" <<'PY'
+    "$python" - "$work/$name/results.jsonl" "$name" <<'PY'
 import collections
 import json
 import os

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "host.hpp"
-#include "sha256.hpp"
+#include <kforge/sha256.hpp>
 
 namespace kforge {
 namespace {
@@ -148,7 +148,8 @@ struct Executor::Impl {
   const Registry& registry;
   const PipelineSpec& pipeline;
   std::vector<StageRuntime> stages;
-  int bounded_edges = 0;
+  int bounded_edges = 0;  // counters per job: one per stage that bounded edges lead to
+  std::map<int, int> bounded_edge_of_target;
   VerdictCache* cache = nullptr;
 
   Impl(const Registry& r, const PipelineSpec& p) : registry(r), pipeline(p) {}
@@ -186,13 +187,16 @@ struct Executor::Impl {
       for (uint32_t r = 0; r < kind->abi->route_count; ++r) {
         s.declared_routes.emplace_back(kind->abi->routes[r]);
       }
-      const RouteSpec* fail_route = nullptr;
-      const RouteSpec* error_route = nullptr;
       for (const RouteSpec& route : spec.routes) {
         RouteRule rule;
         rule.port = s.port_for(stage_index(route.target));
         if (route.max_rounds > 0) {
-          rule.edge = bounded_edges++;
+          // Bounded edges into the same stage share one count per job: "at most 2 fix
+          // rounds" holds whichever stage's failure sends the job to the fix stage.
+          const int target = stage_index(route.target);
+          auto [it, fresh] = bounded_edge_of_target.try_emplace(target, bounded_edges);
+          if (fresh) ++bounded_edges;
+          rule.edge = it->second;
           rule.max_rounds = route.max_rounds;
           rule.exhausted_port = s.port_for(stage_index(route.exhausted_target));
         }
@@ -200,20 +204,11 @@ struct Executor::Impl {
           s.on_pass = rule;
         } else if (route.on == "fail") {
           s.on_fail = rule;
-          fail_route = &route;
         } else if (route.on == "error") {
           s.on_error = rule;
-          error_route = &route;
         } else {
           s.on_named[route.on] = rule;
         }
-      }
-      // An error routed like a failure (the default) goes round the same loop: one
-      // budget of rounds for both, not one each.
-      if (fail_route && error_route && fail_route->max_rounds > 0 && error_route->target == fail_route->target &&
-          error_route->max_rounds == fail_route->max_rounds &&
-          error_route->exhausted_target == fail_route->exhausted_target) {
-        s.on_error = s.on_fail;
       }
       char err[2048] = {0};
       const kf_status status = kind->abi->create(

@@ -14,7 +14,7 @@
 #include <unordered_map>
 
 #include "host.hpp"
-#include "sha256.hpp"
+#include <kforge/sha256.hpp>
 
 namespace kforge {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "process.hpp"
 #include "python_env.hpp"
-#include "sha256.hpp"
+#include <kforge/sha256.hpp>
 
 #include <unistd.h>
 
@@ -73,7 +73,7 @@ std::atomic<uint64_t> g_build_counter{0};
 StageResult build_cached(const Build& build) {
   std::string key_material;
   for (const std::string& part : build.command) key_material += part + '\n';
-  const std::string key = sha256_of_fields({build.source_text, build.identity, key_material});
+  const std::string key = kforge::sha256_of_fields({build.source_text, build.identity, key_material});
   const fs::path cache_dir(build.cache_dir);
   const fs::path artifact = cache_dir / (key + build.artifact_suffix);
   std::error_code ec;

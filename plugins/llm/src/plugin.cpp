@@ -473,7 +473,8 @@ class Select : public kforge::sdk::Stage {
     const std::string strategy = cfg.string("strategy");
     const std::string fallback = cfg.string("default");
     if (strategy == "fixed") {
-      if (cfg.has("table")) throw std::invalid_argument("table is only used by strategy table");
+      // The table stays in the file so that `--set select.strategy=fixed` switches one
+      // pipeline between strategies; it is simply not consulted.
       return llm::ModelSelector::fixed(fallback);
     }
     if (strategy != "table") {

@@ -17,6 +17,4 @@ std::string request_key_material(const ChatRequest& request);
 // Lower-case hex SHA-256 of request_key_material().
 std::string request_key(const ChatRequest& request);
 
-std::string sha256_hex(std::string_view data);
-
 }  // namespace kforge::llm

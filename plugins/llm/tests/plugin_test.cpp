@@ -128,9 +128,13 @@ TEST(SelectStage, FixedStrategyAndConfigurationErrors) {
   EXPECT_NE(bad_key.create_error().find("C9"), std::string::npos) << bad_key.create_error();
   StageUnderTest no_table("llm.select", {{"default", "d"}}, kPipelines);
   EXPECT_NE(no_table.create_error().find("needs a table"), std::string::npos) << no_table.create_error();
+  // A table left in the file is ignored by the fixed strategy (switching with --set).
   StageUnderTest fixed_with_table("llm.select", {{"strategy", "fixed"}, {"table", {{"C1", "x"}}}, {"default", "d"}},
                                   kPipelines);
-  EXPECT_FALSE(fixed_with_table.created());
+  ASSERT_TRUE(fixed_with_table.created()) << fixed_with_table.create_error();
+  FakeJob c1 = relu_job();
+  fixed_with_table.process(c1);
+  EXPECT_EQ(c1.strings[KF_KEY_CANDIDATE_MODEL], "d");
 }
 
 // ---- llm.generate ----

@@ -1,9 +1,43 @@
-#include "sha256.hpp"
+// SHA-256 (FIPS 180-4), header-only: content hashes for artifacts, verdict-cache keys,
+// cassette keys and compile caches, in the runtime and in plugins alike (a plugin must not
+// link the runtime, and a hash is not worth a dependency).
+#pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <string>
+#include <string_view>
 
 namespace kforge {
-namespace {
+
+class Sha256 {
+ public:
+  Sha256();
+  Sha256& update(std::string_view data);
+  // Lowercase hex of the digest. Finishes the hash: call once, update no more.
+  std::string hex();
+
+ private:
+  void block(const uint8_t* p);
+  std::array<uint32_t, 8> state_;
+  std::array<uint8_t, 64> buffer_{};
+  size_t buffered_ = 0;
+  uint64_t length_ = 0;
+};
+
+inline std::string sha256_hex(std::string_view data) { return Sha256().update(data).hex(); }
+
+// Hash of several fields, each length-prefixed so that ("ab", "c") and ("a", "bc") differ.
+inline std::string sha256_of_fields(std::initializer_list<std::string_view> fields) {
+  Sha256 hash;
+  for (std::string_view f : fields) hash.update(std::to_string(f.size())).update(":").update(f);
+  return hash.hex();
+}
+
+namespace detail {
 
 constexpr uint32_t kRound[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -17,26 +51,26 @@ constexpr uint32_t kRound[64] = {
 
 constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-}  // namespace
+}  // namespace detail
 
-Sha256::Sha256()
+inline Sha256::Sha256()
     : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
 
-void Sha256::block(const uint8_t* p) {
+inline void Sha256::block(const uint8_t* p) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i) {
     w[i] = (uint32_t(p[4 * i]) << 24) | (uint32_t(p[4 * i + 1]) << 16) | (uint32_t(p[4 * i + 2]) << 8) | p[4 * i + 3];
   }
   for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    const uint32_t s0 = detail::rotr(w[i - 15], 7) ^ detail::rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    const uint32_t s1 = detail::rotr(w[i - 2], 17) ^ detail::rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
   uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
   uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
   for (int i = 0; i < 64; ++i) {
-    const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
-    const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    const uint32_t t1 = h + (detail::rotr(e, 6) ^ detail::rotr(e, 11) ^ detail::rotr(e, 25)) + ((e & f) ^ (~e & g)) + detail::kRound[i] + w[i];
+    const uint32_t t2 = (detail::rotr(a, 2) ^ detail::rotr(a, 13) ^ detail::rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
     h = g;
     g = f;
     f = e;
@@ -56,7 +90,7 @@ void Sha256::block(const uint8_t* p) {
   state_[7] += h;
 }
 
-Sha256& Sha256::update(std::string_view data) {
+inline Sha256& Sha256::update(std::string_view data) {
   const auto* p = reinterpret_cast<const uint8_t*>(data.data());
   size_t n = data.size();
   length_ += n;
@@ -74,7 +108,7 @@ Sha256& Sha256::update(std::string_view data) {
   return *this;
 }
 
-std::string Sha256::hex() {
+inline std::string Sha256::hex() {
   const uint64_t bits = length_ * 8;
   const uint8_t pad = 0x80;
   update(std::string_view(reinterpret_cast<const char*>(&pad), 1));

@@ -1,10 +1,10 @@
-#include "sha256.hpp"
+#include <kforge/sha256.hpp>
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace kforge::eval {
+namespace kforge {
 namespace {
 
 std::string digest(std::string_view text) { return Sha256().update(text).hex(); }
@@ -33,4 +33,4 @@ TEST(Sha256, FieldsAreLengthPrefixed) {
 }
 
 }  // namespace
-}  // namespace kforge::eval
+}  // namespace kforge
