@@ -79,7 +79,7 @@ void add_attempt(JobRecord& job, const AttemptFacts& attempt) {
   job.seconds += attempt.seconds;
   if (attempt.cached) ++job.cached_attempts;
   if (starts_with(attempt.kind, kEvalKindPrefix)) job.eval_seconds += attempt.seconds;
-  if (starts_with(attempt.kind, kLlmKindPrefix)) job.gen_seconds += attempt.seconds;
+  if (starts_with(attempt.kind, kLlmKindPrefix)) job.gen_seconds += attempt.recorded_seconds.value_or(attempt.seconds);
   const bool compile_stage = starts_with(attempt.kind, kCompileKindPrefix);
   const bool run_stage = starts_with(attempt.kind, kRunKindPrefix);
   if (!compile_stage && !run_stage) return;

@@ -37,6 +37,9 @@ struct AttemptFacts {
   int round = 0;
   double seconds = 0;
   bool cached = false;
+  // An LLM answer replayed from a cassette: the duration it was recorded with, which is
+  // what generation time means for a replayed run (the replay itself takes no time).
+  std::optional<double> recorded_seconds;
 };
 
 // One finished job (a candidate of a task) with the facts folded in from its verdicts.

@@ -781,7 +781,8 @@ Dataset Store::load_dataset(int64_t series) {
   }
 
   Statement attempts(db_, path_,
-                     "SELECT attempts.run_id, task_id, sample, kind, attempts.status, error_class, round, seconds, cached "
+                     "SELECT attempts.run_id, task_id, sample, kind, attempts.status, error_class, round, seconds, cached, "
+                     "json_extract(metrics, '$.llm_recorded_seconds') "
                      "FROM attempts JOIN runs ON runs.id = attempts.run_id WHERE runs.series = ?1 ORDER BY attempts.id");
   attempts.bind(1, series);
   while (attempts.step()) {
@@ -794,6 +795,7 @@ Dataset Store::load_dataset(int64_t series) {
     a.round = static_cast<int>(attempts.integer(6));
     a.seconds = attempts.real(7);
     a.cached = attempts.integer(8) != 0;
+    a.recorded_seconds = attempts.optional_real(9);
     add_attempt(data.jobs[it->second], a);
   }
   return data;

@@ -125,6 +125,17 @@ TEST(AddAttempt, RunStagesProveCompilationUnlessTheyReportCompileErrors) {
   EXPECT_DOUBLE_EQ(j.gen_seconds, 0.0);
 }
 
+TEST(AddAttempt, ReplayedAnswersCountTheirRecordedDurationAsGenerationTime) {
+  JobRecord j;
+  AttemptFacts replayed = attempt("llm.generate", kPass, 0);
+  replayed.seconds = 0.001;
+  replayed.recorded_seconds = 12.5;
+  kforge::add_attempt(j, replayed);
+  kforge::add_attempt(j, attempt("llm.fix", kPass, 1));  // live: 1 s
+  EXPECT_DOUBLE_EQ(j.gen_seconds, 13.5);
+  EXPECT_DOUBLE_EQ(j.seconds, 1.001);  // wall time stays what the run took
+}
+
 TEST(Metrics, HeadlineNumbers) {
   const Metrics m = kforge::compute_metrics(example());
   EXPECT_EQ(m.strategy, "example");
