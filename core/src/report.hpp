@@ -49,6 +49,9 @@ std::string render_text(const std::vector<Table>& tables);
 std::string render_markdown_tables(const std::vector<Table>& tables);  // "## title", note, table
 std::string render_markdown(const Report& report);
 std::string render_json(const Report& report);
+// Text for HTML and XML alike: & < > " ' escaped, and the control characters XML 1.0
+// cannot carry at all dropped (compiler logs are full of ANSI escapes).
+std::string markup_escape(const std::string& text);
 std::string render_html(const Report& report);   // report_html.cpp
 std::string render_junit(const Report& report);  // report_junit.cpp
 

@@ -20,32 +20,6 @@ constexpr double kRight = 16;
 constexpr double kTop = 16;
 constexpr double kBottom = 56;  // room for the x labels and the legend
 
-std::string escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 struct Series {
   std::string name;
@@ -85,7 +59,7 @@ std::string svg_open(const std::string& name, const std::string& title) {
   return fmt::format(
       "<svg class=\"chart\" data-chart=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" "
       "xmlns=\"http://www.w3.org/2000/svg\"><title>{}</title>",
-      name, kWidth, kHeight, kWidth, kHeight, escape(title));
+      name, kWidth, kHeight, kWidth, kHeight, markup_escape(title));
 }
 
 std::string no_data(const std::string& name, const std::string& title) {
@@ -106,7 +80,7 @@ std::string grid(const YAxis& axis) {
     const double y = y_of(v, axis);
     out += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/>", kLeft, kWidth - kRight, y, y);
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\" class=\"tick\">{}</text>", kLeft - 6, y + 4,
-                       escape(axis.label(v)));
+                       markup_escape(axis.label(v)));
   }
   return out;
 }
@@ -119,7 +93,7 @@ std::string legend(const std::vector<Series>& series) {
   for (size_t i = 0; i < series.size(); ++i) {
     out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/>", x, y - 9,
                        kPalette[i % kPaletteSize]);
-    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>", x + 14, y, escape(series[i].name));
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>", x + 14, y, markup_escape(series[i].name));
     x += 24 + 7.0 * static_cast<double>(series[i].name.size());
   }
   return out;
@@ -142,10 +116,10 @@ std::string bar_chart(const std::string& name, const std::string& title, const s
       out += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} {}: {}</title></rect>",
           start + bar * static_cast<double>(s), y, std::max(1.0, bar - 2), y_of(0, axis) - y, kPalette[s % kPaletteSize],
-          escape(series[s].name), escape(labels[g]), escape(axis.label(*value)));
+          markup_escape(series[s].name), markup_escape(labels[g]), markup_escape(axis.label(*value)));
     }
     out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" class=\"tick\">{}</text>",
-                       kLeft + group * (static_cast<double>(g) + 0.5), kHeight - kBottom + 16, escape(labels[g]));
+                       kLeft + group * (static_cast<double>(g) + 0.5), kHeight - kBottom + 16, markup_escape(labels[g]));
   }
   return out + legend(series) + "</svg>";
 }
@@ -162,7 +136,7 @@ std::string line_chart(const std::string& name, const std::string& title, const 
   };
   for (size_t i = 0; i < labels.size(); ++i) {
     out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" class=\"tick\">{}</text>", x_of(i),
-                       kHeight - kBottom + 16, escape(labels[i]));
+                       kHeight - kBottom + 16, markup_escape(labels[i]));
   }
   for (size_t s = 0; s < series.size(); ++s) {
     std::string points;
@@ -172,8 +146,8 @@ std::string line_chart(const std::string& name, const std::string& title, const 
       if (!value) continue;
       points += fmt::format("{:.1f},{:.1f} ", x_of(i), y_of(*value, axis));
       dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{} {}: {}</title></circle>",
-                          x_of(i), y_of(*value, axis), kPalette[s % kPaletteSize], escape(series[s].name),
-                          escape(labels[i]), escape(axis.label(*value)));
+                          x_of(i), y_of(*value, axis), kPalette[s % kPaletteSize], markup_escape(series[s].name),
+                          markup_escape(labels[i]), markup_escape(axis.label(*value)));
     }
     out += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>", points,
                        kPalette[s % kPaletteSize]);
@@ -194,9 +168,9 @@ std::string share_bars(const std::string& name, const std::string& title, const 
     const double y = kTop + row * static_cast<double>(i);
     const double w = std::max(1.0, span * std::clamp(shares[i], 0.0, 1.0));
     out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" class=\"tick\">{}</text>", label_width - 8,
-                       y + row * 0.65, escape(labels[i]));
+                       y + row * 0.65, markup_escape(labels[i]));
     out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {}</title></rect>",
-                       label_width, y + 2, w, row - 4, kPalette[3], escape(labels[i]), format_percent(shares[i]));
+                       label_width, y + 2, w, row - 4, kPalette[3], markup_escape(labels[i]), format_percent(shares[i]));
     out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>", label_width + w + 6, y + row * 0.65,
                        format_percent(shares[i]));
   }
@@ -204,7 +178,7 @@ std::string share_bars(const std::string& name, const std::string& title, const 
 }
 
 std::string figure(const std::string& svg, const std::string& caption) {
-  return fmt::format("<figure>{}<figcaption>{}</figcaption></figure>\n", svg, escape(caption));
+  return fmt::format("<figure>{}<figcaption>{}</figcaption></figure>\n", svg, markup_escape(caption));
 }
 
 std::string complexity_chart(const Metrics& m) {
@@ -308,14 +282,14 @@ std::string pass_at_k_chart(const Metrics& m) {
 }
 
 std::string html_table(const Table& t) {
-  std::string out = fmt::format("<h2>{}</h2>\n", escape(t.title));
-  if (!t.note.empty()) out += fmt::format("<p class=\"note\">{}</p>\n", escape(t.note));
+  std::string out = fmt::format("<h2>{}</h2>\n", markup_escape(t.title));
+  if (!t.note.empty()) out += fmt::format("<p class=\"note\">{}</p>\n", markup_escape(t.note));
   out += "<table class=\"sortable\"><thead><tr>";
-  for (const auto& c : t.columns) out += fmt::format("<th>{}</th>", escape(c));
+  for (const auto& c : t.columns) out += fmt::format("<th>{}</th>", markup_escape(c));
   out += "</tr></thead><tbody>\n";
   for (const auto& row : t.rows) {
     out += "<tr>";
-    for (const auto& c : row) out += fmt::format("<td>{}</td>", escape(c));
+    for (const auto& c : row) out += fmt::format("<td>{}</td>", markup_escape(c));
     out += "</tr>\n";
   }
   return out + "</tbody></table>\n";
@@ -381,16 +355,16 @@ std::string render_html(const Report& report) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   out += fmt::format("<title>kforge report: {}</title><style>{}</style><script>{}</script></head>\n<body>\n",
-                     escape(m.strategy), kStyle, kScript);
-  out += fmt::format("<h1>kforge report: {}</h1>\n<div class=\"runs\">", escape(m.strategy));
+                     markup_escape(m.strategy), kStyle, kScript);
+  out += fmt::format("<h1>kforge report: {}</h1>\n<div class=\"runs\">", markup_escape(m.strategy));
   for (const RunRecord& r : report.runs) {
-    out += fmt::format("<div>run {}: {} ({}), {} to {}, {}, kforge {}, host {}</div>", r.id, escape(r.pipeline),
-                       escape(r.pipeline_file), escape(r.started_at), escape(r.ended_at.empty() ? "-" : r.ended_at),
-                       escape(r.status), escape(r.kforge_version), escape(r.host));
+    out += fmt::format("<div>run {}: {} ({}), {} to {}, {}, kforge {}, host {}</div>", r.id, markup_escape(r.pipeline),
+                       markup_escape(r.pipeline_file), markup_escape(r.started_at), markup_escape(r.ended_at.empty() ? "-" : r.ended_at),
+                       markup_escape(r.status), markup_escape(r.kforge_version), markup_escape(r.host));
   }
   out += "</div>\n<div class=\"cards\">";
   auto card = [&](const std::string& label, const std::string& value) {
-    out += fmt::format("<div class=\"card\"><b>{}</b>{}</div>", escape(value), escape(label));
+    out += fmt::format("<div class=\"card\"><b>{}</b>{}</div>", markup_escape(value), markup_escape(label));
   };
   card("pass rate (" + std::to_string(m.solved.count) + "/" + std::to_string(m.solved.total) + " tasks)",
        format_percent(m.solved.rate()));
