@@ -24,11 +24,14 @@ std::string result_line(const Job& job) {
   line["stage"] = last ? last->stage : "";
   line["error_class"] = last ? last->error_class : "";
   line["message"] = last ? last->message : "";
-  for (const char* key : {KF_KEY_CANDIDATE_MODEL, KF_KEY_CANDIDATE_LANGUAGE}) {
-    if (const std::string* value = job.find_string(key)) line[std::string(key).substr(10)] = *value;
+  // The candidate's description (model, language, tokens, cost, the file it came from...),
+  // but not its code, which the store keeps by content hash.
+  constexpr std::string_view kCandidate = "candidate.";
+  for (const auto& [key, value] : job.strings) {
+    if (key.starts_with(kCandidate) && key != KF_KEY_CANDIDATE_CODE) line[key.substr(kCandidate.size())] = value;
   }
-  for (const char* key : {KF_KEY_CANDIDATE_TOKENS_IN, KF_KEY_CANDIDATE_TOKENS_OUT, KF_KEY_CANDIDATE_COST}) {
-    if (auto value = job.find_number(key)) line[std::string(key).substr(10)] = *value;
+  for (const auto& [key, value] : job.numbers) {
+    if (key.starts_with(kCandidate)) line[key.substr(kCandidate.size())] = value;
   }
   auto& stages = line["stages"] = nlohmann::ordered_json::array();
   for (const Verdict& v : job.verdicts) {

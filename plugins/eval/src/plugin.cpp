@@ -165,7 +165,7 @@ class KernelBenchTasks : public kforge::sdk::Source {
              "expects; relative to the pipeline file); empty: all tasks."},
             {"limit", KF_PARAM_INT, "0", false, "At most this many tasks (after include and with_candidates); 0: all."},
             {"format", KF_PARAM_STRING, "kernelbench-torch", false,
-             "Format of tasks the manifest does not describe: kernelbench-torch or kernelbench-numpy."}};
+             "Format of tasks the manifest does not describe: kernelbench-torch, kernelbench-numpy or kernelbench-mindspore."}};
   }
 
   explicit KernelBenchTasks(const Config& cfg) {

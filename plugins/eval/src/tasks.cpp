@@ -19,7 +19,7 @@ namespace kforge::eval {
 namespace fs = std::filesystem;
 namespace {
 
-const std::set<std::string> kFormats = {"kernelbench-torch", "kernelbench-numpy"};
+const std::set<std::string> kFormats = {"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore"};
 const std::set<std::string> kCategories = {
     "Fusion", "Math", "LinearAlgebra", "Activation", "MatrixMultiply", "Reduce", "Index", "Loss",
     "Quantization", "Normalization", "Optimizer", "SpatialOps", "Convolution", "Random", "Pooling"};
@@ -112,7 +112,7 @@ void apply_manifest_entry(const YAML::Node& node, const fs::path& manifest, cons
   }
   if (auto format = text("format")) {
     if (kFormats.count(*format) == 0) {
-      throw TaskListError(where(manifest, node["format"]) + ": format must be kernelbench-torch or kernelbench-numpy");
+      throw TaskListError(where(manifest, node["format"]) + ": format must be kernelbench-torch, kernelbench-numpy or kernelbench-mindspore");
     }
     entry.format = *format;
   }
@@ -205,7 +205,7 @@ std::vector<TaskEntry> list_tasks(const TaskListOptions& options) {
   if (!(options.size_scale > 0)) throw TaskListError("size_scale must be > 0");
   if (options.limit < 0) throw TaskListError("limit must be >= 0 (0: all tasks)");
   if (kFormats.count(options.format) == 0) {
-    throw TaskListError("format must be kernelbench-torch or kernelbench-numpy, got '" + options.format + "'");
+    throw TaskListError("format must be kernelbench-torch, kernelbench-numpy or kernelbench-mindspore, got '" + options.format + "'");
   }
   const fs::path dir(options.dir);
   std::error_code ec;

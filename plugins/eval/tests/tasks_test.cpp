@@ -55,6 +55,7 @@ TEST(ListTasks, TakesMetadataAndProfileSizesFromTheManifest) {
   options.profile = "full";
   EXPECT_EQ(find(list_tasks(options), "001_relu").sizes, (nlohmann::json{{"batch_size", 4096}, {"dim", 65536}}));
   EXPECT_EQ(find(list_tasks(options), "058_numpy_relu").format, "kernelbench-numpy");
+  EXPECT_EQ(find(list_tasks(options), "065_mindspore_layer_norm").format, "kernelbench-mindspore");
 }
 
 TEST(ListTasks, IncludeAndLimitSelectTasks) {

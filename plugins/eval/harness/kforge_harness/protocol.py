@@ -21,7 +21,9 @@ HARNESS_ERROR = "harness_error"
 
 ACTIONS = ("check", "compile", "run")
 LANGUAGES = ("triton", "cpp", "cuda", "python")
-TASK_FORMATS = ("kernelbench-torch", "kernelbench-numpy")
+TASK_FORMATS = ("kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore")
+# Tasks whose get_inputs() returns NumPy arrays (framework-neutral master inputs).
+ARRAY_INPUT_FORMATS = ("kernelbench-numpy", "kernelbench-mindspore")
 
 DEFAULT_LIMITS = {"timeout_s": 60.0, "memory_mb": 16384, "cpu_s": 300, "network": False}
 

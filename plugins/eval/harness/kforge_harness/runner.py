@@ -77,26 +77,46 @@ def warm_up(device):
         triton.runtime.driver.active.get_current_device()
 
 
-class Side:
-    """One model under test (reference or candidate) and how it is fed: torch models get
-    tensors on the device, NumPy models (the reference of a kernelbench-numpy task, or
-    that reference as its own candidate) get arrays."""
+def mindspore_module():
+    """MindSpore when this interpreter has it, else None."""
+    try:
+        import mindspore  # noqa: PLC0415 - optional, and heavy: only for its tasks
+    except ImportError:
+        return None
+    return mindspore
 
-    def __init__(self, model, numpy_side, device):
+
+def from_mindspore(obj):
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(from_mindspore(item) for item in obj)
+    return obj.asnumpy() if hasattr(obj, "asnumpy") else obj
+
+
+class Side:
+    """One model under test (reference or candidate) and how it is fed, by `kind`:
+    "torch" models get tensors on the device; "numpy" models (the reference of a
+    kernelbench-numpy task, or that reference as its own candidate) get arrays;
+    "mindspore" models (a kernelbench-mindspore reference) get MindSpore tensors made from
+    the arrays and give back arrays."""
+
+    def __init__(self, model, kind, device):
         self.model = model
-        self.numpy_side = numpy_side
+        self.kind = kind
         self.device = device
 
     def feed(self, master):
         """This side's own copy of the master inputs."""
-        if self.numpy_side:
-            return copy_inputs(master)
-        return to_torch(copy_inputs(master), self.device)
+        if self.kind == "torch":
+            return to_torch(copy_inputs(master), self.device)
+        return copy_inputs(master)
 
     def __call__(self, inputs):
-        if self.numpy_side:
+        if self.kind == "numpy":
             forward = getattr(self.model, "forward", None) or self.model
             return forward(*inputs)
+        if self.kind == "mindspore":
+            tensor = mindspore_module().Tensor
+            return from_mindspore(self.model(*[tensor(a) if isinstance(a, np.ndarray) else a for a in inputs]))
         with torch.no_grad():
             return self.model(*inputs)
 
@@ -109,7 +129,9 @@ class Runner:
         self.workdir = workdir
         self.options = request["options"]
         self.language = request["candidate"]["language"]
-        self.numpy_task = request["task"]["format"] == "kernelbench-numpy"
+        # The master inputs are NumPy arrays (numpy and mindspore tasks), not tensors.
+        self.numpy_task = request["task"]["format"] in protocol.ARRAY_INPUT_FORMATS
+        self.flags = []  # facts about this request worth reporting with any verdict
         self.candidate_path = None
         self.torch_device = None
         self.task = None
@@ -162,10 +184,31 @@ class Runner:
                 print(f"kforge: task size {name} = {old} -> {new}", file=sys.stderr)
         with self.phase("reference init inputs", "reference"):
             self.init_inputs = list(self._with_default_device(self.task.get_init_inputs))
-        reference = self._build("reference", self.task.Model, numpy_side=self.numpy_task)
-        candidate = self._build("candidate", self._candidate_class(),
-                                numpy_side=self.numpy_task and self._is_reference_candidate())
-        return reference, candidate
+        reference_class, reference_kind = self._reference()
+        candidate = self._candidate_class()
+        reference = self._build("reference", reference_class, reference_kind)
+        if candidate is None:  # the reference as its own candidate
+            return reference, self._build("candidate", reference_class, reference_kind)
+        return reference, self._build("candidate", candidate, "torch")
+
+    def _reference(self):
+        """The reference model class and its kind. A kernelbench-mindspore task runs its
+        MindSpore Model where MindSpore is installed, else its PyTorch fallback
+        (class TorchModel in the same file), as seed 000's MindSpore suite did."""
+        task_format = self.request["task"]["format"]
+        if task_format == "kernelbench-numpy":
+            return self.task.Model, "numpy"
+        if task_format != "kernelbench-mindspore":
+            return self.task.Model, "torch"
+        if mindspore_module() is not None and hasattr(self.task, "Model"):
+            return self.task.Model, "mindspore"
+        if hasattr(self.task, "TorchModel"):
+            self.flags.append("reference_fallback_torch")
+            return self.task.TorchModel, "torch"
+        raise protocol.harness_error(
+            "this kernelbench-mindspore task needs MindSpore, which "
+            f"{sys.executable} cannot import, and defines no PyTorch fallback: install "
+            "MindSpore, or add class TorchModel to the task file")
 
     def _require_triton(self):
         try:
@@ -179,8 +222,9 @@ class Runner:
         return self.request["candidate"]["code"] is None
 
     def _candidate_class(self):
+        """ModelNew of the candidate; None when the reference runs as its own candidate."""
         if self._is_reference_candidate():
-            return self.task.Model
+            return None
         candidate = self.request["candidate"]
         # Only this request's artifact may stand in for kforge_cpp's own compilation.
         if candidate.get("artifact"):
@@ -196,14 +240,16 @@ class Runner:
                                    "the candidate defines no ModelNew class")
         return module.ModelNew
 
-    def _build(self, who, cls, numpy_side):
+    def _build(self, who, cls, kind):
         """Seeds before the constructor, so equal parameter shapes get equal weights."""
         with self.phase(f"{who} init", who, protocol.INIT_ERROR):
             seed_everything(self.options["seed"])
+            if kind == "mindspore":
+                mindspore_module().set_seed(self.options["seed"])
             model = cls(*self.init_inputs)
             if isinstance(model, torch.nn.Module):
                 model = model.to(self.torch_device)
-        return Side(model, numpy_side, self.torch_device)
+        return Side(model, kind, self.torch_device)
 
     def _with_default_device(self, make):
         """Calls get_inputs/get_init_inputs with the target device as torch's default
@@ -246,7 +292,7 @@ class Runner:
         metrics = {"max_abs_diff": max(max_diffs),
                    "mean_abs_diff": sum(mean_diffs) / len(mean_diffs),
                    "trials": self.options["trials"]}
-        flags = []
+        flags = list(self.flags)
         constant = detector.constant()
         if constant is not None and (self._is_reference_candidate() or not detector.elementwise):
             # The task's self-test passes (it runs and is deterministic), and a scalar
@@ -258,7 +304,7 @@ class Runner:
                 "the reference output is (near-)constant: returning the constant "
                 f"{constant:.6g} would pass every trial, so this pass proves nothing "
                 "(KernelBench issue #165); the task needs inputs that make its output vary",
-                metrics=metrics, flags=["reference_near_constant"])
+                metrics=metrics, flags=self.flags + ["reference_near_constant"])
         if self.options["timing"]["enabled"]:
             metrics.update(self._time(reference, candidate, flags))
         return {"status": "pass", "metrics": metrics, "flags": flags}
@@ -356,7 +402,7 @@ class Runner:
             flags.append("compile_baseline_unavailable")
             return {}
         with self.phase("torch.compile baseline timing", "reference"):
-            compiled = Side(torch.compile(reference.model), False, self.torch_device)
+            compiled = Side(torch.compile(reference.model), "torch", self.torch_device)
             compile_ms, _ = timer.measure(lambda: compiled(ref_inputs))
         return {"compile_ms": compile_ms,
                 "speedup_vs_compile": compile_ms / cand_ms if cand_ms > 0 else float("inf")}

@@ -46,7 +46,11 @@ def load_task(task):
     module.__file__ = path
     sys.modules[REFERENCE_MODULE] = module
     exec(compile(tree, path, "exec"), module.__dict__)  # noqa: S102 - the task is the reference
-    missing = [name for name in ("Model", "get_inputs") if not hasattr(module, name)]
+    # A MindSpore task may lack Model where MindSpore is missing, if it has TorchModel.
+    model_names = ("Model", "TorchModel") if task.get("format") == "kernelbench-mindspore" else ("Model",)
+    missing = [name for name in ("get_inputs",) if not hasattr(module, name)]
+    if not any(hasattr(module, name) for name in model_names):
+        missing.insert(0, " or ".join(model_names))
     if missing:
         raise protocol.harness_error(
             f"task file {path} lacks {', '.join(missing)}: a KernelBench task defines "

@@ -1,5 +1,6 @@
 """End-to-end: a real server (fork and spawn), real g++, every verdict class."""
 
+import importlib.util
 import json
 import os
 import shutil
@@ -27,6 +28,10 @@ CASES = [
                            task_format="kernelbench-numpy"), "pass", "", ""),
     ("numpy-reference", request("numpy-reference", "run", "relu_numpy",
                                 task_format="kernelbench-numpy"), "pass", "", ""),
+    ("mindspore-pass", request("mindspore-pass", "run", "relu_mindspore", "relu_cpp",
+                               task_format="kernelbench-mindspore"), "pass", "", ""),
+    ("mindspore-reference", request("mindspore-reference", "run", "relu_mindspore",
+                                    task_format="kernelbench-mindspore"), "pass", "", ""),
     ("scaled-pass", request("scaled-pass", "run", "relu_huge", "relu_cpp",
                             size_scale=1 / 1024), "pass", "", ""),
     ("syntax-run", request("syntax-run", "run", "relu", "syntax_error"),
@@ -144,6 +149,22 @@ class ForkServerTest(VerdictsMixin, unittest.TestCase):
     def test_check_extracts_cpp_source(self):
         extracted = self.responses["fallback-check"]["extracted"]
         self.assertIn('extern "C" void relu_forward', extracted["cpp_source"])
+
+    def test_mindspore_task_falls_back_to_its_torch_reference(self):
+        if importlib.util.find_spec("mindspore") is not None:
+            self.skipTest("MindSpore is installed: the MindSpore reference runs")
+        for case_id in ("mindspore-pass", "mindspore-reference"):
+            self.assertIn("reference_fallback_torch", self.responses[case_id]["flags"])
+
+    def test_mindspore_task_without_fallback_names_what_is_missing(self):
+        if importlib.util.find_spec("mindspore") is not None:
+            self.skipTest("MindSpore is installed")
+        response = self.server.ask(request("ms-only", "run", "relu_mindspore_only", "relu_cpp",
+                                           task_format="kernelbench-mindspore"))["ms-only"]
+        self.assertEqual(response["status"], "error", response)
+        self.assertEqual(response["error_class"], "harness_error")
+        self.assertIn("needs MindSpore", response["message"])
+        self.assertIn("TorchModel", response["message"])
 
     def test_crash_log_tail_shows_the_line(self):
         # faulthandler writes the Python stack of the crashing call to the log.
