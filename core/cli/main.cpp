@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
     }
     if (*describe) {
       if (const auto* s = registry.stage(kind_name)) {
-        fmt::print("{} (stage kind, plugin {}, {})\n{}\n", s->name, s->plugin, s->file, s->abi->doc ? s->abi->doc : "");
+        fmt::print("{} (stage kind, plugin {} {}, {})\n{}\n", s->name, s->plugin, s->version, s->file, s->abi->doc ? s->abi->doc : "");
         fmt::print("runs on: {}\n", (s->abi->flags & KF_STAGE_WAITS) ? "its own threads (waits on I/O or processes)" : "TBB worker threads");
         std::string routes = "pass, fail, error";
         for (uint32_t i = 0; i < s->abi->route_count; ++i) routes += std::string(", ") + s->abi->routes[i];
@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
         return kExitOk;
       }
       if (const auto* s = registry.source(kind_name)) {
-        fmt::print("{} (task source kind, plugin {}, {})\n{}\nparameters:\n", s->name, s->plugin, s->file,
+        fmt::print("{} (task source kind, plugin {} {}, {})\n{}\nparameters:\n", s->name, s->plugin, s->version, s->file,
                    s->abi->doc ? s->abi->doc : "");
         print_params(s->abi->params, s->abi->param_count);
         return kExitOk;

@@ -413,4 +413,4 @@ class Run : public kforge::sdk::Stage {
 
 }  // namespace
 
-KFORGE_PLUGIN("eval", "0.1.0", KernelBenchTasks, FileCandidates, Check, CompileCpp, CompileTriton, CompileCuda, Run)
+KFORGE_PLUGIN("eval", KFORGE_EVAL_VERSION, KernelBenchTasks, FileCandidates, Check, CompileCpp, CompileTriton, CompileCuda, Run)
