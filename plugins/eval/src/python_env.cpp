@@ -130,7 +130,10 @@ std::vector<std::string> torch_include_paths(const std::string& python) {
   if (auto it = cache.find(python); it != cache.end()) return it->second;
   const CommandResult result = run_command(
       {{python, "-c",
-        "import torch.utils.cpp_extension as e\nfor p in e.include_paths(): print('KFORGE_INCLUDE ' + p)"},
+        // torch's own directories, and Python's (torch/extension.h includes Python.h),
+        // as load_inline passes them.
+        "import sysconfig, torch.utils.cpp_extension as e\n"
+        "for p in e.include_paths() + [sysconfig.get_paths()['include']]: print('KFORGE_INCLUDE ' + p)"},
        {},
        {}},
       RunLimits::within(kProbeSeconds));

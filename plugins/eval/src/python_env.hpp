@@ -19,8 +19,8 @@ std::string resolve_python(const std::string& setting);
 // Throws std::runtime_error listing the places looked at.
 std::string locate_harness_dir(const std::string& parameter);
 
-// Torch's C++ include directories as `python` reports them
-// (torch.utils.cpp_extension.include_paths()), asked once per interpreter. Throws
+// The C++ include directories a torch extension needs, as `python` reports them: torch's
+// (torch.utils.cpp_extension.include_paths()) and Python's own, asked once per interpreter. Throws
 // std::runtime_error with the interpreter's output when it cannot tell.
 std::vector<std::string> torch_include_paths(const std::string& python);
 
