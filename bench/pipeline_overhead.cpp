@@ -5,52 +5,26 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <thread>
 
 #include "executor.hpp"
+#include "rss.hpp"
+#include "support/hand_built_pipeline.hpp"
 #include "registry.hpp"
 
 namespace {
 
 constexpr int kStages = 5;
 
-long rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      long kib = 0;
-      status >> kib;
-      return kib;
-    }
-  }
-  return 0;
-}
 
 kforge::PipelineSpec noop_pipeline(int64_t tasks) {
-  kforge::PipelineSpec p;
-  p.name = "bench";
-  p.source.uses = "demo.range";
-  kforge::ParamValue count;
-  count.type = KF_PARAM_INT;
-  count.text = std::to_string(tasks);
-  kforge::ParamValue prefix;
-  prefix.type = KF_PARAM_STRING;
-  prefix.text = "t";
-  p.source.config.values = {{"count", count}, {"prefix", prefix}};
+  std::vector<kforge::StageSpec> stages;
   for (int i = 0; i < kStages; ++i) {
-    kforge::StageSpec s;
-    s.id = "s" + std::to_string(i);
-    s.uses = "demo.noop";
     const std::string next = i + 1 < kStages ? "s" + std::to_string(i + 1) : kforge::kEndTarget;
-    s.routes = {{"pass", next, 0, kforge::kEndTarget, {}},
-                {"fail", kforge::kEndTarget, 0, kforge::kEndTarget, {}},
-                {"error", kforge::kEndTarget, 0, kforge::kEndTarget, {}}};
-    p.stages.push_back(s);
+    stages.push_back(kforge::testing::stage("s" + std::to_string(i), "demo.noop", next));
   }
-  return p;
+  return kforge::testing::range_pipeline("bench", static_cast<int>(tasks), std::move(stages), 1, "t");
 }
 
 class CountFinished : public kforge::RunObserver {
@@ -69,12 +43,12 @@ void BM_NoopPipeline(benchmark::State& state) {
   for (auto _ : state) {
     kforge::Executor executor(registry, pipeline);
     CountFinished observer;
-    const long before = rss_kib();
+    const long before = kforge::bench::rss_kib();
     std::atomic<bool> done{false};
     long peak = before;
     std::thread sampler([&] {
       while (!done.load()) {
-        peak = std::max(peak, rss_kib());
+        peak = std::max(peak, kforge::bench::rss_kib());
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
     });

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "executor.hpp"
+#include "rss.hpp"
+#include "support/hand_built_pipeline.hpp"
 #include "fan_out_observer.hpp"
 #include "registry.hpp"
 #include "report.hpp"
@@ -26,46 +28,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-long rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmRSS:") {
-      long kib = 0;
-      status >> kib;
-      return kib;
-    }
-  }
-  return 0;
-}
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-kforge::ParamValue param(kf_param_type type, std::string text) {
-  kforge::ParamValue v;
-  v.type = type;
-  v.text = text;
-  v.json = type == KF_PARAM_STRING ? "\"" + text + "\"" : text;
-  return v;
-}
-
 kforge::PipelineSpec noop_pipeline(int tasks, int k) {
-  kforge::PipelineSpec p;
-  p.name = "store-scale";
-  p.source.uses = "demo.range";
-  p.source.config.values = {{"count", param(KF_PARAM_INT, std::to_string(tasks))}, {"prefix", param(KF_PARAM_STRING, "t")}};
-  p.k = k;
+  using namespace kforge::testing;
+  kforge::PipelineSpec p =
+      range_pipeline("store-scale", tasks, {stage("generate", "demo.noop", "evaluate"), stage("evaluate", "demo.noop")}, k, "t");
   p.max_in_flight = 256;
-  for (const char* id : {"generate", "evaluate"}) {
-    kforge::StageSpec s;
-    s.id = id;
-    s.uses = "demo.noop";
-    const std::string next = s.id == "generate" ? "evaluate" : kforge::kEndTarget;
-    s.routes = {{"pass", next, 0, kforge::kEndTarget, {}},
-                {"fail", kforge::kEndTarget, 0, kforge::kEndTarget, {}},
-                {"error", kforge::kEndTarget, 0, kforge::kEndTarget, {}}};
-    p.stages.push_back(s);
-  }
   return p;
 }
 
@@ -75,7 +45,7 @@ class RssProbe : public kforge::RunObserver {
   explicit RssProbe(uint64_t jobs) : jobs_(jobs) {
     sampler_ = std::thread([this] {
       while (!stop_) {
-        peak_ = std::max(peak_.load(), rss_kib());
+        peak_ = std::max(peak_.load(), kforge::bench::rss_kib());
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     });
@@ -86,7 +56,7 @@ class RssProbe : public kforge::RunObserver {
   }
   void job_finished(const kforge::Job&) override {
     ++finished_;
-    if (finished_ * 10 >= jobs_ * (samples.size() + 1)) samples.push_back(rss_kib());
+    if (finished_ * 10 >= jobs_ * (samples.size() + 1)) samples.push_back(kforge::bench::rss_kib());
   }
   long peak() const { return peak_; }
   std::vector<long> samples;  // at 10%, 20%, ... 100% of the jobs
@@ -113,7 +83,7 @@ int main(int argc, char** argv) {
   kforge::Registry registry;
   registry.load(std::string(KFORGE_BENCH_PLUGIN_DIR) + "/libkforge_demo.so");
   const kforge::PipelineSpec pipeline = noop_pipeline(tasks, k);
-  const long rss_start = rss_kib();
+  const long rss_start = kforge::bench::rss_kib();
 
   // The same run without the store, for scale: what the store adds per job.
   double bare_seconds = 0;
@@ -176,7 +146,7 @@ int main(int argc, char** argv) {
              "pass rate {})\n",
              load_seconds, report_seconds, report.metrics.tasks, kforge::format_share(report.metrics.solved));
   fmt::print("                       RSS after the report {} MiB; html {:.1f} MiB, text tables {} bytes\n",
-             rss_kib() / 1024, static_cast<double>(fs::file_size(dir / "report.html")) / (1 << 20), text_bytes);
+             kforge::bench::rss_kib() / 1024, static_cast<double>(fs::file_size(dir / "report.html")) / (1 << 20), text_bytes);
   if (temporary) fs::remove_all(dir);
   return 0;
 }

@@ -25,6 +25,7 @@
 #include <set>
 #include <sstream>
 
+#include "edit_distance.hpp"
 #include "registry.hpp"
 
 namespace kforge {
@@ -78,21 +79,6 @@ const std::vector<std::string> kStatusRoutes = {"pass", "fail", "error"};
 const std::vector<std::string> kReservedIds = {kEndTarget, "tasks"};
 
 // ---- small text helpers ----------------------------------------------------------------
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 // The candidate that `name` is most likely a typo of, if any is close enough.
 std::optional<std::string> closest(const std::string& name,

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "edit_distance.hpp"
+
 namespace fs = std::filesystem;
 
 namespace kforge {
@@ -22,21 +24,6 @@ Registry::Registry() = default;
 Registry::~Registry() = default;
 
 namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string canonical(const std::string& path) {
   std::error_code ec;

@@ -11,84 +11,40 @@
 
 #include "host.hpp"
 #include "results.hpp"
+#include "support/hand_built_pipeline.hpp"
 
 namespace {
 
 using kforge::Job;
 using kforge::PipelineSpec;
-using kforge::RouteSpec;
 using kforge::StageSpec;
 using kforge::VerdictStatus;
+using kforge::testing::route;
+using kforge::testing::scalar;
+using kforge::testing::set_route;
+using kforge::testing::stage;
+using kforge::testing::string_list;
 
-kforge::ParamValue value(kf_param_type type, std::string text) {
-  kforge::ParamValue v;
-  v.type = type;
-  v.text = text;
-  v.json = type == KF_PARAM_STRING ? "\"" + text + "\"" : text;
-  return v;
-}
-
-kforge::ParamValue list(std::vector<std::string> items) {
-  kforge::ParamValue v;
-  v.type = KF_PARAM_STRING_LIST;
-  v.items = std::move(items);
-  return v;
-}
-
-RouteSpec route(std::string on, std::string target, int max_rounds = 0) {
-  RouteSpec r;
-  r.on = std::move(on);
-  r.target = std::move(target);
-  r.max_rounds = max_rounds;
-  return r;
-}
-
-// A stage with every route filled as the loader would: pass -> next, fail/error -> end.
-StageSpec stage(std::string id, std::string uses, std::string next = kforge::kEndTarget) {
-  StageSpec s;
-  s.id = std::move(id);
-  s.uses = std::move(uses);
-  s.routes = {route("pass", next), route("fail", kforge::kEndTarget), route("error", kforge::kEndTarget)};
-  return s;
-}
-
-void set_route(StageSpec& s, const std::string& on, const std::string& target, int max_rounds = 0) {
-  for (auto& r : s.routes) {
-    if (r.on == on) {
-      r = route(on, target, max_rounds);
-      return;
-    }
-  }
-  s.routes.push_back(route(on, target, max_rounds));
+PipelineSpec pipeline(int tasks, std::vector<StageSpec> stages, int k = 1) {
+  return kforge::testing::range_pipeline("test", tasks, std::move(stages), k);
 }
 
 StageSpec judge(std::string id, std::string next, std::vector<std::string> fail, std::vector<std::string> error = {},
                 std::vector<std::string> throws = {}, std::vector<std::string> special = {}) {
   StageSpec s = stage(std::move(id), "demo.judge", std::move(next));
-  s.config.values["fail"] = list(std::move(fail));
-  s.config.values["error"] = list(std::move(error));
-  s.config.values["throw"] = list(std::move(throws));
-  s.config.values["route"] = list(std::move(special));
+  s.config.values["fail"] = string_list(std::move(fail));
+  s.config.values["error"] = string_list(std::move(error));
+  s.config.values["throw"] = string_list(std::move(throws));
+  s.config.values["route"] = string_list(std::move(special));
   s.routes.push_back(route("special", kforge::kEndTarget));
   return s;
 }
 
 StageSpec timed(std::string id, std::string uses, double seconds, int concurrency, std::string next = kforge::kEndTarget) {
   StageSpec s = stage(std::move(id), std::move(uses), std::move(next));
-  s.config.values["seconds"] = value(KF_PARAM_FLOAT, std::to_string(seconds));
+  s.config.values["seconds"] = scalar(KF_PARAM_FLOAT, std::to_string(seconds));
   s.concurrency = concurrency;
   return s;
-}
-
-PipelineSpec pipeline(int tasks, std::vector<StageSpec> stages, int k = 1) {
-  PipelineSpec p;
-  p.name = "test";
-  p.source.uses = "demo.range";
-  p.source.config.values["count"] = value(KF_PARAM_INT, std::to_string(tasks));
-  p.source.config.values["prefix"] = value(KF_PARAM_STRING, "task-");
-  p.k = k;
-  p.stages = std::move(stages);
-  return p;
 }
 
 std::string task_id(int i) {
@@ -183,7 +139,7 @@ TEST_F(ExecutorTest, RoutesByVerdict) {
 
 TEST_F(ExecutorTest, StageThatFailsTwiceThenPassesIsSeenThreeTimes) {
   StageSpec flaky = stage("flaky", "demo.flaky", "done");
-  flaky.config.values["failures"] = value(KF_PARAM_INT, "2");
+  flaky.config.values["failures"] = scalar(KF_PARAM_INT, "2");
   set_route(flaky, "fail", "flaky", /*max_rounds=*/5);
   Collector c;
   run(pipeline(3, {flaky, stage("done", "demo.noop")}), c);
@@ -197,7 +153,7 @@ TEST_F(ExecutorTest, StageThatFailsTwiceThenPassesIsSeenThreeTimes) {
 
 TEST_F(ExecutorTest, BoundedEdgeStopsAfterMaxRounds) {
   StageSpec flaky = stage("flaky", "demo.flaky", "done");
-  flaky.config.values["failures"] = value(KF_PARAM_INT, "5");
+  flaky.config.values["failures"] = scalar(KF_PARAM_INT, "5");
   set_route(flaky, "fail", "flaky", /*max_rounds=*/1);
   Collector c;
   run(pipeline(2, {flaky, stage("done", "demo.noop")}), c);
@@ -262,7 +218,7 @@ TEST_F(ExecutorTest, OutputIsDeterministicRegardlessOfTiming) {
     auto check = judge("check", "sleep", {task_id(3), task_id(9)}, {task_id(5)});
     set_route(check, "fail", "flaky");
     StageSpec flaky = stage("flaky", "demo.flaky", "sleep");
-    flaky.config.values["failures"] = value(KF_PARAM_INT, "1");
+    flaky.config.values["failures"] = scalar(KF_PARAM_INT, "1");
     set_route(flaky, "fail", "flaky", 3);
     return pipeline(30, {check, flaky, timed("sleep", "demo.sleep", 0.001, concurrency)}, 2);
   };

@@ -1,6 +1,7 @@
 // The run store: schema and migrations, what a run records, the verdict cache, resume;
 // and end to end, a kforge process killed with SIGKILL and resumed.
 #include "store.hpp"
+#include "support/hand_built_pipeline.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -53,54 +54,21 @@ class Db {
   sqlite3* db_ = nullptr;
 };
 
-kforge::ParamValue value(kf_param_type type, std::string text) {
-  kforge::ParamValue v;
-  v.type = type;
-  v.text = text;
-  v.json = type == KF_PARAM_STRING ? "\"" + text + "\"" : text;
-  return v;
-}
-
-kforge::ParamValue list(std::vector<std::string> items) {
-  kforge::ParamValue v;
-  v.type = KF_PARAM_STRING_LIST;
-  v.items = items;
-  v.json = nlohmann::json(items).dump();
-  return v;
-}
-
-kforge::RouteSpec route(std::string on, std::string target, int max_rounds = 0) {
-  kforge::RouteSpec r;
-  r.on = std::move(on);
-  r.target = std::move(target);
-  r.max_rounds = max_rounds;
-  return r;
-}
-
 // 6 tasks x k=2: judge fails task-0001 and errors task-0004; the rest go through a flaky
 // stage that passes on its second visit (one retry round).
 kforge::PipelineSpec pipeline() {
-  kforge::PipelineSpec p;
-  p.name = "store-test";
+  using namespace kforge::testing;
+  kforge::StageSpec judge = stage("judge", "demo.judge", "flaky");
+  judge.config.values["fail"] = string_list({"task-0001"});
+  judge.config.values["error"] = string_list({"task-0004"});
+  judge.config.values["throw"] = string_list({});
+  judge.config.values["route"] = string_list({});
+  judge.routes.push_back(route("special", kforge::kEndTarget));
+  kforge::StageSpec flaky = stage("flaky", "demo.flaky");
+  flaky.config.values["failures"] = scalar(KF_PARAM_INT, "1");
+  set_route(flaky, "fail", "flaky", 3);
+  kforge::PipelineSpec p = range_pipeline("store-test", 6, {judge, flaky}, 2);
   p.file = "/pipelines/store-test.yaml";
-  p.source.uses = "demo.range";
-  p.source.config.values["count"] = value(KF_PARAM_INT, "6");
-  p.source.config.values["prefix"] = value(KF_PARAM_STRING, "task-");
-  p.k = 2;
-  kforge::StageSpec judge;
-  judge.id = "judge";
-  judge.uses = "demo.judge";
-  judge.config.values["fail"] = list({"task-0001"});
-  judge.config.values["error"] = list({"task-0004"});
-  judge.config.values["throw"] = list({});
-  judge.config.values["route"] = list({});
-  judge.routes = {route("pass", "flaky"), route("fail", "end"), route("error", "end"), route("special", "end")};
-  kforge::StageSpec flaky;
-  flaky.id = "flaky";
-  flaky.uses = "demo.flaky";
-  flaky.config.values["failures"] = value(KF_PARAM_INT, "1");
-  flaky.routes = {route("pass", "end"), route("fail", "flaky", 3), route("error", "end")};
-  p.stages = {judge, flaky};
   return p;
 }
 
@@ -318,7 +286,7 @@ TEST_F(StoreTest, ResumeSkipsFinishedJobsOfTheSeries) {
   kforge::Store store((dir / "kforge.db").string());
   // A first run that only got through tasks 0-2 (count 3), then the full pipeline resumed.
   kforge::PipelineSpec partial = pipeline();
-  partial.source.config.values["count"] = value(KF_PARAM_INT, "3");
+  partial.source.config.values["count"] = kforge::testing::scalar(KF_PARAM_INT, "3");
   const int64_t first = record(store, partial);
   const auto done = store.finished_jobs(first);
   EXPECT_EQ(done.size(), 6u);

@@ -1,4 +1,5 @@
 #include "code_extract.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,14 +7,6 @@
 namespace kforge::llm {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  size_t e = s.size();
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);

@@ -1,4 +1,5 @@
 #include "diff_applier.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,33 +11,10 @@ namespace kforge::llm {
 
 namespace {
 
-bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-
-std::string_view trim(std::string_view s) {
-  size_t b = 0;
-  while (b < s.size() && is_space(s[b])) ++b;
-  size_t e = s.size();
-  while (e > b && is_space(s[e - 1])) --e;
-  return s.substr(b, e - b);
-}
-
 std::string_view leading_whitespace(std::string_view line) {
   size_t i = 0;
   while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
   return line.substr(0, i);
-}
-
-// Lines of `text` with their terminating '\n' (the last one may have none).
-std::vector<std::string_view> lines_with_ends(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    end = end == std::string_view::npos ? text.size() : end + 1;
-    lines.push_back(text.substr(pos, end - pos));
-    pos = end;
-  }
-  return lines;
 }
 
 // Lines of `text` without terminators, blank lines at both ends dropped.

@@ -1,4 +1,5 @@
 #include "modifications.hpp"
+#include "text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -7,14 +8,6 @@
 namespace kforge::llm {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  size_t e = s.size();
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 bool looks_like_json(std::string_view text) {
   text = trim(text);

@@ -1,4 +1,5 @@
 #include "unified_diff.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,18 +10,6 @@ namespace kforge::llm {
 namespace {
 
 constexpr size_t kMaxTableCells = size_t{1} << 24;
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    end = end == std::string_view::npos ? text.size() : end + 1;
-    lines.push_back(text.substr(pos, end - pos));
-    pos = end;
-  }
-  return lines;
-}
 
 enum class Op : char { keep = ' ', remove = '-', add = '+' };
 
@@ -94,8 +83,8 @@ std::string unified_diff(std::string_view before, std::string_view after,
                          std::string_view before_label, std::string_view after_label,
                          int context) {
   if (before == after) return {};
-  const std::vector<std::string_view> a = split_lines(before);
-  const std::vector<std::string_view> b = split_lines(after);
+  const std::vector<std::string_view> a = lines_with_ends(before);
+  const std::vector<std::string_view> b = lines_with_ends(after);
   const std::vector<Step> steps = edit_script(a, b);
   const size_t ctx = static_cast<size_t>(std::max(0, context));
 
