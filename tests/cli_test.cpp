@@ -179,11 +179,14 @@ TEST(Cli, InterruptStopsIntakeKeepsResultsAndExits130) {
   auto results = read_results(out);  // every line parses: nothing half-written
   EXPECT_GT(results.size(), 0u);
   EXPECT_LT(results.size(), 400u);
+  // Written jobs are whole and in intake order. A job that was between its two stages when
+  // the signal came is cut short and not written, so the indices may have gaps.
   for (size_t i = 0; i < results.size(); ++i) {
-    EXPECT_EQ(results[i]["job"], i);
-    EXPECT_EQ(results[i]["stages"].size(), 2u);
+    EXPECT_EQ(results[i]["stages"].size(), 2u) << results[i].dump();
+    if (i > 0) EXPECT_GT(results[i]["job"], results[i - 1]["job"]);
   }
   EXPECT_NE(r.output.find("interrupted"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", " + std::to_string(results.size()) + " jobs:"), std::string::npos) << r.output;
 }
 
 }  // namespace
