@@ -8,6 +8,8 @@ Sections (--sections, comma-separated):
   triton         candidates/triton: check -> compile -> run (timed): must pass
   broken_triton  candidates/broken_triton: each must land in its `# expect:` class; after
                  them a good candidate must still pass (a device fault poisons only its child)
+  cuda, broken_cuda  the same for the load_inline CUDA candidates (their build is
+                 load_inline's, inside the child: the C++ stage eval.compile.cuda is not used)
   cpp, broken    the same for the C++ candidates (a CPU dry run of this script)
 
   python3 gpu_check.py --device cuda:0 --profile full
@@ -141,7 +143,8 @@ def run_section(checker, pool, section):
             return row(section, task_id, "run", response, "pass", time.monotonic() - started)
         return list(pool.map(one, sorted(checker.tasks)))
 
-    language = {"triton": "triton", "broken_triton": "triton", "cpp": "cpp", "broken": "cpp"}[section]
+    language = {"triton": "triton", "broken_triton": "triton", "cuda": "cuda", "broken_cuda": "cuda",
+                "cpp": "cpp", "broken": "cpp"}[section]
     directory = os.path.join(SUITE, "candidates", section)
     files = sorted(f for f in os.listdir(directory) if f.endswith(".py"))
 
@@ -158,7 +161,7 @@ def run_section(checker, pool, section):
     rows = list(pool.map(one, files))
     if section.startswith("broken"):
         # Whatever those did to their children, a good candidate right after must pass.
-        good_dir = "triton" if language == "triton" else "cpp"
+        good_dir = {"triton": "triton", "cuda": "cuda"}.get(language, "cpp")
         with open(os.path.join(SUITE, "candidates", good_dir, "001_relu.py"), encoding="utf-8") as handle:
             stage, response, seconds = checker.ladder("001_relu", handle.read(), language, timing=False)
         rows.append(row(section, f"{good_dir}/001_relu after the broken ones", stage, response, "pass", seconds))

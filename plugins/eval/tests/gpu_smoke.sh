@@ -10,8 +10,9 @@
 #    skipped and step 3 does not run. The GPU checks of step 2 do not need it.
 # 2. The harness on cuda:0 through its protocol (gpu_check.py): the reference of every
 #    bundled task at the full profile as its own candidate, the Triton candidates
-#    (check -> compile -> timed run), and the broken Triton candidates (each in its
-#    class; an illegal memory access must not poison the next job). Prints a table.
+#    (check -> compile -> timed run), the load_inline CUDA candidates, and the broken
+#    Triton and CUDA candidates (each in its class; an illegal memory access must not
+#    poison the next job). Prints a table.
 # 3. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` end to end.
 #
 # Environment: KFORGE_PYTHON (interpreter with CUDA torch and triton; default: the first
@@ -69,7 +70,7 @@ fi
 
 echo "== harness checks on $device (gpu_check.py)"
 "$python" "$here/gpu_check.py" --device "$device" --profile full \
-  --sections reference,triton,broken_triton || status=1
+  --sections reference,triton,broken_triton,cuda,broken_cuda || status=1
 
 if [ -n "$kforge" ]; then
   echo "== kforge run pipelines/triton-gpu.yaml"

@@ -95,6 +95,25 @@ class StructureTest(unittest.TestCase):
             result = check(client.candidate_code(name), "cpp", task)
             self.assertEqual(result["status"], "pass", result)
 
+    def test_bundled_gpu_candidates_pass_l1(self):
+        """The GPU candidates shipped in examples/, broken ones included: their failures
+        (compile, device fault, wrong numbers) are for L2 and L3 to find, so L1 must let
+        them through. CI has no GPU; this is what of them it can check."""
+        suite = os.path.normpath(os.path.join(client.HARNESS_DIR, "..", "..", "..", "examples",
+                                              "kernelbench-mini"))
+        seen = 0
+        for folder, language in (("triton", "triton"), ("broken_triton", "triton"),
+                                 ("cuda", "cuda"), ("broken_cuda", "cuda")):
+            directory = os.path.join(suite, "candidates", folder)
+            for name in sorted(os.listdir(directory)):
+                task = name.split("__", 1)[-1][:-3].split(".")[0]
+                with open(os.path.join(directory, name), encoding="utf-8") as handle:
+                    code = handle.read()
+                result = checker.check(code, language, os.path.join(suite, "tasks", task + ".py"))
+                self.assertEqual(result["status"], "pass", f"{folder}/{name}: {result}")
+                seen += 1
+        self.assertGreaterEqual(seen, 29)
+
     def test_syntax_error_names_the_line(self):
         result = check(client.candidate_code("syntax_error"), "cpp")
         self.assertEqual(result["error_class"], protocol.SYNTAX_ERROR)

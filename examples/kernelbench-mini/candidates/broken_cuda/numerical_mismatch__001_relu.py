@@ -1,0 +1,36 @@
+# expect: numerical_mismatch
+# A leaky ReLU where a ReLU was asked for: negative inputs come out as 0.1 * x instead of
+# 0, so the output is off by up to a tenth of the most negative input.
+import torch
+from torch.utils.cpp_extension import load_inline
+
+cuda_source = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+__global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.1f * x[i];
+}
+
+torch::Tensor relu_forward(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  const int64_t n = x.numel();
+  const int threads = 256;
+  relu_kernel<<<(n + threads - 1) / threads, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+  return y;
+}
+"""
+
+cpp_source = "torch::Tensor relu_forward(torch::Tensor x);"
+
+relu = load_inline(name="kforge_broken_relu_leaky", cpp_sources=cpp_source, cuda_sources=cuda_source,
+                   functions=["relu_forward"], verbose=False)
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return relu.relu_forward(x.contiguous())
