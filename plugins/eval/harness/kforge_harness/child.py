@@ -45,6 +45,11 @@ def run_child(request, result_fd, device, workdir, memory_base, network_isolated
         # signal, the log tail shows which line of the candidate was running.
         faulthandler.enable()
         os.chdir(workdir)
+        # load_inline (CUDA candidates) builds under one directory per module name, shared
+        # by every process by default: two candidates naming their module alike would
+        # build over each other, and the lock file of a build killed at its timeout would
+        # stall the next. Each child builds in its own directory, removed with it.
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(workdir, "torch_extensions")
         result = _dispatch(request, reporter, device, workdir)
     except protocol.Verdict as verdict:
         result = {"status": verdict.status, "error_class": verdict.error_class,

@@ -3,6 +3,7 @@
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -119,6 +120,14 @@ class VerdictsMixin:
                 self.assertEqual(response["error_class"], error_class, detail)
                 self.assertIn(text, response["message"], detail)
                 self.assertGreater(response["metrics"]["child_seconds"], 0)
+
+    def test_extensions_build_in_the_childs_own_directory(self):
+        # load_inline's build directory is the child's own (see child.run_child).
+        message = self.server.ask(request("ext", "run", "relu", "extensions_dir_probe"))["ext"]["message"]
+        found = re.search(r"extensions=(\S+) cwd=(\S+)", message)
+        self.assertIsNotNone(found, message)
+        extensions, cwd = found.groups()
+        self.assertEqual(os.path.dirname(extensions), cwd, message)
 
     def test_server_survives_crashes(self):
         # The crashing children were answered before; the server still serves.
