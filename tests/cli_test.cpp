@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -169,7 +170,7 @@ TEST(Cli, SchemaIsJsonWithEveryKind) {
   }
 }
 
-TEST(Cli, InterruptStopsIntakeKeepsResultsAndExits130) {
+TEST(Cli, InterruptKeepsWholeResultsExits130AndResumeFinishesTheRest) {
   const fs::path out = fresh_dir("interrupt");
   Kforge run({"run", data("slow.yaml"), "--out", out.string()});
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
@@ -187,6 +188,19 @@ TEST(Cli, InterruptStopsIntakeKeepsResultsAndExits130) {
   }
   EXPECT_NE(r.output.find("interrupted"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(", " + std::to_string(results.size()) + " jobs:"), std::string::npos) << r.output;
+
+  // --resume runs what the interrupt left: in the end every job once, whole.
+  auto resumed = kforge({"run", data("slow.yaml"), "--out", out.string(), "--resume"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const auto all = read_results(out);
+  std::set<int> jobs;
+  for (const auto& line : all) {
+    EXPECT_EQ(line["stages"].size(), 2u) << line.dump();
+    EXPECT_EQ(line["status"], "pass") << line.dump();
+    jobs.insert(line["job"].get<int>());
+  }
+  EXPECT_EQ(all.size(), 400u);
+  EXPECT_EQ(jobs.size(), 400u);
 }
 
 }  // namespace

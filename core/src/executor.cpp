@@ -283,6 +283,17 @@ struct Executor::Impl {
     const kf_status status = s.kind->process(s.instance, reinterpret_cast<kf_job*>(&call), err, sizeof err);
     v.seconds = now_seconds() - start;
     job.deadline = 0;
+    // A stage that gave up because the run is stopping (it returned KF_CANCELLED, or any
+    // error once the flag is up: an abandoned request, a stopped build) judged nothing
+    // about the candidate. The job is cut short rather than finished with that error, so
+    // it is not written and --resume evaluates it again.
+    const bool gave_up = status == KF_CANCELLED ||
+                         ((status != KF_OK || !call.problem.empty() || v.status == VerdictStatus::Error) &&
+                          cancel_requested());
+    if (gave_up) {
+      job.cut_short = true;
+      return;
+    }
     if (status != KF_OK) {
       v.status = VerdictStatus::Error;
       v.route.clear();

@@ -256,6 +256,27 @@ TEST_F(ExecutorTest, CancellationStopsIntakeAndKeepsFinishedResults) {
   }
 }
 
+// demo.sleep answers a cancellation with an error, as a harness call or an LLM request
+// abandoned mid-way does. That error judges nothing: the jobs are unfinished, not failed.
+TEST_F(ExecutorTest, AStageThatGivesUpOnCancellationLeavesItsJobUnfinished) {
+  Collector c;
+  std::thread canceller([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kforge::request_cancel();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto summary = run(pipeline(8, {timed("sleep", "demo.sleep", 30.0, 4, "after"), stage("after", "demo.noop")}), c);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  canceller.join();
+  EXPECT_TRUE(summary.cancelled);
+  EXPECT_EQ(summary.jobs, 0u);
+  EXPECT_EQ(summary.errors, 0u);
+  EXPECT_GE(summary.unfinished, 4u);  // the four inside the stage, at least
+  EXPECT_TRUE(c.finished.empty());
+  EXPECT_EQ(c.verdicts.load(), 0) << "an abandoned call must not be recorded as an attempt";
+  EXPECT_LT(seconds, 10.0);
+}
+
 TEST_F(ExecutorTest, StageTimeoutBecomesAnError) {
   StageSpec s = timed("sleep", "demo.sleep", 5.0, 2);
   s.timeout_seconds = 0.05;

@@ -145,8 +145,9 @@ class Sleep : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "demo.sleep";
   static constexpr const char* kDoc =
-      "Waits `seconds` without using a CPU (honours the stage timeout and cancellation), then "
-      "passes. Metric `concurrent`: calls in the stage when this one began.";
+      "Waits `seconds` without using a CPU, then passes; an error when the stage timeout or "
+      "the run's cancellation cuts the wait short. Metric `concurrent`: calls in the stage "
+      "when this one began.";
   static constexpr uint32_t kFlags = KF_STAGE_WAITS;
   static std::vector<Param> params() {
     return {{"seconds", KF_PARAM_FLOAT, "0.1", false, "How long each call waits."}};
@@ -161,6 +162,9 @@ class Sleep : public kforge::sdk::Stage {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     --inside_;
+    if (std::chrono::steady_clock::now() < until && job.cancelled()) {
+      return job.error("cancelled", "demo.sleep stopped early: the run is being cancelled");
+    }
     if (job.seconds_left() <= 0) return job.error("timeout", "demo.sleep ran out of time");
     job.pass();
   }
