@@ -283,13 +283,13 @@ struct Executor::Impl {
     const kf_status status = s.kind->process(s.instance, reinterpret_cast<kf_job*>(&call), err, sizeof err);
     v.seconds = now_seconds() - start;
     job.deadline = 0;
-    // A stage that gave up because the run is stopping (it returned KF_CANCELLED, or any
-    // error once the flag is up: an abandoned request, a stopped build) judged nothing
-    // about the candidate. The job is cut short rather than finished with that error, so
-    // it is not written and --resume evaluates it again.
-    const bool gave_up = status == KF_CANCELLED ||
-                         ((status != KF_OK || !call.problem.empty() || v.status == VerdictStatus::Error) &&
-                          cancel_requested());
+    // A stage that gave up because the run is stopping (any error or failed status once
+    // the flag is up, KF_CANCELLED included: an abandoned request, a stopped build) judged
+    // nothing about the candidate. The job is cut short rather than finished with that
+    // error, so it is not written and --resume evaluates it again. Without the flag, such
+    // a status is the plugin's error like any other: a job is never dropped silently.
+    const bool gave_up = cancel_requested() &&
+                         (status != KF_OK || !call.problem.empty() || v.status == VerdictStatus::Error);
     if (gave_up) {
       job.cut_short = true;
       return;
