@@ -20,6 +20,9 @@ namespace kforge::eval {
 inline constexpr const char* kAttrCppSource = "check.cpp_source";
 inline constexpr const char* kAttrCudaSource = "check.cuda_source";
 inline constexpr const char* kAttrArtifact = "compile.artifact";
+// Where eval.run ran the candidate (with a device pool: which GPU timed it). A candidate.*
+// attribute, so results.jsonl shows it as "device".
+inline constexpr const char* kAttrRunDevice = "candidate.device";
 // Task attributes the task source sets beyond the well-known KF_KEY_TASK_* ones.
 inline constexpr const char* kTaskSizes = "task.sizes";
 inline constexpr const char* kTaskSizeScale = "task.size_scale";

@@ -49,6 +49,7 @@ struct HarnessResponse {
   nlohmann::json extracted = nlohmann::json::object();
   nlohmann::json metrics = nlohmann::json::object();
   std::vector<std::string> flags;
+  std::string device;  // the device of the server that answered (set by HarnessPool)
 
   static HarnessResponse harness_error(std::string message, std::string log_tail = {});
   static HarnessResponse from_json(const nlohmann::json& body);

@@ -113,7 +113,11 @@ HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, 
     server = all[best];
   }
   const std::string& device = server->spec().device;
-  if (use == DeviceUse::None) return server->call(request, budget);
+  if (use == DeviceUse::None) {
+    HarnessResponse response = server->call(request, budget);
+    response.device = device;
+    return response;
+  }
 
   const DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
   DeviceGate& gate = device_gate(device);
@@ -123,6 +127,7 @@ HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, 
   }
   HarnessResponse response = server->call(request, budget);
   gate.leave(gate_use);
+  response.device = device;
   return response;
 }
 

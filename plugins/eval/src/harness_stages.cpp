@@ -205,7 +205,9 @@ StageResult RunStage::process(const EvalJob& job) const {
                           {"baseline", options_.baseline}}},
                         {"inputs_on_device", options_.inputs_on_device}};
   const DeviceUse use = options_.timing ? DeviceUse::Exclusive : DeviceUse::Shared;
-  StageResult result = result_from_response(pool_->call(request, use, call_budget(job, options_.limits)));
+  const HarnessResponse response = pool_->call(request, use, call_budget(job, options_.limits));
+  StageResult result = result_from_response(response);
+  if (!response.device.empty()) result.attributes.emplace_back(kAttrRunDevice, response.device);
   if (!note.empty()) result.log_tail = note + result.log_tail;
   return result;
 }

@@ -263,6 +263,8 @@ TEST(RunStage, ReportsTimingMetricsWhenAsked) {
   for (const char* metric : {"candidate_ms", "reference_ms", "speedup", "max_abs_diff", "mean_abs_diff"}) {
     EXPECT_FALSE(std::isnan(result.metric(metric))) << metric;
   }
+  ASSERT_NE(result.attribute(kAttrRunDevice), nullptr);
+  EXPECT_EQ(*result.attribute(kAttrRunDevice), "cpu");
 }
 
 }  // namespace
