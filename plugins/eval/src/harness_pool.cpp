@@ -96,6 +96,26 @@ const std::vector<std::shared_ptr<HarnessServer>>& HarnessPool::servers(std::str
   return servers_;
 }
 
+namespace {
+
+// One request on `server`, through its device's gate as `use` says.
+HarnessResponse call_through_gate(HarnessServer& server, const nlohmann::json& request, DeviceUse use,
+                                  const CallBudget& budget) {
+  if (use == DeviceUse::None) return server.call(request, budget);
+  const std::string& device = server.spec().device;
+  const DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
+  DeviceGate& gate = device_gate(device);
+  if (!gate.enter(gate_use, budget.stage_deadline)) {
+    return HarnessResponse::harness_error("the stage timeout passed while waiting for device " + device +
+                                          " (a timing run has its device to itself)");
+  }
+  HarnessResponse response = server.call(request, budget);
+  gate.leave(gate_use);
+  return response;
+}
+
+}  // namespace
+
 HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, const CallBudget& budget) {
   std::shared_ptr<HarnessServer> server;
   {
@@ -112,22 +132,8 @@ HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, 
     next_ = best + 1;
     server = all[best];
   }
-  const std::string& device = server->spec().device;
-  if (use == DeviceUse::None) {
-    HarnessResponse response = server->call(request, budget);
-    response.device = device;
-    return response;
-  }
-
-  const DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
-  DeviceGate& gate = device_gate(device);
-  if (!gate.enter(gate_use, budget.stage_deadline)) {
-    return HarnessResponse::harness_error("the stage timeout passed while waiting for device " + device +
-                                          " (a timing run has its device to itself)");
-  }
-  HarnessResponse response = server->call(request, budget);
-  gate.leave(gate_use);
-  response.device = device;
+  HarnessResponse response = call_through_gate(*server, request, use, budget);
+  response.device = server->spec().device;
   return response;
 }
 
