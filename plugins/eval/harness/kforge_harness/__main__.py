@@ -3,7 +3,6 @@
 
 import argparse
 import importlib
-import json
 import os
 import sys
 
@@ -53,7 +52,7 @@ def serve(args):
     else:
         _prepare_triton()
     # Everything a child needs is imported here, once, so a forked child starts warm.
-    from . import child, runner, server  # noqa: F401
+    from . import candidate, child, judge, reference, runner, server  # noqa: F401
     scratch = args.scratch or None
     if scratch:
         os.makedirs(scratch, exist_ok=True)
@@ -63,17 +62,17 @@ def serve(args):
         "mode": args.mode, "harness_version": HARNESS_VERSION}))
     sys.stdout.flush()
     try:
-        return server.Server(device, args.mode, args.max_children, scratch).serve()
+        return server.Server(device, args.mode, args.max_children, scratch,
+                             int(args.reference_store_mb) << 20).serve()
     except KeyboardInterrupt:  # Ctrl-C: serve() has killed the children on the way out
         return 130
 
 
 def child_entry(args):
-    """spawn mode: the freshly exec'd interpreter runs one request."""
-    from .child import run_child
-    with open(os.path.join(args.workdir, "request.json"), encoding="utf-8") as handle:
-        request = json.load(handle)
-    run_child(request, args.result_fd, Device(args.device), args.workdir, args.memory_base)
+    """spawn mode: the freshly exec'd interpreter is one candidate child."""
+    from .child import candidate_main
+    candidate_main(args.command_fd, args.result_fd, Device(args.device), args.workdir,
+                   args.memory_base, args.hidden, args.network)
     return 0
 
 
@@ -86,10 +85,16 @@ def main(argv=None):
     serve_parser.add_argument("--mode", choices=("fork", "spawn"), default="fork")
     serve_parser.add_argument("--max-children", type=int, default=1,
                               help="children running at the same time (default 1)")
-    serve_parser.add_argument("--scratch", help="where children's temporary directories go")
-    child_parser = commands.add_parser("child", help="internal: one request, spawn mode")
+    serve_parser.add_argument("--scratch", help="where the server's private directory goes "
+                                                "(the reference store, children's directories)")
+    serve_parser.add_argument("--reference-store-mb", type=float, default=8192,
+                              help="bytes of reference outputs kept for reuse (default 8192 MB)")
+    child_parser = commands.add_parser("child", help="internal: a candidate child, spawn mode")
     child_parser.add_argument("--workdir", required=True)
     child_parser.add_argument("--result-fd", type=int, required=True)
+    child_parser.add_argument("--command-fd", type=int, required=True)
+    child_parser.add_argument("--hidden", action="append", default=[])
+    child_parser.add_argument("--network", action="store_true")
     child_parser.add_argument("--device", required=True)
     child_parser.add_argument("--memory-base", type=int, required=True,
                               help="bytes the server's imports use; memory_mb comes on top")

@@ -1,19 +1,25 @@
-"""Dynamic anti-cheat checks around a candidate's forward call (README.md, "Anti-cheat").
+"""The dynamic anti-cheat checks (README.md, "Anti-cheat"): what is observed around a
+forward call, in the process that ran it, and what the judge concludes from it.
 
-- inputs unchanged: the candidate gets its own copies of the inputs; after the call they
-  must equal the pristine copy (unless the reference itself changes its inputs);
-- no aliasing: no candidate output may share memory with a candidate input (unless the
-  reference's output aliases its input too: view-like tasks) or with a reference output;
-- poisoned allocator: before the candidate runs after the reference, blocks of the
+Observed (in the reference worker and the candidate child alike), as plain data:
+- inputs changed: a checksum of every input before and after the forward
+  (outputs.digest); a difference means the forward wrote into its inputs;
+- aliasing: which output leaf shares memory with which input;
+- poisoned allocator (candidate child only): before each forward, blocks of the
   reference outputs' sizes are allocated, filled with 0xFF bytes (NaN for floats) and
-  freed, so a fresh `empty_like` in the candidate gets poison, not a stale right answer
-  (Sakana's exploit reused the reference's freed output). Trial 0 also runs the candidate
-  BEFORE the reference, when no right answer exists in memory at all.
-"""
+  freed, so an output the candidate never writes reads as NaN rather than whatever an
+  earlier trial left there.
+
+Concluded (in the judge, `verdict`): a candidate that changes an input the reference
+leaves alone, or returns an input (or a view of one) where the reference returns new
+memory, is rejected (cheat_detected). The candidate's process never holds the
+reference's outputs, so Sakana's exploit (reading the reference's freed output memory)
+has nothing to find there."""
 
 import torch
 
-from .compare import leaves
+from . import protocol
+from .outputs import digest, flat_leaves
 
 
 def tensors_in(obj):
@@ -44,36 +50,49 @@ def shares_memory(a, b):
 
 
 def aliasing(outputs, others):
-    """Indices (output, other) of the first output leaf that shares memory with one of
+    """Indices [output, other] of the first output leaf that shares memory with one of
     `others`, or None."""
-    for i, out in enumerate(leaves(outputs)):
+    for i, out in enumerate(flat_leaves(outputs)):
         if not isinstance(out, torch.Tensor):
             continue
         for j, other in enumerate(others):
             if shares_memory(out, other):
-                return i, j
+                return [i, j]
     return None
 
 
-def same_values(a, b):
-    """Bit-for-bit equal values, NaN equal to NaN."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.is_floating_point() or a.is_complex():
-        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-    return bool(torch.equal(a, b))
+def input_digests(inputs):
+    return [digest(value) for value in inputs]
 
 
-def changed_inputs(pristine, used):
-    """Positions of input tensors that differ from their pristine copies."""
-    return [i for i, (p, u) in enumerate(zip(tensors_in(pristine), tensors_in(used)))
-            if not same_values(p, u.to(p.device))]
+def changed_inputs(before, after):
+    """Positions whose digest changed across a forward."""
+    return [i for i, (b, a) in enumerate(zip(before, after)) if b != a]
 
 
-def poison_allocator(outputs):
-    """Allocates, fills with 0xFF and frees one block per output tensor's size."""
-    blocks = [torch.empty(t.numel() * t.element_size(), dtype=torch.uint8, device=t.device)
-              for t in tensors_in(leaves(outputs))]
+def poison_allocator(sizes_in_bytes, device):
+    """Allocates, fills with 0xFF and frees one block per size."""
+    blocks = [torch.empty(size, dtype=torch.uint8, device=device) for size in sizes_in_bytes]
     for block in blocks:
         block.fill_(0xFF)
     del blocks
+
+
+def verdict(reference, observed, label):
+    """A cheat_detected Verdict when the candidate's `observed` facts of one trial
+    (changed_inputs, aliased) show a cheat the `reference`'s facts (mutates_inputs,
+    aliases_inputs) do not excuse; else None."""
+    changed = observed.get("changed_inputs") or []
+    if changed and not reference.get("mutates_inputs"):
+        return protocol.Verdict(
+            protocol.CHEAT_DETECTED,
+            f"{label}: the candidate changed input #{changed[0]} in place; the reference "
+            "leaves its inputs unchanged")
+    # View-like tasks (the reference returns a view of its input) may alias inputs.
+    aliased = observed.get("aliased")
+    if aliased is not None and not reference.get("aliases_inputs"):
+        return protocol.Verdict(
+            protocol.CHEAT_DETECTED,
+            f"{label}: output #{aliased[0]} shares memory with input #{aliased[1]}; the "
+            "reference's output is new memory")
+    return None

@@ -1,7 +1,12 @@
-"""Turning a Python exception raised by candidate or reference code into an error class
-and a one-line message that points at the candidate's own line."""
+"""Exceptions as data, and data as error classes.
+
+A process that runs untrusted code (the candidate child) turns what its code raised into
+plain data (`report`: type names, text, where); the trusted side classifies that data
+(`classify`) and decides who is blamed. Nothing here ever touches a live candidate object
+on the trusted side."""
 
 import os
+import re
 import traceback
 
 from . import protocol
@@ -22,16 +27,60 @@ _DEVICE_TEXT = ("illegal memory access", "cuda error", "device-side assert",
                 "acl error", "aclrt", "npu function error", "npu error",
                 "acl stream synchronize failed", "vector core exception")
 
+# Headers of the toolchain a candidate's build needs but does not provide, and the Debian
+# package that provides each: a build that fails for want of one is the machine's fault.
+TOOLCHAIN_HEADERS = {
+    "pybind11/pybind11.h": "pybind11-dev",
+    "Python.h": "python3-dev",
+    "torch/extension.h": "libtorch-dev",
+    "torch/types.h": "libtorch-dev",
+    "cuda_runtime.h": "nvidia-cuda-toolkit (or the CUDA toolkit from NVIDIA)",
+    "cuda.h": "nvidia-cuda-toolkit (or the CUDA toolkit from NVIDIA)",
+}
+_MISSING_HEADER = re.compile(r"fatal error: ([\w./+-]+): No such file or directory")
 
-def _type_names(exc):
-    return {cls.__name__ for cls in type(exc).__mro__}
+
+def report(exc, candidate_file=None):
+    """What a process tells the trusted side about an exception its code raised: the type
+    names along the MRO, the text, and where (innermost frame in the candidate's file
+    when there is one). Plain data; runs where the exception was raised."""
+    names = [cls.__name__ for cls in type(exc).__mro__]
+    try:
+        text = str(exc).strip()
+    except Exception:  # noqa: BLE001 - a __str__ that raises says nothing
+        text = ""
+    data = {"types": names, "text": text[:protocol.MAX_MESSAGE_CHARS], "where": ""}
+    if isinstance(exc, SyntaxError):  # its location is the parsed file's, not a frame's
+        data["text"] = exc.msg or ""
+        data["where"] = f"{os.path.basename(exc.filename or '?')}:{exc.lineno}"
+        return data
+    frames = traceback.extract_tb(exc.__traceback__)
+    if candidate_file:
+        own = [f for f in frames if os.path.abspath(f.filename) == candidate_file]
+        frames = own or frames
+    if frames:
+        last = frames[-1]
+        data["where"] = f"{os.path.basename(last.filename)}:{last.lineno}, in {last.name}"
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        data["missing_module"] = exc.name
+    return data
 
 
-def classify(exc, default):
-    """The error class of `exc`; `default` when nothing more specific applies
+def describe(data):
+    """'Type: text (file.py:LINE, in func)' from report() data."""
+    names = data.get("types") or ["Exception"]
+    text = data.get("text") or ""
+    head = names[0] + (f": {text}" if text else "")
+    if data.get("where"):
+        head += f" ({data['where']})"
+    return head
+
+
+def classify(data, default):
+    """The error class of report() data; `default` when nothing more specific applies
     (init_error for a constructor, runtime_error for forward)."""
-    names = _type_names(exc)
-    text = str(exc).lower()
+    names = set(data.get("types") or [])
+    text = (data.get("text") or "").lower()
     if "SyntaxError" in names:  # the candidate file itself does not parse
         return protocol.SYNTAX_ERROR
     if names & _COMPILE_TYPES or any(t.lower() in text for t in _COMPILE_TEXT):
@@ -43,19 +92,24 @@ def classify(exc, default):
     return default
 
 
-def describe(exc, candidate_file=None):
-    """'Type: message (file.py:LINE, in func)', the location being the innermost frame in
-    the candidate's file when there is one, else the innermost frame."""
-    if isinstance(exc, SyntaxError):  # its location is the parsed file's, not a frame's
-        return (f"{type(exc).__name__}: {exc.msg} "
-                f"({os.path.basename(exc.filename or '?')}:{exc.lineno})")
-    text = str(exc).strip()
-    head = type(exc).__name__ + (f": {text}" if text else "")
-    frames = traceback.extract_tb(exc.__traceback__)
-    if candidate_file:
-        own = [f for f in frames if os.path.abspath(f.filename) == candidate_file]
-        frames = own or frames
-    if frames:
-        last = frames[-1]
-        head += f" ({os.path.basename(last.filename)}:{last.lineno}, in {last.name})"
-    return head
+def missing_toolchain_header(text):
+    """(header, package) when a compiler's output `text` says a header of the toolchain
+    is missing, else None."""
+    for header in _MISSING_HEADER.findall(text or ""):
+        for known, package in TOOLCHAIN_HEADERS.items():
+            if header == known or header.endswith("/" + known):
+                return known, package
+    return None
+
+
+_ALLOCATION = re.compile(r"tried to allocate ([\d.]+) ([kmgt]i?b)", re.IGNORECASE)
+_UNITS = {"k": 1 / (1 << 20), "m": 1 / 1024, "g": 1.0, "t": 1024.0}
+
+
+def requested_gib(text):
+    """GiB an out-of-memory message says was being allocated (torch's "Tried to allocate
+    12.00 GiB"), or 0."""
+    match = _ALLOCATION.search(text or "")
+    if not match:
+        return 0.0
+    return float(match.group(1)) * _UNITS[match.group(2)[0].lower()]

@@ -18,6 +18,11 @@ DTYPE_MISMATCH = "dtype_mismatch"
 NUMERICAL_MISMATCH = "numerical_mismatch"
 CHEAT_DETECTED = "cheat_detected"
 HARNESS_ERROR = "harness_error"
+# The task cannot run as its own reference at these sizes on this machine (status error).
+TASK_ERROR = "task_error"
+# The machine or its toolchain lacks something (a package, a module): status error, the
+# message names what to install.
+HOST_ERROR = "host_error"
 
 ACTIONS = ("check", "compile", "run")
 LANGUAGES = ("triton", "cpp", "cuda", "python")
@@ -25,7 +30,10 @@ TASK_FORMATS = ("kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore
 # Tasks whose get_inputs() returns NumPy arrays (framework-neutral master inputs).
 ARRAY_INPUT_FORMATS = ("kernelbench-numpy", "kernelbench-mindspore")
 
-DEFAULT_LIMITS = {"timeout_s": 60.0, "memory_mb": 16384, "cpu_s": 300, "network": False}
+# device_memory_mb: the share of the device's memory the client admitted this request
+# with (None: no admission); see PROTOCOL.md.
+DEFAULT_LIMITS = {"timeout_s": 60.0, "memory_mb": 16384, "cpu_s": 300, "network": False,
+                  "device_memory_mb": None}
 
 DEFAULT_RULE = {
     "kind": "allclose",
@@ -34,7 +42,7 @@ DEFAULT_RULE = {
 }
 
 DEFAULT_TIMING = {"enabled": True, "warmup": 3, "trials": 20, "flush_l2": True,
-                  "baseline": "eager"}
+                  "baseline": "eager", "reference_max_age_s": 600.0}
 
 DEFAULT_OPTIONS = {"trials": 5, "seed": 42, "inputs_on_device": True, "rules_file": None}
 
@@ -63,8 +71,25 @@ def harness_error(message):
     return Verdict(HARNESS_ERROR, message, status="error")
 
 
+def task_error(message, flags=None):
+    """A verdict saying the task is broken at these sizes on this machine (status error)."""
+    return Verdict(TASK_ERROR, message, status="error", flags=flags)
+
+
+def host_error(message):
+    """A verdict saying the machine lacks something the evaluation needs (status error)."""
+    return Verdict(HOST_ERROR, message, status="error")
+
+
+def verdict_result(verdict):
+    """A Verdict as the result dict the server answers with."""
+    return {"status": verdict.status, "error_class": verdict.error_class,
+            "message": verdict.message, "metrics": verdict.metrics, "flags": verdict.flags,
+            "findings": verdict.findings}
+
+
 def response(request_id, status, error_class="", message="", log_tail="", findings=None,
-             extracted=None, metrics=None, flags=None):
+             extracted=None, metrics=None, flags=None, task_sizes=None):
     return {
         "id": request_id,
         "status": status,
@@ -75,6 +100,7 @@ def response(request_id, status, error_class="", message="", log_tail="", findin
         "extracted": extracted or {},
         "metrics": metrics or {},
         "flags": flags or [],
+        "task_sizes": task_sizes or {},
     }
 
 
@@ -126,7 +152,8 @@ def normalise_request(request):
     if task is not None:
         if not isinstance(task, dict) or not isinstance(task.get("path"), str):
             raise ValueError("'task' must be an object with a string 'path'")
-        task = merged({"format": "kernelbench-torch", "sizes": {}, "size_scale": 1.0}, task)
+        task = merged({"format": "kernelbench-torch", "sizes": {}, "size_scale": 1.0,
+                       "fit_memory_mb": 0}, task)
         if task["format"] not in TASK_FORMATS:
             raise ValueError(f"task.format must be one of {', '.join(TASK_FORMATS)}, "
                              f"got {task['format']!r}")
@@ -135,6 +162,8 @@ def normalise_request(request):
             raise ValueError("task.sizes must map names to integers")
         if not isinstance(task["size_scale"], (int, float)) or task["size_scale"] <= 0:
             raise ValueError("task.size_scale must be a positive number")
+        if not isinstance(task["fit_memory_mb"], (int, float)) or task["fit_memory_mb"] < 0:
+            raise ValueError("task.fit_memory_mb must be a number >= 0 (0: no fitting)")
     elif action != "check":
         raise ValueError(f"action {action!r} needs a 'task'")
 
@@ -154,8 +183,13 @@ def normalise_request(request):
         raise ValueError("options.timing.baseline must be 'eager' or 'compile'")
     if not isinstance(options["trials"], int) or options["trials"] < 1:
         raise ValueError("options.trials must be a positive integer")
+    if not isinstance(options["seed"], int):
+        raise ValueError("options.seed must be an integer")
 
     limits = merged(DEFAULT_LIMITS, request.get("limits"))
+    device_mb = limits["device_memory_mb"]
+    if device_mb is not None and (not isinstance(device_mb, (int, float)) or device_mb <= 0):
+        raise ValueError("limits.device_memory_mb must be a positive number")
     return {"id": request["id"], "action": action, "task": task, "candidate": candidate,
             "options": options, "limits": limits}
 

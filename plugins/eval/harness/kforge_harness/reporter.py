@@ -1,25 +1,34 @@
-"""The child's side of the result pipe: progress lines, then one result line.
+"""A child's two pipes to the server: JSON lines it sends (`send`) and JSON lines of
+commands it reads (`command`).
 
-Each line is a JSON object: {"phase": "..."} when the child enters a phase (so that when
-it dies by a signal or a timeout the server can say where: "SIGSEGV in candidate forward,
-trial 1"), then {"result": {...}} once, at the end."""
+What a child sends is data, never a verdict: the server decides what it means, and for
+the candidate child it trusts nothing that child sends after the marker
+{"candidate_code": "start"} (from then on, code it does not control runs there)."""
 
+import json
 import os
 
 from . import protocol
 
 
-class Reporter:
-    def __init__(self, fd):
-        self.fd = fd
+class Channel:
+    def __init__(self, result_fd, command_fd=None):
+        self.result_fd = result_fd
+        self.command_fd = command_fd
+        self.pending = b""
 
-    def _write(self, obj):
+    def send(self, obj):
         data = protocol.encode(obj).encode("utf-8")
         while data:
-            data = data[os.write(self.fd, data):]
+            data = data[os.write(self.result_fd, data):]
 
-    def phase(self, name):
-        self._write({"phase": name})
-
-    def result(self, result):
-        self._write({"result": result})
+    def command(self):
+        """The next command line as a JSON object; None at EOF (the server is done with
+        this child)."""
+        while b"\n" not in self.pending:
+            chunk = os.read(self.command_fd, 1 << 16)
+            if not chunk:
+                return None
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return json.loads(line)

@@ -1,20 +1,31 @@
-"""The server: reads requests (JSON lines on stdin), runs each in its own child process,
-writes responses (JSON lines on stdout) in completion order. PROTOCOL.md is the contract.
+"""The server: reads requests (JSON lines on stdin), runs them through its children,
+writes responses (JSON lines on stdout) in completion order. PROTOCOL.md is the contract;
+README.md ("Architecture") explains the parties.
 
-fork mode: this process imported torch (and triton) once; each child is a fork of it. The
-server never touches the device, so every child can initialise CUDA for itself. One
-child is kept on standby: forked ahead of time, it isolates itself from the network,
-initialises the device and the harness's own kernels, then waits for a request, so a
-request does not wait for that (on a GPU, most of a child's fixed cost). spawn mode: each
-child execs a fresh interpreter that runs the same child code (`python -m kforge_harness
-child`), for comparison and for hosts where fork is unsafe.
+The server is trusted and never touches the device (a CUDA context does not survive
+fork, and every child must be able to create its own). Its children:
+- the reference worker (reference.py, trusted): self-tests a task and computes its
+  reference outputs into the reference store (store.py), once per run, and times it;
+- the candidate child (candidate.py, untrusted): runs ModelNew trial by trial, on the
+  server's command, and hands over outputs, timings and its log; in fork mode one is
+  forked ahead and waits on standby with the device initialised; in spawn mode each is a
+  fresh interpreter;
+- the judges (judge.py, trusted, long-lived): compare a trial's handed-over outputs
+  with the stored reference outputs;
+- the checker (child.check_main): the L1 static check, which parses and never runs code.
 
-One thread, one select loop over stdin, the children's result pipes and a self-pipe that
-SIGCHLD writes to; wall-clock deadlines are the select timeouts."""
+Who is blamed is decided here, from what the server itself saw: a reference that fails
+is the task's (task_error); a candidate child that fails before it reports the marker
+{"candidate_code": "start"} is the harness's; after it, everything that goes wrong in
+that child is the candidate's, whatever the child says.
 
-import collections
+One thread, one select loop over stdin, the children's pipes and a self-pipe that SIGCHLD
+writes to; wall-clock deadlines are the select timeouts."""
+
 import fcntl
+import glob
 import json
+import math
 import os
 import selectors
 import shutil
@@ -24,51 +35,100 @@ import tempfile
 import time
 import traceback
 
-from . import child, isolation, protocol
+from . import child, errors, protocol, store, toolchain
+from .compare import ConstantDetector
+from .tasks import read_task_source
 
 HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Phases whose failure is not the candidate's: the task's reference or the device setup.
-_NOT_CANDIDATE_PHASES = ("reference", "device setup", "harness setup")
+# A child's line longer than this is a flood, not a report.
+MAX_LINE_BYTES = 8 << 20
+# How long a judge may take for one trial (a multi-GB output compares in seconds).
+JUDGE_TIMEOUT_S = 900.0
+JOB_FILE = "job.json"
+SPEEDUP_FLAG_LIMIT = 10.0
 
 
-class Child:
-    """A forked child process, its own temporary directory (log.txt, request.json) and
-    the pipes to it: results come back on `read_fd`; a standby child waits for EOF on
-    `request_fd` before it reads request.json."""
+class Proc:
+    """A child process of the server: its role, its own directory (log.txt), the pipe it
+    writes to (`read_fd`) and, for the candidate child and the judge, the pipe it reads
+    commands from (`command_fd`)."""
 
-    def __init__(self, pid, workdir, read_fd, request_fd=None):
+    def __init__(self, role, pid, workdir, read_fd, command_fd=None):
+        self.role = role  # "candidate", "reference", "judge" or "check"
         self.pid = pid
         self.workdir = workdir
         self.read_fd = read_fd
-        self.request_fd = request_fd
+        self.command_fd = command_fd
+        self.buffer = bytearray()
+        self.started = time.monotonic()
+        self.deadline = math.inf
+        self.timed_out = False
+        self.flooded = False
+        self.owner = None  # the Job (or, for a judge, the judge slot's current job)
+        self.result = None  # a trusted child's {"result"}
 
     def parent_fds(self):
-        return [fd for fd in (self.read_fd, self.request_fd) if fd is not None]
+        return [fd for fd in (self.read_fd, self.command_fd) if fd is not None]
 
-    def discard(self):
-        _kill_group(self.pid)
-        os.waitpid(self.pid, 0)
-        for fd in self.parent_fds():
-            os.close(fd)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+    def send(self, obj):
+        """One command line; False when the child is gone."""
+        if self.command_fd is None:
+            return False
+        data = protocol.encode(obj).encode("utf-8")
+        try:
+            while data:
+                data = data[os.write(self.command_fd, data):]
+        except OSError:
+            return False
+        return True
 
-
-def _write_request(workdir, request):
-    with open(os.path.join(workdir, "request.json"), "w", encoding="utf-8") as handle:
-        json.dump(request, handle)
+    def close_commands(self):
+        if self.command_fd is not None:
+            os.close(self.command_fd)
+            self.command_fd = None
 
 
 class Job:
     def __init__(self, request):
         self.request = request
         self.id = request["id"]
-        self.child = None
-        self.buffer = bytearray()
-        self.started = 0.0
-        self.deadline = 0.0
-        self.timed_out = False
-        self.phase = None
+        self.action = request["action"]
+        self.started = time.monotonic()
+        self.finished = False
+        self.proc = None
+        self.flags = []
+        # run / compile
+        self.source = None
+        self.entry = None
+        self.reference_computed = False
+        self.reference_seconds = 0.0
+        self.marker = False  # the candidate child reported {"candidate_code": "start"}
+        self.harness_failed = None
+        self.ready = False
+        self.next_trial = 0
+        self.judging = False
+        self.awaiting_timing = False
+        self.max_diffs, self.mean_diffs = [], []
+        self.detector = None
+        self.decided = None  # the verdict, once known (sent when the child is gone)
+
+    @property
+    def weight_seed(self):
+        return self.request["options"]["seed"]
+
+    def input_seeds(self):
+        options = self.request["options"]
+        count = options["trials"] if self.action == "run" else 1
+        return [options["seed"] + 1 + t for t in range(count)]
+
+    def timing(self):
+        timing = self.request["options"]["timing"]
+        return timing if self.action == "run" and timing["enabled"] else None
+
+    def timing_seed(self):
+        options = self.request["options"]
+        return options["seed"] + 1 + options["trials"]
 
 
 def _set_nonblocking(fd):
@@ -84,17 +144,31 @@ def _kill_group(pid):
             pass
 
 
+def _write_json(path, obj):
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(obj, handle)
+
+
 class Server:
-    def __init__(self, device, mode, max_children, scratch):
+    def __init__(self, device, mode, max_children, scratch, store_bytes):
         self.device = device
         # Measured after every import, so that limits.memory_mb is on top of them.
+        from . import isolation
         self.memory_base = isolation.memory_baseline(device)
         self.mode = mode
         self.max_children = max(1, max_children)
-        self.scratch = scratch
-        self.queue = collections.deque()
-        self.active = {}  # pid -> Job
-        self.standby = None  # fork mode: a warm Child waiting for a request
+        # The server's private directory (mode 0700): the reference store and the
+        # children's own directories.
+        self.root = tempfile.mkdtemp(prefix="kforge-harness-", dir=scratch)
+        self.work_root = os.path.join(self.root, "work")
+        os.makedirs(self.work_root, mode=0o700)
+        self.store = store.ReferenceStore(os.path.join(self.root, "store"), store_bytes)
+        self.queue = []
+        self.jobs = set()  # jobs holding a slot
+        self.procs = {}  # pid -> Proc
+        self.standby = None  # fork mode: a candidate child waiting for its job
+        self.judges = JudgePool(self, self.max_children,
+                                max(1, (os.cpu_count() or 1) // self.max_children))
         self.stdin_open = True
         self.stdin_buffer = bytearray()
         # poll, not epoll: epoll refuses a regular file as stdin (requests from a file).
@@ -116,9 +190,9 @@ class Server:
         self._refill_standby()
         try:
             while True:
-                while self.queue and len(self.active) < self.max_children:
-                    self._start(self.queue.popleft())
-                if not self.stdin_open and not self.active and not self.queue:
+                while self.queue and len(self.jobs) < self.max_children:
+                    self._start(self.queue.pop(0))
+                if not self.stdin_open and not self.jobs and not self.queue:
                     return 0
                 for key, _ in self.selector.select(self._select_timeout()):
                     if key.data == "stdin":
@@ -126,19 +200,20 @@ class Server:
                     elif key.data == "wake":
                         self._drain(self.wake_r)
                     else:
-                        self._read_result(key.data)
+                        self._read(key.data)
                 self._reap()
                 self._enforce_deadlines()
         finally:
-            for job in list(self.active.values()):
-                job.child.discard()
-            if self.standby is not None:
-                self.standby.discard()
+            for proc in list(self.procs.values()):
+                _kill_group(proc.pid)
+                os.waitpid(proc.pid, 0)
+            self.store.close()
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def _select_timeout(self):
         # A killed child's SIGCHLD wakes the loop: only live deadlines bound the wait.
-        deadlines = [job.deadline for job in self.active.values() if not job.timed_out]
-        if not deadlines:
+        deadlines = [p.deadline for p in self.procs.values() if not p.timed_out]
+        if not deadlines or min(deadlines) == math.inf:
             return None
         return max(0.0, min(deadlines) - time.monotonic())
 
@@ -150,7 +225,7 @@ class Server:
         except BlockingIOError:
             pass
 
-    # ---- requests ----
+    # ---- requests and responses ----
 
     def _read_stdin(self):
         data = os.read(0, 1 << 16)
@@ -158,6 +233,9 @@ class Server:
             self.stdin_open = False
             self.selector.unregister(0)
             data = b"\n"
+            if self.standby is not None:  # no request will come for it
+                self.standby.close_commands()
+                self.standby = None
         self.stdin_buffer += data
         *lines, rest = self.stdin_buffer.split(b"\n")
         self.stdin_buffer = bytearray(rest)
@@ -179,28 +257,196 @@ class Server:
         sys.stdout.write(protocol.encode(response))
         sys.stdout.flush()
 
-    # ---- children ----
+    def _finish(self, job, result):
+        """Answers `job` with `result` (a verdict dict) and frees its slot."""
+        if job.finished:
+            return
+        job.finished = True
+        self.jobs.discard(job)
+        if job.entry is not None:
+            if job.entry.worker is job:
+                job.entry.worker = None
+            self.store.unpin(job.entry)
+        log_tail = _tail(os.path.join(job.proc.workdir, "log.txt")) if job.proc is not None else ""
+        metrics = dict(result.get("metrics") or {})
+        metrics["child_seconds"] = time.monotonic() - job.started
+        flags = list(job.flags) + [f for f in result.get("flags") or [] if f not in job.flags]
+        task_sizes = None
+        if job.entry is not None and job.entry.facts is not None:
+            facts = job.entry.facts
+            metrics.update(task_peak_mb=facts["peak_mb"], device_memory_mb=facts["device_memory_mb"])
+            task_sizes = facts["task_sizes"]
+            flags += [f for f in facts.get("flags", []) if f not in flags]
+        if self.action_touches_reference(job):
+            metrics["reference_computed"] = 1 if job.reference_computed else 0
+            if job.reference_computed:
+                metrics["reference_seconds"] = job.reference_seconds
+            elif job.entry is not None and job.entry.facts is not None:
+                flags.append("reference_from_store")
+        self._respond(protocol.response(
+            job.id, result.get("status", "error"), result.get("error_class", ""),
+            result.get("message", ""), log_tail, result.get("findings"),
+            result.get("extracted"), metrics, flags, task_sizes))
+
+    @staticmethod
+    def action_touches_reference(job):
+        return job.action in ("run", "compile")
+
+    # ---- jobs ----
 
     def _start(self, job):
-        # The standby isolated itself from the network already: a request that asks for
-        # the network gets a child of its own.
-        try:
-            if self.standby is not None and not job.request["limits"]["network"]:
-                child_process, self.standby = self.standby, None
-                _write_request(child_process.workdir, job.request)
-                os.close(child_process.request_fd)  # EOF: the standby reads request.json
-                child_process.request_fd = None
-            else:
-                child_process = self._fork(job.request)
-        except OSError as exc:  # out of descriptors, processes or scratch space
-            self._respond(protocol.response(job.id, "error", protocol.HARNESS_ERROR,
-                                            f"cannot start a child process: {exc}"))
+        self.jobs.add(job)
+        if job.action == "check":
+            try:
+                proc = self._fork("check", lambda p: child.check_main(job.request, p["result_w"]))
+            except OSError as exc:
+                self._finish(job, _error(protocol.HARNESS_ERROR, f"cannot start a child process: {exc}"))
+                return
+            proc.owner, job.proc = job, proc
             return
-        job.child = child_process
-        job.started = time.monotonic()
-        job.deadline = job.started + float(job.request["limits"]["timeout_s"])
-        self.active[child_process.pid] = job
-        self.selector.register(child_process.read_fd, selectors.EVENT_READ, job)
+        if job.request["candidate"]["language"] == "triton" and not toolchain.has_triton():
+            self._finish(job, _error(protocol.HOST_ERROR,
+                                     f"triton is not importable by {sys.executable}: install "
+                                     "triton (triton-ascend on an NPU host) to evaluate triton "
+                                     "candidates"))
+            return
+        try:
+            job.source = read_task_source(job.request["task"]["path"])
+        except protocol.Verdict as verdict:
+            self._finish(job, protocol.verdict_result(verdict))
+            return
+        key = store.entry_key(job.request["task"], job.source, self.device.name,
+                              job.request["options"]["inputs_on_device"])
+        job.entry = self.store.entry(key)
+        self.store.pin(job.entry)
+        self._reference_step(job)
+
+    def _reference_step(self, job):
+        """Makes sure the store has what `job` needs of its task's reference (the
+        self-test's facts, the outputs for its seeds, a fresh enough timing), starting a
+        reference worker or waiting for the one that runs; then starts its candidate."""
+        entry = job.entry
+        if entry.failure is not None:
+            self._finish(job, entry.failure)
+            return
+        if entry.worker is not None and entry.worker is not job:
+            entry.waiters.append(job)
+            return
+        missing = entry.missing(job.weight_seed, job.input_seeds())
+        timing = job.timing()
+        stale_timing = timing is not None and entry.stored_timing(
+            self._timing_key(job), float(timing["reference_max_age_s"])) is None
+        if entry.facts is None or missing or stale_timing:
+            self._start_reference(job, missing, timing if stale_timing else None)
+            return
+        self._start_candidate(job)
+
+    def _timing_key(self, job):
+        return store.timing_key(job.weight_seed, job.timing_seed(), job.timing())
+
+    def _start_reference(self, job, input_seeds, timing):
+        request = job.request
+        worker_job = {
+            "task": dict(request["task"], source=job.source),
+            "options": {"seed": job.weight_seed,
+                        "inputs_on_device": request["options"]["inputs_on_device"]},
+            "limits": request["limits"], "input_seeds": input_seeds,
+            "check_determinism": job.entry.facts is None, "timing": timing,
+            "timing_seed": job.timing_seed(), "entry_dir": job.entry.dir}
+        try:
+            proc = self._fork("reference", lambda p: child.reference_main(
+                worker_job, p["result_w"], self.device, self.memory_base))
+        except OSError as exc:
+            self._finish(job, _error(protocol.HARNESS_ERROR, f"cannot start the reference worker: {exc}"))
+            return
+        proc.owner, job.proc = job, proc
+        proc.deadline = proc.started + float(request["limits"]["timeout_s"])
+        job.entry.worker = job
+        job.reference_computed = True
+
+    def _reference_done(self, proc, status):
+        job = proc.owner
+        entry = job.entry
+        waiters, entry.waiters = entry.waiters, []
+        entry.worker = None
+        job.reference_seconds += time.monotonic() - proc.started
+        result = proc.result if proc.result is not None else self._reference_death(proc, status)
+        if result.get("status") == "pass":
+            if job.timing() is not None:
+                result["timing_key"] = self._timing_key(job)
+            if not self.store.record(entry, result, job.weight_seed):
+                for each in [job] + waiters:
+                    each.flags.append("reference_not_stored")
+            for each in [job] + waiters:
+                if not each.finished:
+                    self._reference_step(each)
+            return
+        self.store.discard_unrecorded(entry)
+        lasting = (result.get("error_class") == protocol.TASK_ERROR and proc.result is not None
+                   and "out_of_memory" not in (result.get("flags") or []))
+        if lasting:  # the task is broken at these sizes: every later request is told at once
+            entry.failure = result
+        for each in [job] + waiters:
+            self._finish(each, result)
+
+    def _reference_death(self, proc, status):
+        limits = proc.owner.request["limits"]
+        if proc.timed_out:
+            return _error(protocol.TASK_ERROR,
+                          f"the task's reference did not finish within the wall-clock limit of "
+                          f"{limits['timeout_s']:g} s; shrink it (task.sizes, size_scale, "
+                          "fit_memory_mb) or raise timeout_s")
+        flags = []
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            message = f"the task's reference was killed by {_signal_name(sig)} ({signal.strsignal(sig)})"
+            if sig == signal.SIGKILL:
+                message += ": not by the harness; often the kernel's OOM killer"
+                flags.append("out_of_memory")
+            elif sig == signal.SIGXCPU:
+                message = f"the task's reference hit the CPU-time limit of {limits['cpu_s']} s"
+        else:
+            message = (f"the task's code ended the reference worker (exit status "
+                       f"{os.WEXITSTATUS(status)}) before it reported")
+        result = _error(protocol.TASK_ERROR, message)
+        result["flags"] = flags
+        return result
+
+    # ---- the candidate child ----
+
+    def _candidate_job(self, job):
+        request = job.request
+        facts = job.entry.facts
+        task = dict(request["task"], source=job.source)
+        if facts.get("fitted"):  # run at the sizes the fitter chose for the reference
+            task.update(sizes=facts["task_sizes"], size_scale=1.0, fit_memory_mb=0)
+        first = job.entry.outputs.get(f"{job.weight_seed}-{job.input_seeds()[0]}") or {}
+        return {"action": job.action, "task": task, "candidate": request["candidate"],
+                "options": {"seed": job.weight_seed,
+                            "inputs_on_device": request["options"]["inputs_on_device"]},
+                "limits": request["limits"], "input_seeds": job.input_seeds(),
+                "timing": job.timing(), "timing_seed": job.timing_seed(),
+                "poison_bytes": [leaf["nbytes"] for leaf in first.get("leaves", [])
+                                 if leaf.get("kind") == "tensor"]}
+
+    def _start_candidate(self, job):
+        network = bool(job.request["limits"]["network"])
+        try:
+            if self.standby is not None and not network:
+                proc, self.standby = self.standby, None
+            else:
+                proc = self._fork_candidate(network)
+            _write_json(os.path.join(proc.workdir, JOB_FILE), self._candidate_job(job))
+        except OSError as exc:  # out of descriptors, processes or scratch space
+            self._finish(job, _error(protocol.HARNESS_ERROR, f"cannot start a child process: {exc}"))
+            return
+        proc.owner, job.proc = job, proc
+        proc.started = time.monotonic()
+        proc.deadline = proc.started + float(job.request["limits"]["timeout_s"])
+        job.detector = ConstantDetector(job.request["options"]["rule"])
+        proc.send({"job": JOB_FILE})
+        if job.action == "run":
+            proc.send({"go": 0})
         self._refill_standby()
 
     def _refill_standby(self):
@@ -208,50 +454,261 @@ class Server:
         that keeps dying is then replaced at most once per request."""
         if self.mode == "fork" and self.standby is None and self.stdin_open:
             try:
-                self.standby = self._fork(None)
+                self.standby = self._fork_candidate(False)
             except OSError as exc:  # requests then fork their own children
                 print(f"kforge_harness: cannot fork a standby child: {exc}", file=sys.stderr)
 
-    def _fork(self, request):
-        """A new child for `request`, or a standby when `request` is None."""
-        workdir = tempfile.mkdtemp(prefix="kforge-", dir=self.scratch)
+    def _fork_candidate(self, network):
+        def body(pipes):
+            if self.mode == "spawn":
+                self._exec_candidate(pipes, network)
+            child.candidate_main(pipes["command_r"], pipes["result_w"], self.device,
+                                 pipes["workdir"], self.memory_base, self._hidden_paths(),
+                                 network)
+        return self._fork("candidate", body, commands=True)
+
+    def _hidden_paths(self):
+        return [self.store.root, self.work_root]
+
+    def _exec_candidate(self, pipes, network):
+        for fd in (pipes["result_w"], pipes["command_r"]):
+            os.set_inheritable(fd, True)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (HARNESS_DIR, env.get("PYTHONPATH")) if p)
+        argv = [sys.executable, "-m", "kforge_harness", "child", "--workdir", pipes["workdir"],
+                "--result-fd", str(pipes["result_w"]), "--command-fd", str(pipes["command_r"]),
+                "--device", self.device.name, "--memory-base", str(self.memory_base)]
+        for path in self._hidden_paths():
+            argv += ["--hidden", path]
+        if network:
+            argv.append("--network")
+        os.execve(sys.executable, argv, env)
+
+    def _candidate_message(self, proc, message):
+        job = proc.owner
+        if job is None or job.decided is not None or job.finished:
+            return
+        if not job.marker:  # still the harness's own code in that child: trusted
+            if isinstance(message.get("harness_flags"), list):
+                job.flags += [f for f in message["harness_flags"] if isinstance(f, str)]
+            elif isinstance(message.get("harness_failed"), str):
+                job.harness_failed = message["harness_failed"]
+            elif message.get("candidate_code") == "start":
+                job.marker = True
+            return
+        # From here on, what the child says is data about the candidate's run, no more.
+        if "failed" in message:
+            self._decide(job, self._candidate_failure(job, message["failed"]))
+        elif message.get("ready") is True:
+            job.ready = True
+        elif "trial" in message and job.action == "run":
+            self._candidate_trial(job, message)
+        elif message.get("compiled") is True and job.action == "compile" and job.ready:
+            self._decide(job, {"status": "pass"}, stop=False)
+        elif "timing" in message and job.awaiting_timing:
+            self._candidate_timing(job, message["timing"])
+
+    def _candidate_trial(self, job, message):
+        if message.get("trial") != job.next_trial or job.judging or job.awaiting_timing:
+            self._decide(job, _fail(protocol.RUNTIME_ERROR,
+                                    "the candidate's process reported a trial it was not asked for"))
+            return
+        entry = job.entry
+        reference = entry.outputs[f"{job.weight_seed}-{job.input_seeds()[job.next_trial]}"]
+        command = {"label": f"trial {job.next_trial + 1}", "rule": job.request["options"]["rule"],
+                   "reference": dict(reference, dir=entry.dir,
+                                     prefix=f"{job.weight_seed}-{job.input_seeds()[job.next_trial]}"),
+                   "candidate": {"dir": job.proc.workdir, "prefix": f"out-{job.next_trial}",
+                                 "report": message}}
+        job.judging = True
+        job.judge_started = time.monotonic()
+        self.judges.submit(job, command)
+
+    def judged(self, job, result):
+        """A judge's result for `job`'s current trial."""
+        if job.finished or job.decided is not None:
+            return
+        job.judging = False
+        proc = job.proc
+        # The candidate's wall-clock limit does not count the time it waited for the judge.
+        proc.deadline += time.monotonic() - job.judge_started
+        for path in glob.glob(os.path.join(proc.workdir, f"out-{job.next_trial}-*.bin")):
+            os.unlink(path)
+        trial = job.next_trial
+        metrics = result.get("metrics") or {}
+        if result["status"] == "error":
+            self._decide(job, result)
+            return
+        if result["status"] != "pass":
+            metrics = dict(metrics, failed_trial=trial + 1)
+            self._decide(job, dict(result, metrics=metrics))
+            return
+        job.max_diffs.append(metrics.get("max_abs_diff", 0.0))
+        job.mean_diffs.append(metrics.get("mean_abs_diff", 0.0))
+        job.detector.merge(result.get("intervals") or [])
+        job.next_trial += 1
+        if job.next_trial < len(job.input_seeds()):
+            proc.send({"go": job.next_trial})
+            return
+        verdict = self._near_constant(job)
+        if verdict is not None:
+            self._decide(job, verdict)
+        elif job.timing() is not None:
+            job.awaiting_timing = True
+            proc.send({"time": True})
+        else:
+            self._decide(job, {"status": "pass", "metrics": self._correctness_metrics(job)}, stop=False)
+
+    def _correctness_metrics(self, job):
+        return {"max_abs_diff": max(job.max_diffs),
+                "mean_abs_diff": sum(job.mean_diffs) / len(job.mean_diffs),
+                "trials": len(job.max_diffs)}
+
+    def _near_constant(self, job):
+        """A cheat_detected verdict when one constant would have passed every trial (the
+        pass proves nothing), or None; a flag when that is no evidence of a cheat."""
+        constant = job.detector.constant()
+        if constant is None:
+            return None
+        if job.request["candidate"]["code"] is None or not job.detector.elementwise:
+            # The task's self-test passes (it runs and is deterministic), and a scalar
+            # output that hardly varies is no proof of cheating: flag, do not reject.
+            job.flags.append("reference_near_constant")
+            return None
+        return {"status": "fail", "error_class": protocol.CHEAT_DETECTED,
+                "message": "the reference output is (near-)constant: returning the constant "
+                           f"{constant:.6g} would pass every trial, so this pass proves nothing "
+                           "(KernelBench issue #165); the task needs inputs that make its "
+                           "output vary",
+                "metrics": self._correctness_metrics(job), "flags": ["reference_near_constant"]}
+
+    def _candidate_timing(self, job, timing):
+        if not isinstance(timing, dict) or not all(
+                isinstance(timing.get(k), (int, float)) and not isinstance(timing.get(k), bool)
+                for k in ("ms", "p90")):
+            self._decide(job, _fail(protocol.RUNTIME_ERROR,
+                                    "the candidate's process handed over malformed timings"))
+            return
+        reference = job.entry.stored_timing(self._timing_key(job), math.inf)
+        cand_ms = float(timing["ms"])
+        metrics = self._correctness_metrics(job)
+        metrics.update(reference_ms=reference["ms"], reference_ms_p90=reference["p90"],
+                       candidate_ms=cand_ms, candidate_ms_p90=float(timing["p90"]),
+                       speedup=reference["ms"] / cand_ms if cand_ms > 0 else math.inf,
+                       reference_age_s=time.time() - reference["measured_at"])
+        flags = []
+        if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
+            flags.append("speedup_over_10x")
+        if job.timing()["baseline"] == "compile":
+            if reference.get("compile_unavailable"):
+                flags.append("compile_baseline_unavailable")
+            elif "compile_ms" in reference:
+                metrics["compile_ms"] = reference["compile_ms"]
+                metrics["speedup_vs_compile"] = (reference["compile_ms"] / cand_ms
+                                                 if cand_ms > 0 else math.inf)
+        self._decide(job, {"status": "pass", "metrics": metrics, "flags": flags}, stop=False)
+
+    def _candidate_failure(self, job, report):
+        """The verdict for what the candidate's code raised (report: errors.report data)."""
+        if not isinstance(report, dict):
+            report = {}
+        data = {"types": [t for t in report.get("types") or [] if isinstance(t, str)][:64],
+                "text": report["text"] if isinstance(report.get("text"), str) else "",
+                "where": report["where"] if isinstance(report.get("where"), str) else ""}
+        stage = report.get("stage")
+        trial = report.get("trial")
+        label = {"import": "candidate import", "init": "candidate init",
+                 "timing": "candidate timing"}.get(stage)
+        if label is None:
+            label = (f"candidate forward (trial {trial + 1})" if isinstance(trial, int)
+                     and not isinstance(trial, bool) else "candidate forward")
+        error_class = errors.classify(data, protocol.INIT_ERROR if stage == "init"
+                                      else protocol.RUNTIME_ERROR)
+        message = f"{label}: {errors.describe(data)}"
+        if error_class == protocol.COMPILE_ERROR:
+            missing = errors.missing_toolchain_header(data["text"])
+            # The child's word is not taken for it: the header must really be missing here.
+            if missing is not None and not toolchain.header_available(missing[0]):
+                return _error(protocol.HOST_ERROR,
+                              f"the candidate's build needs {missing[0]}, which this machine "
+                              f"lacks: install {missing[1]} ({label}: {errors.describe(data)})")
+        result = _fail(error_class, message)
+        if error_class == protocol.OUT_OF_MEMORY:
+            result["flags"] = ["out_of_memory"]
+        return result
+
+    def _decide(self, job, result, stop=True):
+        """Records `job`'s verdict; it is sent once its candidate child is gone. `stop`
+        kills the child (a failure: nothing more is wanted from it); else the child is
+        told it is done and exits by itself."""
+        job.decided = result
+        if stop:
+            _kill_group(job.proc.pid)
+        else:
+            job.proc.close_commands()
+
+    def _candidate_done(self, proc, status):
+        job = proc.owner
+        if job is None:  # a standby that died before it got a job (its log says why)
+            return
+        if job.decided is not None:
+            self._finish(job, job.decided)
+            return
+        if not job.marker:
+            why = job.harness_failed or _death_text(proc, status, job.request["limits"], "")
+            self._finish(job, _error(protocol.HARNESS_ERROR,
+                                     f"the candidate's child failed before it ran any candidate "
+                                     f"code: {why}"))
+            return
+        if job.awaiting_timing:
+            where = " during candidate timing"
+        elif job.action == "run" and job.ready:
+            where = f" during candidate forward (trial {job.next_trial + 1})"
+        else:
+            where = " during candidate import or init" if not job.ready else " during candidate forward"
+        self._finish(job, _death_verdict(proc, status, job.request["limits"], where))
+
+    # ---- children ----
+
+    def _fork(self, role, body, commands=False):
+        """A new child of `role` running body(pipes) with its own directory, log and
+        pipes; returns its Proc."""
+        workdir = tempfile.mkdtemp(prefix="kforge-", dir=self.work_root)
         log_fd = os.open(os.path.join(workdir, "log.txt"),
                          os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        read_fd, write_fd = os.pipe()
-        request_r = request_w = None
-        if request is None:
-            request_r, request_w = os.pipe()
-        elif self.mode == "spawn":
-            _write_request(workdir, request)
+        result_r, result_w = os.pipe()
+        command_r = command_w = None
+        if commands:
+            command_r, command_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
         server_pid = os.getpid()
         pid = os.fork()
         if pid == 0:  # never returns
-            self._become_child(request, server_pid, workdir, log_fd, write_fd, request_r,
-                               [read_fd, request_w])
-        for fd in (write_fd, log_fd, request_r):
+            self._become_child(server_pid, log_fd, [result_r, command_w], body,
+                               {"workdir": workdir, "result_w": result_w, "command_r": command_r})
+        for fd in (result_w, log_fd, command_r):
             if fd is not None:
                 os.close(fd)
-        _set_nonblocking(read_fd)
-        return Child(pid, workdir, read_fd, request_w)
+        _set_nonblocking(result_r)
+        proc = Proc(role, pid, workdir, result_r, command_w)
+        self.procs[pid] = proc
+        self.selector.register(result_r, selectors.EVENT_READ, proc)
+        return proc
 
-    def _become_child(self, request, server_pid, workdir, log_fd, write_fd, request_r,
-                      parent_fds):
+    def _become_child(self, server_pid, log_fd, own_parent_fds, body, pipes):
         """In the forked process: leave the server's session, signals and descriptors
-        behind, then run the request, wait as the standby, or exec a fresh interpreter
-        (spawn)."""
+        behind, then run `body`."""
         try:
             os.setsid()
+            from . import isolation
             isolation.die_with_parent(server_pid)
             signal.set_wakeup_fd(-1)
             for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)
-            parent_fds = parent_fds + [self.wake_r, self.wake_w]
-            for job in self.active.values():
-                parent_fds += job.child.parent_fds()
-            if self.standby is not None:
-                parent_fds += self.standby.parent_fds()
+            parent_fds = own_parent_fds + [self.wake_r, self.wake_w]
+            for proc in self.procs.values():
+                parent_fds += proc.parent_fds()
             for fd in parent_fds:
                 if fd is not None:
                     os.close(fd)
@@ -261,36 +718,61 @@ class Server:
             os.dup2(log_fd, 2)
             os.close(devnull)
             os.close(log_fd)
-            if self.mode == "spawn":
-                os.set_inheritable(write_fd, True)
-                env = dict(os.environ)
-                env["PYTHONPATH"] = os.pathsep.join(
-                    p for p in (HARNESS_DIR, env.get("PYTHONPATH")) if p)
-                os.execve(sys.executable,
-                          [sys.executable, "-m", "kforge_harness", "child",
-                           "--workdir", workdir, "--result-fd", str(write_fd),
-                           "--device", self.device.name,
-                           "--memory-base", str(self.memory_base)], env)
-            if request is None:
-                child.standby(request_r, write_fd, self.device, workdir, self.memory_base)
-            else:
-                child.run_child(request, write_fd, self.device, workdir, self.memory_base)
+            body(pipes)
         except BaseException:  # noqa: BLE001 - must never fall back into the server loop
             traceback.print_exc()
         finally:
             os._exit(0)
 
-    def _read_result(self, job):
+    def _read(self, proc):
         try:
-            data = os.read(job.child.read_fd, 1 << 16)
+            data = os.read(proc.read_fd, 1 << 16)
         except BlockingIOError:
             return
-        if data:
-            job.buffer += data
-        else:  # EOF: everything holding the write end is gone; the reap follows
-            self.selector.unregister(job.child.read_fd)
-            os.close(job.child.read_fd)
-            job.child.read_fd = None
+        if not data:  # EOF: everything holding the write end is gone; the reap follows
+            self._close_read(proc)
+            return
+        self._take(proc, data)
+
+    def _take(self, proc, data):
+        proc.buffer += data
+        *lines, rest = bytes(proc.buffer).split(b"\n")
+        proc.buffer = bytearray(rest)
+        for line in lines:
+            self._message(proc, line)
+        if len(proc.buffer) > MAX_LINE_BYTES and not proc.flooded:
+            proc.flooded = True
+            proc.buffer = bytearray()
+            self._flood(proc)
+
+    def _flood(self, proc):
+        job = proc.owner
+        if proc.role == "candidate" and job is not None and job.marker:
+            self._decide(job, _fail(protocol.RUNTIME_ERROR,
+                                    f"the candidate's process wrote a line of more than "
+                                    f"{MAX_LINE_BYTES} bytes to the harness's pipe"))
+        else:
+            _kill_group(proc.pid)
+
+    def _message(self, proc, line):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        if proc.role == "candidate":
+            self._candidate_message(proc, message)
+        elif proc.role == "judge":
+            self.judges.message(proc, message)
+        elif "result" in message and proc.result is None and isinstance(message["result"], dict):
+            proc.result = message["result"]
+
+    def _close_read(self, proc):
+        if proc.read_fd is not None:
+            self.selector.unregister(proc.read_fd)
+            os.close(proc.read_fd)
+            proc.read_fd = None
 
     @staticmethod
     def _exited(pid):
@@ -298,89 +780,169 @@ class Server:
         return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
     def _reap(self):
-        if self.standby is not None and self._exited(self.standby.pid):
-            # Died before it got a request (its log says why); the next request starts
-            # a child of its own and a new standby.
-            self.standby.discard()
-            self.standby = None
-        for pid, job in list(self.active.items()):
+        for pid, proc in list(self.procs.items()):
             if not self._exited(pid):
                 continue
             _kill_group(pid)
             _, status = os.waitpid(pid, 0)
-            del self.active[pid]
-            self._finish(job, status)
+            del self.procs[pid]
+            self._drain_pipe(proc)
+            self._close_read(proc)
+            proc.close_commands()
+            if proc is self.standby:
+                self.standby = None
+            try:
+                self._exit_handlers[proc.role](self, proc, status)
+            finally:
+                if proc.role != "judge":
+                    shutil.rmtree(proc.workdir, ignore_errors=True)
+
+    def _drain_pipe(self, proc):
+        """The child has exited: what it wrote is all in the pipe now."""
+        while proc.read_fd is not None:
+            try:
+                data = os.read(proc.read_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not data:
+                return
+            self._take(proc, data)
+
+    def _check_done(self, proc, status):
+        if proc.result is not None:
+            self._finish(proc.owner, proc.result)
+        else:
+            self._finish(proc.owner, _error(protocol.HARNESS_ERROR,
+                                            "the checker died: " + _death_text(proc, status, proc.owner.request["limits"], "")))
+
+    def _judge_done(self, proc, status):
+        self.judges.died(proc, status)
+
+    _exit_handlers = {"candidate": _candidate_done, "reference": _reference_done,
+                      "check": _check_done, "judge": _judge_done}
 
     def _enforce_deadlines(self):
         now = time.monotonic()
-        for job in self.active.values():
-            if not job.timed_out and now >= job.deadline:
-                job.timed_out = True
-                _kill_group(job.child.pid)
+        for proc in self.procs.values():
+            if not proc.timed_out and now >= proc.deadline:
+                proc.timed_out = True
+                _kill_group(proc.pid)
 
-    # ---- responses ----
 
-    def _finish(self, job, status):
-        seconds = time.monotonic() - job.started
-        read_fd = job.child.read_fd
-        if read_fd is not None:
-            while True:  # the child has exited: what it wrote is all in the pipe now
+class JudgePool:
+    """Up to `size` judge processes, forked when first needed and kept; trials wait in
+    a queue for a free one. A judge that dies or overruns fails the trial it had with a
+    harness_error and is replaced by the next fork."""
+
+    def __init__(self, server, size, threads):
+        self.server = server
+        self.size = size
+        self.threads = threads
+        self.idle = []
+        self.busy = {}  # pid -> (proc, job)
+        self.queue = []
+        self.next_id = 0
+
+    def submit(self, job, command):
+        self.queue.append((job, command))
+        self._dispatch()
+
+    def _dispatch(self):
+        while self.queue:
+            if self.idle:
+                proc = self.idle.pop()
+            elif len(self.busy) < self.size:
                 try:
-                    data = os.read(read_fd, 1 << 16)
-                except BlockingIOError:
-                    break
-                if not data:
-                    break
-                job.buffer += data
-            self.selector.unregister(read_fd)
-            os.close(read_fd)
-            job.child.read_fd = None
-        result = None
-        for line in bytes(job.buffer).splitlines():
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            job.phase = message.get("phase", job.phase)
-            result = message.get("result", result)
-        if result is None:
-            result = self._death_verdict(job, status)
-        log_tail = _tail(os.path.join(job.child.workdir, "log.txt"))
-        shutil.rmtree(job.child.workdir, ignore_errors=True)
-        metrics = dict(result.get("metrics") or {})
-        metrics["child_seconds"] = seconds
-        self._respond(protocol.response(
-            job.id, result.get("status", "error"), result.get("error_class", ""),
-            result.get("message", ""), log_tail, result.get("findings"),
-            result.get("extracted"), metrics, result.get("flags")))
-
-    def _death_verdict(self, job, status):
-        """The verdict for a child that died without reporting one."""
-        where = f" during {job.phase}" if job.phase else ""
-        limits = job.request["limits"]
-        if job.timed_out:
-            error_class = protocol.TIMEOUT
-            message = (f"wall-clock limit of {limits['timeout_s']:g} s hit{where}; the "
-                       "child's process group was killed")
-        elif os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            name = _signal_name(sig)
-            if sig == signal.SIGXCPU:
-                error_class = protocol.TIMEOUT
-                message = f"CPU-time limit of {limits['cpu_s']} s hit{where} ({name})"
+                    proc = self.server._fork("judge", lambda p: child.judge_main(
+                        p["command_r"], p["result_w"], self.threads), commands=True)
+                except OSError as exc:
+                    job, _ = self.queue.pop(0)
+                    self.server.judged(job, _error(protocol.HARNESS_ERROR, f"cannot start a judge: {exc}"))
+                    continue
             else:
-                error_class = protocol.CRASH
-                message = f"the child was killed by {name} ({signal.strsignal(sig)}){where}"
-                if sig == signal.SIGKILL:
-                    message += ": not by the harness; often the kernel's OOM killer"
+                return
+            job, command = self.queue.pop(0)
+            if job.finished or job.decided is not None:
+                self.idle.append(proc)
+                continue
+            self.next_id += 1
+            command = dict(command, id=self.next_id)
+            proc.owner = (job, self.next_id)
+            proc.deadline = time.monotonic() + JUDGE_TIMEOUT_S
+            self.busy[proc.pid] = proc
+            if not proc.send(command):
+                _kill_group(proc.pid)
+
+    def message(self, proc, message):
+        if proc.pid not in self.busy or not isinstance(message.get("result"), dict):
+            return
+        job, command_id = proc.owner
+        if message.get("id") != command_id:
+            return
+        del self.busy[proc.pid]
+        proc.owner = None
+        proc.deadline = math.inf
+        self.idle.append(proc)
+        self.server.judged(job, message["result"])
+        self._dispatch()
+
+    def died(self, proc, status):
+        if proc in self.idle:
+            self.idle.remove(proc)
+        if self.busy.pop(proc.pid, None) is not None:
+            job, _ = proc.owner
+            what = (f"did not finish within {JUDGE_TIMEOUT_S:g} s" if proc.timed_out
+                    else _death_text(proc, status, None, ""))
+            tail = _tail(os.path.join(proc.workdir, "log.txt"))
+            self.server.judged(job, _error(protocol.HARNESS_ERROR,
+                                           f"the judge {what}; its log ends with: {tail[-1000:]}"))
+        shutil.rmtree(proc.workdir, ignore_errors=True)
+        self._dispatch()
+
+
+def _error(error_class, message):
+    return {"status": "error", "error_class": error_class, "message": message}
+
+
+def _fail(error_class, message):
+    return {"status": "fail", "error_class": error_class, "message": message}
+
+
+def _death_text(proc, status, limits, where):
+    if proc.timed_out and limits is not None:
+        return f"wall-clock limit of {limits['timeout_s']:g} s hit{where}"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return f"killed by {_signal_name(sig)} ({signal.strsignal(sig)}){where}"
+    return f"exited with status {os.WEXITSTATUS(status)}{where}"
+
+
+def _death_verdict(proc, status, limits, where):
+    """The verdict for a candidate child that died before its verdict was known."""
+    flags = []
+    if proc.timed_out:
+        error_class = protocol.TIMEOUT
+        message = (f"wall-clock limit of {limits['timeout_s']:g} s hit{where}; the "
+                   "child's process group was killed")
+    elif os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = _signal_name(sig)
+        if sig == signal.SIGXCPU:
+            error_class = protocol.TIMEOUT
+            message = f"CPU-time limit of {limits['cpu_s']} s hit{where} ({name})"
         else:
-            error_class = protocol.RUNTIME_ERROR
-            message = (f"the child exited with status {os.WEXITSTATUS(status)}{where} "
-                       "before reporting a result")
-        if job.phase is None or job.phase.startswith(_NOT_CANDIDATE_PHASES):
-            return {"status": "error", "error_class": protocol.HARNESS_ERROR,
-                    "message": f"{error_class} outside the candidate's code: {message}"}
-        return {"status": "fail", "error_class": error_class, "message": message}
+            error_class = protocol.CRASH
+            message = f"the child was killed by {name} ({signal.strsignal(sig)}){where}"
+            if sig == signal.SIGKILL:
+                message += ": not by the harness; often the kernel's OOM killer"
+                flags.append("out_of_memory")
+    else:
+        error_class = protocol.RUNTIME_ERROR
+        message = (f"the child exited with status {os.WEXITSTATUS(status)}{where} "
+                   "before reporting a result")
+    result = _fail(error_class, message)
+    result["flags"] = flags
+    return result
 
 
 def _signal_name(sig):

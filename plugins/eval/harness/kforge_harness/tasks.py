@@ -1,13 +1,17 @@
-"""Loading KernelBench-format tasks (sizes rewritten, see sizes.py) and candidates."""
+"""Loading KernelBench-format tasks (sizes rewritten, see sizes.py) and candidates.
+
+A task is loaded from its source text, which the server reads once and hands to every
+process that needs it: a candidate's child needs nothing outside its own directory."""
 
 import ast
 import importlib.util
+import linecache
 import os
 import sys
 import types
 
 from . import protocol
-from .sizes import rewrite_sizes
+from .sizes import constant_int, rewrite_sizes
 
 REFERENCE_MODULE = "kforge_reference"
 CANDIDATE_MODULE = "kforge_candidate"
@@ -19,29 +23,65 @@ def read_task_source(path):
         with open(path, encoding="utf-8") as handle:
             return handle.read()
     except OSError as exc:
-        raise protocol.harness_error(f"cannot read task file {path}: {exc.strerror}") from exc
+        raise protocol.task_error(f"cannot read task file {path}: {exc.strerror}") from exc
 
 
-def parse_task(path):
-    source = read_task_source(path)
+def parse_task(path, source=None):
+    """The task's AST; a file that does not parse is a task_error."""
+    if source is None:
+        source = read_task_source(path)
     try:
         return ast.parse(source, filename=path)
     except SyntaxError as exc:
-        raise protocol.harness_error(
-            f"task file {path}:{exc.lineno} does not parse: {exc.msg}") from exc
+        raise protocol.task_error(f"task file {path}:{exc.lineno} does not parse: {exc.msg}") from None
 
 
-def load_task(task):
-    """Executes the task file with its sizes rewritten; returns (module, size changes).
+def module_sizes(tree):
+    """Every module-level integer constant of a (rewritten) task: the sizes it runs at."""
+    sizes = {}
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else (
+            [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else [])
+        for target in targets:
+            if isinstance(target, ast.Name) and constant_int(stmt.value) is not None:
+                sizes[target.id] = constant_int(stmt.value)
+            elif (isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple)
+                  and len(target.elts) == len(stmt.value.elts)):
+                for name, value in zip(target.elts, stmt.value.elts):
+                    if isinstance(name, ast.Name) and constant_int(value) is not None:
+                        sizes[name.id] = constant_int(value)
+    return sizes
+
+
+def rewritten(task, source):
+    """(the task's AST with its sizes rewritten, the size changes)."""
+    path = task["path"]
+    tree = parse_task(path, source)
+    try:
+        return tree, rewrite_sizes(tree, task["sizes"], task["size_scale"], where=path)
+    except ValueError as exc:
+        raise protocol.task_error(str(exc)) from None
+
+
+def run_sizes(task, source=None):
+    """Every module-level integer constant of the task at its rewritten sizes."""
+    return module_sizes(rewritten(task, source)[0])
+
+
+def load_task(task, source=None):
+    """Executes the task's `source` (default: its file) with its sizes rewritten;
+    returns (module, size changes). A task that cannot load (it does not parse, names an
+    unknown size, lacks Model) is a task_error (protocol.Verdict); what the task's own
+    code raises (a failed import, say) propagates.
 
     The module is compiled from the rewritten AST under the task's own file name, so
-    tracebacks and inspect point at the real file and its real line numbers."""
+    tracebacks point at the real file and its real line numbers; its lines are put in
+    linecache, so tracebacks show them even where the file cannot be read."""
     path = task["path"]
-    tree = parse_task(path)
-    try:
-        changes = rewrite_sizes(tree, task["sizes"], task["size_scale"], where=path)
-    except ValueError as exc:
-        raise protocol.harness_error(str(exc)) from exc
+    if source is None:
+        source = read_task_source(path)
+    tree, changes = rewritten(task, source)
+    linecache.cache[path] = (len(source), None, source.splitlines(True), path)
     module = types.ModuleType(REFERENCE_MODULE)
     module.__file__ = path
     sys.modules[REFERENCE_MODULE] = module
@@ -52,7 +92,7 @@ def load_task(task):
     if not any(hasattr(module, name) for name in model_names):
         missing.insert(0, " or ".join(model_names))
     if missing:
-        raise protocol.harness_error(
+        raise protocol.task_error(
             f"task file {path} lacks {', '.join(missing)}: a KernelBench task defines "
             "class Model, get_inputs() and get_init_inputs()")
     if not hasattr(module, "get_init_inputs"):

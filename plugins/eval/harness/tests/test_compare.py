@@ -1,12 +1,14 @@
 """Comparison rules, the near-constant detector and the dynamic anti-cheat helpers."""
 
 import math
+import os
+import tempfile
 import unittest
 
 import numpy as np
 import torch
 
-from kforge_harness import anticheat, protocol
+from kforge_harness import anticheat, compare, outputs, protocol
 from kforge_harness.compare import ConstantDetector, compare_outputs, compare_tensors
 from kforge_harness.protocol import normalise_request
 
@@ -87,6 +89,109 @@ class CompareTest(unittest.TestCase):
                                          ALLCLOSE).error_class, protocol.DTYPE_MISMATCH)
 
 
+class ChunkedComparisonTest(unittest.TestCase):
+    """The comparison reads outputs in chunks: the verdict and the metrics must be those
+    of one pass over the whole output, wherever the chunks fall."""
+
+    def setUp(self):
+        self.saved = compare.CHUNK_ELEMENTS
+        self.addCleanup(setattr, compare, "CHUNK_ELEMENTS", self.saved)
+
+    def both(self, ref, cand, rule_):
+        whole = compare_tensors(ref, cand, rule_)
+        compare.CHUNK_ELEMENTS = 7
+        chunked = compare_tensors(ref, cand, rule_)
+        compare.CHUNK_ELEMENTS = self.saved
+        return whole, chunked
+
+    def test_same_verdicts_and_metrics_in_chunks(self):
+        torch.manual_seed(0)
+        ref = torch.randn(10, 13)
+        for cand, rule_ in ((ref + 1e-6, ALLCLOSE), (ref + torch.randn(10, 13) * 1e-3, ALLCLOSE),
+                            (ref + 1e-4, rule("max_abs_diff", limit=1e-3)),
+                            (ref * 1.02, rule("share_over_limit", rtol=1e-2, max_share=0.5))):
+            whole, chunked = self.both(ref, cand, rule_)
+            self.assertEqual(whole.error_class, chunked.error_class)
+            self.assertEqual(whole.message, chunked.message)
+            self.assertAlmostEqual(whole.max_abs_diff, chunked.max_abs_diff, places=12)
+            self.assertAlmostEqual(whole.mean_abs_diff, chunked.mean_abs_diff, places=12)
+            self.assertEqual(whole.intervals, chunked.intervals)
+
+    def test_nan_and_infinity_in_a_later_chunk(self):
+        ref = torch.zeros(40)
+        ref[33] = math.inf
+        cand = ref.clone()
+        whole, chunked = self.both(ref, cand, ALLCLOSE)
+        self.assertTrue(whole.passed and chunked.passed)
+        self.assertEqual(chunked.intervals, [(40, None)])  # an infinite value: not constant
+        cand[35] = math.nan
+        whole, chunked = self.both(ref, cand, ALLCLOSE)
+        self.assertIn("1 NaN value(s)", chunked.message)
+        self.assertTrue(math.isnan(chunked.max_abs_diff))
+
+    def test_non_contiguous_and_complex(self):
+        ref = torch.randn(9, 5).t()
+        whole, chunked = self.both(ref, ref.contiguous() + 1e-7, ALLCLOSE)
+        self.assertTrue(chunked.passed)
+        cref = torch.randn(17, dtype=torch.complex64)
+        whole, chunked = self.both(cref, cref * 1.1, ALLCLOSE)
+        self.assertEqual(whole.message, chunked.message)
+
+    def test_peak_memory_is_bounded_by_the_chunk(self):
+        # The float64 temporaries of one chunk, not of the output: a comparison of a
+        # 64 MB output with 1 MB chunks must allocate far less than the output.
+        compare.CHUNK_ELEMENTS = 1 << 17
+        ref = torch.randn(1 << 24)
+        cand = ref.clone()
+        tracemalloc_peak = _peak_allocated(lambda: compare_tensors(ref, cand, ALLCLOSE))
+        self.assertLess(tracemalloc_peak, 16 << 20)
+
+
+def _peak_allocated(call):
+    """Peak resident growth in bytes while `call` runs (VmHWM after a reset)."""
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:
+        handle.write("5")
+    def field(name):
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(l.split()[1]) * 1024 for l in status if l.startswith(name))
+    base = field("VmRSS:")
+    call()
+    return field("VmHWM:") - base
+
+
+class OutputFilesTest(unittest.TestCase):
+    """What crosses between processes: every dtype and layout round-trips through the
+    files bit for bit, and a reader opens only the plain file it expects."""
+
+    def test_round_trip(self):
+        values = [torch.randn(3, 4).t(), torch.randn(5).bfloat16(), torch.randn(4, dtype=torch.complex64),
+                  torch.tensor([True, False]), torch.arange(6, dtype=torch.int16).view(2, 3),
+                  torch.tensor(2.5), np.arange(4, dtype=np.float64), 7, None, "text"]
+        with tempfile.TemporaryDirectory() as directory:
+            infos = outputs.write_leaves(values, directory, "t")
+            self.assertEqual([i["kind"] for i in infos], ["tensor"] * 8 + ["none", "other"])
+            for index, value in enumerate(values[:8]):
+                leaf = outputs.FileLeaf(directory, "t", index, infos[index])
+                with leaf.open() as handle:
+                    back = torch.cat(list(leaf.chunks(handle, 3))).view(leaf.shape)
+                expected = outputs.as_tensor(value)
+                self.assertEqual(back.dtype, expected.dtype)
+                self.assertTrue(torch.equal(back, expected.contiguous()), index)
+
+    def test_reader_refuses_links_and_wrong_sizes(self):
+        with tempfile.TemporaryDirectory() as directory:
+            info = outputs.write_leaves([torch.zeros(4)], directory, "a")[0]
+            outputs.write_leaves([torch.zeros(8)], directory, "b")
+            os.unlink(os.path.join(directory, "a-0.bin"))
+            os.symlink(os.path.join(directory, "b-0.bin"), os.path.join(directory, "a-0.bin"))
+            with self.assertRaises(ValueError):
+                outputs.FileLeaf(directory, "a", 0, info).open()
+            os.unlink(os.path.join(directory, "a-0.bin"))
+            outputs.write_leaves([torch.zeros(3)], directory, "a")
+            with self.assertRaisesRegex(ValueError, "16 bytes"):
+                outputs.FileLeaf(directory, "a", 0, info).open()
+
+
 class ConstantDetectorTest(unittest.TestCase):
     def test_near_zero_output_is_constant(self):
         detector = ConstantDetector(ALLCLOSE)
@@ -125,19 +230,42 @@ class ConstantDetectorTest(unittest.TestCase):
 class AntiCheatHelpersTest(unittest.TestCase):
     def test_aliasing(self):
         x = torch.randn(4, 4)
-        self.assertEqual(anticheat.aliasing([x.view(-1)], [x]), (0, 0))
-        self.assertEqual(anticheat.aliasing([x[2:]], [torch.randn(2), x]), (0, 1))
+        self.assertEqual(anticheat.aliasing([x.view(-1)], [x]), [0, 0])
+        self.assertEqual(anticheat.aliasing([x[2:]], [torch.randn(2), x]), [0, 1])
         self.assertIsNone(anticheat.aliasing([x.clone()], [x]))
 
     def test_changed_inputs(self):
         x, y = torch.randn(3), torch.tensor([math.nan, 1.0])
-        self.assertEqual(anticheat.changed_inputs([x, y], [x.clone(), y.clone()]), [])
-        moved = x.clone()
-        moved[0] += 1
-        self.assertEqual(anticheat.changed_inputs([x, y], [moved, y.clone()]), [0])
+        before = anticheat.input_digests([x, y])
+        self.assertEqual(anticheat.changed_inputs(before, anticheat.input_digests([x.clone(), y.clone()])), [])
+        x[0] += 1
+        self.assertEqual(anticheat.changed_inputs(before, anticheat.input_digests([x, y])), [0])
+
+    def test_digest_sees_every_bit(self):
+        # -0.0 == 0.0 and NaN payloads compare equal or never equal as values; the
+        # checksum goes by the bits.
+        zeros = torch.zeros(5)
+        negative = zeros.clone()
+        negative[3] = -0.0
+        self.assertNotEqual(outputs.digest(zeros), outputs.digest(negative))
+        ints = torch.arange(10)
+        swapped = ints.clone()
+        swapped[[2, 7]] = swapped[[7, 2]]
+        self.assertNotEqual(outputs.digest(ints), outputs.digest(swapped))
+        strided = torch.randn(6, 4).t()
+        self.assertEqual(outputs.digest(strided), outputs.digest(strided.contiguous()))
 
     def test_poison_allocator_runs(self):
-        anticheat.poison_allocator([torch.zeros(16), torch.zeros(3, dtype=torch.int64)])
+        anticheat.poison_allocator([64, 24], torch.device("cpu"))
+
+    def test_judge_decides_from_observations(self):
+        self.assertIsNone(anticheat.verdict({"mutates_inputs": False}, {"changed_inputs": []}, "t"))
+        self.assertIn("changed input #1", anticheat.verdict(
+            {"mutates_inputs": False}, {"changed_inputs": [1]}, "t").message)
+        self.assertIsNone(anticheat.verdict({"mutates_inputs": True}, {"changed_inputs": [1]}, "t"))
+        self.assertIn("shares memory", anticheat.verdict(
+            {"aliases_inputs": False}, {"aliased": [0, 0]}, "t").message)
+        self.assertIsNone(anticheat.verdict({"aliases_inputs": True}, {"aliased": [0, 0]}, "t"))
 
 
 if __name__ == "__main__":

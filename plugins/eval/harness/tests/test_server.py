@@ -122,7 +122,7 @@ class VerdictsMixin:
                 self.assertGreater(response["metrics"]["child_seconds"], 0)
 
     def test_extensions_build_in_the_childs_own_directory(self):
-        # load_inline's build directory is the child's own (see child.run_child).
+        # load_inline's build directory is the child's own (see child.candidate_main).
         message = self.server.ask(request("ext", "run", "relu", "extensions_dir_probe"))["ext"]["message"]
         found = re.search(r"extensions=(\S+) cwd=(\S+)", message)
         self.assertIsNotNone(found, message)
@@ -171,7 +171,7 @@ class ForkServerTest(VerdictsMixin, unittest.TestCase):
         response = self.server.ask(request("ms-only", "run", "relu_mindspore_only", "relu_cpp",
                                            task_format="kernelbench-mindspore"))["ms-only"]
         self.assertEqual(response["status"], "error", response)
-        self.assertEqual(response["error_class"], "harness_error")
+        self.assertEqual(response["error_class"], "task_error")
         self.assertIn("needs MindSpore", response["message"])
         self.assertIn("TorchModel", response["message"])
 
@@ -228,11 +228,11 @@ class ServerBehaviourTest(unittest.TestCase):
         response = self.server.ask(req)["artifact"]
         self.assertEqual(response["error_class"], "numerical_mismatch", response)
 
-    def test_broken_task_is_a_harness_error_not_a_verdict(self):
+    def test_broken_task_is_a_task_error_not_a_verdict(self):
         bad_sizes = request("bad-sizes", "run", "relu", "relu_cpp", sizes={"no_such": 3})
         response = self.server.ask(bad_sizes)["bad-sizes"]
         self.assertEqual(response["status"], "error")
-        self.assertEqual(response["error_class"], "harness_error")
+        self.assertEqual(response["error_class"], "task_error")
         self.assertIn("no_such", response["message"])
 
 

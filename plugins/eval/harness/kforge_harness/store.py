@@ -1,0 +1,127 @@
+"""The reference store: what the reference worker learned about each task on this
+server's device, kept for the whole run in the server's private scratch directory.
+
+An entry is one task at its sizes (its source's hash, format, sizes, size_scale,
+fit_memory_mb, inputs_on_device; the device is the server's): the self-test's facts
+(the sizes it ran at, its peak memory, the device's memory, flags), the reference's
+outputs per (weight seed, input seed) as files (outputs.py), and the reference's timings
+per timing setup with the time they were measured. Outputs take space, so the store
+holds at most `budget_bytes` of them: the least recently used entries lose their outputs
+first (their facts stay), entries in use are never touched, and an entry that cannot fit
+even alone is transient: its outputs serve the requests in flight and are deleted after
+them, so the next candidate recomputes them (the response says so)."""
+
+import hashlib
+import json
+import os
+import shutil
+import time
+
+
+def entry_key(task, source, device_name, inputs_on_device):
+    material = json.dumps([hashlib.sha256(source.encode("utf-8")).hexdigest(), task["path"],
+                           task["format"], sorted(task["sizes"].items()), float(task["size_scale"]),
+                           float(task.get("fit_memory_mb") or 0), device_name,
+                           bool(inputs_on_device)])
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+def timing_key(weight_seed, timing_seed, timing):
+    return json.dumps([weight_seed, timing_seed, int(timing["warmup"]), int(timing["trials"]),
+                       bool(timing["flush_l2"]), timing["baseline"]])
+
+
+class Entry:
+    def __init__(self, key, directory):
+        self.key = key
+        self.dir = directory
+        self.facts = None  # the last self-test's result, less outputs and timing
+        self.failure = None  # a task_error that will not change (the task is broken)
+        self.outputs = {}  # "weight_seed-input_seed" -> {leaves, mutates_inputs, aliases_inputs, bytes}
+        self.timings = {}  # timing_key -> {ms, p90, compile_ms?, measured_at}
+        self.last_used = 0.0
+        self.pins = 0
+        self.transient = False
+        self.worker = None  # the job whose reference worker computes this entry now
+        self.waiters = []  # jobs waiting for that worker
+
+    @property
+    def bytes(self):
+        return sum(item["bytes"] for item in self.outputs.values())
+
+    def missing(self, weight_seed, input_seeds):
+        return [s for s in input_seeds if f"{weight_seed}-{s}" not in self.outputs]
+
+    def stored_timing(self, key, max_age_s):
+        """The stored timing for `key` when it is younger than max_age_s, else None."""
+        timing = self.timings.get(key)
+        if timing is None or time.time() - timing["measured_at"] > max_age_s:
+            return None
+        return timing
+
+
+class ReferenceStore:
+    def __init__(self, root, budget_bytes):
+        self.root = root
+        self.budget = budget_bytes
+        self.entries = {}
+        os.makedirs(root, mode=0o700, exist_ok=True)
+
+    def entry(self, key):
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = Entry(key, os.path.join(self.root, key[:32]))
+            os.makedirs(entry.dir, mode=0o700, exist_ok=True)
+            self.entries[key] = entry
+        entry.last_used = time.monotonic()
+        return entry
+
+    def record(self, entry, result, weight_seed):
+        """Takes a reference worker's successful result into `entry`; returns True when
+        the entry's outputs could be kept within the budget (else it is transient)."""
+        outputs = result.pop("outputs", {}) or {}
+        timing = result.pop("timing", None)
+        entry.facts = result
+        for seed, item in outputs.items():
+            entry.outputs[f"{weight_seed}-{seed}"] = item
+        if timing is not None:
+            entry.timings[result["timing_key"]] = timing
+        entry.last_used = time.monotonic()
+        return self._fit(entry)
+
+    def _fit(self, newest):
+        total = sum(e.bytes for e in self.entries.values())
+        for victim in sorted(self.entries.values(), key=lambda e: e.last_used):
+            if total <= self.budget:
+                break
+            if victim is newest or victim.pins or not victim.outputs:
+                continue
+            total -= victim.bytes
+            self.drop_outputs(victim)
+        newest.transient = total > self.budget
+        return not newest.transient
+
+    def drop_outputs(self, entry):
+        """Deletes the entry's output files (its facts and timings stay)."""
+        entry.outputs = {}
+        self.discard_unrecorded(entry)
+
+    @staticmethod
+    def discard_unrecorded(entry):
+        """Deletes files of the entry no recorded output owns (a failed worker's)."""
+        owned = tuple(f"{prefix}-" for prefix in entry.outputs)
+        for name in os.listdir(entry.dir):
+            if not (owned and name.startswith(owned)):
+                os.unlink(os.path.join(entry.dir, name))
+
+    def pin(self, entry):
+        entry.pins += 1
+
+    def unpin(self, entry):
+        entry.pins -= 1
+        if entry.pins == 0 and entry.transient:
+            self.drop_outputs(entry)
+            entry.transient = False
+
+    def close(self):
+        shutil.rmtree(self.root, ignore_errors=True)
