@@ -8,6 +8,7 @@ asked. Anything that goes wrong is the task's (a `task_error` saying why), excep
 setting up the device, which is the harness's. The result goes to the server as one
 {"result": ...} line: this process is trusted, so its result is a verdict."""
 
+import importlib.util
 import sys
 import time
 import traceback
@@ -31,15 +32,12 @@ def fitted_sizes(task, device, timeout_s):
     for sizes under task.fit_memory_mb: complete sizes (every module-level integer) to run
     the task at. Raises protocol.Verdict (task_error) when the task cannot fit or is
     broken, and when this harness has no fitter."""
-    try:
-        from . import fit  # noqa: PLC0415 - another workstream's module, optional here
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.fit":
-            raise
+    if importlib.util.find_spec(f"{__package__}.fit") is None:
         raise protocol.task_error(
             f"task.fit_memory_mb is {task['fit_memory_mb']:g}, but the size fitter is not "
             "available in this harness (kforge_harness/fit.py is missing): set "
-            "fit_memory_mb: 0 and give sizes or size_scale instead") from None
+            "fit_memory_mb: 0 and give sizes or size_scale instead")
+    from . import fit  # noqa: PLC0415 - another workstream's module, optional here
     try:
         result = fit.fit(task["path"], task["format"], budget_mb=task["fit_memory_mb"],
                          device=device, base_sizes=task["sizes"],

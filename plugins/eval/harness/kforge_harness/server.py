@@ -102,6 +102,7 @@ class Job:
         self.source = None
         self.entry = None
         self.reference_computed = False
+        self.reference_timed = False  # this job's own worker measured the reference's timing
         self.reference_seconds = 0.0
         self.marker = False  # the candidate child reported {"candidate_code": "start"}
         self.harness_failed = None
@@ -334,7 +335,7 @@ class Server:
             return
         missing = entry.missing(job.weight_seed, job.input_seeds())
         timing = job.timing()
-        stale_timing = timing is not None and entry.stored_timing(
+        stale_timing = timing is not None and not job.reference_timed and entry.stored_timing(
             self._timing_key(job), float(timing["reference_max_age_s"])) is None
         if entry.facts is None or missing or stale_timing:
             self._start_reference(job, missing, timing if stale_timing else None)
@@ -363,6 +364,7 @@ class Server:
         proc.deadline = proc.started + float(request["limits"]["timeout_s"])
         job.entry.worker = job
         job.reference_computed = True
+        job.reference_timed = timing is not None
 
     def _reference_done(self, proc, status):
         job = proc.owner
@@ -498,7 +500,7 @@ class Server:
             return
         # From here on, what the child says is data about the candidate's run, no more.
         if "failed" in message:
-            self._decide(job, self._candidate_failure(job, message["failed"]))
+            self._decide(job, self._candidate_failure(message["failed"]))
         elif message.get("ready") is True:
             job.ready = True
         elif "trial" in message and job.action == "run":
@@ -608,7 +610,8 @@ class Server:
                                                  if cand_ms > 0 else math.inf)
         self._decide(job, {"status": "pass", "metrics": metrics, "flags": flags}, stop=False)
 
-    def _candidate_failure(self, job, report):
+    @staticmethod
+    def _candidate_failure(report):
         """The verdict for what the candidate's code raised (report: errors.report data)."""
         if not isinstance(report, dict):
             report = {}

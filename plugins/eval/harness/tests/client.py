@@ -37,13 +37,14 @@ def request(request_id, action, task, candidate=None, language="cpp", task_forma
 
 
 class Server:
-    def __init__(self, mode="fork", device="cpu", max_children=2, extra_env=None):
+    def __init__(self, mode="fork", device="cpu", max_children=2, extra_env=None, store_mb=None):
         env = dict(os.environ)
         env["PYTHONPATH"] = HARNESS_DIR
         env.update(extra_env or {})
+        store = ["--reference-store-mb", str(store_mb)] if store_mb is not None else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "kforge_harness", "serve", "--device", device,
-             "--mode", mode, "--max-children", str(max_children)],
+             "--mode", mode, "--max-children", str(max_children), *store],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.pending = b""
         # Read with os.read only: a buffered readline could swallow later responses.

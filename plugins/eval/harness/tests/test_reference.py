@@ -1,0 +1,157 @@
+"""The reference service and attribution, through a real server: a task that fails as its
+own reference is a task_error whatever the candidate, the reference is computed once and
+reused, its timing is kept until it is too old, the store keeps to its budget, and the
+candidate's process cannot speak for the judge."""
+
+import importlib.util
+import json
+import unittest
+from unittest import mock
+
+from kforge_harness import errors, protocol, server
+from tests import client
+from tests.client import request
+
+# (task, task fields, limits, text the message holds)
+BROKEN_TASKS = [
+    ("broken_asserts_size", {"size_scale": 0.5}, {}, "doesn't match model (224)"),
+    ("broken_get_inputs", {}, {}, "cannot make its inputs"),
+    ("broken_import", {}, {}, "kforge_no_such_module"),
+    ("broken_none_output", {}, {}, "returns None"),
+    ("broken_nan_output", {}, {}, "NaN"),
+    ("broken_random_inputs", {}, {}, "different inputs from the same seed"),
+    ("too_big", {}, {"memory_mb": 512}, "needs more than"),
+    ("grouped_conv", {"size_scale": 0.1}, {}, "divisible by groups"),
+    ("windowed_attention", {"size_scale": 0.25}, {}, "is invalid for input of size"),
+]
+
+
+def metric_sum(responses, name):
+    return sum(r["metrics"].get(name, 0) for r in responses)
+
+
+class ReferenceServiceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def test_a_task_that_fails_as_its_own_reference_is_a_task_error(self):
+        requests = []
+        for task, fields, limits, _ in BROKEN_TASKS:
+            requests.append(request(f"{task}-cand", "run", task, "python_relu", language="python",
+                                    limits=limits, **fields))
+            requests.append(request(f"{task}-ref", "run", task, limits=limits, **fields))
+        responses = self.server.ask(*requests, timeout=300)
+        for task, _, _, text in BROKEN_TASKS:
+            for suffix in ("cand", "ref"):
+                with self.subTest(task=task, who=suffix):
+                    response = responses[f"{task}-{suffix}"]
+                    detail = json.dumps(response, indent=1)[:3000]
+                    self.assertEqual(response["status"], "error", detail)
+                    self.assertEqual(response["error_class"], "task_error", detail)
+                    self.assertIn(text, response["message"], detail)
+        self.assertIn("out_of_memory", responses["too_big-cand"]["flags"])
+        self.assertIn("kforge_no_such_module, which", responses["broken_import-cand"]["message"])
+
+    def test_the_same_tasks_at_sizes_that_work_pass(self):
+        responses = self.server.ask(
+            request("conv", "run", "grouped_conv", "python_relu", language="python"),
+            request("conv-ref", "run", "grouped_conv"),
+            request("attention-ref", "run", "windowed_attention"), timeout=300)
+        self.assertEqual(responses["conv"]["error_class"], "numerical_mismatch", responses["conv"])
+        self.assertEqual(responses["conv-ref"]["status"], "pass", responses["conv-ref"])
+        self.assertEqual(responses["attention-ref"]["status"], "pass", responses["attention-ref"])
+
+    def test_whichever_request_comes_first_the_task_is_blamed_once(self):
+        # Three candidates of one broken task at once: one reference worker, one verdict.
+        batch = [request(f"first-{i}", "run", "broken_asserts_size", "python_relu",
+                         language="python", size_scale=0.25) for i in range(3)]
+        responses = list(self.server.ask(*batch, timeout=120).values())
+        self.assertEqual({r["error_class"] for r in responses}, {"task_error"})
+        self.assertEqual(metric_sum(responses, "reference_computed"), 1, responses)
+
+    def test_the_reference_is_computed_once_for_k_candidates(self):
+        batch = [request(f"k-{i}", "run", "relu", "relu_cpp", sizes={"dim": 192}) for i in range(4)]
+        responses = list(self.server.ask(*batch, timeout=120).values())
+        self.assertEqual([r["status"] for r in responses], ["pass"] * 4, responses)
+        self.assertEqual(metric_sum(responses, "reference_computed"), 1)
+        self.assertEqual(sum("reference_from_store" in r["flags"] for r in responses), 3)
+        self.assertEqual(responses[0]["task_sizes"], {"batch_size": 64, "dim": 192})
+        self.assertGreater(responses[0]["metrics"]["task_peak_mb"], 0)
+
+    def test_reference_timing_is_reused_until_it_is_too_old(self):
+        def timed(request_id, max_age):
+            return request(request_id, "run", "linear", "linear_cpp", sizes={"in_features": 48},
+                           options={"timing": {"enabled": True, "warmup": 1, "trials": 3,
+                                               "reference_max_age_s": max_age}})
+        first = self.server.ask(timed("t1", 3600))["t1"]
+        second = self.server.ask(timed("t2", 3600))["t2"]
+        stale = self.server.ask(timed("t3", 0))["t3"]
+        self.assertEqual(first["metrics"]["reference_computed"], 1, first)
+        self.assertEqual(second["metrics"]["reference_computed"], 0, second)
+        self.assertEqual(second["metrics"]["reference_ms"], first["metrics"]["reference_ms"])
+        self.assertGreaterEqual(second["metrics"]["reference_age_s"],
+                                first["metrics"]["reference_age_s"])
+        self.assertEqual(stale["metrics"]["reference_computed"], 1, stale)
+        self.assertLess(stale["metrics"]["reference_age_s"], 60)
+
+    def test_forged_lines_from_the_candidate_are_not_believed(self):
+        response = self.server.ask(request("forged", "run", "relu", "forged_result",
+                                           language="python"))["forged"]
+        self.assertEqual((response["status"], response["error_class"]), ("fail", "runtime_error"), response)
+        self.assertIn("forged lines written", response["message"])
+
+    def test_fit_memory_needs_the_fitter(self):
+        if importlib.util.find_spec("kforge_harness.fit") is not None:
+            self.skipTest("this harness has the size fitter (fit.py): its own tests cover it")
+        response = self.server.ask(request("fit", "run", "relu", fit_memory_mb=64))["fit"]
+        self.assertEqual(response["error_class"], "task_error", response)
+        self.assertIn("fit.py", response["message"])
+
+
+class StoreBudgetTest(unittest.TestCase):
+    def test_a_task_bigger_than_the_store_is_recomputed_and_says_so(self):
+        tiny = client.Server(mode="fork", max_children=1, store_mb=0.01)
+        self.addCleanup(tiny.close)
+        first = tiny.ask(request("s1", "run", "relu", "relu_cpp"))["s1"]
+        second = tiny.ask(request("s2", "run", "relu", "relu_cpp"))["s2"]
+        for response in (first, second):
+            self.assertEqual(response["status"], "pass", response)
+            self.assertIn("reference_not_stored", response["flags"])
+            self.assertEqual(response["metrics"]["reference_computed"], 1)
+
+
+class ToolchainAttributionTest(unittest.TestCase):
+    """A candidate's build that fails for want of a header of the toolchain is the
+    machine's fault only when the header is really missing here."""
+
+    REPORT = {"stage": "import", "types": ["CompileError", "Exception"],
+              "text": "In file included from torch/csrc/Exceptions.h:12:\n"
+                      "fatal error: pybind11/pybind11.h: No such file or directory",
+              "where": "kforge_candidate.py:9"}
+
+    def verdict(self, available):
+        with mock.patch.object(server.toolchain, "header_available", return_value=available):
+            return server.Server._candidate_failure(self.REPORT)
+
+    def test_missing_header_names_the_package(self):
+        verdict = self.verdict(False)
+        self.assertEqual((verdict["status"], verdict["error_class"]), ("error", protocol.HOST_ERROR))
+        self.assertIn("pybind11-dev", verdict["message"])
+
+    def test_a_header_the_machine_has_is_the_candidates_compile_error(self):
+        verdict = self.verdict(True)
+        self.assertEqual((verdict["status"], verdict["error_class"]), ("fail", protocol.COMPILE_ERROR))
+
+    def test_header_parsing(self):
+        self.assertEqual(errors.missing_toolchain_header(self.REPORT["text"]),
+                         ("pybind11/pybind11.h", "pybind11-dev"))
+        self.assertIsNone(errors.missing_toolchain_header("fatal error: my_header.h: No such file or directory"))
+
+
+if __name__ == "__main__":
+    unittest.main()
