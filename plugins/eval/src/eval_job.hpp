@@ -23,10 +23,16 @@ inline constexpr const char* kAttrArtifact = "compile.artifact";
 // Where eval.run ran the candidate (with a device pool: which GPU timed it). A candidate.*
 // attribute, so results.jsonl shows it as "device".
 inline constexpr const char* kAttrRunDevice = "candidate.device";
+// The sizes the task ran at in eval.run (a JSON object of every module-level integer of
+// the task file, as the reference worker saw them; the fitter's choice under
+// task.fit_memory_mb).
+inline constexpr const char* kAttrRunTaskSizes = "run.task_sizes";
 // Task attributes the task source sets beyond the well-known KF_KEY_TASK_* ones.
 inline constexpr const char* kTaskSizes = "task.sizes";
 inline constexpr const char* kTaskSizeScale = "task.size_scale";
 inline constexpr const char* kTaskComplexityScore = "task.complexity_score";
+// The memory budget (MB) the harness fits the task's sizes into; 0 or absent: no fitting.
+inline constexpr const char* kTaskFitMemoryMb = "task.fit_memory_mb";
 // Candidate attributes candidates.files sets beyond code and language.
 inline constexpr const char* kCandidateFile = "candidate.file";
 inline constexpr const char* kCandidateTag = "candidate.tag";
@@ -37,6 +43,7 @@ struct EvalJob {
   std::string task_format = "kernelbench-torch";
   nlohmann::json task_sizes = nlohmann::json::object();
   double task_size_scale = 1.0;
+  double task_fit_memory_mb = 0;
   std::optional<std::string> code;  // absent: the reference runs as its own candidate
   std::string language;
   std::map<std::string, std::string> attributes;  // check.cpp_source, compile.artifact, ...

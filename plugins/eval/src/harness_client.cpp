@@ -70,21 +70,22 @@ double CallBudget::stage_seconds_left() const {
   return std::chrono::duration<double>(stage_deadline - Clock::now()).count();
 }
 
-std::optional<RequestBudget> request_budget(double child_timeout_seconds, double stage_seconds_left) {
+std::optional<RequestBudget> request_budget(double child_timeout_seconds, double stage_seconds_left, int children) {
   RequestBudget budget;
   if (!std::isfinite(stage_seconds_left)) {
     budget.child_timeout_seconds = child_timeout_seconds;
-    budget.wait_seconds = child_timeout_seconds + kAnswerGraceSeconds;
+    budget.wait_seconds = children * child_timeout_seconds + kAnswerGraceSeconds;
     return budget;
   }
   budget.child_timeout_seconds = std::min(child_timeout_seconds, stage_seconds_left - kStageMarginSeconds);
   if (budget.child_timeout_seconds < 1) return std::nullopt;
-  budget.wait_seconds = std::min(budget.child_timeout_seconds + kAnswerGraceSeconds, stage_seconds_left);
+  budget.wait_seconds = std::min(children * budget.child_timeout_seconds + kAnswerGraceSeconds, stage_seconds_left);
   return budget;
 }
 
 std::string HarnessServerSpec::key() const {
-  return python + '\n' + harness_dir + '\n' + device + '\n' + mode + '\n' + std::to_string(max_children);
+  return python + '\n' + harness_dir + '\n' + device + '\n' + mode + '\n' + std::to_string(max_children) + '\n' +
+         std::to_string(reference_store_mb);
 }
 
 HarnessResponse HarnessResponse::harness_error(std::string message, std::string log_tail) {
@@ -109,6 +110,7 @@ HarnessResponse HarnessResponse::from_json(const json& body) {
   if (auto it = body.find("findings"); it != body.end() && it->is_array()) r.findings = *it;
   if (auto it = body.find("extracted"); it != body.end() && it->is_object()) r.extracted = *it;
   if (auto it = body.find("metrics"); it != body.end() && it->is_object()) r.metrics = *it;
+  if (auto it = body.find("task_sizes"); it != body.end() && it->is_object()) r.task_sizes = *it;
   if (auto it = body.find("flags"); it != body.end() && it->is_array()) {
     for (const json& flag : *it) {
       if (flag.is_string()) r.flags.push_back(flag.get<std::string>());
@@ -137,7 +139,8 @@ class HarnessServer::Process {
   void start() {
     SpawnSpec command;
     command.argv = {spec_.python, "-m", "kforge_harness", "serve", "--device", spec_.device,
-                    "--mode", spec_.mode, "--max-children", std::to_string(spec_.max_children)};
+                    "--mode", spec_.mode, "--max-children", std::to_string(spec_.max_children),
+                    "--reference-store-mb", std::to_string(spec_.reference_store_mb)};
     command.env["PYTHONPATH"] = spec_.harness_dir;
     command.env["PYTHONUNBUFFERED"] = "1";
     child_ = spawn_process(command, ChildStdin::Pipe, ChildStderr::Separate);
@@ -497,7 +500,9 @@ HarnessResponse HarnessServer::call(json request, const CallBudget& budget) {
   if (!process) return HarnessResponse::harness_error(error);
 
   // The child's limit is set now, after any waiting, from the time the stage has left.
-  const auto timing = request_budget(budget.child_timeout_seconds, budget.stage_seconds_left());
+  const std::string action = request.value("action", std::string());
+  const int children = action == "run" || action == "compile" ? 2 : 1;  // reference worker, candidate
+  const auto timing = request_budget(budget.child_timeout_seconds, budget.stage_seconds_left(), children);
   if (!timing) {
     HarnessResponse late = HarnessResponse::harness_error("the stage timeout left no time to run the request");
     late.error_class = "timeout";

@@ -33,6 +33,7 @@ struct HarnessServerSpec {
   std::string mode;         // fork or spawn
   int max_children = 1;     // requests the server runs at once (and this client sends at once)
   double start_timeout_seconds = 120;
+  double reference_store_mb = 8192;  // bytes of reference outputs the server keeps for reuse
 
   std::string key() const;
 };
@@ -49,6 +50,7 @@ struct HarnessResponse {
   nlohmann::json extracted = nlohmann::json::object();
   nlohmann::json metrics = nlohmann::json::object();
   std::vector<std::string> flags;
+  nlohmann::json task_sizes = nlohmann::json::object();  // the sizes the task ran at (run, compile)
   std::string device;  // the device of the server that answered (set by HarnessPool)
 
   static HarnessResponse harness_error(std::string message, std::string log_tail = {});
@@ -70,13 +72,15 @@ struct CallBudget {
 
 // At the moment a request is sent: the child's limit, cut so that the harness (not the
 // stage timeout) reports a slow candidate as `timeout`, and how long to wait for the
-// answer (the child's limit plus time to fork, compare and answer). nullopt when the
-// stage has no time left for a child.
+// answer: `children` times the child's limit (a run may need the task's reference worker
+// before the candidate's child, each within the limit) plus time to fork, compare and
+// answer. nullopt when the stage has no time left for a child.
 struct RequestBudget {
   double child_timeout_seconds = 0;
   double wait_seconds = 0;
 };
-std::optional<RequestBudget> request_budget(double child_timeout_seconds, double stage_seconds_left);
+std::optional<RequestBudget> request_budget(double child_timeout_seconds, double stage_seconds_left,
+                                            int children = 1);
 
 class HarnessServer {
  public:

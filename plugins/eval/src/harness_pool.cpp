@@ -23,43 +23,6 @@ std::string normalise_device(const std::string& device) {
   return match[1].str() + ":" + (match[2].matched ? match[2].str() : "0");
 }
 
-bool DeviceGate::enter(Use use, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mutex_);
-  if (use == Use::Shared) {
-    if (!changed_.wait_until(lock, deadline, [&] { return !exclusive_ && exclusive_waiting_ == 0; })) return false;
-    ++sharers_;
-    return true;
-  }
-  ++exclusive_waiting_;
-  const bool got = changed_.wait_until(lock, deadline, [&] { return !exclusive_ && sharers_ == 0; });
-  --exclusive_waiting_;
-  if (got) exclusive_ = true;
-  lock.unlock();
-  if (!got) changed_.notify_all();  // sharers held back for this waiter may go now
-  return got;
-}
-
-void DeviceGate::leave(Use use) {
-  {
-    std::lock_guard lock(mutex_);
-    if (use == Use::Shared) {
-      --sharers_;
-    } else {
-      exclusive_ = false;
-    }
-  }
-  changed_.notify_all();
-}
-
-DeviceGate& device_gate(const std::string& device) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<DeviceGate>> gates;  // never freed: stages come and go
-  std::lock_guard lock(mutex);
-  auto& gate = gates[device];
-  if (!gate) gate = std::make_unique<DeviceGate>();
-  return *gate;
-}
-
 HarnessPool::HarnessPool(HarnessSettings settings) : settings_(std::move(settings)) {
   if (settings_.devices.empty()) throw std::invalid_argument("no device given");
   for (std::string& device : settings_.devices) device = normalise_device(device);
@@ -67,6 +30,11 @@ HarnessPool::HarnessPool(HarnessSettings settings) : settings_(std::move(setting
     throw std::invalid_argument("mode must be fork or spawn, got '" + settings_.mode + "'");
   }
   if (settings_.max_children < 0) throw std::invalid_argument("max_children must be >= 0");
+  const MemoryBudget& memory = settings_.memory;
+  if (memory.memory_gb < 0 || memory.headroom_gb < 0 || memory.per_job_mb < 0) {
+    throw std::invalid_argument("memory_gb, memory_headroom_gb and memory_per_job_mb must be >= 0");
+  }
+  if (settings_.reference_store_mb < 0) throw std::invalid_argument("reference_store_mb must be >= 0");
   if (settings_.max_children == 0) {
     settings_.max_children = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   }
@@ -83,6 +51,7 @@ const std::vector<std::shared_ptr<HarnessServer>>& HarnessPool::servers(std::str
       spec.mode = settings_.mode;
       spec.max_children = settings_.max_children;
       spec.start_timeout_seconds = settings_.start_timeout_seconds;
+      spec.reference_store_mb = settings_.reference_store_mb;
       for (const std::string& device : settings_.devices) {
         spec.device = device;
         servers_.push_back(shared_harness_server(spec));
@@ -98,25 +67,71 @@ const std::vector<std::shared_ptr<HarnessServer>>& HarnessPool::servers(std::str
 
 namespace {
 
-// One request on `server`, through its device's gate as `use` says.
-HarnessResponse call_through_gate(HarnessServer& server, const nlohmann::json& request, DeviceUse use,
-                                  const CallBudget& budget) {
-  if (use == DeviceUse::None) return server.call(request, budget);
-  const std::string& device = server.spec().device;
-  const DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
-  DeviceGate& gate = device_gate(device);
-  if (!gate.enter(gate_use, budget.stage_deadline)) {
-    return HarnessResponse::harness_error("the stage timeout passed while waiting for device " + device +
-                                          " (a timing run has its device to itself)");
-  }
-  HarnessResponse response = server.call(request, budget);
-  gate.leave(gate_use);
-  return response;
+bool has_flag(const HarnessResponse& response, const char* flag) {
+  return std::find(response.flags.begin(), response.flags.end(), flag) != response.flags.end();
+}
+
+double metric_or(const HarnessResponse& response, const char* name, double fallback) {
+  const auto it = response.metrics.find(name);
+  return it != response.metrics.end() && it->is_number() ? it->get<double>() : fallback;
 }
 
 }  // namespace
 
-HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, const CallBudget& budget) {
+std::optional<double> HarnessPool::budget_mb(const std::string& device) const {
+  const MemoryBudget& memory = settings_.memory;
+  std::optional<double> total;
+  if (memory.memory_gb > 0) {
+    total = memory.memory_gb * 1024;
+  } else if (device != "cpu") {
+    total = device_gate(device).memory_mb().value_or(0);
+  }
+  if (!total) return std::nullopt;
+  return std::max(0.0, *total - memory.headroom_gb * 1024);
+}
+
+// One request on `server`, through its device's gate as `use` says.
+HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::json request, DeviceUse use,
+                                               const CallBudget& budget, const std::string& task) {
+  if (use == DeviceUse::None) return server.call(request, budget);
+  const std::string& device = server.spec().device;
+  DeviceGate& gate = device_gate(device);
+  const std::optional<double> memory_budget = budget_mb(device);
+  // What the job will need: its task's measured need, else as much as the biggest task
+  // seen on this device; with nothing measured yet it runs alone (DeviceGate).
+  std::optional<double> need = task.empty() ? std::nullopt : gate.need(task);
+  if (!need) need = gate.largest_need();
+  std::optional<double> charge;
+  if (need) charge = *need + settings_.memory.per_job_mb;
+
+  bool retried = false;
+  DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
+  while (true) {
+    const auto pass = gate.enter(gate_use, charge, memory_budget, budget.stage_deadline);
+    if (!pass) {
+      return HarnessResponse::harness_error("the stage timeout passed while waiting for device " + device +
+                                            " (a timing run, or a job of unknown memory need, has its device to "
+                                            "itself; jobs are admitted while their memory needs fit)");
+    }
+    if (pass->share_mb > 0) request["limits"]["device_memory_mb"] = pass->share_mb;
+    HarnessResponse response = server.call(request, budget);
+    gate.leave(*pass);
+    if (const double peak = metric_or(response, "task_peak_mb", -1); peak >= 0 && !task.empty()) {
+      gate.record_need(task, peak);
+    }
+    if (const double memory = metric_or(response, "device_memory_mb", 0); memory > 0 && device != "cpu") {
+      gate.record_memory(memory);
+    }
+    if (retried) response.flags.emplace_back("retried_alone");
+    if (retried || !has_flag(response, "out_of_memory") || !pass->company->load()) return response;
+    // Out of memory beside other jobs: maybe theirs. Once more, with the device alone.
+    retried = true;
+    gate_use = DeviceGate::Use::Exclusive;
+  }
+}
+
+HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, const CallBudget& budget,
+                                  const std::string& task) {
   std::shared_ptr<HarnessServer> server;
   {
     std::lock_guard lock(mutex_);
@@ -132,7 +147,7 @@ HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, 
     next_ = best + 1;
     server = all[best];
   }
-  HarnessResponse response = call_through_gate(*server, request, use, budget);
+  HarnessResponse response = call_through_gate(*server, request, use, budget, task);
   response.device = server->spec().device;
   return response;
 }

@@ -1,7 +1,9 @@
-// A stage's way to the harness: its device(s), one shared server per device, and the
-// rule that timing owns a device while it measures.
+// A stage's way to the harness: its device(s), one shared server per device, admission
+// to a device by memory (device_gate.hpp; timing owns a device while it measures), and an
+// out-of-memory beside other jobs retried with the device to itself.
 #pragma once
 
+#include "device_gate.hpp"
 #include "harness_client.hpp"
 
 #include <nlohmann/json.hpp>
@@ -19,27 +21,6 @@ namespace kforge::eval {
 // std::invalid_argument naming the accepted forms.
 std::string normalise_device(const std::string& device);
 
-// Work on one device: correctness runs and compiles share it, a timing run has it alone
-// (it waits until the device is idle, and new work waits until it is done, so timings
-// are never taken while another candidate runs on the same device).
-class DeviceGate {
- public:
-  enum class Use { Shared, Exclusive };
-  // False when `deadline` passed first.
-  bool enter(Use use, std::chrono::steady_clock::time_point deadline);
-  void leave(Use use);
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  int sharers_ = 0;
-  bool exclusive_ = false;
-  int exclusive_waiting_ = 0;  // new sharers yield to these, so timing is not starved
-};
-
-// The process-wide gate of a device name.
-DeviceGate& device_gate(const std::string& device);
-
 struct HarnessSettings {
   std::string python = "auto";
   std::string harness_dir;            // empty: locate_harness_dir's search
@@ -47,6 +28,8 @@ struct HarnessSettings {
   std::string mode = "fork";
   int max_children = 0;               // 0: one per CPU core, at most 8
   double start_timeout_seconds = 120;
+  double reference_store_mb = 8192;   // the server's reference store (PROTOCOL.md --reference-store-mb)
+  MemoryBudget memory;                // admission of device work by memory
 };
 
 enum class DeviceUse { None, Shared, Exclusive };
@@ -58,11 +41,23 @@ class HarnessPool {
   explicit HarnessPool(HarnessSettings settings);
 
   // Sends one request to the least-loaded device's server (ties: round robin), through
-  // the device's gate as `use` says. Harness trouble comes back as a harness_error
-  // response, never as an exception.
-  HarnessResponse call(const nlohmann::json& request, DeviceUse use, const CallBudget& budget);
+  // the device's gate as `use` says, admitted by the memory `task` (admission_key) is
+  // known to need there; the response teaches the gate the task's need and the device's
+  // memory. An out-of-memory while other jobs shared the device is retried once with the
+  // device to itself (flag retried_alone): only an out-of-memory alone is a verdict.
+  // Harness trouble comes back as a harness_error response, never as an exception.
+  HarnessResponse call(const nlohmann::json& request, DeviceUse use, const CallBudget& budget,
+                       const std::string& task = {});
+
+  // The device's budget for admission in MB: memory_gb, else the detected memory of an
+  // accelerator (0 until known: its first jobs run alone), less the headroom; nullopt on
+  // a cpu without memory_gb (no admission by memory).
+  std::optional<double> budget_mb(const std::string& device) const;
 
  private:
+  HarnessResponse call_through_gate(HarnessServer& server, nlohmann::json request, DeviceUse use,
+                                    const CallBudget& budget, const std::string& task);
+
   // The servers, created on first use; empty with `error` set when that failed.
   const std::vector<std::shared_ptr<HarnessServer>>& servers(std::string& error);
 

@@ -98,7 +98,11 @@ StageResult result_from_response(const HarnessResponse& response) {
     }
   }
   for (const std::string& flag : response.flags) {
-    if (flag == "speedup_over_10x") {
+    if (flag == "retried_alone") {
+      result.metrics.emplace_back("retried_alone", 1);
+      tail += "flag retried_alone: out of memory while other jobs shared the device; this is the verdict of a "
+              "second run with the device to itself\n";
+    } else if (flag == "speedup_over_10x") {
       result.metrics.emplace_back("suspicious_speedup", 1);
       tail += "flag speedup_over_10x: the candidate is more than 10x faster than the reference; "
               "check it for a cheat before trusting the number\n";
@@ -118,6 +122,12 @@ CallBudget call_budget(const EvalJob& job, const ChildLimits& limits) {
   return CallBudget::of(limits.timeout_seconds, job.seconds_left, job.cancelled);
 }
 
+std::string admission_key(const EvalJob& job) {
+  return job.task_path + '\n' + job.task_format + '\n' +
+         (job.task_sizes.is_object() ? job.task_sizes.dump() : std::string("{}")) + '\n' +
+         std::to_string(job.task_size_scale) + '\n' + std::to_string(job.task_fit_memory_mb);
+}
+
 json harness_request(const std::string& action, const EvalJob& job, const std::string& language,
                      const ChildLimits& limits) {
   json request = {{"action", action}};
@@ -125,7 +135,8 @@ json harness_request(const std::string& action, const EvalJob& job, const std::s
     request["task"] = {{"path", job.task_path},
                        {"format", job.task_format},
                        {"sizes", job.task_sizes.is_object() ? job.task_sizes : json::object()},
-                       {"size_scale", job.task_size_scale}};
+                       {"size_scale", job.task_size_scale},
+                       {"fit_memory_mb", job.task_fit_memory_mb}};
   }
   json candidate = {{"language", language}};
   if (job.code) candidate["code"] = *job.code;
@@ -168,7 +179,7 @@ TritonCompileStage::TritonCompileStage(std::shared_ptr<HarnessPool> pool, ChildL
 StageResult TritonCompileStage::process(const EvalJob& job) const {
   if (!job.code) return StageResult::fail("no_candidate", "the job has no candidate.code to compile");
   const json request = harness_request("compile", job, "triton", limits_);
-  return result_from_response(pool_->call(request, DeviceUse::Shared, call_budget(job, limits_)));
+  return result_from_response(pool_->call(request, DeviceUse::Shared, call_budget(job, limits_), admission_key(job)));
 }
 
 RunStage::RunStage(std::shared_ptr<HarnessPool> pool, Options options)
@@ -181,6 +192,7 @@ RunStage::RunStage(std::shared_ptr<HarnessPool> pool, Options options)
   if (options_.baseline != "eager" && options_.baseline != "compile") {
     throw std::invalid_argument("baseline must be eager or compile, got '" + options_.baseline + "'");
   }
+  if (options_.reference_max_age_s < 0) throw std::invalid_argument("reference_max_age_s must be >= 0");
 }
 
 StageResult RunStage::process(const EvalJob& job) const {
@@ -202,12 +214,14 @@ StageResult RunStage::process(const EvalJob& job) const {
                          {{"enabled", options_.timing},
                           {"warmup", options_.warmup},
                           {"trials", options_.timing_trials},
-                          {"baseline", options_.baseline}}},
+                          {"baseline", options_.baseline},
+                          {"reference_max_age_s", options_.reference_max_age_s}}},
                         {"inputs_on_device", options_.inputs_on_device}};
   const DeviceUse use = options_.timing ? DeviceUse::Exclusive : DeviceUse::Shared;
-  const HarnessResponse response = pool_->call(request, use, call_budget(job, options_.limits));
+  const HarnessResponse response = pool_->call(request, use, call_budget(job, options_.limits), admission_key(job));
   StageResult result = result_from_response(response);
   if (!response.device.empty()) result.attributes.emplace_back(kAttrRunDevice, response.device);
+  if (!response.task_sizes.empty()) result.attributes.emplace_back(kAttrRunTaskSizes, response.task_sizes.dump());
   if (!note.empty()) result.log_tail = note + result.log_tail;
   return result;
 }

@@ -69,11 +69,13 @@ class RunStage {
     int64_t warmup = 3;
     int64_t timing_trials = 20;
     std::string baseline = "eager";
+    double reference_max_age_s = 600;  // the reference's timing is measured again when older
     bool inputs_on_device = true;
     ChildLimits limits;
   };
   RunStage(std::shared_ptr<HarnessPool> pool, Options options);
-  // Without candidate code, the task's reference runs as its own candidate.
+  // Without candidate code, the task's reference runs as its own candidate. Sets
+  // candidate.device and run.task_sizes.
   StageResult process(const EvalJob& job) const;
 
  private:
@@ -87,5 +89,7 @@ nlohmann::json harness_request(const std::string& action, const EvalJob& job, co
                                const ChildLimits& limits);
 // The budget of a request for `job` under `limits`.
 CallBudget call_budget(const EvalJob& job, const ChildLimits& limits);
+// What identifies `job`'s task at its sizes for memory admission (one measured need each).
+std::string admission_key(const EvalJob& job);
 
 }  // namespace kforge::eval

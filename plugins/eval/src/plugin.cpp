@@ -51,6 +51,20 @@ std::vector<Param> server_params(const char* default_device) {
   return params;
 }
 
+// The stages that run code on a device share it by memory (device_gate.hpp).
+std::vector<Param> admission_params() {
+  return {{"memory_gb", KF_PARAM_FLOAT, "0", false,
+           "Device memory for admitting jobs side by side (each job's need is its task's measured peak); 0: "
+           "the device's own memory on an accelerator, no admission by memory on cpu (set it there for a "
+           "budget: the host's memory is then shared as if it were a device's)."},
+          {"memory_headroom_gb", KF_PARAM_FLOAT, "1", false, "Device memory kept free of admitted jobs."},
+          {"memory_per_job_mb", KF_PARAM_FLOAT, "512", false,
+           "Added to each admitted job's measured need: its own CUDA context and allocator slack."},
+          {"reference_store_mb", KF_PARAM_FLOAT, "8192", false,
+           "Reference outputs the harness server keeps for reuse by later candidates of a task (least "
+           "recently used first out); a task whose outputs exceed it is recomputed for each candidate."}};
+}
+
 std::vector<Param> limit_params(const char* default_timeout) {
   return {{"timeout_s", KF_PARAM_FLOAT, default_timeout, false,
            "Wall-clock limit of one evaluation child; its process group is killed at the limit (cut "
@@ -71,7 +85,7 @@ std::string program_param(const Config& cfg, const char* name) {
   return value.find('/') == std::string::npos ? value : cfg.path(name);
 }
 
-eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices) {
+eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices, bool with_admission = false) {
   eval::HarnessSettings settings;
   settings.python = program_param(cfg, "python");
   settings.harness_dir = cfg.path("harness_dir");
@@ -81,6 +95,12 @@ eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices) {
     settings.mode = cfg.string("mode");
     settings.max_children = static_cast<int>(cfg.integer("max_children"));
     settings.start_timeout_seconds = cfg.number("start_timeout_s");
+  }
+  if (with_admission) {
+    settings.memory.memory_gb = cfg.number("memory_gb");
+    settings.memory.headroom_gb = cfg.number("memory_headroom_gb");
+    settings.memory.per_job_mb = cfg.number("memory_per_job_mb");
+    settings.reference_store_mb = cfg.number("reference_store_mb");
   }
   return settings;
 }
@@ -114,6 +134,7 @@ eval::EvalJob read_job(const Job& job) {
     if (parsed.is_object()) data.task_sizes = parsed;
   }
   data.task_size_scale = job.number(eval::kTaskSizeScale).value_or(1.0);
+  data.task_fit_memory_mb = job.number(eval::kTaskFitMemoryMb).value_or(0.0);
   if (auto code = job.get(KF_KEY_CANDIDATE_CODE)) data.code = std::string(*code);
   data.language = job.get_or(KF_KEY_CANDIDATE_LANGUAGE);
   for (const char* key : {eval::kAttrCppSource, eval::kAttrCudaSource, eval::kAttrArtifact}) {
@@ -312,9 +333,11 @@ class CompileTriton : public kforge::sdk::Stage {
       "L2 for Triton candidates: the harness imports the candidate in an isolated child on the device, builds "
       "ModelNew and runs forward once on the task's inputs so every kernel compiles.";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
-  static std::vector<Param> params() { return concat(server_params("cuda:0"), limit_params("120")); }
+  static std::vector<Param> params() {
+    return concat(concat(server_params("cuda:0"), limit_params("120")), admission_params());
+  }
   explicit CompileTriton(const Config& cfg)
-      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true)), child_limits(cfg)) {}
+      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true, true)), child_limits(cfg)) {}
   void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
 
  private:
@@ -368,6 +391,7 @@ eval::RunStage::Options run_options(const Config& cfg) {
   options.warmup = cfg.integer("warmup");
   options.timing_trials = cfg.integer("timing_trials");
   options.baseline = cfg.string("baseline");
+  options.reference_max_age_s = cfg.number("reference_max_age_s");
   options.inputs_on_device = cfg.boolean("inputs_on_device");
   options.limits = child_limits(cfg);
   return options;
@@ -377,13 +401,16 @@ class Run : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "eval.run";
   static constexpr const char* kDoc =
-      "L3: the harness runs reference and candidate on the same fresh inputs (trials with per-trial seeds, "
-      "identical weights), compares by the rule, applies the dynamic anti-cheat checks, and times both when "
-      "asked. Without candidate.code the reference runs as its own candidate. Metrics max_abs_diff, "
-      "mean_abs_diff, candidate_ms, reference_ms, speedup, suspicious_speedup.";
+      "L3: the harness's reference worker computes the task's reference outputs once per run (self-testing "
+      "the task first: a task that fails as its own reference is a task_error), the candidate runs in a child "
+      "of its own on the same fresh inputs (trials with per-trial seeds, identical weights), a judge compares "
+      "by the rule and applies the dynamic anti-cheat checks; both are timed when asked. Jobs share a device "
+      "while their memory needs fit. Without candidate.code the reference runs as its own candidate. Sets "
+      "candidate.device and run.task_sizes. Metrics max_abs_diff, mean_abs_diff, candidate_ms, reference_ms, "
+      "speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, retried_alone.";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
-    auto params = concat(server_params("cpu"), limit_params("60"));
+    auto params = concat(concat(server_params("cpu"), limit_params("60")), admission_params());
     const std::vector<Param> own = {
         {"trials", KF_PARAM_INT, "5", false, "Correctness trials, each with fresh inputs."},
         {"seed", KF_PARAM_INT, "42", false, "Base seed (weights; trial t uses seed + 1 + t)."},
@@ -398,13 +425,16 @@ class Run : public kforge::sdk::Stage {
         {"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."},
         {"timing_trials", KF_PARAM_INT, "20", false, "Timed calls; the median is reported."},
         {"baseline", KF_PARAM_STRING, "eager", false, "Reference timing: eager, or compile (also torch.compile)."},
+        {"reference_max_age_s", KF_PARAM_FLOAT, "600", false,
+         "The reference is timed once per run and task, and again when its timing is older than this "
+         "(metric reference_age_s: how old the one used was)."},
         {"inputs_on_device", KF_PARAM_BOOL, "true", false,
          "Make inputs on the device (get_inputs() with the device as torch's default); false: on the host."}};
     params.insert(params.end(), own.begin(), own.end());
     return params;
   }
   explicit Run(const Config& cfg)
-      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true)), run_options(cfg)) {}
+      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true, true)), run_options(cfg)) {}
   void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
 
  private:

@@ -224,21 +224,25 @@ TEST(NormaliseDevice, AcceptsTheThreeKinds) {
 
 TEST(DeviceGate, TimingWaitsForIdleDeviceAndHoldsOthersBack) {
   DeviceGate gate;
+  using Use = DeviceGate::Use;
   const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(100); };
-  ASSERT_TRUE(gate.enter(DeviceGate::Use::Shared, soon()));
-  ASSERT_TRUE(gate.enter(DeviceGate::Use::Shared, soon()));  // correctness work shares
-  EXPECT_FALSE(gate.enter(DeviceGate::Use::Exclusive, soon()));
+  const auto a = gate.enter(Use::Shared, std::nullopt, std::nullopt, soon());
+  const auto b = gate.enter(Use::Shared, std::nullopt, std::nullopt, soon());  // correctness work shares
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(gate.enter(Use::Exclusive, std::nullopt, std::nullopt, soon()));
   auto timing = std::async(std::launch::async, [&] {
-    return gate.enter(DeviceGate::Use::Exclusive, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    return gate.enter(Use::Exclusive, std::nullopt, std::nullopt, std::chrono::steady_clock::now() + std::chrono::seconds(10));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE(gate.enter(DeviceGate::Use::Shared, soon()));  // a waiting timing run goes first
-  gate.leave(DeviceGate::Use::Shared);
-  gate.leave(DeviceGate::Use::Shared);
-  ASSERT_TRUE(timing.get());
-  EXPECT_FALSE(gate.enter(DeviceGate::Use::Shared, soon()));
-  gate.leave(DeviceGate::Use::Exclusive);
-  EXPECT_TRUE(gate.enter(DeviceGate::Use::Shared, soon()));
+  EXPECT_FALSE(gate.enter(Use::Shared, std::nullopt, std::nullopt, soon()));  // a waiting timing run goes first
+  gate.leave(*a);
+  gate.leave(*b);
+  const auto timed = timing.get();
+  ASSERT_TRUE(timed);
+  EXPECT_TRUE(timed->alone);
+  EXPECT_FALSE(gate.enter(Use::Shared, std::nullopt, std::nullopt, soon()));
+  gate.leave(*timed);
+  EXPECT_TRUE(gate.enter(Use::Shared, std::nullopt, std::nullopt, soon()));
 }
 
 TEST(HarnessPool, UnusableInterpreterBecomesAHarnessError) {

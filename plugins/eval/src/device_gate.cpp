@@ -1,0 +1,93 @@
+#include "device_gate.hpp"
+
+#include <algorithm>
+
+namespace kforge::eval {
+
+std::optional<DeviceGate::Pass> DeviceGate::enter(Use use, std::optional<double> charge_mb,
+                                                  std::optional<double> budget_mb,
+                                                  std::chrono::steady_clock::time_point deadline) {
+  Pass pass;
+  pass.use = use;
+  pass.alone = use == Use::Exclusive || (budget_mb && (!charge_mb || *charge_mb > *budget_mb));
+  pass.charged_mb = pass.alone && budget_mb ? *budget_mb : charge_mb.value_or(0);
+  std::unique_lock lock(mutex_);
+  const uint64_t ticket = next_ticket_++;
+  waiting_.push_back(ticket);
+  const auto admissible = [&] {
+    if (waiting_.front() != ticket || alone_) return false;
+    if (pass.alone || sharers_ == 0) return sharers_ == 0;
+    return !budget_mb || charged_mb_ + pass.charged_mb <= *budget_mb;
+  };
+  const bool admitted = changed_.wait_until(lock, deadline, admissible);
+  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
+  if (!admitted) {
+    lock.unlock();
+    changed_.notify_all();  // the next in line may go now
+    return std::nullopt;
+  }
+  if (budget_mb) pass.share_mb = std::max(0.0, *budget_mb - charged_mb_);
+  if (sharers_ > 0) {
+    pass.company->store(true);
+    for (const auto& other : running_) other->store(true);
+  }
+  ++sharers_;
+  alone_ = pass.alone;
+  charged_mb_ += pass.charged_mb;
+  running_.push_back(pass.company);
+  lock.unlock();
+  changed_.notify_all();  // the next in line may fit beside this one
+  return pass;
+}
+
+void DeviceGate::leave(const Pass& pass) {
+  {
+    std::lock_guard lock(mutex_);
+    --sharers_;
+    if (pass.alone) alone_ = false;
+    charged_mb_ = sharers_ == 0 ? 0 : charged_mb_ - pass.charged_mb;
+    running_.erase(std::find(running_.begin(), running_.end(), pass.company));
+  }
+  changed_.notify_all();
+}
+
+void DeviceGate::record_need(const std::string& task, double mb) {
+  std::lock_guard lock(mutex_);
+  needs_[task] = mb;
+}
+
+std::optional<double> DeviceGate::need(const std::string& task) const {
+  std::lock_guard lock(mutex_);
+  const auto it = needs_.find(task);
+  if (it == needs_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<double> DeviceGate::largest_need() const {
+  std::lock_guard lock(mutex_);
+  if (needs_.empty()) return std::nullopt;
+  double largest = 0;
+  for (const auto& [task, mb] : needs_) largest = std::max(largest, mb);
+  return largest;
+}
+
+void DeviceGate::record_memory(double mb) {
+  std::lock_guard lock(mutex_);
+  memory_mb_ = mb;
+}
+
+std::optional<double> DeviceGate::memory_mb() const {
+  std::lock_guard lock(mutex_);
+  return memory_mb_;
+}
+
+DeviceGate& device_gate(const std::string& device) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<DeviceGate>> gates;  // never freed: stages come and go
+  std::lock_guard lock(mutex);
+  auto& gate = gates[device];
+  if (!gate) gate = std::make_unique<DeviceGate>();
+  return *gate;
+}
+
+}  // namespace kforge::eval

@@ -1,0 +1,75 @@
+// Who may use a device now. Correctness work shares a device while the memory its jobs
+// need fits under the device's budget (memory-aware admission, on top of each stage's
+// concurrency); a timing run, a job whose need is unknown and a job bigger than the
+// budget each have the device to themselves. Jobs are admitted in arrival order, so a
+// big job or a timing run is not starved by a stream of small ones.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kforge::eval {
+
+// How a stage shares its devices by memory (the stage parameters of the same names).
+struct MemoryBudget {
+  double memory_gb = 0;      // the device's memory for admission; 0: detected (accelerators), none (cpu)
+  double headroom_gb = 1;    // kept free of admitted jobs
+  double per_job_mb = 512;   // added to each job's measured need: its own CUDA context, slack
+};
+
+class DeviceGate {
+ public:
+  enum class Use { Shared, Exclusive };
+
+  // What a job was admitted with; hand it back to leave().
+  struct Pass {
+    Use use = Use::Shared;
+    bool alone = false;      // nothing else runs on the device while it does
+    double charged_mb = 0;   // what it counts against the budget
+    double share_mb = 0;     // the memory it may use: the budget less the others' charges (0: no budget)
+    // Set once another job was admitted beside it: an out-of-memory then may be a
+    // neighbour's doing.
+    std::shared_ptr<std::atomic<bool>> company = std::make_shared<std::atomic<bool>>(false);
+  };
+
+  // Waits until the job may run. `charge_mb`: what it needs (nullopt: unknown);
+  // `budget_mb`: the device's budget (nullopt: no admission by memory). With a budget, a
+  // job of unknown need or of more than the budget runs alone. nullopt when `deadline`
+  // passed first.
+  std::optional<Pass> enter(Use use, std::optional<double> charge_mb, std::optional<double> budget_mb,
+                            std::chrono::steady_clock::time_point deadline);
+  void leave(const Pass& pass);
+
+  // What this device has learned, for later admissions: each task's measured need (MB)
+  // and the device's own memory (MB).
+  void record_need(const std::string& task, double mb);
+  std::optional<double> need(const std::string& task) const;
+  std::optional<double> largest_need() const;
+  void record_memory(double mb);
+  std::optional<double> memory_mb() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<uint64_t> waiting_;  // tickets in arrival order
+  uint64_t next_ticket_ = 0;
+  int sharers_ = 0;
+  bool alone_ = false;
+  double charged_mb_ = 0;
+  std::vector<std::shared_ptr<std::atomic<bool>>> running_;
+  std::map<std::string, double> needs_;
+  std::optional<double> memory_mb_;
+};
+
+// The process-wide gate of a device name.
+DeviceGate& device_gate(const std::string& device);
+
+}  // namespace kforge::eval
