@@ -8,6 +8,7 @@
 #include "harness_stages.hpp"
 #include "native_compile.hpp"
 #include "tasks.hpp"
+#include "toolchain.hpp"
 
 #include <kforge/sdk.hpp>
 
@@ -317,11 +318,17 @@ class CompileCpp : public kforge::sdk::Stage {
   }
   explicit CompileCpp(const Config& cfg)
       : stage_({program_param(cfg, "compiler"), cfg.string("flags"), cfg.path("cache_dir"), cfg.number("timeout_s"), {}},
-               extraction_pool(cfg)) {}
-  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+               extraction_pool(cfg)),
+        python_(program_param(cfg, "python")) {}
+  void process(Job& job) override {
+    eval::StageResult result = stage_.process(read_job(job));
+    eval::blame_missing_toolchain(result, python_, "");
+    write_result(job, result);
+  }
 
  private:
   eval::CppCompileStage stage_;
+  std::string python_;
 };
 
 // ---- eval.compile.triton ----
@@ -369,11 +376,19 @@ class CompileCuda : public kforge::sdk::Stage {
   explicit CompileCuda(const Config& cfg)
       : stage_({program_param(cfg, "nvcc"), cfg.string("flags"), cfg.string("prelude"), program_param(cfg, "python"),
                 cfg.path("cache_dir"), cfg.number("timeout_s"), {}},
-               extraction_pool(cfg)) {}
-  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+               extraction_pool(cfg)),
+        python_(program_param(cfg, "python")),
+        nvcc_(program_param(cfg, "nvcc")) {}
+  void process(Job& job) override {
+    eval::StageResult result = stage_.process(read_job(job));
+    eval::blame_missing_toolchain(result, python_, nvcc_);
+    write_result(job, result);
+  }
 
  private:
   eval::CudaCompileStage stage_;
+  std::string python_;
+  std::string nvcc_;
 };
 
 // ---- eval.run ----
