@@ -4,18 +4,28 @@
 
 namespace kforge::eval {
 
-std::optional<DeviceGate::Pass> DeviceGate::enter(Use use, std::optional<double> charge_mb,
+std::optional<double> DeviceGate::charge_for(const std::string& task, double per_job_mb) const {
+  auto known = needs_.find(task);
+  if (known != needs_.end()) return known->second + per_job_mb;
+  if (needs_.empty()) return std::nullopt;
+  double largest = 0;
+  for (const auto& [other, mb] : needs_) largest = std::max(largest, mb);
+  return largest + per_job_mb;
+}
+
+std::optional<DeviceGate::Pass> DeviceGate::enter(Use use, const std::string& task, double per_job_mb,
                                                   std::optional<double> budget_mb,
                                                   std::chrono::steady_clock::time_point deadline) {
   Pass pass;
   pass.use = use;
-  pass.alone = use == Use::Exclusive || (budget_mb && (!charge_mb || *charge_mb > *budget_mb));
-  pass.charged_mb = pass.alone && budget_mb ? *budget_mb : charge_mb.value_or(0);
   std::unique_lock lock(mutex_);
   const uint64_t ticket = next_ticket_++;
   waiting_.push_back(ticket);
   const auto admissible = [&] {
     if (waiting_.front() != ticket || alone_) return false;
+    const std::optional<double> charge_mb = charge_for(task, per_job_mb);
+    pass.alone = use == Use::Exclusive || (budget_mb && (!charge_mb || *charge_mb > *budget_mb));
+    pass.charged_mb = pass.alone && budget_mb ? *budget_mb : charge_mb.value_or(0);
     if (pass.alone || sharers_ == 0) return sharers_ == 0;
     return !budget_mb || charged_mb_ + pass.charged_mb <= *budget_mb;
   };
@@ -52,8 +62,11 @@ void DeviceGate::leave(const Pass& pass) {
 }
 
 void DeviceGate::record_need(const std::string& task, double mb) {
-  std::lock_guard lock(mutex_);
-  needs_[task] = mb;
+  {
+    std::lock_guard lock(mutex_);
+    needs_[task] = mb;
+  }
+  changed_.notify_all();  // a waiting job's charge may be known now
 }
 
 std::optional<double> DeviceGate::need(const std::string& task) const {
@@ -61,14 +74,6 @@ std::optional<double> DeviceGate::need(const std::string& task) const {
   const auto it = needs_.find(task);
   if (it == needs_.end()) return std::nullopt;
   return it->second;
-}
-
-std::optional<double> DeviceGate::largest_need() const {
-  std::lock_guard lock(mutex_);
-  if (needs_.empty()) return std::nullopt;
-  double largest = 0;
-  for (const auto& [task, mb] : needs_) largest = std::max(largest, mb);
-  return largest;
 }
 
 void DeviceGate::record_memory(double mb) {

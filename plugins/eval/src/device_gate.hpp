@@ -40,23 +40,27 @@ class DeviceGate {
     std::shared_ptr<std::atomic<bool>> company = std::make_shared<std::atomic<bool>>(false);
   };
 
-  // Waits until the job may run. `charge_mb`: what it needs (nullopt: unknown);
-  // `budget_mb`: the device's budget (nullopt: no admission by memory). With a budget, a
-  // job of unknown need or of more than the budget runs alone. nullopt when `deadline`
-  // passed first.
-  std::optional<Pass> enter(Use use, std::optional<double> charge_mb, std::optional<double> budget_mb,
+  // Waits until a job of `task` may run. What it is charged is decided when it is
+  // admitted, from what the device knows then: its task's measured need, else the
+  // largest need measured on the device (a task of unknown need is assumed as big as the
+  // biggest seen), plus `per_job_mb`; with nothing measured yet it runs alone.
+  // `budget_mb`: the device's budget (nullopt: no admission by memory). A job of more
+  // than the budget runs alone too. nullopt when `deadline` passed first.
+  std::optional<Pass> enter(Use use, const std::string& task, double per_job_mb, std::optional<double> budget_mb,
                             std::chrono::steady_clock::time_point deadline);
   void leave(const Pass& pass);
 
   // What this device has learned, for later admissions: each task's measured need (MB)
-  // and the device's own memory (MB).
+  // and the device's own memory (MB). Record a job's need before it leaves, so the jobs
+  // admitted after it know it.
   void record_need(const std::string& task, double mb);
   std::optional<double> need(const std::string& task) const;
-  std::optional<double> largest_need() const;
   void record_memory(double mb);
   std::optional<double> memory_mb() const;
 
  private:
+  std::optional<double> charge_for(const std::string& task, double per_job_mb) const;  // mutex_ held
+
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<uint64_t> waiting_;  // tickets in arrival order

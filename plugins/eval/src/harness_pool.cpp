@@ -95,19 +95,17 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
                                                const CallBudget& budget, const std::string& task) {
   if (use == DeviceUse::None) return server.call(request, budget);
   const std::string& device = server.spec().device;
+  const std::string too_big_key = device + '\n' + task;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = too_big_.find(too_big_key); it != too_big_.end()) return it->second;
+  }
   DeviceGate& gate = device_gate(device);
   const std::optional<double> memory_budget = budget_mb(device);
-  // What the job will need: its task's measured need, else as much as the biggest task
-  // seen on this device; with nothing measured yet it runs alone (DeviceGate).
-  std::optional<double> need = task.empty() ? std::nullopt : gate.need(task);
-  if (!need) need = gate.largest_need();
-  std::optional<double> charge;
-  if (need) charge = *need + settings_.memory.per_job_mb;
-
   bool retried = false;
   DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
   while (true) {
-    const auto pass = gate.enter(gate_use, charge, memory_budget, budget.stage_deadline);
+    const auto pass = gate.enter(gate_use, task, settings_.memory.per_job_mb, memory_budget, budget.stage_deadline);
     if (!pass) {
       return HarnessResponse::harness_error("the stage timeout passed while waiting for device " + device +
                                             " (a timing run, or a job of unknown memory need, has its device to "
@@ -115,15 +113,23 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
     }
     if (pass->share_mb > 0) request["limits"]["device_memory_mb"] = pass->share_mb;
     HarnessResponse response = server.call(request, budget);
-    gate.leave(*pass);
+    // Learnt before leaving, so that the jobs admitted next are charged what it measured.
     if (const double peak = metric_or(response, "task_peak_mb", -1); peak >= 0 && !task.empty()) {
       gate.record_need(task, peak);
     }
     if (const double memory = metric_or(response, "device_memory_mb", 0); memory > 0 && device != "cpu") {
       gate.record_memory(memory);
     }
+    gate.leave(*pass);
     if (retried) response.flags.emplace_back("retried_alone");
-    if (retried || !has_flag(response, "out_of_memory") || !pass->company->load()) return response;
+    const bool out_of_memory = has_flag(response, "out_of_memory");
+    if (out_of_memory && !pass->company->load() && response.error_class == "task_error" && !task.empty()) {
+      std::lock_guard lock(mutex_);
+      HarnessResponse known = response;
+      known.metrics["reference_computed"] = 0;  // later jobs are told, not run
+      too_big_.emplace(too_big_key, std::move(known));
+    }
+    if (retried || !out_of_memory || !pass->company->load()) return response;
     // Out of memory beside other jobs: maybe theirs. Once more, with the device alone.
     retried = true;
     gate_use = DeviceGate::Use::Exclusive;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,7 +45,9 @@ class HarnessPool {
   // the device's gate as `use` says, admitted by the memory `task` (admission_key) is
   // known to need there; the response teaches the gate the task's need and the device's
   // memory. An out-of-memory while other jobs shared the device is retried once with the
-  // device to itself (flag retried_alone): only an out-of-memory alone is a verdict.
+  // device to itself (flag retried_alone): only an out-of-memory alone is a verdict. A
+  // task whose reference ran out of memory alone is too big for the device: its later
+  // jobs get that task_error without running.
   // Harness trouble comes back as a harness_error response, never as an exception.
   HarnessResponse call(const nlohmann::json& request, DeviceUse use, const CallBudget& budget,
                        const std::string& task = {});
@@ -67,6 +70,7 @@ class HarnessPool {
   std::string resolve_error_;
   std::vector<std::shared_ptr<HarnessServer>> servers_;
   size_t next_ = 0;
+  std::map<std::string, HarnessResponse> too_big_;  // device + task -> its task_error
 };
 
 }  // namespace kforge::eval

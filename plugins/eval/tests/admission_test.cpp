@@ -76,7 +76,8 @@ TEST(Admission, OutOfMemoryBesideAnotherJobIsRetriedAlone) {
   // A neighbour holding 1.2 GB of the 2 GB: the greedy candidate (1 GiB of scratch) is
   // admitted beside it with what is left, runs out of memory, and is run again alone.
   DeviceGate& gate = device_gate("cpu");
-  const auto neighbour = gate.enter(DeviceGate::Use::Shared, 1200.0, pool->budget_mb("cpu"),
+  gate.record_need("neighbour", 1200);
+  const auto neighbour = gate.enter(DeviceGate::Use::Shared, "neighbour", 0, pool->budget_mb("cpu"),
                                     std::chrono::steady_clock::now() + std::chrono::seconds(5));
   ASSERT_TRUE(neighbour);
   auto verdict = std::async(std::launch::async, [&] { return run_stage(pool).process(greedy); });

@@ -21,60 +21,113 @@ std::chrono::steady_clock::time_point later() { return std::chrono::steady_clock
 
 TEST(DeviceGate, AdmitsJobsWhileTheirNeedsFitTheBudget) {
   DeviceGate gate;
-  const auto a = gate.enter(Use::Shared, 400.0, 1000.0, soon());
-  const auto b = gate.enter(Use::Shared, 400.0, 1000.0, soon());
+  gate.record_need("task", 300);  // + 100 per job: 400 each
+  const auto a = gate.enter(Use::Shared, "task", 100, 1000.0, soon());
+  const auto b = gate.enter(Use::Shared, "task", 100, 1000.0, soon());
   ASSERT_TRUE(a && b);
   EXPECT_FALSE(a->alone);
+  EXPECT_DOUBLE_EQ(a->charged_mb, 400);
   EXPECT_DOUBLE_EQ(a->share_mb, 1000);  // admitted first: the whole budget was free
   EXPECT_DOUBLE_EQ(b->share_mb, 600);   // beside a: what a's need leaves
-  EXPECT_FALSE(gate.enter(Use::Shared, 400.0, 1000.0, soon()));  // 1200 > 1000
+  EXPECT_FALSE(gate.enter(Use::Shared, "task", 100, 1000.0, soon()));  // 1200 > 1000
   EXPECT_TRUE(a->company->load());
   EXPECT_TRUE(b->company->load());
   gate.leave(*a);
-  const auto c = gate.enter(Use::Shared, 400.0, 1000.0, soon());
+  const auto c = gate.enter(Use::Shared, "task", 100, 1000.0, soon());
   ASSERT_TRUE(c);
   gate.leave(*b);
   gate.leave(*c);
 }
 
-TEST(DeviceGate, UnknownOrTooBigNeedsRunAlone) {
+TEST(DeviceGate, NothingMeasuredYetOrTooBigRunsAlone) {
   DeviceGate gate;
-  const auto unknown = gate.enter(Use::Shared, nullopt, 1000.0, soon());
-  ASSERT_TRUE(unknown);
-  EXPECT_TRUE(unknown->alone);
-  EXPECT_DOUBLE_EQ(unknown->share_mb, 1000);
-  EXPECT_FALSE(gate.enter(Use::Shared, 1.0, 1000.0, soon()));
-  gate.leave(*unknown);
-  EXPECT_FALSE(unknown->company->load());
+  const auto first = gate.enter(Use::Shared, "new", 0, 1000.0, soon());
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first->alone);
+  EXPECT_DOUBLE_EQ(first->share_mb, 1000);
+  EXPECT_FALSE(gate.enter(Use::Shared, "other", 0, 1000.0, soon()));
+  gate.record_need("new", 10);  // what the first job measured, before it leaves
+  gate.leave(*first);
+  EXPECT_FALSE(first->company->load());
 
-  const auto small = gate.enter(Use::Shared, 10.0, 1000.0, soon());
+  const auto small = gate.enter(Use::Shared, "new", 0, 1000.0, soon());
   ASSERT_TRUE(small);
-  EXPECT_FALSE(gate.enter(Use::Shared, 5000.0, 1000.0, soon()));  // bigger than the budget: alone, later
+  gate.record_need("huge", 5000);
+  EXPECT_FALSE(gate.enter(Use::Shared, "huge", 0, 1000.0, soon()));  // bigger than the budget: alone, later
   gate.leave(*small);
-  const auto big = gate.enter(Use::Shared, 5000.0, 1000.0, soon());
+  const auto big = gate.enter(Use::Shared, "huge", 0, 1000.0, soon());
   ASSERT_TRUE(big);
   EXPECT_TRUE(big->alone);
   gate.leave(*big);
 }
 
+TEST(DeviceGate, AnUnknownTaskIsChargedTheBiggestNeedSeen) {
+  DeviceGate gate;
+  gate.record_need("small", 100);
+  gate.record_need("big", 600);
+  const auto unknown = gate.enter(Use::Shared, "unmeasured", 0, 1000.0, soon());
+  ASSERT_TRUE(unknown);
+  EXPECT_FALSE(unknown->alone);
+  EXPECT_DOUBLE_EQ(unknown->charged_mb, 600);
+  EXPECT_TRUE(gate.enter(Use::Shared, "small", 0, 1000.0, soon()));     // 700 fits
+  EXPECT_FALSE(gate.enter(Use::Shared, "unmeasured", 0, 1000.0, soon()));  // 1300 does not
+}
+
+TEST(DeviceGate, AWaitingJobIsChargedWhatWasLearntWhileItWaited) {
+  DeviceGate gate;
+  const auto first = gate.enter(Use::Shared, "task", 0, 1000.0, soon());  // nothing known: alone
+  ASSERT_TRUE(first);
+  auto second = std::async(std::launch::async, [&] { return gate.enter(Use::Shared, "task", 0, 1000.0, later()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  gate.record_need("task", 300);
+  gate.leave(*first);
+  const auto admitted = second.get();
+  ASSERT_TRUE(admitted);
+  EXPECT_FALSE(admitted->alone);
+  EXPECT_DOUBLE_EQ(admitted->charged_mb, 300);
+  EXPECT_TRUE(gate.enter(Use::Shared, "task", 0, 1000.0, soon()));  // a second one fits beside
+}
+
 TEST(DeviceGate, WithoutABudgetOnlyTimingIsAlone) {
   DeviceGate gate;
-  const auto a = gate.enter(Use::Shared, nullopt, nullopt, soon());
-  const auto b = gate.enter(Use::Shared, 1e9, nullopt, soon());
+  const auto a = gate.enter(Use::Shared, "x", 0, nullopt, soon());
+  const auto b = gate.enter(Use::Shared, "y", 0, nullopt, soon());
   ASSERT_TRUE(a && b);
   EXPECT_DOUBLE_EQ(a->share_mb, 0);  // no budget, no share to hand to the harness
   gate.leave(*a);
   gate.leave(*b);
 }
 
+TEST(DeviceGate, TimingWaitsForIdleDeviceAndHoldsOthersBack) {
+  DeviceGate gate;
+  const auto a = gate.enter(Use::Shared, "x", 0, nullopt, soon());
+  const auto b = gate.enter(Use::Shared, "x", 0, nullopt, soon());  // correctness work shares
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(gate.enter(Use::Exclusive, "x", 0, nullopt, soon()));
+  auto timing = std::async(std::launch::async, [&] { return gate.enter(Use::Exclusive, "x", 0, nullopt, later()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(gate.enter(Use::Shared, "x", 0, nullopt, soon()));  // a waiting timing run goes first
+  gate.leave(*a);
+  gate.leave(*b);
+  const auto timed = timing.get();
+  ASSERT_TRUE(timed);
+  EXPECT_TRUE(timed->alone);
+  EXPECT_FALSE(gate.enter(Use::Shared, "x", 0, nullopt, soon()));
+  gate.leave(*timed);
+  EXPECT_TRUE(gate.enter(Use::Shared, "x", 0, nullopt, soon()));
+}
+
 TEST(DeviceGate, AdmitsInArrivalOrderSoABigJobIsNotStarved) {
   DeviceGate gate;
-  const auto small = gate.enter(Use::Shared, 300.0, 1000.0, soon());
+  gate.record_need("small", 300);
+  gate.record_need("big", 900);
+  gate.record_need("tiny", 100);
+  const auto small = gate.enter(Use::Shared, "small", 0, 1000.0, soon());
   ASSERT_TRUE(small);
-  auto big = std::async(std::launch::async, [&] { return gate.enter(Use::Shared, 900.0, 1000.0, later()); });
+  auto big = std::async(std::launch::async, [&] { return gate.enter(Use::Shared, "big", 0, 1000.0, later()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // Would fit beside `small`, but the big job came first.
-  EXPECT_FALSE(gate.enter(Use::Shared, 100.0, 1000.0, soon()));
+  EXPECT_FALSE(gate.enter(Use::Shared, "tiny", 0, 1000.0, soon()));
   gate.leave(*small);
   const auto admitted = big.get();
   ASSERT_TRUE(admitted);
@@ -85,11 +138,8 @@ TEST(DeviceGate, AdmitsInArrivalOrderSoABigJobIsNotStarved) {
 TEST(DeviceGate, LearnsNeedsAndTheDevicesMemory) {
   DeviceGate gate;
   EXPECT_FALSE(gate.need("task-a"));
-  EXPECT_FALSE(gate.largest_need());
   gate.record_need("task-a", 120);
-  gate.record_need("task-b", 3000);
   EXPECT_EQ(gate.need("task-a"), 120);
-  EXPECT_EQ(gate.largest_need(), 3000);
   EXPECT_FALSE(gate.memory_mb());
   gate.record_memory(81559);
   EXPECT_EQ(gate.memory_mb(), 81559);

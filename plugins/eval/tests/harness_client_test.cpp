@@ -222,29 +222,6 @@ TEST(NormaliseDevice, AcceptsTheThreeKinds) {
   EXPECT_THROW(normalise_device("cpu:1"), std::invalid_argument);
 }
 
-TEST(DeviceGate, TimingWaitsForIdleDeviceAndHoldsOthersBack) {
-  DeviceGate gate;
-  using Use = DeviceGate::Use;
-  const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(100); };
-  const auto a = gate.enter(Use::Shared, std::nullopt, std::nullopt, soon());
-  const auto b = gate.enter(Use::Shared, std::nullopt, std::nullopt, soon());  // correctness work shares
-  ASSERT_TRUE(a && b);
-  EXPECT_FALSE(gate.enter(Use::Exclusive, std::nullopt, std::nullopt, soon()));
-  auto timing = std::async(std::launch::async, [&] {
-    return gate.enter(Use::Exclusive, std::nullopt, std::nullopt, std::chrono::steady_clock::now() + std::chrono::seconds(10));
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE(gate.enter(Use::Shared, std::nullopt, std::nullopt, soon()));  // a waiting timing run goes first
-  gate.leave(*a);
-  gate.leave(*b);
-  const auto timed = timing.get();
-  ASSERT_TRUE(timed);
-  EXPECT_TRUE(timed->alone);
-  EXPECT_FALSE(gate.enter(Use::Shared, std::nullopt, std::nullopt, soon()));
-  gate.leave(*timed);
-  EXPECT_TRUE(gate.enter(Use::Shared, std::nullopt, std::nullopt, soon()));
-}
-
 TEST(HarnessPool, UnusableInterpreterBecomesAHarnessError) {
   HarnessSettings settings = testing::test_harness_settings();
   settings.python = "kforge-no-such-python";
