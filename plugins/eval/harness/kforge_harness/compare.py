@@ -54,7 +54,10 @@ class Outcome:
 
 
 class _Stats:
-    """What one pass over a leaf pair accumulates, chunk by chunk."""
+    """What one pass over a leaf pair accumulates, chunk by chunk. The float64 buffers are
+    allocated once per leaf and reused for every chunk: fresh multi-MB allocations go back
+    to the kernel when freed, and faulting their pages in again cost more than the
+    arithmetic."""
 
     def __init__(self, atol, rtol):
         self.atol, self.rtol = atol, rtol
@@ -65,34 +68,56 @@ class _Stats:
         self.within = 0  # elements with |c - r| <= atol + rtol * |r|
         self.lo, self.hi = -math.inf, math.inf  # constants that pass every element so far
         self.bounded = True  # False once a non-finite reference value was seen
+        self.buffers = None
+
+    def _buffers(self, count):
+        if self.buffers is None or self.buffers[0].numel() < count:
+            self.buffers = (torch.empty(count, dtype=torch.float64),
+                            torch.empty(count, dtype=torch.float64),
+                            torch.empty(count, dtype=torch.bool))
+        return [buffer[:count] for buffer in self.buffers]
 
     def add(self, ref, cand):
         if ref.is_complex():
             ref, cand = torch.view_as_real(ref).reshape(-1), torch.view_as_real(cand).reshape(-1)
-        equal = cand == ref  # equal infinities are no difference
-        ref64 = ref.to(torch.float64)
-        diff = cand.to(torch.float64).sub_(ref64).abs_()
-        diff.masked_fill_(equal, 0.0)
+        ref64, diff, mask = self._buffers(ref.numel())
+        ref64.copy_(ref)
+        diff.copy_(cand).sub_(ref64).abs_()
         total = float(diff.sum())
-        if math.isfinite(total):  # the common case: no NaN, no infinite difference
+        if math.isfinite(total):  # the common case: no NaN, no infinity anywhere
             self.finite_sum += total
             self.finite_count += diff.numel()
             self.max_diff = max(self.max_diff, float(diff.max()))
         else:
+            torch.eq(cand, ref, out=mask)  # equal infinities are no difference
+            diff.masked_fill_(mask, 0.0)
             finite = torch.isfinite(diff)
             self.finite_sum += float(diff[finite].sum())
             self.finite_count += int(finite.sum())
             nan = torch.isnan(diff)
-            if bool(nan.any()):
-                self.nan_diff = True
+            self.nan_diff = self.nan_diff or bool(nan.any())
             others = diff[~nan]
             if others.numel():
                 self.max_diff = max(self.max_diff, float(others.max()))
             self.ref_nan += int(torch.isnan(ref64).sum())
-            self.cand_nan += int(torch.isnan(cand.to(torch.float64)).sum())
-        slack = ref64.abs().mul_(self.rtol).add_(self.atol)
-        self.within += int(diff.le(slack).sum())
-        lo, hi = float(torch.sub(ref64, slack).max()), float(ref64.add_(slack).min())
+            self.cand_nan += int(torch.isnan(cand).sum()) if cand.is_floating_point() else 0
+        self._interval(ref64)
+        # ref64 becomes the tolerance: atol + rtol * |r|.
+        torch.le(diff, ref64.abs_().mul_(self.rtol).add_(self.atol), out=mask)
+        self.within += int(mask.sum())
+
+    def _interval(self, ref64):
+        """The constants c with |c - r| <= atol + rtol*|r| for every r of the chunk:
+        [max(r - tol(r)), min(r + tol(r))]. With rtol < 1 both are monotonic in r, so the
+        extremes of r give them."""
+        if self.rtol < 1:
+            low, high = torch.aminmax(ref64)
+            low, high = float(low), float(high)
+            lo = high - (abs(high) * self.rtol + self.atol)
+            hi = low + (abs(low) * self.rtol + self.atol)
+        else:
+            tolerance = ref64.abs().mul_(self.rtol).add_(self.atol)
+            lo, hi = float((ref64 - tolerance).max()), float((ref64 + tolerance).min())
         if math.isnan(lo) or math.isnan(hi):  # an infinite or NaN reference value
             self.bounded = False
         else:

@@ -157,14 +157,16 @@ class FileLeaf:
         return os.fdopen(fd, "rb")
 
     def chunks(self, handle, elements):
-        """Flat CPU tensors of at most `elements` elements, in order."""
+        """Flat CPU tensors of at most `elements` elements, in order. They share one
+        buffer (reused: no page faults per chunk), so each is valid until the next."""
+        buffer = np.empty(min(self.numel, elements), dtype=self.storage)
         left = self.numel
         while left > 0:
             count = min(left, elements)
-            array = np.fromfile(handle, dtype=self.storage, count=count)
-            if array.size != count:
+            view = buffer[:count]
+            if handle.readinto(memoryview(view).cast("B")) != view.nbytes:
                 raise ValueError(f"{os.path.basename(self.path)} ended early")
-            chunk = torch.from_numpy(array)
+            chunk = torch.from_numpy(view)
             yield chunk.view(self.dtype) if chunk.dtype != self.dtype else chunk
             left -= count
 
