@@ -13,10 +13,18 @@
 #    (check -> compile -> timed run), the load_inline CUDA candidates, and the broken
 #    Triton and CUDA candidates (each in its class; an illegal memory access must not
 #    poison the next job). Prints a table.
-# 3. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` end to end.
+# 3. The reference service (issue 8, bench/harness_reference.py): device units per task
+#    for k = 1, 4, 8 candidates, and the peak memory of comparing a COMPARE_GB (6) GB
+#    output: against BASELINE_HARNESS (another checkout's plugins/eval/harness, e.g.
+#    main's, for the numbers before) when it is set.
+# 4. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` end to end, and every
+#    bundled task's reference at full size eight at a time (data/reference-gpu.yaml),
+#    with memory-aware admission and without it (MEMORY_GB=100000): every job must pass,
+#    none may run out of memory; the wall times are printed.
 #
 # Environment: KFORGE_PYTHON (interpreter with CUDA torch and triton; default: the first
-# of /opt/torch/.venv/bin/python3, python3 on PATH that sees a GPU), DEVICE (cuda:0).
+# of /opt/torch/.venv/bin/python3, python3 on PATH that sees a GPU), DEVICE (cuda:0),
+# COMPARE_GB (6), BASELINE_HARNESS (unset).
 # Exit status: 0 when everything was as expected or skipped, 1 otherwise.
 set -uo pipefail
 
@@ -69,10 +77,40 @@ else
 fi
 
 echo "== harness checks on $device (gpu_check.py)"
-"$python" "$here/gpu_check.py" --device "$device" --profile full \
+"$python" "$here/gpu_check.py" --device "$device" --profile full --max-children 8 \
   --sections reference,triton,broken_triton,cuda,broken_cuda || status=1
 
+echo "== reference service on $device (bench/harness_reference.py)"
+baseline=()
+[ -n "${BASELINE_HARNESS:-}" ] && baseline=(--baseline-harness "$BASELINE_HARNESS")
+"$python" "$repo/bench/harness_reference.py" units --device "$device" --rows 4096 --cols 65536 \
+  --max-children 8 "${baseline[@]}" || status=1
+"$python" "$repo/bench/harness_reference.py" compare --device "$device" --gb "${COMPARE_GB:-6}" \
+  "${baseline[@]}" || status=1
+
 if [ -n "$kforge" ]; then
+  for memory_gb in 0 100000; do
+    label="with memory admission"
+    [ "$memory_gb" = 0 ] || label="without memory admission (every job fits a ${memory_gb} GB budget)"
+    echo "== every bundled task's reference at full size, 8 at a time, $label"
+    out_dir="$(mktemp -d "${TMPDIR:-/tmp}/kforge-reference-gpu.XXXXXX")"
+    started=$(date +%s)
+    KFORGE_PYTHON="$python" MEMORY_GB="$memory_gb" "$kforge" run "$here/data/reference-gpu.yaml" \
+      --set device="$device" --out "$out_dir" --no-cache --progress off >"$out_dir/log" 2>&1
+    echo "wall time: $(( $(date +%s) - started )) s (results in $out_dir)"
+    "$python" - "$out_dir/results.jsonl" <<'PY' || status=1
+import json, sys
+jobs = [json.loads(line) for line in open(sys.argv[1])]
+bad = [(j["task"], j["error_class"], j["message"][:160]) for j in jobs if j["status"] != "pass"]
+retried = [j["task"] for j in jobs if j["stages"][-1].get("metrics", {}).get("retried_alone")]
+peak = max((j["stages"][-1].get("metrics", {}).get("task_peak_mb", 0) for j in jobs), default=0)
+print(f"{len(jobs) - len(bad)}/{len(jobs)} pass; retried alone after an out-of-memory: {retried or 'none'}; "
+      f"largest task_peak_mb {peak:.0f}")
+for row in bad:
+    print("  NOT PASSED:", *row)
+sys.exit(1 if bad else 0)
+PY
+  done
   echo "== kforge run pipelines/triton-gpu.yaml"
   out_dir="$(mktemp -d "${TMPDIR:-/tmp}/kforge-triton-run.XXXXXX")"
   if KFORGE_PYTHON="$python" "$kforge" run "$repo/pipelines/triton-gpu.yaml" --set device="$device" \
