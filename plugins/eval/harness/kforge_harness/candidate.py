@@ -14,9 +14,9 @@ What it sends (Channel, JSON lines), all of it data:
 - {"failed": {"stage": "import" | "init" | "forward" | "timing", "trial": i, "types": [..],
   "text": .., "where": ..}}: the candidate's code raised (errors.report).
 
-It runs trial i only after the server's command {"go": i} (so at most one trial's
-outputs wait on disk for the judge), and times itself after {"time": true}; EOF on the
-command pipe ends it."""
+It runs trial i only after the server's command {"go": i} (the server commands trials
+ahead only while their outputs fit its window, so outputs waiting on disk for the judge
+stay bounded), and times itself after {"time": true}; EOF on the command pipe ends it."""
 
 import os
 import sys

@@ -22,6 +22,7 @@ that child is the candidate's, whatever the child says.
 One thread, one select loop over stdin, the children's pipes and a self-pipe that SIGCHLD
 writes to; wall-clock deadlines are the select timeouts."""
 
+import collections
 import fcntl
 import glob
 import json
@@ -46,6 +47,9 @@ MAX_LINE_BYTES = 8 << 20
 # How long a judge may take for one trial (a multi-GB output compares in seconds).
 JUDGE_TIMEOUT_S = 900.0
 JOB_FILE = "job.json"
+# Candidate outputs waiting on disk for the judge, at most (at least one trial's): trials
+# are commanded ahead while their outputs stay under this.
+WINDOW_BYTES = 256 << 20
 SPEEDUP_FLAG_LIMIT = 10.0
 
 
@@ -107,8 +111,11 @@ class Job:
         self.marker = False  # the candidate child reported {"candidate_code": "start"}
         self.harness_failed = None
         self.ready = False
-        self.next_trial = 0
+        self.commanded = 0  # trials the candidate child was told to run
+        self.reports = collections.deque()  # its trial reports not judged yet
+        self.next_trial = 0  # the next trial to judge
         self.judging = False
+        self.judge_started = 0.0
         self.awaiting_timing = False
         self.max_diffs, self.mean_diffs = [], []
         self.detector = None
@@ -278,7 +285,7 @@ class Server:
             metrics.update(task_peak_mb=facts["peak_mb"], device_memory_mb=facts["device_memory_mb"])
             task_sizes = facts["task_sizes"]
             flags += [f for f in facts.get("flags", []) if f not in flags]
-        if self.action_touches_reference(job):
+        if job.action in ("run", "compile"):  # the actions that use the task's reference
             metrics["reference_computed"] = 1 if job.reference_computed else 0
             if job.reference_computed:
                 metrics["reference_seconds"] = job.reference_seconds
@@ -289,17 +296,13 @@ class Server:
             result.get("message", ""), log_tail, result.get("findings"),
             result.get("extracted"), metrics, flags, task_sizes))
 
-    @staticmethod
-    def action_touches_reference(job):
-        return job.action in ("run", "compile")
-
     # ---- jobs ----
 
     def _start(self, job):
         self.jobs.add(job)
         if job.action == "check":
             try:
-                proc = self._fork("check", lambda p: child.check_main(job.request, p["result_w"]))
+                proc = self.fork_child("check", lambda p: child.check_main(job.request, p["result_w"]))
             except OSError as exc:
                 self._finish(job, _error(protocol.HARNESS_ERROR, f"cannot start a child process: {exc}"))
                 return
@@ -355,7 +358,7 @@ class Server:
             "check_determinism": job.entry.facts is None, "timing": timing,
             "timing_seed": job.timing_seed(), "entry_dir": job.entry.dir}
         try:
-            proc = self._fork("reference", lambda p: child.reference_main(
+            proc = self.fork_child("reference", lambda p: child.reference_main(
                 worker_job, p["result_w"], self.device, self.memory_base))
         except OSError as exc:
             self._finish(job, _error(protocol.HARNESS_ERROR, f"cannot start the reference worker: {exc}"))
@@ -448,8 +451,16 @@ class Server:
         job.detector = ConstantDetector(job.request["options"]["rule"])
         proc.send({"job": JOB_FILE})
         if job.action == "run":
-            proc.send({"go": 0})
+            first = job.entry.outputs[f"{job.weight_seed}-{job.input_seeds()[0]}"]
+            ahead = max(1, WINDOW_BYTES // max(1, first["bytes"]))
+            for _ in range(min(ahead, len(job.input_seeds()))):
+                self._command_trial(job)
         self._refill_standby()
+
+    @staticmethod
+    def _command_trial(job):
+        job.proc.send({"go": job.commanded})
+        job.commanded += 1
 
     def _refill_standby(self):
         """Forks the next standby. Only here, at start and after a dispatch: a standby
@@ -467,7 +478,7 @@ class Server:
             child.candidate_main(pipes["command_r"], pipes["result_w"], self.device,
                                  pipes["workdir"], self.memory_base, self._hidden_paths(),
                                  network)
-        return self._fork("candidate", body, commands=True)
+        return self.fork_child("candidate", body, commands=True)
 
     def _hidden_paths(self):
         return [self.store.root, self.work_root]
@@ -511,15 +522,22 @@ class Server:
             self._candidate_timing(job, message["timing"])
 
     def _candidate_trial(self, job, message):
-        if message.get("trial") != job.next_trial or job.judging or job.awaiting_timing:
+        expected = job.next_trial + len(job.reports) + (1 if job.judging else 0)
+        if message.get("trial") != expected or expected >= job.commanded or job.awaiting_timing:
             self._decide(job, _fail(protocol.RUNTIME_ERROR,
                                     "the candidate's process reported a trial it was not asked for"))
             return
+        job.reports.append(message)
+        self._judge_next(job)
+
+    def _judge_next(self, job):
+        if job.judging or not job.reports:
+            return
+        message = job.reports.popleft()
         entry = job.entry
-        reference = entry.outputs[f"{job.weight_seed}-{job.input_seeds()[job.next_trial]}"]
+        prefix = f"{job.weight_seed}-{job.input_seeds()[job.next_trial]}"
         command = {"label": f"trial {job.next_trial + 1}", "rule": job.request["options"]["rule"],
-                   "reference": dict(reference, dir=entry.dir,
-                                     prefix=f"{job.weight_seed}-{job.input_seeds()[job.next_trial]}"),
+                   "reference": dict(entry.outputs[prefix], dir=entry.dir, prefix=prefix),
                    "candidate": {"dir": job.proc.workdir, "prefix": f"out-{job.next_trial}",
                                  "report": message}}
         job.judging = True
@@ -549,8 +567,10 @@ class Server:
         job.mean_diffs.append(metrics.get("mean_abs_diff", 0.0))
         job.detector.merge(result.get("intervals") or [])
         job.next_trial += 1
+        if job.commanded < len(job.input_seeds()):
+            self._command_trial(job)
         if job.next_trial < len(job.input_seeds()):
-            proc.send({"go": job.next_trial})
+            self._judge_next(job)
             return
         verdict = self._near_constant(job)
         if verdict is not None:
@@ -666,14 +686,15 @@ class Server:
         if job.awaiting_timing:
             where = " during candidate timing"
         elif job.action == "run" and job.ready:
-            where = f" during candidate forward (trial {job.next_trial + 1})"
+            running = job.next_trial + len(job.reports) + (1 if job.judging else 0)
+            where = f" during candidate forward (trial {running + 1})"
         else:
             where = " during candidate import or init" if not job.ready else " during candidate forward"
         self._finish(job, _death_verdict(proc, status, job.request["limits"], where))
 
     # ---- children ----
 
-    def _fork(self, role, body, commands=False):
+    def fork_child(self, role, body, commands=False):
         """A new child of `role` running body(pipes) with its own directory, log and
         pipes; returns its Proc."""
         workdir = tempfile.mkdtemp(prefix="kforge-", dir=self.work_root)
@@ -856,7 +877,7 @@ class JudgePool:
                 proc = self.idle.pop()
             elif len(self.busy) < self.size:
                 try:
-                    proc = self.server._fork("judge", lambda p: child.judge_main(
+                    proc = self.server.fork_child("judge", lambda p: child.judge_main(
                         p["command_r"], p["result_w"], self.threads), commands=True)
                 except OSError as exc:
                     job, _ = self.queue.pop(0)
