@@ -22,7 +22,6 @@
 import argparse
 import json
 import os
-import select
 import subprocess
 import sys
 import tempfile
@@ -30,97 +29,27 @@ import time
 
 HARNESS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "plugins", "eval", "harness")
-
-TASK = '''
-import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-rows = {rows}
-cols = {cols}
-
-
-def get_inputs():
-    return [torch.randn(rows, cols)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-CANDIDATE = '''
-import torch
-
-
-class ModelNew(torch.nn.Module):
-    # variant {variant}: the same kernel, different code (no verdict cache in play here)
-    def forward(self, x):
-        return torch.relu(x)
-'''
-
-
-class Harness:
-    def __init__(self, python, harness_dir, device, max_children):
-        env = dict(os.environ, PYTHONPATH=harness_dir, PYTHONUNBUFFERED="1")
-        self.process = subprocess.Popen(
-            [python, "-m", "kforge_harness", "serve", "--device", device,
-             "--max-children", str(max_children)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self.pending = b""
-        ready = self.receive(1, 300)[0]
-        if not ready.get("ready"):
-            raise SystemExit(f"{harness_dir}: server not ready: {ready.get('error')}")
-
-    def receive(self, count, timeout):
-        out, deadline = [], time.monotonic() + timeout
-        fd = self.process.stdout.fileno()
-        while len(out) < count:
-            if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                raise SystemExit(f"no answer within {timeout} s")
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                raise SystemExit("the harness server closed its stdout")
-            self.pending += chunk
-            *lines, self.pending = self.pending.split(b"\n")
-            out += [json.loads(line) for line in lines if line.strip()]
-        return out
-
-    def ask(self, requests, timeout):
-        for request in requests:
-            self.process.stdin.write((json.dumps(request) + "\n").encode())
-        self.process.stdin.flush()
-        return self.receive(len(requests), timeout)
-
-    def close(self):
-        self.process.stdin.close()
-        self.process.wait(timeout=120)
+sys.path.insert(0, HARNESS_DIR)
+from tests import client  # noqa: E402 - the harness tests' protocol client
 
 
 def units(args):
-    directory = tempfile.mkdtemp(prefix="kforge-bench-units-")
-    task_path = os.path.join(directory, "relu_task.py")
-    with open(task_path, "w", encoding="utf-8") as handle:
-        handle.write(TASK.format(rows=args.rows, cols=args.cols))
     sides = [("this harness", HARNESS_DIR)]
     if args.baseline_harness:
         sides.append(("baseline", args.baseline_harness))
-    print(f"units: task relu {args.rows}x{args.cols} float32, {args.trials} trials, device "
-          f"{args.device}, {args.max_children} children")
+    print(f"units: task relu {args.rows}x{args.cols} float32 (tests/data/tasks/relu.py), "
+          f"{args.trials} trials, device {args.device}, {args.max_children} children")
     print(f"{'harness':14} {'k':>3} {'ref computed':>13} {'units':>6} {'2k':>4} {'wall s':>8} {'s/candidate':>12}")
     for k in args.k:
         for name, harness_dir in sides:
-            harness = Harness(args.python, harness_dir, args.device, args.max_children)
-            requests = [{"id": str(i), "action": "run",
-                         "task": {"path": task_path},
-                         "candidate": {"code": CANDIDATE.format(variant=i), "language": "python"},
-                         "options": {"trials": args.trials, "timing": {"enabled": False}},
-                         "limits": {"timeout_s": 600}} for i in range(k)]
+            harness = client.Server(device=args.device, max_children=args.max_children,
+                                    python=args.python, harness_dir=harness_dir)
+            requests = [client.request(str(i), "run", "relu", "python_relu", language="python",
+                                       sizes={"batch_size": args.rows, "dim": args.cols},
+                                       options={"trials": args.trials},
+                                       limits={"timeout_s": 600}) for i in range(k)]
             started = time.monotonic()
-            responses = harness.ask(requests, 1800)
+            responses = list(harness.ask(*requests, timeout=1800).values())
             wall = time.monotonic() - started
             harness.close()
             bad = [r for r in responses if r["status"] != "pass"]

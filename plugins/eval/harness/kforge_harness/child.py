@@ -81,22 +81,33 @@ def candidate_main(command_fd, result_fd, device, workdir, memory_base, hidden_p
     candidate.run(job, device, workdir, channel)
 
 
+def _answer(result_fd, who, compute):
+    """Runs a trusted child's `compute` and sends its result: a Verdict as such, anything
+    else raised as the harness's own failure."""
+    try:
+        result = compute()
+    except protocol.Verdict as verdict:
+        result = protocol.verdict_result(verdict)
+    except BaseException as exc:  # noqa: BLE001 - a harness bug must still answer
+        traceback.print_exc()
+        result = {"status": "error", "error_class": protocol.HARNESS_ERROR,
+                  "message": f"{who} failed: {type(exc).__name__}: {exc}"}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    Channel(result_fd).send({"result": result})
+
+
 def reference_main(job, result_fd, device, memory_base):
     """A reference worker: trusted, runs the task's own code only."""
-    channel = Channel(result_fd)
-    try:
+    def compute():
         isolation.apply_limits(dict(_child_limits(job["limits"], device), network=True),
                                device, memory_base, True)
         faulthandler.enable()
+        from . import reference
         from .runner import limit_device_memory
         limit_device_memory(device, job["limits"].get("device_memory_mb"))
-    except BaseException as exc:  # noqa: BLE001 - a harness failure must still answer
-        traceback.print_exc()
-        channel.send({"result": protocol.verdict_result(protocol.harness_error(
-            f"setting up the reference worker failed: {type(exc).__name__}: {exc}"))})
-        return
-    from . import reference
-    reference.run(job, device, channel)
+        return reference.compute(job, device)
+    _answer(result_fd, "the reference worker", compute)
 
 
 def judge_main(command_fd, result_fd, threads):
@@ -108,19 +119,7 @@ def judge_main(command_fd, result_fd, threads):
 
 def check_main(request, result_fd):
     """The L1 check: parses the candidate's code, never runs it."""
-    channel = Channel(result_fd)
-    try:
-        task = request["task"]
-        candidate = request["candidate"]
-        result = checker.check(candidate["code"], candidate["language"],
-                               task["path"] if task else None,
-                               request["options"].get("rules_file"))
-    except protocol.Verdict as verdict:
-        result = protocol.verdict_result(verdict)
-    except BaseException as exc:  # noqa: BLE001 - a harness bug must still answer
-        traceback.print_exc()
-        result = {"status": "error", "error_class": protocol.HARNESS_ERROR,
-                  "message": f"harness failure: {type(exc).__name__}: {exc}"}
-    sys.stdout.flush()
-    sys.stderr.flush()
-    channel.send({"result": result})
+    task, candidate = request["task"], request["candidate"]
+    _answer(result_fd, "the checker", lambda: checker.check(
+        candidate["code"], candidate["language"], task["path"] if task else None,
+        request["options"].get("rules_file")))

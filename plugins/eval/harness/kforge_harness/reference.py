@@ -6,7 +6,8 @@ input seeds it is given and writes them into its entry of the reference store
 (outputs.write_leaves), measures the task's peak memory, and times the reference when
 asked. Anything that goes wrong is the task's (a `task_error` saying why), except
 setting up the device, which is the harness's. The result goes to the server as one
-{"result": ...} line: this process is trusted, so its result is a verdict."""
+{"result": ...} line (child.reference_main): this process is trusted, so its result is a
+verdict."""
 
 import importlib.util
 import sys
@@ -52,31 +53,17 @@ def fitted_sizes(task, device, timeout_s):
 
 
 class Worker:
-    def __init__(self, job, device, channel):
+    def __init__(self, job, device):
         self.job = job
         self.device = device
-        self.channel = channel
         self.task = dict(job["task"])
         self.options = job["options"]
         self.session = None
         self.peak = _PeakMemory(device)
 
-    def run(self):
-        try:
-            result = self._compute()
-        except protocol.Verdict as verdict:
-            result = protocol.verdict_result(verdict)
-        except BaseException as exc:  # noqa: BLE001 - a harness bug must still answer
-            traceback.print_exc()
-            result = {"status": "error", "error_class": protocol.HARNESS_ERROR,
-                      "message": f"the reference worker failed: {type(exc).__name__}: {exc}"}
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.channel.send({"result": result})
-
     # ---- steps ----
 
-    def _compute(self):
+    def compute(self):
         try:
             self.session = TaskSession(self.task, self.options, self.device)
             self.session.setup_device()
@@ -234,7 +221,7 @@ class _PeakMemory:
         if self.device.is_accelerator:
             module = self.device.module(torch)
             return module.get_device_properties(self.device.index).total_memory / MB
-        return _meminfo_kb("MemTotal:") / 1024
+        return _proc_kb("/proc/meminfo", "MemTotal:") / 1024
 
     def need_text(self, data):
         """What an out-of-memory says about the need: at least the peak so far plus the
@@ -257,21 +244,19 @@ def _gib(num_bytes):
     return f"{num_bytes / (1 << 30):.2f} GiB"
 
 
+def _proc_kb(path, field):
+    """A "Field:   123 kB" line of /proc/self/status or /proc/meminfo, in kB (0: absent)."""
+    with open(path, encoding="ascii") as lines:
+        for line in lines:
+            if line.startswith(field):
+                return int(line.split()[1])
+    return 0
+
+
 def _status_kb(field):
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(field):
-                return int(line.split()[1])
-    return 0
+    return _proc_kb("/proc/self/status", field)
 
 
-def _meminfo_kb(field):
-    with open("/proc/meminfo", encoding="ascii") as info:
-        for line in info:
-            if line.startswith(field):
-                return int(line.split()[1])
-    return 0
-
-
-def run(job, device, channel):
-    Worker(job, device, channel).run()
+def compute(job, device):
+    """The worker's result for `job` (raises protocol.Verdict for a broken task)."""
+    return Worker(job, device).compute()

@@ -7,6 +7,7 @@ import select
 import subprocess
 import sys
 import time
+import unittest
 
 HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -37,13 +38,14 @@ def request(request_id, action, task, candidate=None, language="cpp", task_forma
 
 
 class Server:
-    def __init__(self, mode="fork", device="cpu", max_children=2, extra_env=None, store_mb=None):
+    def __init__(self, mode="fork", device="cpu", max_children=2, extra_env=None, store_mb=None,
+                 python=sys.executable, harness_dir=HARNESS_DIR):
         env = dict(os.environ)
-        env["PYTHONPATH"] = HARNESS_DIR
+        env["PYTHONPATH"] = harness_dir
         env.update(extra_env or {})
         store = ["--reference-store-mb", str(store_mb)] if store_mb is not None else []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kforge_harness", "serve", "--device", device,
+            [python, "-m", "kforge_harness", "serve", "--device", device,
              "--mode", mode, "--max-children", str(max_children), *store],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self.pending = b""
@@ -89,3 +91,15 @@ class Server:
                 self.process.kill()
                 self.process.wait()
         self.process.stdout.close()
+
+
+class SharedServerTest(unittest.TestCase):
+    """Test cases sharing one fork-mode server with two children, started once."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(mode="fork", max_children=2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()

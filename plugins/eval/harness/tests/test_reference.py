@@ -30,15 +30,7 @@ def metric_sum(responses, name):
     return sum(r["metrics"].get(name, 0) for r in responses)
 
 
-class ReferenceServiceTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = client.Server(mode="fork", max_children=2)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class ReferenceServiceTest(client.SharedServerTest):
     def test_a_task_that_fails_as_its_own_reference_is_a_task_error(self):
         requests = []
         for task, fields, limits, _ in BROKEN_TASKS:

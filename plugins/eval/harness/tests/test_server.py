@@ -185,15 +185,7 @@ class SpawnServerTest(VerdictsMixin, unittest.TestCase):
     cases = SPAWN_CASES
 
 
-class ServerBehaviourTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = client.Server(mode="fork", max_children=2)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class ServerBehaviourTest(client.SharedServerTest):
     def test_responses_come_in_completion_order(self):
         slow = request("slow", "run", "relu", "infinite_loop", limits={"timeout_s": 2})
         fast = request("fast", "check", "relu", "relu_cpp")
