@@ -541,6 +541,11 @@ class ModuleFacts:
 
     # ---- names ----
 
+    def module_bindings(self, name):
+        """(kind, node) for each way the module binds `name`: class (the ClassDef),
+        def, import, param, assign or iterate (the value), opaque."""
+        return [(b.kind, b.node) for b in self.bindings.get(id(self.tree), {}).get(name, [])]
+
     def assigned_exprs(self, node, complete=False):
         """The expressions the name `node` is plainly assigned (`name = expr`) where it is
         used. With `complete`, None when it is also bound another way (a parameter, a

@@ -453,6 +453,19 @@ class _Provenance:
             self._written[id(fn)] = names
         return self._written[id(fn)]
 
+    def torch_written(self, fn):
+        """Names torch writes into in `fn` without a kernel: `y.copy_(expr)` and
+        `y[...] = expr` with an expression that is not a constant."""
+        names = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "copy_" and isinstance(node.func.value, ast.Name):
+                names.add(node.func.value.id)
+            elif isinstance(node, ast.Assign) and not isinstance(node.value, ast.Constant):
+                names.update(t.value.id for t in node.targets if isinstance(t, ast.Subscript)
+                             and isinstance(t.value, ast.Name))
+        return names
+
     def unwritten(self, node, fn, arguments, depth):
         """The parts of `node` (returned from `fn`) that no kernel wrote."""
         if isinstance(node, ast.Constant):
@@ -471,6 +484,8 @@ class _Provenance:
             if name in self.written(fn):
                 return []
             if isinstance(node, ast.Name):
+                if node.id in self.torch_written(fn):
+                    return [node]
                 if node.id in arguments:
                     caller_node, caller = arguments[node.id]
                     return [node] if self.unwritten(caller_node, caller, {}, depth + 1) else []
@@ -480,7 +495,7 @@ class _Provenance:
             return [node]
         if isinstance(node, ast.Call):
             if self._allocation(node):
-                return []
+                return []  # filled by torch? then the name it is bound to says so
             values = self.facts.values(node.func)
             if any(isinstance(v, Launcher) or (isinstance(v, Native) and v.function)
                    for v in values):
@@ -517,9 +532,10 @@ def _native_texts(facts, rule):
     return native_texts(facts, _scope_nodes(facts, rule))
 
 
-def _match_native_source(facts, rule, context):
-    """Regular expressions (`match`) over the C/C++/CUDA text in the candidate's strings,
-    comments blanked; a match where an `allow` expression also matches is skipped."""
+def _match_string_pattern(facts, rule, context):
+    """Regular expressions (`match`) over the text of every string the candidate spells
+    out (native source, paths, flags), C/C++ comments blanked; a match where an `allow`
+    expression also matches is skipped."""
     for text in _native_texts(facts, rule):
         for regex in rule.regexes:
             for found in regex.finditer(text.text):
@@ -585,6 +601,38 @@ def _match_native_source_unresolved(facts, rule, context):
 def _match_modelnew_present(facts, rule, context):
     if facts.model_new is None:
         yield (1, 1), MODEL_NEW
+
+
+def _match_modelnew_binding(facts, rule, context):
+    """ModelNew bound once, by a class statement without decorators or keywords: an
+    assignment after it, a class decorator or a metaclass could hand the harness another
+    object than the class L1 read."""
+    bindings = facts.module_bindings(MODEL_NEW)
+    classes = [node for kind, node in bindings if kind == "class"]
+    for kind, node in bindings:
+        if kind != "class":
+            yield (node if hasattr(node, "lineno") else (1, 1)), f"a {kind} binding"
+    for node in classes[1:]:
+        yield node, "a second class statement"
+    for node in classes:
+        for decorator in node.decorator_list:
+            yield decorator, "a class decorator"
+        for keyword in node.keywords:
+            yield keyword.value, f"the class keyword {keyword.arg}"
+
+
+def _match_kernel_body(facts, rule, context):
+    """Names a Triton kernel's body uses that resolve to a module or builtin path
+    matching `match` and not `allow`: a kernel body is device code, and Python in it only
+    runs in Triton's interpreter, where it could be anything."""
+    for name in sorted(facts.jit_functions):
+        for statement in facts.functions[name].body:
+            for node in ast.walk(statement):
+                if context["value_uses"](node):
+                    for value in facts.values(node):
+                        if isinstance(value, Mod) and rule.matches(value.path) \
+                                and not rule.is_namespace(value.path):
+                            yield node, value.path
 
 
 def _match_constructor_signature(facts, rule, context):
@@ -691,10 +739,12 @@ MATCHERS = {
     "mask_index": _match_mask_index,
     "rearrange_copy": _match_rearrange_copy,
     "forward_output": _match_forward_output,
-    "native_source": _match_native_source,
+    "string_pattern": _match_string_pattern,
     "native_call": _match_native_call,
     "native_source_unresolved": _match_native_source_unresolved,
     "modelnew_present": _match_modelnew_present,
+    "modelnew_binding": _match_modelnew_binding,
+    "kernel_body": _match_kernel_body,
     "constructor_signature": _match_constructor_signature,
     "triton_kernel": _match_triton_kernel,
     "triton_launch": _match_triton_launch,
@@ -706,7 +756,7 @@ MATCHERS = {
     "cuda_load": _match_cuda_load,
     "cuda_call": _match_cuda_call,
 }
-REGEX_KINDS = ("native_source",)
+REGEX_KINDS = ("string_pattern",)
 
 
 class _Fields(dict):

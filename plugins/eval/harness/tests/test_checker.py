@@ -628,11 +628,11 @@ class RulesFileTest(unittest.TestCase):
         self.assertEqual(caught.exception.error_class, protocol.HARNESS_ERROR)
         self.assertIn(f"{path}:2:5: rule #1 (x): unknown kind 'telepathy'",
                       caught.exception.message)
-        path = self.write_rules("rules:\n  - id: y\n    kind: [native_source\n")
+        path = self.write_rules("rules:\n  - id: y\n    kind: [string_pattern\n")
         with self.assertRaises(protocol.Verdict) as caught:
             check(TRITON_RELU, rules_file=path)
         self.assertIn(f"{path}:4:1: the rules file is not valid YAML", caught.exception.message)
-        path = self.write_rules("rules:\n  - id: y\n    kind: native_source\n    message: m\n"
+        path = self.write_rules("rules:\n  - id: y\n    kind: string_pattern\n    message: m\n"
                                 "    match: ['(']\n")
         with self.assertRaises(protocol.Verdict) as caught:
             check(TRITON_RELU, rules_file=path)
