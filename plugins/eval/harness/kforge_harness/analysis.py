@@ -34,10 +34,10 @@ TRITON_DECORATORS = ("triton.jit", "triton.language.jit")
 CPP_LOADERS = ("kforge_cpp.load",)
 CUDA_LOADERS = ("torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load")
 
-# Calls of these builtins hand back (an iterator over) what their first argument holds.
+# Calls of these builtins make a container (or an iterator) of what their arguments hold.
 _PASS_ELEMENTS = {"builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset",
-                  "builtins.sorted", "builtins.reversed", "builtins.iter", "builtins.enumerate",
-                  "builtins.zip", "builtins.filter"}
+                  "builtins.dict", "builtins.sorted", "builtins.reversed", "builtins.iter",
+                  "builtins.enumerate", "builtins.zip", "builtins.filter"}
 # Container methods whose result holds, or is, an element of the container.
 _ELEMENT_METHODS = {"get", "pop", "popitem", "setdefault", "popleft", "pop_front"}
 _SAME_CONTAINER_METHODS = {"items", "values", "keys", "copy"}
@@ -105,7 +105,7 @@ class Launcher:
 
 @dataclass(frozen=True)
 class Container:
-    node: ast.AST  # a list/tuple/set/dict display or comprehension
+    node: ast.AST  # a list/tuple/set/dict display, a comprehension, or list()/dict()/zip()...
 
 
 @dataclass(frozen=True)
@@ -854,6 +854,13 @@ class ModuleFacts:
                     self.elements(self.values(value))
         elif isinstance(node, ast.DictComp):
             found |= self.values(node.value)
+        elif isinstance(node, ast.Call):  # list(...), dict(...), zip(...): what they are given
+            for arg in node.args:
+                found |= self.elements(self.values(arg.value if isinstance(arg, ast.Starred)
+                                                   else arg))
+            for keyword in node.keywords:
+                found |= self.values(keyword.value) if keyword.arg else \
+                    self.elements(self.values(keyword.value))
         else:
             found |= self.values(node.elt)
         return found | self._additions_to(container)
@@ -907,8 +914,8 @@ class ModuleFacts:
             if path == "builtins.super":
                 cls = self._enclosing_class(node)
                 return {Super(cls)} if cls is not None else {OPAQUE}
-            if path in _PASS_ELEMENTS and node.args:
-                return set(self.values(node.args[0]))
+            if path in _PASS_ELEMENTS:
+                return {Container(node)}
             if path == "builtins.next" and node.args:
                 return self.elements(self.values(node.args[0]))
             if path.rpartition(".")[2][:1].isupper() and not path.startswith("builtins."):

@@ -16,14 +16,16 @@ import re
 import yaml
 
 from . import protocol, tasks
-from .analysis import (CPP_LOADERS, CUDA_LOADERS, MODEL_NEW, Cls, Container, Func, Inst,
-                       Instance, Launcher, Mod, ModuleFacts, Native, Opaque, dotted)
+from .analysis import (CPP_LOADERS, CUDA_LOADERS, MODEL_NEW, Cls, Func, Inst, Instance,
+                       Launcher, Mod, ModuleFacts, Native, Opaque, dotted)
 from .native_source import looks_native, native_texts
 
 DEFAULT_RULES_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                   "rules", "default.yaml")
 
 SCOPES = ("module", "candidate", "forward")
+NATIVE_LOADERS = CPP_LOADERS + ("torch.utils.cpp_extension.load_inline",)
+NATIVE_SOURCE_ARGUMENTS = ("cpp_sources", "cuda_sources", "cpp_source")
 SEVERITIES = ("error", "warning")
 
 _OPERATORS = {"@": ast.MatMult, "+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div,
@@ -526,17 +528,28 @@ class _Provenance:
         return parts
 
 
-# ---- native source matchers ----
+# ---- string and native source matchers ----
 
-def _native_texts(facts, rule):
-    return native_texts(facts, _scope_nodes(facts, rule))
+def _texts(facts, rule, native_only):
+    """The candidate's strings in the rule's scope; with `native_only`, those that are C,
+    C++ or CUDA source: they read as such (an include, __global__, extern "C", a torch
+    C++ namespace), or they are part of what a native loader is given."""
+    texts = native_texts(facts, _scope_nodes(facts, rule))
+    if not native_only:
+        return texts
+    given = [facts.resolve_strings(source) for call in _loader_calls(facts, NATIVE_LOADERS)
+             for source in call.args[:1] + [k.value for k in call.keywords
+                                            if k.arg in NATIVE_SOURCE_ARGUMENTS]]
+    given = [text for text in given if text]
+    return [t for t in texts if looks_native(t.text) or any(t.raw in g for g in given)]
 
 
 def _match_string_pattern(facts, rule, context):
-    """Regular expressions (`match`) over the text of every string the candidate spells
-    out (native source, paths, flags), C/C++ comments blanked; a match where an `allow`
-    expression also matches is skipped."""
-    for text in _native_texts(facts, rule):
+    """Regular expressions (`match`) over the text of the strings the candidate spells
+    out -- all of them (paths, flags, names), or with `options.native_only` only native
+    source -- C/C++ comments blanked; a match where an `allow` expression also matches is
+    skipped."""
+    for text in _texts(facts, rule, bool(rule.options.get("native_only"))):
         for regex in rule.regexes:
             for found in regex.finditer(text.text):
                 if not any(a.match(text.text, found.start()) for a in rule.allow_regexes):
@@ -544,15 +557,12 @@ def _match_string_pattern(facts, rule, context):
 
 
 def _match_native_call(facts, rule, context):
-    """In strings that read as C/C++ source: namespace-qualified calls (torch::relu,
-    at::mm) matching `match` and not `allow` (written with ::), and, with
-    `options.tensor_methods`, member calls named
-    like a torch.Tensor method of the installed torch that `options.method_allow` does
-    not list (x.clamp_min(0) in the launcher)."""
+    """In native source: namespace-qualified calls (torch::relu, at::mm) matching `match`
+    and not `allow` (written with ::), and, with `options.tensor_methods`, member calls
+    named like a torch.Tensor method of the installed torch that `options.method_allow`
+    does not list (x.clamp_min(0) in the launcher)."""
     methods = _tensor_method_names(rule) if rule.options.get("tensor_methods") else set()
-    for text in _native_texts(facts, rule):
-        if not looks_native(text.text):
-            continue  # prose or Python in a string: `x.sum()` there is not a C++ call
+    for text in _texts(facts, rule, native_only=True):
         for offset, name in text.qualified_calls():
             dotted_name = _cpp_to_dotted(name)
             if any(path_matches(dotted_name, _cpp_to_dotted(p)) for p in rule.match) and \
@@ -579,18 +589,18 @@ def _tensor_method_names(rule):
 
 
 def _match_native_source_unresolved(facts, rule, context):
-    """Native code L1 cannot read: a source handed to a loader matching `match`
-    (`options.source_arguments` names the parameters; the first positional argument
-    too) that does not fold to a string, or any call of a loader matching
-    `options.file_loaders` (it compiles files, whose content L1 never sees)."""
-    names = set(rule.option_list("source_arguments"))
+    """Native code L1 cannot read: a source handed to a loader matching `match` (its
+    first positional argument, cpp_source(s), cuda_sources) that does not fold to a
+    string, or any call of a loader matching `options.file_loaders` (it compiles files,
+    whose content L1 never sees)."""
     file_loaders = rule.option_list("file_loaders")
     for node in _calls(facts, rule):
         paths = [v.path for v in facts.values(node.func) if isinstance(v, Mod)]
         if any(path_matches(p, pattern) for p in paths for pattern in file_loaders):
             yield node.func, paths[0]
         elif any(rule.matches(p) for p in paths):
-            sources = node.args[:1] + [k.value for k in node.keywords if k.arg in names]
+            sources = node.args[:1] + [k.value for k in node.keywords
+                                       if k.arg in NATIVE_SOURCE_ARGUMENTS]
             for source in sources:
                 if facts.resolve_strings(source) is None:
                     yield source, ast.unparse(source)[:60]

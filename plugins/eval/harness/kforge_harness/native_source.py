@@ -21,6 +21,7 @@ class NativeText:
     """One string expression of the candidate: its folded text and where it starts."""
 
     def __init__(self, text, node, facts):
+        self.raw = text
         self.text = _blank_comments(text)
         self.node = node
         self.line, self.col = facts.position(node)
