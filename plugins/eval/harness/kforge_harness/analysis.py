@@ -49,6 +49,9 @@ _ADDING_METHODS = {"append": (0, False), "add": (0, False), "appendleft": (0, Fa
 # Methods torch and Python call on an object without the candidate calling them.
 _IMPLICIT_METHODS = ("__call__", "forward", "__init__")
 _MAX_PATH_SEGMENTS = 16
+# How deep one question may lead (a name's value through the values it depends on);
+# beyond it the answer is opaque, which the rules treat as unknown, never as harmless.
+_MAX_DEPTH = 60
 _NUMBER_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                      ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
                      ast.LShift: operator.lshift}
@@ -200,18 +203,23 @@ class ModuleFacts:
         self.strings = {}      # module-level name bound once -> its folded text
         self.model_new = None
         self._cache = {}
-        self._in_progress = set()
-        self._cycle_hits = 0
+        self._in_progress = set()  # node ids and containers being evaluated
+        self._held_cache = {}
         # Values computed before the kernel and subclass tables exist are provisional:
         # the cache is dropped once each is built.
         self.jit_functions = set()
         self._subclasses = {}
+        self._bases = {}
         self._collect()
         self.model_new = self.classes.get(MODEL_NEW)
         self.jit_functions = {name for name, fn in self.functions.items() if self._is_jit(fn)}
         self._cache.clear()
+        self._held_cache.clear()
+        self._bases.clear()
         self._subclasses = self._subclass_table()
         self._cache.clear()
+        self._held_cache.clear()
+        self._bases.clear()
         for name, exprs in self.bindings.get(id(tree), {}).items():
             text = self.fold_string(exprs[0].node) if len(exprs) == 1 and \
                 exprs[0].kind == "assign" and not exprs[0].path else None
@@ -403,20 +411,24 @@ class ModuleFacts:
         """ClassDef -> itself and every candidate class deriving from it."""
         table = {id(c): [c] for c in self.all_classes}
         for cls in self.all_classes:
-            for base in self.candidate_bases(cls, set()):
+            for base in self.candidate_bases(cls):
                 table[id(base)].append(cls)
         return table
 
-    def candidate_bases(self, cls, seen):
-        """The candidate's own classes `cls` derives from, transitively."""
-        found = []
-        for base in cls.bases:
-            for value in self.values(base):
-                if isinstance(value, Cls) and id(value.node) not in seen:
-                    seen.add(id(value.node))
-                    found.append(value.node)
-                    found += self.candidate_bases(value.node, seen)
-        return found
+    def candidate_bases(self, cls):
+        """The candidate's own classes `cls` derives from, transitively (in a stable
+        order, each once, `cls` itself never)."""
+        if id(cls) not in self._bases:
+            found, queue = [], [cls]
+            while queue:
+                for base in queue.pop(0).bases:
+                    for value in self.values(base):
+                        if isinstance(value, Cls) and value.node is not cls and \
+                                all(value.node is not f for f in found):
+                            found.append(value.node)
+                            queue.append(value.node)
+            self._bases[id(cls)] = found
+        return self._bases[id(cls)]
 
     # ---- string folding ----
 
@@ -580,21 +592,21 @@ class ModuleFacts:
     # ---- values ----
 
     def values(self, node):
-        """What `node` may evaluate to: a frozenset of values."""
+        """What `node` may evaluate to: a frozenset of values. Each node is evaluated
+        once; a node met again while it is being evaluated (a cycle: x = f(x)), or past
+        _MAX_DEPTH, is opaque there, which keeps the answer conservative: an opaque
+        receiver or callee is checked against the allowlists, never waved through."""
         key = id(node)
         if key in self._cache:
             return self._cache[key]
-        if key in self._in_progress:
-            self._cycle_hits += 1
+        if key in self._in_progress or len(self._in_progress) >= _MAX_DEPTH:
             return frozenset({OPAQUE})
-        hits = self._cycle_hits
         self._in_progress.add(key)
         try:
             result = frozenset(self._evaluate(node))
         finally:
             self._in_progress.discard(key)
-        if self._cycle_hits == hits:  # a value computed inside a cycle is not final
-            self._cache[key] = result
+        self._cache[key] = result
         return result
 
     def _evaluate(self, node):
@@ -771,7 +783,7 @@ class ModuleFacts:
         method = self.method(cls, name)
         if method is not None:
             found.add(Func(method))
-        for klass in [cls] + self.candidate_bases(cls, set()):
+        for klass in [cls] + self.candidate_bases(cls):
             for binding in self.bindings.get(id(klass), {}).get(name, []):
                 if binding.kind != "def":
                     found |= self._binding_values(binding)
@@ -791,7 +803,7 @@ class ModuleFacts:
         return found or {Opaque(name)}
 
     def _derives_from(self, cls, path):
-        for klass in [cls] + self.candidate_bases(cls, set()):
+        for klass in [cls] + self.candidate_bases(cls):
             for base in klass.bases:
                 if Mod(path) in self.values(base):
                     return True
@@ -826,17 +838,30 @@ class ModuleFacts:
         """What iterating over, or indexing, each receiver may give."""
         found = set()
         for value in receivers:
-            if isinstance(value, Container):
-                found |= self._container_elements(value)
-            elif isinstance(value, ContainerMethod) and \
-                    value.name in _SAME_CONTAINER_METHODS:
-                found |= self._container_elements(value.container)
-            elif isinstance(value, Instance):
-                found |= self._instance_elements(value)
+            if isinstance(value, ContainerMethod) and value.name in _SAME_CONTAINER_METHODS:
+                value = value.container
+            if isinstance(value, (Container, Instance)):
+                found |= self._held(value)
             elif isinstance(value, (Kernel, Launcher)):
                 found.add(Launcher())
             else:
                 found.add(OPAQUE)
+        return found
+
+    def _held(self, holder):
+        """What a container or a library container object holds; computed once, opaque
+        where a container holds itself."""
+        if holder in self._held_cache:
+            return self._held_cache[holder]
+        if holder in self._in_progress or len(self._in_progress) >= _MAX_DEPTH:
+            return {OPAQUE}
+        self._in_progress.add(holder)
+        try:
+            found = frozenset(self._container_elements(holder) if isinstance(holder, Container)
+                              else self._instance_elements(holder))
+        finally:
+            self._in_progress.discard(holder)
+        self._held_cache[holder] = found
         return found
 
     def _container_elements(self, container):
@@ -959,7 +984,7 @@ class ModuleFacts:
         """`name` defined in `cls` or in one of the candidate classes it derives from."""
         if cls is None:
             return None
-        for klass in [cls] + self.candidate_bases(cls, set()):
+        for klass in [cls] + self.candidate_bases(cls):
             for stmt in klass.body:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
                     return stmt

@@ -897,10 +897,18 @@ def check(code, language, task_path=None, rules_file=None):
                 "findings": [{"line": exc.lineno or 0, "col": exc.offset or 0, "rule": "syntax",
                               "severity": "error", "message": exc.msg,
                               "hint": "fix the Python syntax at that line"}]}
-    facts = ModuleFacts(tree, code)
-    context = {"reference_init": reference_init(task_path) if task_path else None,
-               "value_uses": _value_uses(facts)}
-    findings = _run_rules(facts, rules, language, context)
+    reference = reference_init(task_path) if task_path else None
+    try:
+        facts = ModuleFacts(tree, code)
+        findings = _run_rules(facts, rules, language, {"reference_init": reference,
+                                                       "value_uses": _value_uses(facts)})
+    except RecursionError:
+        message = "the code is nested too deeply for L1 to follow"
+        return {"status": "fail", "error_class": protocol.CHECKER_REJECTED,
+                "message": f"line 1:1: [l1-analysis] {message}",
+                "findings": [{"line": 1, "col": 1, "rule": "l1-analysis", "severity": "error",
+                              "message": message,
+                              "hint": "flatten deeply nested expressions and chains of aliases"}]}
     findings.sort(key=lambda f: (f["line"], f["col"], f["rule"]))
     errors = [f for f in findings if f["severity"] == "error"]
     result = {"findings": findings, "extracted": extract_sources(facts)}

@@ -540,6 +540,20 @@ class AnalysisTest(unittest.TestCase):
         self.assertIn(Mod("torch.relu"), values)
         self.assertIn(Opaque("relu"), values)
 
+    def test_self_holding_containers_and_long_chains_end(self):
+        values = self.values_of("""
+            box = []
+            box.append(box)
+            box[0][0](1)
+            """, "box[0][0](1)")
+        self.assertEqual([type(v).__name__ for v in values], ["Container"])  # box itself
+        chain = "import torch\na0 = torch\n" + "".join(f"a{i} = a{i - 1}\n" for i in range(1, 400))
+        values = self.values_of(chain + "a399.relu(1)\n", "a399.relu(1)")
+        self.assertTrue(values & {Mod("torch.relu"), Opaque("relu")}, values)
+        code = triton_with("y = torch.empty_like(x)\nlaunch(x, y)\nreturn a399.relu(y)\n",
+                           extra=chain.replace("import torch\n", ""))
+        self.assertEqual(check(code).get("error_class"), protocol.CHECKER_REJECTED)
+
     def test_native_libraries_and_their_functions(self):
         values = self.values_of("""
             import kforge_cpp
