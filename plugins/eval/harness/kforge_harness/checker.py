@@ -248,12 +248,17 @@ def _match_base_class(facts, rule, context):
 
 
 def _match_reference_use(facts, rule, context):
-    """Names and attributes spelled like the reference class (`Model`)."""
+    """Names and attributes spelled like the reference class (`Model`), and names bound
+    to an imported `...Model` under another name (`from task import Model as M`)."""
     for node in _scope_nodes(facts, rule):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in rule.match:
             yield node, node.id
         elif isinstance(node, ast.Attribute) and node.attr in rule.match:
             yield node, node.attr
+        elif context["value_uses"](node):
+            for value in facts.values(node):
+                if isinstance(value, Mod) and value.path.rpartition(".")[2] in rule.match:
+                    yield node, value.path
 
 
 def _attribute_accesses(facts, nodes):
