@@ -871,20 +871,22 @@ def reference_init(task_path):
 
 
 def _run_rules(facts, rules, language, context):
-    """Every rule's findings, in rule order; where an earlier rule already reported the
-    same place, a later one adds nothing (specific rules come before general ones)."""
-    findings, places = [], set()
+    """Every rule's findings, in rule order; where an earlier error rule already reported
+    the same place, a later rule adds nothing there (specific rules come before general
+    ones). A warning never hides a later error."""
+    findings, rejected = [], set()
     for rule in rules:
         if language not in rule.languages:
             continue
         mine = set()
         for where, matched in MATCHERS[rule.kind](facts, rule, context):
             position = where if isinstance(where, tuple) else facts.position(where)
-            if position in mine or (position in places and rule.severity == "error"):
+            if position in mine or position in rejected:
                 continue
             mine.add(position)
             findings.append(_finding(rule, position, matched))
-        places |= mine
+        if rule.severity == "error":
+            rejected |= mine
     return findings
 
 

@@ -622,6 +622,20 @@ class RulesFileTest(unittest.TestCase):
                        rules_file=path)
         self.assertEqual([f["message"] for f in result["findings"]], ["custom torch.cuda.Stream"])
 
+    def test_a_warning_does_not_hide_a_later_error_at_the_same_place(self):
+        path = self.write_rules("""
+            rules:
+              - id: side-stream
+                kind: use
+                match: ["torch.cuda.Stream"]
+                message: "note {name}"
+                severity: warning
+        """)
+        result = check(triton_with("s = torch.cuda.Stream()\nlaunch(x, x)\nreturn x\n"),
+                       rules_file=path)
+        self.assertEqual(result["error_class"], protocol.CHECKER_REJECTED)
+        self.assertEqual(rule_ids(result), {"side-stream", "torch-compute"})
+
     def test_warning_rules_report_without_rejecting(self):
         path = self.write_rules("""
             rules:
