@@ -566,8 +566,10 @@ def _match_native_call(facts, rule, context):
     and not `allow` (written with ::), and, with `options.tensor_methods`, member calls
     named like a torch.Tensor method of the installed torch that `options.method_allow`
     does not list (x.clamp_min(0) in the launcher)."""
-    methods = _tensor_method_names(rule) if rule.options.get("tensor_methods") else set()
-    for text in _texts(facts, rule, native_only=True):
+    texts = _texts(facts, rule, native_only=True)
+    methods = _tensor_method_names(rule) if texts and rule.options.get("tensor_methods") \
+        else set()  # reading torch.Tensor costs an import of torch where none was made
+    for text in texts:
         for offset, name in text.qualified_calls():
             dotted_name = _cpp_to_dotted(name)
             if any(path_matches(dotted_name, _cpp_to_dotted(p)) for p in rule.match) and \
