@@ -70,7 +70,7 @@ def _child(spec, workdir, context):
         report = None
         if spec["sandboxed"]:
             from kforge_harness import sandbox
-            report = sandbox.enter(workdir, "cpu", spec.get("limits"),
+            report = sandbox.enter(workdir, spec.get("device", "cpu"), spec.get("limits"),
                                    extra_env=spec.get("extra_env"),
                                    readonly_paths=spec.get("readonly", ()),
                                    hidden_paths=spec.get("hidden", ()),

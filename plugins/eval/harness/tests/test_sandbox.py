@@ -26,7 +26,9 @@ ATTACKS_C = os.path.join(TESTS_DIR, "data", "sandbox_attacks.c")
 SECRET_ENV = "sk-kforge-test-0123456789abcdef"
 
 
-class SandboxTest(unittest.TestCase):
+class SandboxFixture(unittest.TestCase):
+    """A planted store and scratch, the native attack library, and the driver."""
+
     @classmethod
     def setUpClass(cls):
         cls.base = tempfile.mkdtemp(prefix="kforge-sandbox-test-")
@@ -83,6 +85,8 @@ class SandboxTest(unittest.TestCase):
         outcome["workdir"] = workdir
         return outcome
 
+
+class SandboxTest(SandboxFixture):
     def need(self, *protections):
         for name in protections:
             if name in self.missing:
@@ -532,6 +536,84 @@ found(matmul=float((a @ torch.eye(64) - a).abs().max()), numpy=float(numpy.arang
         self.assertEqual(results["matmul"], 0.0)
         self.assertEqual(results["numpy"], 6.0)
         self.assertEqual(results["cpp"], 5)
+
+
+def _cuda_devices():
+    """The GPUs' (minor, uuid) in CUDA's default order as the sandbox maps them, or []
+    where torch has no CUDA (it is asked in a child: the test process must not hold a
+    CUDA context when it forks)."""
+    if not sandbox._nvidia_gpus():
+        return []
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"],
+        capture_output=True, text=True, timeout=120, check=False)
+    count = int(probe.stdout.strip() or 0) if probe.returncode == 0 else 0
+    return sandbox._nvidia_gpus()[:count] if count else []
+
+
+class SandboxGpuTest(SandboxFixture):
+    """On a GPU host: CUDA, Triton and a load_inline extension work inside, and only the
+    given GPU is visible. Skipped without CUDA."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gpus = _cuda_devices()
+        if not cls.gpus:
+            raise unittest.SkipTest("no CUDA device (no NVIDIA driver, or torch without CUDA)")
+        super().setUpClass()
+
+    def test_cuda_runs_on_the_given_gpu_only(self):
+        index = len(self.gpus) - 1  # the last one: its device node is not nvidia0
+        code = r'''
+import os, torch
+x = torch.randn(1024, 1024, device=DEVICE)
+found(matmul=float((x @ torch.eye(1024, device=DEVICE) - x).abs().max()),
+      count=torch.cuda.device_count(), uuid=str(torch.cuda.get_device_properties(0).uuid),
+      nodes=sorted(n for n in os.listdir("/dev") if n.startswith("nvidia")),
+      visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
+'''
+        outcome = self.run_attack(code, import_torch=True, device=f"cuda:{index}", timeout_s=180,
+                                  args={"DEVICE": "cuda:0"})
+        results = outcome["results"]
+        self.assertIsNone(results.get("exception"), outcome)
+        self.assertEqual(results["report"]["missing"], [], results["report"])
+        self.assertEqual(results["report"]["device"], "cuda:0")
+        self.assertEqual(results["matmul"], 0.0)
+        self.assertEqual(results["count"], 1)
+        minor, uuid, = self.gpus[index][1], self.gpus[index][2]
+        self.assertEqual(results["visible"], uuid)
+        self.assertIn(results["uuid"].replace("GPU-", ""), uuid)
+        others = [f"nvidia{gpu[1]}" for gpu in self.gpus if gpu[1] != minor]
+        self.assertIn(f"nvidia{minor}", results["nodes"])
+        self.assertFalse(set(others) & set(results["nodes"]), results["nodes"])
+
+    def test_triton_and_load_inline_compile_and_run_inside(self):
+        code = r'''
+import importlib, os, sys, torch
+from torch.utils.cpp_extension import load_inline
+# Triton reads a kernel's source from its file, as the harness's kforge_candidate.py.
+with open(os.path.join(WORKDIR, "triton_candidate.py"), "w") as f:
+    f.write("import triton, triton.language as tl\n"
+            "@triton.jit\n"
+            "def add_one(x_ptr, n, BLOCK: tl.constexpr):\n"
+            "    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+            "    mask = offsets < n\n"
+            "    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + 1, mask=mask)\n")
+sys.path.insert(0, WORKDIR)
+add_one = importlib.import_module("triton_candidate").add_one
+x = torch.zeros(1000, device="cuda:0")
+add_one[(4,)](x, 1000, BLOCK=256)
+cuda = "__global__ void twice(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2; }\n" \
+       "torch::Tensor run(torch::Tensor x) { twice<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), x.numel()); return x; }\n"
+module = load_inline("kforge_sandbox_twice", cpp_sources="torch::Tensor run(torch::Tensor x);", cuda_sources=cuda,
+                     functions=["run"])
+module.run(x)
+torch.cuda.synchronize()
+found(total=float(x.sum()))
+'''
+        outcome = self.run_attack(code, import_torch=True, device="cuda:0", timeout_s=540)
+        self.assertIsNone(outcome["results"].get("exception"), outcome["log_tail"])
+        self.assertEqual(outcome["results"]["total"], 2000.0)
 
 
 class SandboxCliTest(unittest.TestCase):
