@@ -10,15 +10,18 @@ through sandbox.enter(). Two numbers per child, both from fork() in this process
   total  until the child has finished and been reaped (the supervisor's exit, the
          namespace's teardown included; on a GPU, CUDA's initialisation, which sees
          every GPU in a plain child and only the given one in a sandboxed one)
+  cpu    CPU time (user + system) of the child's whole process tree: what the sandbox
+         costs a loaded machine, where wall times mostly measure the load
 
     /usr/bin/python3 bench/sandbox_cost.py                      # CPU
     python3 bench/sandbox_cost.py --device cuda:0               # on a GPU: CUDA init and
                                                                 # one kernel in each child
-Prints median and p90 per mode and the difference of the medians.
+Prints medians and p90s per mode and the differences of the medians.
 """
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -43,6 +46,7 @@ def one_child(scratch, device, sandboxed):
     from kforge_harness import sandbox
     workdir = tempfile.mkdtemp(dir=scratch)
     read_fd, write_fd = os.pipe()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -60,10 +64,12 @@ def one_child(scratch, device, sandboxed):
     os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     total = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     shutil.rmtree(workdir, ignore_errors=True)
     if status != 0:
         raise RuntimeError(f"a child failed (status {status})")
-    return ready - started, total
+    return ready - started, total, cpu
 
 
 def summary(values):
@@ -97,13 +103,13 @@ def main():
           f"torch {torch.__version__}, {os.cpu_count()} CPUs")
     medians = {}
     for sandboxed, label in ((False, "plain fork"), (True, "fork + sandbox")):
-        ready = summary([r for r, _ in results[sandboxed]])
-        total = summary([t for _, t in results[sandboxed]])
-        medians[sandboxed] = (ready[0], total[0])
-        print(f"{label:15s} ready median {ready[0]:7.1f} ms  p90 {ready[1]:7.1f} ms   "
-              f"total median {total[0]:7.1f} ms  p90 {total[1]:7.1f} ms")
-    print(f"{'added':15s} ready median {medians[True][0] - medians[False][0]:7.1f} ms"
-          f"{'':17s}total median {medians[True][1] - medians[False][1]:7.1f} ms")
+        ready, total, cpu = (summary([timing[i] for timing in results[sandboxed]]) for i in range(3))
+        medians[sandboxed] = (ready[0], total[0], cpu[0])
+        print(f"{label:15s} ready {ready[0]:7.1f} ms (p90 {ready[1]:7.1f})   "
+              f"total {total[0]:7.1f} ms (p90 {total[1]:7.1f})   cpu {cpu[0]:7.1f} ms (p90 {cpu[1]:7.1f})")
+    added = [medians[True][i] - medians[False][i] for i in range(3)]
+    print(f"{'added (medians)':15s} ready {added[0]:7.1f} ms{'':13s}total {added[1]:7.1f} ms"
+          f"{'':13s}cpu {added[2]:7.1f} ms")
 
 
 if __name__ == "__main__":

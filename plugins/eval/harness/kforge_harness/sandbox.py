@@ -67,6 +67,7 @@ import glob
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -98,12 +99,13 @@ HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SANDBOX_UID = 65534  # nobody: the uid a root caller's sandbox has outside
 HOSTNAME = "kforge-sandbox"
 
+# None leaves a limit as it is.
 DEFAULT_LIMITS = {
-    "memory_mb": None,     # None: no memory limit
+    "memory_mb": None,
     "cpu_s": 300,
     "file_size_mb": 1024,  # the largest file the worker may write (outputs handed over)
-    "processes": None,     # None: max(256, 4 per CPU + 64): threads count, and OpenMP
-                           # starts one per core
+    # Threads count as processes, and OpenMP starts one per core.
+    "processes": max(256, 4 * (os.cpu_count() or 1) + 64),
     "open_files": 4096,
     "shm_mb": 256,         # the private /dev/shm
 }
@@ -857,9 +859,12 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
       to `uid`, so the worker can write). Its parent directory is never visible.
     - `device`: "cpu", "cuda:N", "npu:N" (or a devices.Device). Use report.device inside:
       a GPU isolated by its device node is "cuda:0" there.
-    - `limits`: keys of DEFAULT_LIMITS (missing keys take those defaults): memory_mb (on
-      top of `memory_base` bytes, the server's own usage: address space on CPU, data
-      segment on accelerators), cpu_s, file_size_mb, processes, open_files, shm_mb.
+    - `limits`: keys of DEFAULT_LIMITS (missing keys take those defaults; None leaves a
+      limit as it is): memory_mb (on top of `memory_base` bytes, the server's own usage:
+      address space on CPU, data segment on accelerators), cpu_s, file_size_mb,
+      processes, open_files, shm_mb. A limit can only be lowered later: a standby child
+      that enters before its request is known passes None for the request's own limits
+      and calls apply_rlimits() with them when the request comes.
     - `extra_env`: variables a pipeline names, set last. `readonly_paths`: files or
       directories shown read-only at their own paths (the task file, an artifact).
       `hidden_paths`: directories masked even where a read-only bind would show them
@@ -971,6 +976,39 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
                   time.monotonic() - started)
 
 
+def probe(device="cpu", scratch=None):
+    """What enter() would give on this host, found by entering a sandbox in a throwaway
+    child (about what one candidate's sandbox costs): the server calls it once at start
+    to say, once per run, which protections are missing. Returns a Report; raises
+    SandboxError when even the probe failed."""
+    workdir = tempfile.mkdtemp(prefix="kforge-sandbox-probe-", dir=scratch)
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_fd)
+            os.setsid()
+            report = enter(workdir, device)
+            os.write(write_fd, report.to_json().encode())
+        except BaseException as exc:  # noqa: BLE001 - the parent reports it
+            os.write(write_fd, json.dumps({"error": _describe(exc)}).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 65536):
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    shutil.rmtree(workdir, ignore_errors=True)
+    answer = json.loads(b"".join(chunks) or b'{"error": "the probe child died"}')
+    if "error" in answer:
+        raise SandboxError(f"cannot enter a sandbox on this host: {answer['error']}")
+    return Report(**answer)
+
+
 def _map_when_asked(worker, uid, from_worker, to_worker):
     """S's half of the late user namespace: W says it has unshared, S writes its maps."""
     if os.read(from_worker, 1) != b"u":
@@ -1060,23 +1098,31 @@ def _set_limit(kind, soft, hard=None):
     resource.setrlimit(kind, (soft, hard))
 
 
+RLIMIT_DATA = resource.RLIMIT_DATA
+
+
+def memory_limit_kind(device):
+    """RLIMIT_AS on the CPU, where it is exact; RLIMIT_DATA (private writable memory) on
+    accelerators, whose runtimes reserve huge virtual ranges at initialisation, more than
+    any sensible address-space limit."""
+    return resource.RLIMIT_DATA if device.is_accelerator else resource.RLIMIT_AS
+
+
 def apply_rlimits(limits, device, memory_base=0):
     """The resource limits of a sandboxed worker (keys of DEFAULT_LIMITS)."""
     limits = {**DEFAULT_LIMITS, **limits}
-    _set_limit(resource.RLIMIT_CORE, 0)
+    _set_limit(resource.RLIMIT_CORE, 0)  # a crashing kernel writes no multi-GB core file
     if limits["memory_mb"] is not None:
-        # CUDA/ACL reserve huge virtual ranges at initialisation, more than any sensible
-        # RLIMIT_AS: on accelerators the limit goes on the data segment instead.
-        kind = resource.RLIMIT_DATA if device.is_accelerator else resource.RLIMIT_AS
-        _set_limit(kind, memory_base + int(limits["memory_mb"]) * 1024 * 1024)
-    cpu_s = int(limits["cpu_s"])
-    _set_limit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)  # SIGXCPU, SIGKILL a second later
-    _set_limit(resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * 1024 * 1024)
-    processes = limits["processes"]
-    if processes is None:
-        processes = max(256, 4 * (os.cpu_count() or 1) + 64)
-    _set_limit(resource.RLIMIT_NPROC, int(processes))
-    _set_limit(resource.RLIMIT_NOFILE, int(limits["open_files"]))
+        _set_limit(memory_limit_kind(device), memory_base + int(limits["memory_mb"]) * 1024 * 1024)
+    if limits["cpu_s"] is not None:
+        cpu_s = int(limits["cpu_s"])
+        _set_limit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)  # SIGXCPU, SIGKILL a second later
+    if limits["file_size_mb"] is not None:
+        _set_limit(resource.RLIMIT_FSIZE, int(limits["file_size_mb"]) * 1024 * 1024)
+    if limits["processes"] is not None:
+        _set_limit(resource.RLIMIT_NPROC, int(limits["processes"]))
+    if limits["open_files"] is not None:
+        _set_limit(resource.RLIMIT_NOFILE, int(limits["open_files"]))
 
 
 # ---- python -m kforge_harness.sandbox run ... ----

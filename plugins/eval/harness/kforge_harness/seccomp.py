@@ -137,6 +137,10 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
+# Opened at import (in the server), not in each sandboxed child.
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
 def install():
     """Installs the filter on every thread of this process (TSYNC). The caller must have
     set no_new_privs (or hold CAP_SYS_ADMIN). Raises OSError when the kernel refuses,
@@ -147,8 +151,7 @@ def install():
     program = build_filter(arch)
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p).value)
-    libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.syscall(ctypes.c_long(arch.numbers["seccomp"]),
+    result = _libc.syscall(ctypes.c_long(arch.numbers["seccomp"]),
                           ctypes.c_uint(_SECCOMP_SET_MODE_FILTER),
                           ctypes.c_uint(_SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(fprog))
     if result != 0:

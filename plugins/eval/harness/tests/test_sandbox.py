@@ -473,6 +473,22 @@ found(python=born, native=native)
         sandboxed = self.run_attack(code, limits={"processes": 16}, **spec)["results"]
         self.assertLess(sandboxed["python"] + sandboxed["native"], 16)
 
+    def test_a_standby_takes_the_requests_limits_after_entering(self):
+        code = r'''
+import resource
+from kforge_harness import sandbox
+sandbox.apply_rlimits({"cpu_s": 1000, "file_size_mb": 8}, sandbox.Device("cpu"))
+found(cpu=resource.getrlimit(resource.RLIMIT_CPU), fsize=resource.getrlimit(resource.RLIMIT_FSIZE))
+'''
+        results = self.run_attack(code, limits={"cpu_s": None, "file_size_mb": None})["results"]
+        self.assertEqual(results["cpu"], [1000, 1001])
+        self.assertEqual(results["fsize"], [8 << 20, 8 << 20])
+
+    def test_probe_says_what_enter_gives(self):
+        code = 'from kforge_harness import sandbox\nfound(probe=sandbox.probe().missing)'
+        results = self.run_attack(code, sandboxed=False)["results"]
+        self.assertEqual(results["probe"], self.missing)
+
     # ---- the supervisor ----
 
     def test_the_worker_exit_code_and_signal_reach_the_server(self):
