@@ -115,6 +115,9 @@ DEFAULT_LIMITS = {
 ENV_ALLOWED = frozenset({
     "PATH", "LANG", "LANGUAGE", "TZ", "LD_LIBRARY_PATH", "PYTHONPATH", "CC", "CXX",
     "CUDAHOSTCXX", "CUDA_HOME", "CUDA_PATH", "CUDA_DEVICE_ORDER", "CUDA_MODULE_LOADING",
+    # Replaced by the given GPU's when it is isolated; kept where it is not, or device
+    # indices would shift.
+    "CUDA_VISIBLE_DEVICES",
     "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
 })

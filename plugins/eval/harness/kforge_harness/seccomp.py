@@ -58,43 +58,37 @@ DENIED = (
 )
 
 
+# (x86_64, aarch64) numbers, from the kernel's uapi headers (asm/unistd_64.h,
+# asm-generic/unistd.h); None where the call does not exist.
+_NUMBERS = {
+    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
+    "process_madvise": (440, 440), "pidfd_getfd": (438, 438), "kcmp": (312, 272),
+    "setns": (308, 268), "unshare": (272, 97), "mount": (165, 40), "umount2": (166, 39),
+    "pivot_root": (155, 41), "chroot": (161, 51), "open_tree": (428, 428),
+    "move_mount": (429, 429), "fsopen": (430, 430), "fsconfig": (431, 431),
+    "fsmount": (432, 432), "fspick": (433, 433), "mount_setattr": (442, 442),
+    "bpf": (321, 280), "perf_event_open": (298, 241), "userfaultfd": (323, 282),
+    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427), "keyctl": (250, 219), "add_key": (248, 217),
+    "request_key": (249, 218), "init_module": (175, 105), "finit_module": (313, 273),
+    "delete_module": (176, 106), "kexec_load": (246, 104), "kexec_file_load": (320, 294),
+    "name_to_handle_at": (303, 264), "open_by_handle_at": (304, 265), "swapon": (167, 224),
+    "swapoff": (168, 225), "reboot": (169, 142), "acct": (163, 89), "quotactl": (179, 60),
+    "quotactl_fd": (443, 443), "lookup_dcookie": (212, 18), "iopl": (172, None),
+    "ioperm": (173, None), "uselib": (134, None), "_sysctl": (156, None),
+    "clone": (56, 220), "clone3": (435, 435), "seccomp": (317, 277), "capset": (126, 91),
+}
+
+
 class Arch:
-    def __init__(self, audit_arch, foreign_bit, numbers):
+    def __init__(self, audit_arch, foreign_bit, column):
         self.audit_arch = audit_arch
         self.foreign_bit = foreign_bit  # x32's numbers on x86_64; 0 where none
-        self.numbers = numbers
+        self.numbers = {name: numbers[column] for name, numbers in _NUMBERS.items()
+                        if numbers[column] is not None}
 
 
-# Numbers from the kernel's uapi headers (asm/unistd_64.h; asm-generic/unistd.h).
-ARCHES = {
-    "x86_64": Arch(0xC000003E, 0x40000000, {
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-        "process_madvise": 440, "pidfd_getfd": 438, "kcmp": 312, "setns": 308,
-        "unshare": 272, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
-        "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
-        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "bpf": 321,
-        "perf_event_open": 298, "userfaultfd": 323, "io_uring_setup": 425,
-        "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 250, "add_key": 248,
-        "request_key": 249, "init_module": 175, "finit_module": 313, "delete_module": 176,
-        "kexec_load": 246, "kexec_file_load": 320, "name_to_handle_at": 303,
-        "open_by_handle_at": 304, "swapon": 167, "swapoff": 168, "reboot": 169,
-        "acct": 163, "quotactl": 179, "quotactl_fd": 443, "lookup_dcookie": 212,
-        "iopl": 172, "ioperm": 173, "uselib": 134, "_sysctl": 156,
-        "clone": 56, "clone3": 435, "seccomp": 317, "capset": 126}),
-    "aarch64": Arch(0xC00000B7, 0, {
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-        "process_madvise": 440, "pidfd_getfd": 438, "kcmp": 272, "setns": 268,
-        "unshare": 97, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
-        "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
-        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "bpf": 280,
-        "perf_event_open": 241, "userfaultfd": 282, "io_uring_setup": 425,
-        "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 219, "add_key": 217,
-        "request_key": 218, "init_module": 105, "finit_module": 273, "delete_module": 106,
-        "kexec_load": 104, "kexec_file_load": 294, "name_to_handle_at": 264,
-        "open_by_handle_at": 265, "swapon": 224, "swapoff": 225, "reboot": 142,
-        "acct": 89, "quotactl": 60, "quotactl_fd": 443, "lookup_dcookie": 18,
-        "clone": 220, "clone3": 435, "seccomp": 277, "capset": 91}),
-}
+ARCHES = {"x86_64": Arch(0xC000003E, 0x40000000, 0), "aarch64": Arch(0xC00000B7, 0, 1)}
 
 
 def current_arch():

@@ -25,6 +25,23 @@ DRIVER = os.path.join(TESTS_DIR, "sandbox_driver.py")
 ATTACKS_C = os.path.join(TESTS_DIR, "data", "sandbox_attacks.c")
 SECRET_ENV = "sk-kforge-test-0123456789abcdef"
 
+# A grandchild in a session of its own that writes a heartbeat into the work dir forever.
+SURVIVOR = r'''
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(os.path.join(WORKDIR, "survivor.pid"), "w") as f:
+            f.write(str(os.getpid()))
+        while True:
+            with open(os.path.join(WORKDIR, "heartbeat"), "a") as f:
+                f.write(".")
+            time.sleep(0.02)
+    os._exit(0)
+time.sleep(0.3)
+found(started=True)
+'''
+
 
 class SandboxFixture(unittest.TestCase):
     """A planted store and scratch, the native attack library, and the driver."""
@@ -397,26 +414,11 @@ found(**{k: status[k].strip() for k in ("CapEff", "CapPrm", "CapInh", "CapBnd", 
     # ---- survivors and floods ----
 
     def test_a_setsid_grandchild_does_not_outlive_the_worker(self):
-        code = r'''
-import os, time
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        with open(os.path.join(WORKDIR, "survivor.pid"), "w") as f:
-            f.write(str(os.getpid()))
-        while True:
-            with open(os.path.join(WORKDIR, "heartbeat"), "a") as f:
-                f.write(".")
-            time.sleep(0.02)
-    os._exit(0)
-time.sleep(0.3)
-found(started=True)
-'''
-        control = self.run_attack(code, sandboxed=False)
+        control = self.run_attack(SURVIVOR, sandboxed=False)
         self.assertTrue(self._still_beating(control["workdir"]), "unsandboxed it survives")
         with open(os.path.join(control["workdir"], "survivor.pid"), encoding="ascii") as handle:
             os.kill(int(handle.read()), 9)
-        sandboxed = self.run_attack(code)
+        sandboxed = self.run_attack(SURVIVOR)
         self.assertTrue(sandboxed["results"]["started"])
         self.assertFalse(self._still_beating(sandboxed["workdir"]),
                          "the grandchild survived the sandboxed worker")
@@ -516,19 +518,7 @@ found(cpu=resource.getrlimit(resource.RLIMIT_CPU), fsize=resource.getrlimit(reso
         self.assertNotIn("uid", required["results"])
 
     def test_without_a_pid_namespace_the_supervisor_still_ends_every_survivor(self):
-        code = r'''
-import os, time
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        while True:
-            with open(os.path.join(WORKDIR, "heartbeat"), "a") as f:
-                f.write(".")
-            time.sleep(0.02)
-    os._exit(0)
-time.sleep(0.3)
-'''
-        outcome = self.run_attack(code, deny_unshare=True)
+        outcome = self.run_attack(SURVIVOR, deny_unshare=True)
         self.assertIn("pid_namespace", outcome["results"]["report"]["missing"])
         self.assertFalse(self._still_beating(outcome["workdir"]))
 
