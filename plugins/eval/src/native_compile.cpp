@@ -190,17 +190,17 @@ SpawnSpec sandboxed(const Build& build, const fs::path& work, const std::vector<
 }
 
 // Takes the sandbox's report line off the compiler's output; the protections it lacked.
+// nullopt when the output does not start with one (the sandbox failed before the command).
 std::optional<std::vector<std::string>> take_sandbox_report(std::string& output) {
   if (output.rfind(kSandboxReportPrefix, 0) != 0) return std::nullopt;
   const size_t end = output.find('\n');
   const nlohmann::json report = nlohmann::json::parse(
       output.substr(kSandboxReportPrefix.size(), end - kSandboxReportPrefix.size()), nullptr, false);
+  if (!report.is_object() || !report.contains("missing") || !report["missing"].is_array()) return std::nullopt;
   output.erase(0, end == std::string::npos ? output.size() : end + 1);
   std::vector<std::string> missing;
-  if (report.is_object() && report.contains("missing") && report["missing"].is_array()) {
-    for (const auto& name : report["missing"]) {
-      if (name.is_string()) missing.push_back(name.get<std::string>());
-    }
+  for (const auto& name : report["missing"]) {
+    if (name.is_string()) missing.push_back(name.get<std::string>());
   }
   return missing;
 }
@@ -326,8 +326,12 @@ StageResult build_cached(Build build) {
     }
   }
   if (verdict.metrics.empty()) verdict.metrics = {{"compile_seconds", result.seconds}, {"cached", 0}};
-  if (missing && !missing->empty()) verdict.attributes.emplace_back(kAttrCompileSandboxMissing, joined(*missing, ","));
-  const std::string log = rejection_note + result.output;
+  std::string sandbox_note;
+  if (missing && !missing->empty()) {
+    verdict.attributes.emplace_back(kAttrCompileSandboxMissing, joined(*missing, ","));
+    sandbox_note = "compile sandbox: this host could not give " + joined(*missing, ", ") + "\n";
+  }
+  const std::string log = rejection_note + sandbox_note + result.output;
   if (!log.empty()) verdict.log_tail = tail_of(log, kLogTailChars);  // errors, warnings
   return verdict;
 }

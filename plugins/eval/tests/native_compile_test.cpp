@@ -162,6 +162,44 @@ TEST(CompileCpp, AnOutputThatIsALinkIsNotTakenIntoTheCache) {
   EXPECT_EQ(result.attribute(kAttrArtifact), nullptr);
 }
 
+// Stands in for the sandbox's launcher on a host that refuses some protections: says so
+// on its first line, as kforge_harness.sandbox does, then runs the command after "--".
+std::string refusing_sandbox(const std::string& dir) {
+  const std::string path = dir + "/refusing-python";
+  testing::write_file(path, "#!/bin/sh\n"
+                            "while [ \"$1\" != -- ]; do shift; done; shift\n"
+                            "echo 'kforge-sandbox: {\"missing\": [\"pid_namespace\", \"filesystem\"]}'\n"
+                            "exec \"$@\"\n");
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(CompileCpp, ProtectionsTheHostRefusedAreRecordedOnTheJob) {
+  const std::string dir = fresh_temp_dir("cpp-refused");
+  CppCompileStage::Options options;
+  options.cache_dir = dir + "/cache";
+  options.python = refusing_sandbox(dir);
+  const StageResult result = CppCompileStage(options, extractor()).process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(result.status, KF_VERDICT_PASS) << result.message << result.log_tail;
+  ASSERT_NE(result.attribute(kAttrCompileSandboxMissing), nullptr);
+  EXPECT_EQ(*result.attribute(kAttrCompileSandboxMissing), "pid_namespace,filesystem");
+  EXPECT_NE(result.log_tail.find("could not give pid_namespace, filesystem"), std::string::npos) << result.log_tail;
+}
+
+TEST(CompileCpp, ASandboxThatCannotStartIsAHarnessError) {
+  const std::string dir = fresh_temp_dir("cpp-no-sandbox");
+  const std::string broken = dir + "/broken-python";
+  testing::write_file(broken, "#!/bin/sh\necho 'kforge-sandbox: error: no luck' >&2\nexit 125\n");
+  ::chmod(broken.c_str(), 0755);
+  CppCompileStage::Options options;
+  options.cache_dir = dir + "/cache";
+  options.python = broken;
+  const StageResult result = CppCompileStage(options, extractor()).process(job_with(kAttrCppSource, kReluCpp));
+  EXPECT_EQ(result.status, KF_VERDICT_ERROR);
+  EXPECT_EQ(result.error_class, "harness_error");
+  EXPECT_NE(result.message.find("no luck"), std::string::npos) << result.message;
+}
+
 TEST(CompileCpp, CompileErrorKeepsCandidateCppLineAndColumn) {
   const std::string code = "import kforge_cpp\n\ncpp_source = r'''\n" + std::string(kBrokenCpp) + "'''\n";
   const StageResult result = cpp_stage(fresh_temp_dir("cpp-error")).process(job_with(kAttrCppSource, std::string("\n") + kBrokenCpp, code));

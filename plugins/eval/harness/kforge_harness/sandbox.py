@@ -234,9 +234,13 @@ def _unshare(flags):
         _fail(f"unshare({flags:#x})")
 
 
+def _c_string(text):
+    return None if text is None else os.fsencode(text)
+
+
 def _mount(source, target, fstype, flags, data=None):
-    encode = lambda text: text.encode() if text is not None else None  # noqa: E731
-    if _libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
+    if _libc.mount(_c_string(source), _c_string(target), _c_string(fstype), flags,
+                   _c_string(data)) != 0:
         _fail(f"mount {source or ''} on {target}")
 
 
@@ -275,14 +279,14 @@ class _HostView:
 _host_view = None
 
 
-def prepare(extra_paths=()):
+def prepare():
     """Works out, once per process, what every sandbox shows read-only: the system
     directories, the Python installation and every shared library this process has
     mapped. Call it in the server after its imports (torch, triton), so forked children
     inherit the answer; enter() calls it when nobody did."""
     global _host_view
-    if _host_view is None or extra_paths:
-        _host_view = _discover_host(extra_paths)
+    if _host_view is None:
+        _host_view = _discover_host()
     return _host_view
 
 
@@ -393,11 +397,11 @@ def _minimal_cover(paths):
     return kept
 
 
-def _discover_host(extra_paths):
+def _discover_host():
     wanted = set(SYSTEM_DIRS) | {os.path.join("/etc", name) for name in ETC_ALLOWED}
     wanted.add(HARNESS_DIR)  # lazily imported harness modules, kforge_cpp
     wanted |= _python_paths() | _mapped_library_dirs() | _ld_so_conf_dirs()
-    wanted |= _toolchain_paths() | set(extra_paths)
+    wanted |= _toolchain_paths()
     links = []
     real = set()
     for path in wanted:
