@@ -497,8 +497,11 @@ StageResult CudaCompileStage::process(const EvalJob& job) const {
     }
     for (const std::string& flag : kLoadInlineNvccFlags) build.command.push_back(flag);
     // -isystem: warnings inside torch's headers are not the candidate's.
-    for (const std::string& dir : includes) build.command.insert(build.command.end(), {"-isystem", dir});
-    build.readonly = includes;
+    for (const std::string& dir : includes) {
+      build.command.insert(build.command.end(), {"-isystem", dir});
+      std::error_code ec;
+      if (fs::exists(dir, ec)) build.readonly.push_back(dir);  // torch lists some that are not there
+    }
     // #line keeps diagnostics on the candidate's own line numbers after the prelude.
     build.source_text = std::string(kLoadInlineCudaPrelude) + "#line 1 \"candidate.cu\"\n" + *source;
   } else {
