@@ -803,7 +803,7 @@ def _children():
     return found
 
 
-def _supervise(worker, reaper):
+def _supervise(worker):
     """S after the fork: wait for the worker, end everything, exit as the worker did."""
     status = None
     while status is None:
@@ -815,12 +815,8 @@ def _supervise(worker, reaper):
             continue
         if pid == worker:
             status = wait_status
-    if reaper is not None:
-        try:
-            os.kill(reaper, signal.SIGKILL)  # PID 1 gone: the kernel ends its namespace
-        except ProcessLookupError:
-            pass
-    # Without a PID namespace, leftovers were orphaned to S (a subreaper): end them too.
+    # S's children: the reaper (PID 1: once it is gone, the kernel ends everything in its
+    # namespace) and, without a PID namespace, whatever was orphaned to S (a subreaper).
     while True:
         for pid in _children():
             try:
@@ -948,10 +944,9 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
     env = sandbox_environment(workdir, devices.env, extra_env)
     alive_r, alive_w = os.pipe()  # S holds the write end: R sees S die
     os.set_inheritable(alive_r, True)
-    reaper = None
     if "pid_namespace" not in missing:
         # PID 1 must exist before the worker is born into the namespace.
-        reaper = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", _REAPER,
+        os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", _REAPER,
                                                  str(alive_r)], {})
     to_supervisor_r, to_supervisor_w = os.pipe2(os.O_CLOEXEC)
     to_worker_r, to_worker_w = os.pipe2(os.O_CLOEXEC)
@@ -965,7 +960,7 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
             _map_when_asked(worker, uid, to_supervisor_r, to_worker_w)
         os.close(to_supervisor_r)
         os.close(to_worker_w)
-        _supervise(worker, reaper)  # never returns
+        _supervise(worker)  # never returns
 
     for fd in (alive_r, alive_w, to_supervisor_r, to_worker_w):
         os.close(fd)

@@ -418,8 +418,9 @@ found(**{k: status[k].strip() for k in ("CapEff", "CapPrm", "CapInh", "CapBnd", 
         self.assertTrue(self._still_beating(control["workdir"]), "unsandboxed it survives")
         with open(os.path.join(control["workdir"], "survivor.pid"), encoding="ascii") as handle:
             os.kill(int(handle.read()), 9)
-        sandboxed = self.run_attack(SURVIVOR)
+        sandboxed = self.run_attack(SURVIVOR, timeout_s=20)
         self.assertTrue(sandboxed["results"]["started"])
+        self.assertEqual((sandboxed["timed_out"], sandboxed["exit_code"]), (False, 0), sandboxed)
         self.assertFalse(self._still_beating(sandboxed["workdir"]),
                          "the grandchild survived the sandboxed worker")
 
@@ -486,6 +487,24 @@ found(cpu=resource.getrlimit(resource.RLIMIT_CPU), fsize=resource.getrlimit(reso
         self.assertEqual(results["cpu"], [1000, 1001])
         self.assertEqual(results["fsize"], [8 << 20, 8 << 20])
 
+    def test_a_host_that_allows_namespaces_gets_every_protection(self):
+        # Asked of the kernel directly, in a throwaway child: can this process make the
+        # namespaces at all? Where it can, a missing protection is a bug, not the host.
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            libc = ctypes.CDLL(None, use_errno=True)
+            flags = 0x10000000 | 0x20000000 | 0x40000000 | 0x00020000  # USER|PID|NET|NS
+            os.write(write_fd, b"1" if libc.unshare(flags) == 0 else b"0")
+            os._exit(0)
+        os.close(write_fd)
+        allowed = os.read(read_fd, 1) == b"1"
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+        if not allowed:
+            self.skipTest("this host refuses user, PID, network and mount namespaces")
+        self.assertEqual(self.missing, [], self.reasons)
+
     def test_probe_says_what_enter_gives(self):
         code = 'from kforge_harness import sandbox\nfound(probe=sandbox.probe().missing)'
         results = self.run_attack(code, sandboxed=False)["results"]
@@ -518,7 +537,8 @@ found(cpu=resource.getrlimit(resource.RLIMIT_CPU), fsize=resource.getrlimit(reso
         self.assertNotIn("uid", required["results"])
 
     def test_without_a_pid_namespace_the_supervisor_still_ends_every_survivor(self):
-        outcome = self.run_attack(SURVIVOR, deny_unshare=True)
+        outcome = self.run_attack(SURVIVOR, deny_unshare=True, timeout_s=20)
+        self.assertEqual((outcome["timed_out"], outcome["exit_code"]), (False, 0), outcome)
         self.assertIn("pid_namespace", outcome["results"]["report"]["missing"])
         self.assertFalse(self._still_beating(outcome["workdir"]))
 
