@@ -498,10 +498,9 @@ def _device_plan(device):
 
 # ---- the environment ----
 
-def sandbox_environment(workdir, device_env=None, extra_env=None, source=None):
+def sandbox_environment(workdir, device_env=None, extra_env=None):
     """The environment a sandboxed worker gets (see the module docstring)."""
-    source = os.environ if source is None else source
-    env = {name: value for name, value in source.items()
+    env = {name: value for name, value in os.environ.items()
            if name in ENV_ALLOWED or name.startswith(ENV_ALLOWED_PREFIXES)}
     home = os.path.join(workdir, "home")
     env.update({
@@ -567,12 +566,11 @@ def _make_node(path, is_dir):
 def _bind(new_root, path, writable=False, extra_flags=0, inside=None, recursive=False):
     """Binds the host's `path` at `inside` (default: the same path) in new_root;
     read-only unless `writable`."""
-    source = path
     target = new_root + (inside or path)
-    _make_node(target, os.path.isdir(source))
-    _mount(source, target, None, _MS_BIND | (_MS_REC if recursive else 0))
+    _make_node(target, os.path.isdir(path))
+    _mount(path, target, None, _MS_BIND | (_MS_REC if recursive else 0))
     flags = _MS_BIND | _MS_REMOUNT | _MS_NOSUID | extra_flags | (0 if writable else _MS_RDONLY)
-    _mount(None, target, None, _remount_flags(source, flags))
+    _mount(None, target, None, _remount_flags(path, flags))
 
 
 def _symlink(new_root, link, target):
