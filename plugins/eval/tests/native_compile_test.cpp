@@ -83,6 +83,13 @@ TEST(CompileCpp, BuildsASharedLibraryAndCachesIt) {
 
 std::string sha256_of_file(const std::string& path) { return kforge::sha256_hex(testing::read_file(path)); }
 
+// A shell script standing in for a compiler or an interpreter; returns its path.
+std::string write_script(const std::string& path, const std::string& text) {
+  testing::write_file(path, "#!/bin/sh\n" + text);
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
 TEST(CompileCpp, HandsOutTheArtifactWithItsRecordedContentHash) {
   const std::string cache = fresh_temp_dir("cpp-recorded");
   const StageResult result = cpp_stage(cache).process(job_with(kAttrCppSource, kReluCpp));
@@ -114,14 +121,10 @@ TEST(CompileCpp, ATamperedCacheEntryIsDetectedAndRebuilt) {
 // A compiler that runs code of the candidate's choosing (a build script, a plugin, a
 // compromised toolchain) tries to overwrite every artifact in the cache and to plant one.
 std::string poisoning_compiler(const std::string& dir, const std::string& cache) {
-  const std::string path = dir + "/poisoning-g++";
-  testing::write_file(path, "#!/bin/sh\n"
-                            "for f in " + cache + "/*; do echo poisoned > \"$f\"; done\n"
-                            "echo poisoned > " + cache + "/planted.so\n"
-                            "while [ $# -gt 1 ]; do shift; done\n"
-                            "echo not-a-library > \"$1\"\n");
-  ::chmod(path.c_str(), 0755);
-  return path;
+  return write_script(dir + "/poisoning-g++", "for f in " + cache + "/*; do echo poisoned > \"$f\"; done\n"
+                                              "echo poisoned > " + cache + "/planted.so\n"
+                                              "while [ $# -gt 1 ]; do shift; done\n"
+                                              "echo not-a-library > \"$1\"\n");
 }
 
 TEST(CompileCpp, ACompilerCannotPoisonTheCache) {
@@ -152,9 +155,8 @@ TEST(CompileCpp, ACompilerCannotPoisonTheCache) {
 
 TEST(CompileCpp, AnOutputThatIsALinkIsNotTakenIntoTheCache) {
   const std::string dir = fresh_temp_dir("cpp-link");
-  const std::string compiler = dir + "/linking-g++";
-  testing::write_file(compiler, "#!/bin/sh\nwhile [ $# -gt 1 ]; do shift; done\nln -s /etc/passwd \"$1\"\n");
-  ::chmod(compiler.c_str(), 0755);
+  const std::string compiler =
+      write_script(dir + "/linking-g++", "while [ $# -gt 1 ]; do shift; done\nln -s /etc/passwd \"$1\"\n");
   const StageResult result = cpp_stage(dir + "/cache", compiler).process(job_with(kAttrCppSource, kReluCpp));
   EXPECT_EQ(result.status, KF_VERDICT_ERROR);
   EXPECT_EQ(result.error_class, "harness_error");
@@ -165,13 +167,10 @@ TEST(CompileCpp, AnOutputThatIsALinkIsNotTakenIntoTheCache) {
 // Stands in for the sandbox's launcher on a host that refuses some protections: says so
 // on its first line, as kforge_harness.sandbox does, then runs the command after "--".
 std::string refusing_sandbox(const std::string& dir) {
-  const std::string path = dir + "/refusing-python";
-  testing::write_file(path, "#!/bin/sh\n"
-                            "while [ \"$1\" != -- ]; do shift; done; shift\n"
-                            "echo 'kforge-sandbox: {\"missing\": [\"pid_namespace\", \"filesystem\"]}'\n"
-                            "exec \"$@\"\n");
-  ::chmod(path.c_str(), 0755);
-  return path;
+  return write_script(dir + "/refusing-python",
+                      "while [ \"$1\" != -- ]; do shift; done; shift\n"
+                      "echo 'kforge-sandbox: {\"missing\": [\"pid_namespace\", \"filesystem\"]}'\n"
+                      "exec \"$@\"\n");
 }
 
 TEST(CompileCpp, ProtectionsTheHostRefusedAreRecordedOnTheJob) {
@@ -188,9 +187,7 @@ TEST(CompileCpp, ProtectionsTheHostRefusedAreRecordedOnTheJob) {
 
 TEST(CompileCpp, ASandboxThatCannotStartIsAHarnessError) {
   const std::string dir = fresh_temp_dir("cpp-no-sandbox");
-  const std::string broken = dir + "/broken-python";
-  testing::write_file(broken, "#!/bin/sh\necho 'kforge-sandbox: error: no luck' >&2\nexit 125\n");
-  ::chmod(broken.c_str(), 0755);
+  const std::string broken = write_script(dir + "/broken-python", "echo 'kforge-sandbox: error: no luck' >&2\nexit 125\n");
   CppCompileStage::Options options;
   options.cache_dir = dir + "/cache";
   options.python = broken;
@@ -216,9 +213,7 @@ TEST(CompileCpp, CompileErrorKeepsCandidateCppLineAndColumn) {
 
 TEST(CompileCpp, SlowCompilerIsKilledAtTheLimit) {
   const std::string dir = fresh_temp_dir("slow-compiler");
-  const std::string compiler = dir + "/slow-g++";
-  testing::write_file(compiler, "#!/bin/sh\nsleep 60 &\nsleep 60\n");
-  ::chmod(compiler.c_str(), 0755);
+  const std::string compiler = write_script(dir + "/slow-g++", "sleep 60 &\nsleep 60\n");
   const auto start = std::chrono::steady_clock::now();
   const StageResult result = cpp_stage(dir + "/cache", compiler, 1).process(job_with(kAttrCppSource, kReluCpp));
   // Two 1 s limits (the --version probe, then the compile), each behind a sandbox's start:
