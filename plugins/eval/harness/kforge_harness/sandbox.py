@@ -10,7 +10,9 @@ rest of the machine is out of its sight.
 `enter()` is called by a freshly forked, still single-threaded child (fork mode), or at
 the start of a fresh interpreter (spawn mode); `python -m kforge_harness.sandbox run ...`
 does the same around any command (the C++ compile stages run compilers through it).
-README.md's "Threat model" says what this protects and what it does not.
+README.md's "Threat model" says what this protects and what it does not. The file
+system side (what is shown, the devices, the new root) is sandbox_fs.py; the system calls
+are linux.py; the seccomp filter is seccomp.py.
 
 Processes (the caller forked S from the server; S is what the server waits for and kills):
 
@@ -63,7 +65,6 @@ silently):
 import ctypes
 import dataclasses
 import errno
-import glob
 import json
 import os
 import resource
@@ -73,8 +74,9 @@ import sys
 import tempfile
 import time
 
-from . import seccomp
+from . import linux, sandbox_fs, seccomp
 from .devices import Device
+from .sandbox_fs import prepare  # noqa: F401 - part of this module's interface
 
 # Protections enter() tries to give, by the name a report uses. The flag a job records for
 # a missing one is "sandbox_no_<name>" (Report.flags()).
@@ -95,7 +97,6 @@ PROTECTIONS = {
     "seccomp": "the seccomp filter (seccomp.py)",
 }
 
-HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SANDBOX_UID = 65534  # nobody: the uid a root caller's sandbox has outside
 HOSTNAME = "kforge-sandbox"
 
@@ -123,49 +124,28 @@ ENV_ALLOWED = frozenset({
 })
 ENV_ALLOWED_PREFIXES = ("LC_", "TRITON_")
 
-# /etc entries that programs need (user names, the dynamic loader's cache, time zone,
-# alternatives such as cc -> gcc); the rest of /etc (credentials, keys, configs) stays out.
-ETC_ALLOWED = ("passwd", "group", "nsswitch.conf", "hosts", "localtime", "timezone",
-               "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "os-release")
-# /sys only where no other file system is mounted (cgroups, debugfs, tracing stay out):
-# the CPU topology torch reads, the PCI and NUMA facts CUDA reads, modules' versions.
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys/devices",
-               "/sys/bus", "/sys/class", "/sys/dev", "/sys/module", "/sys/kernel/mm")
-PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
-DEV_NODES = ("null", "zero", "full", "random", "urandom")
-NVIDIA_SHARED_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")
-ASCEND_SHARED_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
+# The namespaces the supervisor creates (the worker's children are born in its PID one).
+_SUPERVISOR_NAMESPACES = {"pid_namespace": linux.CLONE_NEWPID,
+                          "network_namespace": linux.CLONE_NEWNET,
+                          "ipc_namespace": linux.CLONE_NEWIPC,
+                          "uts_namespace": linux.CLONE_NEWUTS}
 
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWUTS = 0x04000000
-_CLONE_NEWIPC = 0x08000000
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWPID = 0x20000000
-_CLONE_NEWNET = 0x40000000
-_SUPERVISOR_NAMESPACES = {"pid_namespace": _CLONE_NEWPID, "network_namespace": _CLONE_NEWNET,
-                          "ipc_namespace": _CLONE_NEWIPC, "uts_namespace": _CLONE_NEWUTS}
-
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
-_MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME = 1024, 2048, 1 << 21
-_MNT_DETACH = 2
-# statvfs flag -> mount flag: a bind remount inside a user namespace must repeat the flags
-# the kernel locked on the source mount, or it is refused.
-_LOCKED_FLAGS = ((os.ST_NOSUID, _MS_NOSUID), (os.ST_NODEV, _MS_NODEV),
-                 (os.ST_NOEXEC, _MS_NOEXEC), (os.ST_NOATIME, _MS_NOATIME),
-                 (os.ST_NODIRATIME, _MS_NODIRATIME), (os.ST_RELATIME, _MS_RELATIME))
-
-_PR_SET_PDEATHSIG = 1
-_PR_SET_DUMPABLE = 4
-_PR_CAPBSET_DROP = 24
-_PR_SET_SECUREBITS = 28
-_PR_SET_CHILD_SUBREAPER = 36
-_PR_SET_NO_NEW_PRIVS = 38
-_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 # NOROOT (+locked): uid 0 gets no capabilities at exec; KEEP_CAPS locked off;
 # NO_CAP_AMBIENT_RAISE (+locked).
 _SECUREBITS = 0x01 | 0x02 | 0x20 | 0x40 | 0x80
 _CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _cap_last_cap():
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return 63
+
+
+_CAP_LAST_CAP = _cap_last_cap()  # read in the server: a sandbox's /proc is its own
+
 
 # PID 1 of the new PID namespace: reap whatever gets orphaned to it until killed. It runs
 # in a fresh interpreter (-I -S: nothing imported, no environment), so its start costs the
@@ -190,15 +170,6 @@ while True:
     signal.sigwait({signal.SIGCHLD})
 """
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
-                        ctypes.c_char_p)
-_libc.umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
-_libc.unshare.argtypes = (ctypes.c_int,)
-_libc.sethostname.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
-_libc.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                        ctypes.c_ulong)
-
 
 class SandboxError(Exception):
     """The sandbox could not be entered as asked: a protection in `required` is missing,
@@ -222,40 +193,7 @@ class Report:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
 
-# ---- small wrappers over the kernel interfaces ----
-
-def _fail(what):
-    error = ctypes.get_errno()
-    raise OSError(error, f"{what}: {os.strerror(error)}")
-
-
-def _unshare(flags):
-    if _libc.unshare(flags) != 0:
-        _fail(f"unshare({flags:#x})")
-
-
-def _c_string(text):
-    return None if text is None else os.fsencode(text)
-
-
-def _mount(source, target, fstype, flags, data=None):
-    if _libc.mount(_c_string(source), _c_string(target), _c_string(fstype), flags,
-                   _c_string(data)) != 0:
-        _fail(f"mount {source or ''} on {target}")
-
-
-def _prctl(option, arg2=0, arg3=0):
-    if _libc.prctl(option, arg2, arg3, 0, 0) != 0:
-        _fail(f"prctl({option})")
-
-
-def _syscall(name, *args):
-    arch = seccomp.current_arch()
-    if arch is None:
-        raise OSError(errno.ENOSYS, f"no syscall table for this architecture ({name})")
-    if _libc.syscall(ctypes.c_long(arch.numbers[name]), *args) != 0:
-        _fail(name)
-
+# ---- small helpers ----
 
 def _write_file(path, text):
     with open(path, "w", encoding="ascii") as handle:
@@ -264,236 +202,6 @@ def _write_file(path, text):
 
 def _describe(exc):
     return f"{type(exc).__name__}: {exc}"
-
-
-# ---- what the sandbox shows: worked out once, in the server, before any fork ----
-
-@dataclasses.dataclass
-class _HostView:
-    readonly: list      # real paths to bind read-only (recursively)
-    mount_points: list  # the host's: those beneath a read-only path are made read-only
-    links: list         # (path, target): symlinks to recreate so those paths resolve
-    cap_last_cap: int
-
-
-_host_view = None
-
-
-def prepare():
-    """Works out, once per process, what every sandbox shows read-only: the system
-    directories, the Python installation and every shared library this process has
-    mapped. Call it in the server after its imports (torch, triton), so forked children
-    inherit the answer; enter() calls it when nobody did."""
-    global _host_view
-    if _host_view is None:
-        _host_view = _discover_host()
-    return _host_view
-
-
-def _python_paths():
-    cwd = os.getcwd()
-    paths = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable))}
-    for entry in sys.path:
-        # sys.path[0] of `python -m` is the caller's working directory: never shown.
-        if entry and os.path.isabs(entry) and os.path.realpath(entry) != os.path.realpath(cwd):
-            paths.add(entry)
-    return paths
-
-
-def _mapped_library_dirs():
-    dirs = set()
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                fields = line.split(None, 5)
-                if len(fields) == 6 and fields[5].startswith("/") and \
-                        not fields[5].startswith(("/dev/", "/proc/", "/memfd:")):
-                    dirs.add(os.path.dirname(fields[5].rstrip("\n").replace(" (deleted)", "")))
-    except OSError:
-        pass
-    return dirs
-
-
-def _ld_so_conf_dirs(path="/etc/ld.so.conf", depth=0):
-    dirs = set()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as conf:
-            lines = [line.split("#", 1)[0].strip() for line in conf]
-    except OSError:
-        return dirs
-    for line in lines:
-        if line.startswith("include") and depth < 4:
-            for pattern in line.split()[1:]:
-                for included in glob.glob(pattern):
-                    dirs |= _ld_so_conf_dirs(included, depth + 1)
-        elif line.startswith("/"):
-            dirs.add(line)
-    return dirs
-
-
-def _toolchain_paths():
-    paths = set()
-    for name in ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH"):
-        paths |= {p for p in os.environ.get(name, "").split(":") if os.path.isabs(p)}
-    # Toolchain variables naming files (TRITON_PTXAS_PATH, CC=/opt/gcc/bin/gcc, ...).
-    for name, value in os.environ.items():
-        if (name in ("CC", "CXX", "CUDAHOSTCXX") or name.startswith("TRITON_")) \
-                and os.path.isabs(value):
-            paths.add(value)
-    return paths
-
-
-def _resolve(path, links):
-    """The real path of `path`; appends (link, target) for every symlink crossed, so the
-    sandbox can recreate them and the path resolves inside as it does outside."""
-    parts = [p for p in path.split("/") if p]
-    current = "/"
-    hops = 0
-    while parts:
-        name = parts.pop(0)
-        if name == ".":
-            continue
-        if name == "..":
-            current = os.path.dirname(current)
-            continue
-        candidate = os.path.join(current, name)
-        if os.path.islink(candidate):
-            hops += 1
-            if hops > 40:
-                raise OSError(errno.ELOOP, f"too many symlinks resolving {path}")
-            target = os.readlink(candidate)
-            links.append((candidate, target))
-            if target.startswith("/"):
-                current = "/"
-            parts = [p for p in target.split("/") if p] + parts
-        else:
-            current = candidate
-    return current
-
-
-def _under(path, parent):
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
-
-def _host_mount_points():
-    points = []
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as info:
-            for line in info:
-                point = line.split()[4].replace("\\040", " ")
-                points.append(point)
-    except OSError:
-        pass
-    return points
-
-
-def _minimal_cover(paths):
-    """Drops paths inside another kept directory (a bind of the parent shows them)."""
-    kept = []
-    for path in sorted(paths):
-        if not any(_under(path, parent) and os.path.isdir(parent) for parent in kept):
-            kept.append(path)
-    return kept
-
-
-def _discover_host():
-    wanted = set(SYSTEM_DIRS) | {os.path.join("/etc", name) for name in ETC_ALLOWED}
-    wanted.add(HARNESS_DIR)  # lazily imported harness modules, kforge_cpp
-    wanted |= _python_paths() | _mapped_library_dirs() | _ld_so_conf_dirs()
-    wanted |= _toolchain_paths()
-    links = []
-    real = set()
-    for path in wanted:
-        if not os.path.lexists(path):
-            continue
-        try:
-            resolved = _resolve(os.path.abspath(path), links)
-        except OSError:
-            continue
-        if os.path.exists(resolved):
-            real.add(resolved)
-    points = [p for p in _host_mount_points()
-              if not any(_under(p, pseudo) for pseudo in PSEUDO_FILESYSTEMS)]
-    try:
-        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
-            cap_last_cap = int(handle.read())
-    except (OSError, ValueError):
-        cap_last_cap = 63
-    return _HostView(_minimal_cover(real), points, sorted(set(links)), cap_last_cap)
-
-
-# ---- devices ----
-
-def _nvidia_gpus():
-    """(bus id, minor, uuid, model) of every NVIDIA GPU, in PCI bus order."""
-    gpus = []
-    for info in sorted(glob.glob("/proc/driver/nvidia/gpus/*/information")):
-        fields = {}
-        try:
-            with open(info, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    key, _, value = line.partition(":")
-                    fields[key.strip()] = value.strip()
-        except OSError:
-            continue
-        if fields.get("Device Minor", "").isdigit():
-            gpus.append((os.path.basename(os.path.dirname(info)), int(fields["Device Minor"]),
-                         fields.get("GPU UUID", ""), fields.get("Model", "")))
-    return gpus
-
-
-def _nvidia_gpu_for(index):
-    """The GPU that CUDA calls device `index` in this environment, or None when that
-    cannot be told without initialising CUDA (which the server must never do)."""
-    gpus = _nvidia_gpus()
-    order = os.environ.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
-    # FASTEST_FIRST sorts by speed, ties in PCI order: PCI order when all GPUs are alike.
-    pci_order_known = order == "PCI_BUS_ID" or len({gpu[3] for gpu in gpus}) <= 1
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    entries = [e.strip() for e in visible.split(",")] if visible is not None else None
-    if entries is not None:
-        if index >= len(entries):
-            return None
-        entry = entries[index]
-        if entry.startswith("GPU-"):
-            matches = [gpu for gpu in gpus if gpu[2].startswith(entry)]
-            return matches[0] if len(matches) == 1 else None
-        if not entry.isdigit():
-            return None  # MIG instances and other forms: not mapped here
-        index = int(entry)
-    if not pci_order_known or index >= len(gpus):
-        return None
-    return gpus[index]
-
-
-@dataclasses.dataclass
-class _DevicePlan:
-    nodes: list          # names under /dev to bind
-    dirs: list           # directories under /dev to bind (nvidia-caps)
-    inside_name: str
-    env: dict
-    isolated: bool
-
-
-def _device_plan(device):
-    nodes = list(DEV_NODES)
-    if device.type == "cpu":
-        return _DevicePlan(nodes, [], device.name, {}, True)
-    if device.type == "cuda":
-        gpu = _nvidia_gpu_for(device.index)
-        shared = [n for n in NVIDIA_SHARED_NODES if os.path.exists(f"/dev/{n}")]
-        dirs = ["nvidia-caps"] if os.path.isdir("/dev/nvidia-caps") else []
-        if gpu is None or not gpu[2].startswith("GPU-"):
-            every = sorted(os.path.basename(p) for p in glob.glob("/dev/nvidia[0-9]*"))
-            return _DevicePlan(nodes + shared + every, dirs, device.name, {}, False)
-        return _DevicePlan(nodes + shared + [f"nvidia{gpu[1]}"], dirs, "cuda:0",
-                           {"CUDA_VISIBLE_DEVICES": gpu[2]}, True)
-    # Ascend: which davinci node is which logical device is not known here (untested
-    # hardware): every NPU stays visible and the report says so.
-    every = sorted(os.path.basename(p) for p in glob.glob("/dev/davinci[0-9]*"))
-    shared = [n for n in ASCEND_SHARED_NODES if os.path.exists(f"/dev/{n}")]
-    return _DevicePlan(nodes + shared + every, [], device.name, {}, False)
 
 
 # ---- the environment ----
@@ -542,149 +250,18 @@ def _wipe_inherited_environment(keep):
         offset += len(entry) + 1
 
 
-# ---- the file system ----
-
-def _remount_flags(path, flags):
-    try:
-        current = os.statvfs(path).f_flag
-    except OSError:
-        return flags
-    for statvfs_flag, mount_flag in _LOCKED_FLAGS:
-        if current & statvfs_flag:
-            flags |= mount_flag
-    return flags
-
-
-def _make_node(path, is_dir):
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    if is_dir:
-        os.makedirs(path, mode=0o755, exist_ok=True)
-    elif not os.path.lexists(path):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
-
-
-def _bind(new_root, path, writable=False, extra_flags=0, inside=None, recursive=False):
-    """Binds the host's `path` at `inside` (default: the same path) in new_root;
-    read-only unless `writable`."""
-    target = new_root + (inside or path)
-    _make_node(target, os.path.isdir(path))
-    _mount(path, target, None, _MS_BIND | (_MS_REC if recursive else 0))
-    flags = _MS_BIND | _MS_REMOUNT | _MS_NOSUID | extra_flags | (0 if writable else _MS_RDONLY)
-    _mount(None, target, None, _remount_flags(path, flags))
-
-
-def _symlink(new_root, link, target):
-    path = new_root + link
-    if os.path.lexists(path):
-        return
-    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-    os.symlink(target, path)
-
-
-@dataclasses.dataclass
-class _RootPlan:
-    view: _HostView
-    workdir: str
-    readonly: list         # explicit read-only paths, bound last (real paths)
-    readonly_links: list
-    hidden: list
-    devices: _DevicePlan
-    shm_mb: int
-
-
-def _mount_filesystems(new, plan):
-    """The binds, the masks and /proc, parents before children: a path given read-only
-    may hold the work dir (or a masked directory), which must then come after it."""
-    readonly = plan.view.readonly + plan.readonly
-    masks = [h for h in plan.hidden if os.path.isdir(h) and any(_under(h, p) for p in readonly)]
-    # Read-only binds are recursive (inside a user namespace a mount with mounts beneath
-    # it cannot be bound alone), so the host's mounts beneath them come along and are
-    # made read-only one by one.
-    beneath = [p for p in plan.view.mount_points
-               if any(_under(p, r) and p != r for r in readonly)
-               and not any(_under(p, h) for h in masks) and not _under(p, plan.workdir)]
-    steps = [(path, "ro") for path in readonly] + [(h, "mask") for h in masks]
-    steps += [(p, "beneath") for p in beneath]
-    steps += [("/tmp", "tmp"), (plan.workdir, "rw"), ("/proc", "proc")]
-    for path, kind in sorted(steps, key=lambda step: step[0].count("/")):
-        if kind == "ro":
-            _bind(new, path, extra_flags=_MS_NODEV, recursive=True)
-        elif kind == "beneath":
-            _mount(None, new + path, None, _remount_flags(
-                path, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV))
-        elif kind == "mask":
-            # Writable until every mount point inside it exists; read-only below.
-            _mount("tmpfs", new + path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
-                   "mode=0755,size=16k")
-        elif kind == "tmp":
-            _bind(new, os.path.join(plan.workdir, "tmp"), writable=True, extra_flags=_MS_NODEV,
-                  inside="/tmp")
-        elif kind == "rw":
-            _bind(new, path, writable=True, extra_flags=_MS_NODEV)
-        else:
-            os.mkdir(new + "/proc")
-            _mount("proc", new + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-    for hidden in masks:
-        _mount(None, new + hidden, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID
-               | _MS_NODEV | _MS_NOEXEC)
-
-
-def _mount_dev(new, plan):
-    """A /dev of its own: the harmless nodes, the device's, a private /dev/shm."""
-    os.mkdir(new + "/dev", 0o755)
-    _mount("tmpfs", new + "/dev", "tmpfs", _MS_NOSUID | _MS_NOEXEC, "mode=0755,size=64k")
-    for name in plan.devices.nodes:
-        if os.path.exists(f"/dev/{name}"):
-            _bind(new, f"/dev/{name}", writable=True, extra_flags=_MS_NOEXEC)
-    for name in plan.devices.dirs:
-        _bind(new, f"/dev/{name}", writable=True, extra_flags=_MS_NOEXEC)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
-        os.symlink(target, f"{new}/dev/{name}")
-    os.mkdir(new + "/dev/shm")
-    _mount("tmpfs", new + "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV,
-           f"mode=1777,size={plan.shm_mb}m")
-    _mount(None, new + "/dev", None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NOEXEC)
-
-
-STAGING_DIR = ".sandbox-root"  # in the work dir: where the new root is assembled
-
-
-def _build_root(plan):
-    """In a fresh mount namespace: builds the new root and pivots into it. Runs as real
-    root (privileged path) or as root of the user namespace; raises OSError on refusal."""
-    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    # The new root is assembled on a tmpfs over an empty directory of the work dir, so
-    # every source stays reachable at its own path meanwhile, and one pivot_root ends it.
-    new = os.path.join(plan.workdir, STAGING_DIR)
-    _mount("tmpfs", new, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=1m")
-
-    for link, target in plan.view.links + plan.readonly_links:
-        _symlink(new, link, target)
-    _mount_filesystems(new, plan)
-    _mount_dev(new, plan)
-    _mount(None, new, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-
-    # pivot_root(".", ".") stacks the host's root on top of the new one; detaching it
-    # drops the whole host tree from this namespace.
-    os.chdir(new)
-    _syscall("pivot_root", b".", b".")
-    if _libc.umount2(b".", _MNT_DETACH) != 0:
-        _fail("umount2 the old root")
-    os.chdir("/")
-
-
 # ---- credentials ----
 
-def _limit_capabilities(cap_last_cap):
+def _limit_capabilities():
     """What no exec may ever give back: the bounding and ambient sets emptied, uid 0
     gets nothing at exec (SECBIT_NOROOT). Needs CAP_SETPCAP, so it comes before a uid
     change drops that."""
-    _prctl(_PR_SET_SECUREBITS, _SECUREBITS)
-    for cap in range(cap_last_cap + 1):
-        if _libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
-            _fail(f"drop capability {cap} from the bounding set")
-    _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL)
+    linux.prctl(linux.PR_SET_SECUREBITS, _SECUREBITS)
+    for cap in range(_CAP_LAST_CAP + 1):
+        if linux.libc.prctl(linux.PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and \
+                ctypes.get_errno() != errno.EINVAL:
+            linux.fail(f"drop capability {cap} from the bounding set")
+    linux.prctl(linux.PR_CAP_AMBIENT, linux.PR_CAP_AMBIENT_CLEAR_ALL)
 
 
 def _holds_capabilities():
@@ -698,11 +275,11 @@ def _holds_capabilities():
 def _clear_capabilities():
     header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # two of {effective, permitted, inheritable}, all zero
-    _syscall("capset", header, data)
+    linux.syscall("capset", header, data)
 
 
 def _die_with_parent():
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 # ---- the supervisor ----
@@ -736,14 +313,14 @@ def _unshare_together(names, missing):
     for name in names:
         flags |= _SUPERVISOR_NAMESPACES[name]
     try:
-        _unshare(flags)
+        linux.unshare(flags)
         return len(names)
     except OSError:
         pass
     got = 0
     for name in names:
         try:
-            _unshare(_SUPERVISOR_NAMESPACES[name])
+            linux.unshare(_SUPERVISOR_NAMESPACES[name])
             got += 1
         except OSError as exc:
             missing.add(name, exc)
@@ -764,11 +341,11 @@ def _thread_count():
 
 
 def _prepare_workdir(workdir, owner):
-    for sub in ("tmp", "home", STAGING_DIR):
+    for sub in ("tmp", "home", sandbox_fs.STAGING_DIR):
         os.makedirs(os.path.join(workdir, sub), exist_ok=True)
     # Inside, /tmp is the work dir's tmp/; a work dir under the host's /tmp (the default
     # scratch) then needs its mount point at its own path inside that.
-    if _under(workdir, "/tmp") and workdir != "/tmp":
+    if sandbox_fs.under(workdir, "/tmp") and workdir != "/tmp":
         os.makedirs(os.path.join(workdir, "tmp", os.path.relpath(workdir, "/tmp")),
                     exist_ok=True)
     if owner is not None:
@@ -888,10 +465,10 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
                            "threads (call it right after fork, before torch starts any)")
     limits = {**DEFAULT_LIMITS, **(limits or {})}
     view = prepare()
-    devices = _device_plan(device)
+    devices = sandbox_fs.device_plan(device)
     links, explicit = [], []
     for path in readonly_paths:
-        real = _resolve(os.path.abspath(path), links)
+        real = sandbox_fs.resolve(os.path.abspath(path), links)
         if not os.path.exists(real):
             raise SandboxError(f"read-only path {path} does not exist")
         explicit.append(real)
@@ -903,14 +480,14 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
 
     euid, egid, parent = os.geteuid(), os.getegid(), os.getppid()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # S re-raises a worker's SIGSEGV
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
     names = list(_SUPERVISOR_NAMESPACES)
     mode = _NONE
     if euid == 0 and _unshare_together(names, _Missing()) == len(names):
         mode = _LATE
     else:
         try:
-            _unshare(_CLONE_NEWUSER)
+            linux.unshare(linux.CLONE_NEWUSER)
             _write_id_maps("self", euid, egid)
             mode = _EARLY
         except OSError as exc:
@@ -938,7 +515,8 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
     _prepare_workdir(workdir, drop_to_uid)
     missing.require(required)
 
-    plan = _RootPlan(view, workdir, explicit, links, hidden, devices, int(limits["shm_mb"]))
+    plan = sandbox_fs.RootPlan(view, workdir, explicit, links, hidden, devices,
+                               int(limits["shm_mb"]))
     env = sandbox_environment(workdir, devices.env, extra_env)
     alive_r, alive_w = os.pipe()  # S holds the write end: R sees S die
     os.set_inheritable(alive_r, True)
@@ -1024,25 +602,27 @@ def _become_worker(plan, missing, mode, drop_to_uid, limits, device, memory_base
                    to_supervisor, from_supervisor):
     """W: its mount namespace and root, then credentials, limits, seccomp."""
     try:
-        _unshare(_CLONE_NEWNS)
+        linux.unshare(linux.CLONE_NEWNS)
     except OSError as exc:
         missing.add("mount_namespace", exc)
         missing.add("filesystem", "no mount namespace")
     else:
         try:
-            _build_root(plan)
+            sandbox_fs.build_root(plan)
         except OSError as exc:
             missing.add("filesystem", exc)
     if "filesystem" in missing and device.is_accelerator:
         missing.add("device_isolation", "no new root: every device node stays visible")
     if "uts_namespace" not in missing:
-        name = HOSTNAME.encode()
-        _libc.sethostname(name, len(name))
+        try:
+            linux.sethostname(HOSTNAME)
+        except OSError as exc:
+            missing.add("uts_namespace", exc)
 
     if mode == _LATE:
         os.setgroups([])
         try:
-            _unshare(_CLONE_NEWUSER)
+            linux.unshare(linux.CLONE_NEWUSER)
         except OSError as exc:
             os.write(to_supervisor, b"x")
             missing.add("user_namespace", exc)
@@ -1058,7 +638,7 @@ def _become_worker(plan, missing, mode, drop_to_uid, limits, device, memory_base
     # A user namespace hands out a full bounding set: it is emptied after entering one,
     # and before leaving uid 0 of the initial namespace (which takes CAP_SETPCAP along).
     try:
-        _limit_capabilities(plan.view.cap_last_cap)
+        _limit_capabilities()
     except OSError as exc:
         # Refused to a process that holds no capability to begin with (a non-root caller
         # without a user namespace), it costs nothing: no_new_privs keeps any from coming.
@@ -1078,9 +658,9 @@ def _become_worker(plan, missing, mode, drop_to_uid, limits, device, memory_base
     # Changing credentials cleared both: the worker must die with its supervisor, and
     # stay readable to itself through /proc/self.
     _die_with_parent()
-    _prctl(_PR_SET_DUMPABLE, 1)
+    linux.prctl(linux.PR_SET_DUMPABLE, 1)
     try:
-        _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+        linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
     except OSError as exc:
         missing.add("no_new_privs", exc)
     apply_rlimits(limits, device, memory_base)

@@ -17,7 +17,7 @@ import tempfile
 import time
 import unittest
 
-from kforge_harness import sandbox, seccomp
+from kforge_harness import sandbox, sandbox_fs, seccomp
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 HARNESS_DIR = os.path.dirname(TESTS_DIR)
@@ -568,13 +568,13 @@ def _cuda_devices():
     """The GPUs' (minor, uuid) in CUDA's default order as the sandbox maps them, or []
     where torch has no CUDA (it is asked in a child: the test process must not hold a
     CUDA context when it forks)."""
-    if not sandbox._nvidia_gpus():
+    if not sandbox_fs.nvidia_gpus():
         return []
     probe = subprocess.run(
         [sys.executable, "-c", "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"],
         capture_output=True, text=True, timeout=120, check=False)
     count = int(probe.stdout.strip() or 0) if probe.returncode == 0 else 0
-    return sandbox._nvidia_gpus()[:count] if count else []
+    return sandbox_fs.nvidia_gpus()[:count] if count else []
 
 
 class SandboxGpuTest(SandboxFixture):
