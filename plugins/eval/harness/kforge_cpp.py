@@ -9,7 +9,9 @@ source it compiled beside the library (`<key>.so` and `<key>.cpp`); the library 
 only when that file holds exactly `cpp_source`, byte for byte. Otherwise load() compiles
 `cpp_source` itself with `g++ -O3 -fopenmp -shared -fPIC -std=c++17` (CXX overrides the
 compiler) into a cache keyed by the SHA-256 of the source: KFORGE_CPP_CACHE, default a
-directory under the system's temporary directory.
+directory of this process' own. A default shared between candidates' processes would be
+a cache one candidate fills with the library another then loads; the shared, trusted
+cache is the C++ compile stage's.
 """
 
 import ctypes
@@ -32,10 +34,19 @@ def source_digest(cpp_source):
     return hashlib.sha256(cpp_source.encode("utf-8")).hexdigest()
 
 
+_own_cache = (None, None)  # (pid, directory): a forked child makes its own
+
+
 def cache_dir():
-    path = os.environ.get("KFORGE_CPP_CACHE") or os.path.join(
-        tempfile.gettempdir(), f"kforge-cpp-cache-{os.getuid()}")
-    os.makedirs(path, exist_ok=True)
+    global _own_cache
+    path = os.environ.get("KFORGE_CPP_CACHE")
+    if path:
+        os.makedirs(path, exist_ok=True)
+        return path
+    pid, path = _own_cache
+    if pid != os.getpid() or not os.path.isdir(path):
+        path = tempfile.mkdtemp(prefix="kforge-cpp-")  # mode 0700
+        _own_cache = (os.getpid(), path)
     return path
 
 

@@ -4,15 +4,21 @@
 #include "python_env.hpp"
 #include <kforge/sha256.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 namespace kforge::eval {
 namespace fs = std::filesystem;
@@ -36,25 +42,6 @@ std::string tail_of(const std::string& text, size_t limit) {
   return text.size() <= limit ? text : "[... " + std::to_string(text.size() - limit) + " chars cut]\n" + text.substr(text.size() - limit);
 }
 
-// First line of `<compiler> --version`, once per compiler: part of the cache key, so a
-// compiler upgraded in place does not reuse old artifacts.
-std::string compiler_identity(const std::string& path, double timeout_seconds) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> cache;
-  std::lock_guard lock(mutex);
-  if (auto it = cache.find(path); it != cache.end()) return it->second;
-  std::string identity = path;
-  try {
-    const CommandResult result = run_command({{path, "--version"}, {}, {}}, RunLimits::within(std::min(kVersionProbeSeconds, timeout_seconds)));
-    std::istringstream lines(result.output);
-    std::string line;
-    while (std::getline(lines, line)) identity += "\n" + line;
-  } catch (const SpawnError&) {
-  }
-  cache[path] = identity;
-  return identity;
-}
-
 struct Build {
   std::string tool;                   // for messages: g++, nvcc
   std::vector<std::string> command;   // compiler and flags; source, -o and output follow
@@ -66,56 +53,257 @@ struct Build {
   double timeout_seconds = 120;
   std::function<bool()> cancelled;
   std::string origin_note;            // where the source's line 1 is in the candidate file
+  std::string python;                 // runs the sandbox
+  std::string harness_dir;
+  std::vector<std::string> readonly;  // what the compiler needs beyond the system's dirs
 };
 
 std::atomic<uint64_t> g_build_counter{0};
 
-StageResult build_cached(const Build& build) {
+// A compiler's output larger than this is refused (it is also the sandbox's file-size
+// limit, so the compiler cannot fill the disk either).
+constexpr int kMaxArtifactMb = 1024;
+
+// The file's content, read without following a link, if it is a regular file of at most
+// kMaxArtifactMb; else nullopt with `why`.
+std::optional<std::string> read_regular_file(const fs::path& path, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::string(std::strerror(errno));
+    return std::nullopt;
+  }
+  struct stat info {};
+  std::string content;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    why = "not a regular file";
+  } else if (info.st_size > static_cast<off_t>(kMaxArtifactMb) * 1024 * 1024) {
+    why = "larger than " + std::to_string(kMaxArtifactMb) + " MB";
+  } else {
+    content.resize(static_cast<size_t>(info.st_size));
+    size_t got = 0;
+    while (got < content.size()) {
+      const ssize_t n = ::read(fd, content.data() + got, content.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got != content.size()) why = "short read";
+  }
+  ::close(fd);
+  if (!why.empty()) return std::nullopt;
+  return content;
+}
+
+// Writes `content` to `path` through a private temporary file and a rename, so that no
+// reader ever sees half of it.
+void write_atomically(const fs::path& path, const std::string& content) {
+  const fs::path temporary = path.parent_path() / (".tmp-" + path.filename().string() + "-" +
+                                                   std::to_string(::getpid()) + "-" + std::to_string(g_build_counter++));
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out.flush()) throw std::runtime_error("cannot write " + temporary.string());
+  }
+  fs::permissions(temporary, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                                 fs::perms::others_read);
+  fs::rename(temporary, path);
+}
+
+// The compile cache. For key K: K.sha256 records the artifact's content hash H (written
+// last: it publishes the entry), the artifact is K-<H[:16]><suffix> and the source it was
+// built from sits beside it with the source's extension (kforge_cpp.load checks it).
+// Naming artifacts by content lets concurrent builds of one key publish without ever
+// pairing a record with another build's bytes.
+class ArtifactCache {
+ public:
+  struct Entry {
+    std::string path;
+    std::string sha256;
+  };
+
+  ArtifactCache(fs::path dir, std::string suffix) : dir_(std::move(dir)), suffix_(std::move(suffix)) {}
+
+  // The entry of `key` after checking its content against the record; nullopt when there
+  // is none, or (with `rejected` saying why) when it failed the check and was removed.
+  std::optional<Entry> find(const std::string& key, std::string& rejected) const {
+    std::string recorded, why;
+    const auto record = read_regular_file(record_path(key), why);
+    if (!record) return std::nullopt;
+    recorded = record->substr(0, 64);
+    const fs::path artifact = artifact_path(key, recorded);
+    const auto content = read_regular_file(artifact, why);
+    const std::string actual = content ? kforge::sha256_hex(*content) : "";
+    if (content && actual == recorded) return Entry{artifact.string(), actual};
+    rejected = artifact.string() + (content ? " does not match its recorded SHA-256" : ": " + why);
+    std::error_code ignored;
+    fs::remove(record_path(key), ignored);
+    fs::remove(artifact, ignored);
+    return std::nullopt;
+  }
+
+  // Copies a freshly built artifact (read as a regular file, never through a link) and
+  // its source into the cache. Throws std::runtime_error saying what failed.
+  Entry publish(const std::string& key, const fs::path& built, const std::string& source_extension,
+                const std::string& source_text) const {
+    std::string why;
+    const auto content = read_regular_file(built, why);
+    if (!content) throw std::runtime_error("the compiler's output " + built.filename().string() + " is unusable: " + why);
+    const std::string sha256 = kforge::sha256_hex(*content);
+    const fs::path artifact = artifact_path(key, sha256);
+    write_atomically(artifact, *content);
+    write_atomically(fs::path(artifact).replace_extension(source_extension), source_text);
+    write_atomically(record_path(key), sha256 + "\n");
+    return {artifact.string(), sha256};
+  }
+
+ private:
+  fs::path record_path(const std::string& key) const { return dir_ / (key + ".sha256"); }
+  fs::path artifact_path(const std::string& key, const std::string& sha256) const {
+    return dir_ / (key + "-" + sha256.substr(0, 16) + suffix_);
+  }
+
+  fs::path dir_;
+  std::string suffix_;
+};
+
+// What the sandbox's first output line says: kforge-sandbox: {"missing": [...], ...}.
+constexpr std::string_view kSandboxReportPrefix = "kforge-sandbox: ";
+// The sandbox's exit status when it could not start the command at all.
+constexpr int kSandboxFailed = 125;
+
+// The compiler's command line run through the harness's sandbox: the build directory the
+// only writable place, `readonly` visible too, the compiler's CPU time and file sizes
+// bounded (the wall-clock limit stays with run_command).
+SpawnSpec sandboxed(const Build& build, const fs::path& work, const std::vector<std::string>& command) {
+  SpawnSpec spec;
+  spec.argv = {build.python, "-I", "-S", "-c",
+               "import sys; sys.path.insert(0, sys.argv[1]); from kforge_harness import sandbox; "
+               "sandbox.main(sys.argv[2:])",
+               build.harness_dir, "run", "--workdir", work.string(),
+               "--limit", "cpu_s=" + std::to_string(static_cast<long>(build.timeout_seconds) + 5),
+               "--limit", "file_size_mb=" + std::to_string(kMaxArtifactMb)};
+  for (const std::string& path : build.readonly) spec.argv.insert(spec.argv.end(), {"--ro", path});
+  spec.argv.push_back("--");
+  spec.argv.insert(spec.argv.end(), command.begin(), command.end());
+  spec.cwd = work.string();
+  return spec;
+}
+
+// Takes the sandbox's report line off the compiler's output; the protections it lacked.
+// nullopt when the output does not start with one (the sandbox failed before the command).
+std::optional<std::vector<std::string>> take_sandbox_report(std::string& output) {
+  if (output.rfind(kSandboxReportPrefix, 0) != 0) return std::nullopt;
+  const size_t end = output.find('\n');
+  const nlohmann::json report = nlohmann::json::parse(
+      output.substr(kSandboxReportPrefix.size(), end - kSandboxReportPrefix.size()), nullptr, false);
+  if (!report.is_object() || !report.contains("missing") || !report["missing"].is_array()) return std::nullopt;
+  output.erase(0, end == std::string::npos ? output.size() : end + 1);
+  std::vector<std::string> missing;
+  for (const auto& name : report["missing"]) {
+    if (name.is_string()) missing.push_back(name.get<std::string>());
+  }
+  return missing;
+}
+
+std::string joined(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+// A private directory of the cache for one sandboxed command, removed with this object.
+struct ScratchDir {
+  fs::path path;
+  explicit ScratchDir(const fs::path& cache_dir, const std::string& name) {
+    path = cache_dir / ("." + name + "-" + std::to_string(::getpid()) + "-" + std::to_string(g_build_counter++));
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    if (ec) {
+      throw std::runtime_error("cannot create " + path.string() + ": " + ec.message() +
+                               " (set the stage parameter cache_dir)");
+    }
+    fs::permissions(path, fs::perms::owner_all, ec);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+// `<compiler> --version`, once per compiler and process: part of the cache key, so a
+// compiler upgraded in place does not reuse old artifacts. Run in the sandbox too: this
+// stage never runs a compiler, or anything a pipeline names as one, outside it.
+std::string compiler_identity(const Build& build) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> cache;
+  const std::string& path = build.command.front();
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(path); it != cache.end()) return it->second;
+  std::string identity = path;
+  try {
+    const ScratchDir work(build.cache_dir, "probe");
+    CommandResult result = run_command(sandboxed(build, work.path, {path, "--version"}),
+                                       RunLimits::within(std::min(kVersionProbeSeconds, build.timeout_seconds)));
+    take_sandbox_report(result.output);
+    std::istringstream lines(result.output);
+    std::string line;
+    while (std::getline(lines, line)) identity += "\n" + line;
+  } catch (const std::exception&) {  // no identity beyond the path: the compile says why
+  }
+  cache[path] = identity;
+  return identity;
+}
+
+StageResult handed_out(const ArtifactCache::Entry& entry, double seconds, bool cached) {
+  StageResult pass;
+  pass.attributes.emplace_back(kAttrArtifact, entry.path);
+  pass.attributes.emplace_back(kAttrArtifactSha256, entry.sha256);
+  pass.metrics = {{"compile_seconds", seconds}, {"cached", cached ? 1.0 : 0.0}};
+  return pass;
+}
+
+StageResult build_cached(Build build) {
+  std::error_code ec;
+  fs::create_directories(build.cache_dir, ec);
+  build.identity = compiler_identity(build);
   std::string key_material;
   for (const std::string& part : build.command) key_material += part + '\n';
   const std::string key = kforge::sha256_of_fields({build.source_text, build.identity, key_material});
   const fs::path cache_dir(build.cache_dir);
-  const fs::path artifact = cache_dir / (key + build.artifact_suffix);
-  std::error_code ec;
-  if (fs::exists(artifact, ec)) {
-    StageResult hit;
-    hit.attributes.emplace_back(kAttrArtifact, artifact.string());
-    hit.metrics = {{"compile_seconds", 0}, {"cached", 1}};
-    return hit;
+  const ArtifactCache cache(cache_dir, build.artifact_suffix);
+  std::string rejected;
+  if (const auto entry = cache.find(key, rejected)) return handed_out(*entry, 0, true);
+  const std::string rejection_note =
+      rejected.empty() ? "" : "compile cache: " + rejected + "; the entry was removed and rebuilt\n";
+
+  // Each build in a private directory: the sandbox sees it and nothing else of the cache.
+  std::optional<ScratchDir> scratch;
+  try {
+    scratch.emplace(cache_dir, "build-" + key.substr(0, 16));
+  } catch (const std::exception& e) {
+    return StageResult::error("harness_error", e.what());
   }
-  // Build in a private directory, then rename into place: concurrent builds of the same
-  // source (k samples, two runs) never see a half-written artifact.
-  const fs::path work = cache_dir / (".build-" + key.substr(0, 16) + "-" + std::to_string(::getpid()) + "-" +
-                                     std::to_string(g_build_counter++));
-  fs::create_directories(work, ec);
-  if (ec) {
-    return StageResult::error("harness_error", "cannot create the build directory " + work.string() + ": " +
-                                                   ec.message() + " (set the stage parameter cache_dir)");
-  }
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code ignored;
-      fs::remove_all(dir, ignored);
-    }
-  } cleanup{work};
+  const fs::path& work = scratch->path;
   {
     std::ofstream out(work / build.source_name, std::ios::binary);
     out << build.source_text;
     if (!out) return StageResult::error("harness_error", "cannot write " + (work / build.source_name).string());
   }
   const std::string output_name = "candidate" + build.artifact_suffix;
-  SpawnSpec spec;
-  spec.argv = build.command;
-  spec.argv.insert(spec.argv.end(), {build.source_name, "-o", output_name});
-  spec.cwd = work.string();
   CommandResult result;
   try {
     RunLimits limits = RunLimits::within(build.timeout_seconds);
     limits.cancelled = build.cancelled;
-    result = run_command(spec, limits);
+    std::vector<std::string> command = build.command;
+    command.insert(command.end(), {build.source_name, "-o", output_name});
+    result = run_command(sandboxed(build, work, command), limits);
   } catch (const SpawnError& e) {
-    return StageResult::error("harness_error", e.what());
+    return StageResult::error("harness_error", std::string("cannot start the compile sandbox: ") + e.what());
+  }
+  const auto missing = take_sandbox_report(result.output);
+  if (!missing && !result.cancelled && !result.timed_out) {
+    return StageResult::error("harness_error", "the compile sandbox (" + build.python + " -m kforge_harness.sandbox) failed (" +
+                                                   result.describe() + "):\n" + tail_of(result.output, kMessageChars));
   }
   StageResult verdict;
   if (result.cancelled) {
@@ -128,22 +316,24 @@ StageResult build_cached(const Build& build) {
     verdict = StageResult::fail("compile_error", build.tool + " could not compile " + build.source_name + " (" +
                                                      result.describe() + build.origin_note + "):\n" +
                                                      compiler_error_excerpt(result.output, kMessageChars));
+  } else {
+    try {
+      verdict = handed_out(cache.publish(key, work / output_name, fs::path(build.source_name).extension().string(),
+                                         build.source_text),
+                           result.seconds, false);
+    } catch (const std::exception& e) {  // exit status 0 without a usable output: the toolchain's fault
+      verdict = StageResult::error("harness_error", build.tool + " reported success, but " + e.what());
+    }
   }
-  if (verdict.status != KF_VERDICT_PASS) {
-    verdict.log_tail = tail_of(result.output, kLogTailChars);
-    verdict.metrics = {{"compile_seconds", result.seconds}, {"cached", 0}};
-    return verdict;
+  if (verdict.metrics.empty()) verdict.metrics = {{"compile_seconds", result.seconds}, {"cached", 0}};
+  std::string sandbox_note;
+  if (missing && !missing->empty()) {
+    verdict.attributes.emplace_back(kAttrCompileSandboxMissing, joined(*missing, ","));
+    sandbox_note = "compile sandbox: this host could not give " + joined(*missing, ", ") + "\n";
   }
-  fs::rename(work / output_name, artifact, ec);
-  if (ec) return StageResult::error("harness_error", "cannot move the artifact into " + artifact.string() + ": " + ec.message());
-  // The source beside its artifact, for whoever debugs a cached build.
-  fs::copy_file(work / build.source_name, cache_dir / (key + fs::path(build.source_name).extension().string()),
-                fs::copy_options::overwrite_existing, ec);
-  StageResult pass;
-  pass.attributes.emplace_back(kAttrArtifact, artifact.string());
-  pass.metrics = {{"compile_seconds", result.seconds}, {"cached", 0}};
-  if (!result.output.empty()) pass.log_tail = tail_of(result.output, kLogTailChars);  // warnings
-  return pass;
+  const std::string log = rejection_note + sandbox_note + result.output;
+  if (!log.empty()) verdict.log_tail = tail_of(log, kLogTailChars);  // errors, warnings
+  return verdict;
 }
 
 // The extracted source the check stage left on the job, or the harness' extraction now.
@@ -169,6 +359,19 @@ std::optional<std::string> extracted_source(const EvalJob& job, const char* attr
     return std::nullopt;
   }
   return it->get<std::string>();
+}
+
+// The interpreter and the harness that run the compile sandbox; an error result when
+// either is missing.
+std::optional<StageResult> find_sandbox(const std::string& python, const std::string& harness_dir, Build& build) {
+  try {
+    build.python = resolve_python(python);
+    build.harness_dir = locate_harness_dir(harness_dir);
+  } catch (const std::exception& e) {
+    return StageResult::error("harness_error", std::string("compiles run in the harness's sandbox, which needs "
+                                                           "Python and kforge_harness: ") + e.what());
+  }
+  return std::nullopt;
 }
 
 std::string resolve_cache_dir(const std::string& configured, const std::string& kind) {
@@ -241,7 +444,6 @@ StageResult CppCompileStage::process(const EvalJob& job) const {
   build.tool = fs::path(options_.compiler).filename().string();
   build.command = {*compiler};
   for (const std::string& flag : split_flags(options_.flags)) build.command.push_back(flag);
-  build.identity = compiler_identity(*compiler, options_.timeout_seconds);
   build.source_name = "candidate.cpp";
   build.source_text = *source;
   build.artifact_suffix = ".so";
@@ -249,6 +451,8 @@ StageResult CppCompileStage::process(const EvalJob& job) const {
   build.timeout_seconds = std::min(options_.timeout_seconds, job.seconds_left);
   build.cancelled = job.cancelled;
   if (job.code) build.origin_note = source_origin_note(*job.code, *source, build.source_name);
+  build.readonly = {*compiler};
+  if (auto problem = find_sandbox(options_.python, options_.harness_dir, build)) return *problem;
   return build_cached(build);
 }
 
@@ -293,18 +497,25 @@ StageResult CudaCompileStage::process(const EvalJob& job) const {
     }
     for (const std::string& flag : kLoadInlineNvccFlags) build.command.push_back(flag);
     // -isystem: warnings inside torch's headers are not the candidate's.
-    for (const std::string& dir : includes) build.command.insert(build.command.end(), {"-isystem", dir});
+    for (const std::string& dir : includes) {
+      build.command.insert(build.command.end(), {"-isystem", dir});
+      std::error_code ec;
+      if (fs::exists(dir, ec)) build.readonly.push_back(dir);  // torch lists some that are not there
+    }
     // #line keeps diagnostics on the candidate's own line numbers after the prelude.
     build.source_text = std::string(kLoadInlineCudaPrelude) + "#line 1 \"candidate.cu\"\n" + *source;
   } else {
     build.source_text = *source;
   }
-  build.identity = compiler_identity(*nvcc, options_.timeout_seconds);
   build.artifact_suffix = ".o";
   build.cache_dir = resolve_cache_dir(options_.cache_dir, "cuda");
   build.timeout_seconds = std::min(options_.timeout_seconds, job.seconds_left);
   build.cancelled = job.cancelled;
   if (job.code) build.origin_note = source_origin_note(*job.code, *source, build.source_name);
+  // The whole toolkit (nvcc finds cicc, ptxas and its headers relative to itself).
+  std::error_code ec;
+  build.readonly.push_back(fs::canonical(*nvcc, ec).parent_path().parent_path().string());
+  if (auto problem = find_sandbox(options_.python, options_.harness_dir, build)) return *problem;
   return build_cached(build);
 }
 

@@ -1,7 +1,14 @@
 // L2 for native code: the candidate's C++ (g++/clang++ into a shared library) and CUDA
-// (nvcc into an object file, so compile errors show on machines without a GPU). Both
-// cache their output by the SHA-256 of source, compiler identity and flags, and name the
-// source file so that diagnostics read `candidate.cpp:12:5: error: ...`.
+// (nvcc into an object file, so compile errors show on machines without a GPU). Both name
+// the source file so that diagnostics read `candidate.cpp:12:5: error: ...`.
+//
+// Compile artifacts are the judge's: the compiler runs in the harness's sandbox
+// (kforge_harness.sandbox: its own namespaces, no capabilities, seccomp, only its build
+// directory writable), then this process (the trusted side) copies the output, a regular
+// file, into the cache under the key of what was compiled (source, compiler identity,
+// flags) and records the artifact's SHA-256 beside it. Every hand-out, cache hit or not,
+// is checked against that record; an entry that fails is removed and rebuilt. No sandbox
+// ever sees the cache directory.
 #pragma once
 
 #include "eval_job.hpp"
@@ -13,6 +20,12 @@
 #include <vector>
 
 namespace kforge::eval {
+
+// Set with compile.artifact: the SHA-256 of the artifact's content as handed out.
+inline constexpr const char* kAttrArtifactSha256 = "compile.artifact_sha256";
+// Set when the compile sandbox lacked protections on this host: sandbox.py's names,
+// comma-separated (user_namespace, pid_namespace, ...).
+inline constexpr const char* kAttrCompileSandboxMissing = "compile.sandbox_missing";
 
 // $XDG_CACHE_HOME/kforge/<kind>, else $HOME/.cache/kforge/<kind>, else a directory
 // under the system's temporary directory.
@@ -38,6 +51,8 @@ class CppCompileStage {
     std::string cache_dir;  // empty: default_cache_dir("cpp")
     double timeout_seconds = 120;
     ChildLimits check_limits;  // for asking the harness to extract cpp_source
+    std::string python = "auto";  // runs the compile sandbox (kforge_harness.sandbox)
+    std::string harness_dir;      // empty: locate_harness_dir's search
   };
   // `extractor` serves candidates that reach this stage without check.cpp_source.
   CppCompileStage(Options options, std::shared_ptr<HarnessPool> extractor);
@@ -57,10 +72,11 @@ class CudaCompileStage {
     // load_inline: compile as torch.utils.cpp_extension.load_inline does (its includes
     // and defines, torch's include directories); none: the source exactly as given.
     std::string prelude = "load_inline";
-    std::string python = "auto";  // asked for torch's include directories
+    std::string python = "auto";  // asked for torch's include directories; runs the sandbox
     std::string cache_dir;         // empty: default_cache_dir("cuda")
     double timeout_seconds = 300;
     ChildLimits check_limits;
+    std::string harness_dir;       // empty: locate_harness_dir's search
   };
   CudaCompileStage(Options options, std::shared_ptr<HarnessPool> extractor);
   // Pass: compile.artifact = the object file. Metrics compile_seconds, cached (0/1).

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 extern char** environ;
 
@@ -32,16 +33,17 @@ bool is_executable_file(const std::string& path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
-  std::vector<std::string> env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    const std::string key = text.substr(0, text.find('='));
-    if (overrides.count(key) == 0) env.push_back(text);
-  }
-  for (const auto& [key, value] : overrides) env.push_back(key + "=" + value);
-  return env;
-}
+// What children need of kforge's environment to find their tools and devices. Names,
+// not patterns such as *_KEY: a credential is whatever its owner called it, so only what
+// is known to be harmless passes.
+constexpr std::string_view kPassedNames[] = {
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_CACHE_HOME",
+    "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX",
+    "CC", "CXX", "CUDAHOSTCXX", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
+// Families of toolchain and device settings (CUDA_HOME, CUDA_VISIBLE_DEVICES,
+// TRITON_PTXAS_PATH, TORCH_CUDA_ARCH_LIST, TORCHINDUCTOR_CACHE_DIR, ASCEND_HOME_PATH...).
+constexpr std::string_view kPassedPrefixes[] = {"LC_", "CUDA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_",
+                                                "ASCEND_"};
 
 std::vector<char*> c_strings(std::vector<std::string>& items) {
   std::vector<char*> out;
@@ -87,6 +89,28 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+bool passes_to_children(const std::string& name) {
+  for (std::string_view passed : kPassedNames) {
+    if (name == passed) return true;
+  }
+  for (std::string_view prefix : kPassedPrefixes) {
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> child_environment(const SpawnSpec& spec) {
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::string key = text.substr(0, text.find('='));
+    const bool named = std::find(spec.pass.begin(), spec.pass.end(), key) != spec.pass.end();
+    if ((named || passes_to_children(key)) && spec.env.count(key) == 0) env.push_back(text);
+  }
+  for (const auto& [key, value] : spec.env) env.push_back(key + "=" + value);
+  return env;
+}
+
 std::optional<std::string> find_program(const std::string& program) {
   if (program.empty()) return std::nullopt;
   if (program.find('/') != std::string::npos) {
@@ -112,7 +136,7 @@ ChildProcess spawn_process(const SpawnSpec& spec, ChildStdin in, ChildStderr err
                                                              : "not found on PATH"));
   }
   std::vector<std::string> argv_storage = spec.argv;
-  std::vector<std::string> env_storage = merged_environment(spec.env);
+  std::vector<std::string> env_storage = child_environment(spec);
   std::vector<char*> argv = c_strings(argv_storage);
   std::vector<char*> envp = c_strings(env_storage);
 

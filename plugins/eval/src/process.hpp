@@ -1,8 +1,9 @@
 // Child processes for the evaluation stages: compilers run to completion under a
 // wall-clock limit, the harness server runs for long with pipes to talk over. Every child
 // gets its own process group, so a timeout kills it together with whatever it started
-// (cc1plus under g++, forked workers under python), and inherits no descriptor but its
-// three standard ones.
+// (cc1plus under g++, forked workers under python), inherits no descriptor but its three
+// standard ones, and no variable of this process' environment but an allowlist: kforge
+// runs with API keys in its environment, and children run candidate code.
 #pragma once
 
 #include <sys/types.h>
@@ -18,9 +19,20 @@ namespace kforge::eval {
 
 struct SpawnSpec {
   std::vector<std::string> argv;            // argv[0] without '/' is looked up on this process' PATH
-  std::map<std::string, std::string> env;   // set on top of this process' environment
+  std::map<std::string, std::string> env;   // set on top of the inherited variables
   std::string cwd;                          // empty: this process' working directory
+  // This process' variables passed on beyond passes_to_children()'s: those a pipeline
+  // names explicitly.
+  std::vector<std::string> pass;
 };
+
+// Whether this process' variable `name` reaches every child: paths, locale, device
+// selection, toolchain and thread settings (PATH, HOME, LANG, LC_*, LD_LIBRARY_PATH,
+// PYTHONPATH, CUDA_*, TRITON_*, TORCH_*, OMP_NUM_THREADS, ...), never a credential.
+bool passes_to_children(const std::string& name);
+
+// The environment spawn_process gives `spec`'s child, as NAME=VALUE entries.
+std::vector<std::string> child_environment(const SpawnSpec& spec);
 
 // Thrown when a child cannot be started at all (program missing, not executable).
 class SpawnError : public std::runtime_error {

@@ -2,6 +2,7 @@
 #include "process.hpp"
 #include "toolchain.hpp"
 #include "test_env.hpp"
+#include <kforge/sha256.hpp>
 
 #include <gtest/gtest.h>
 
@@ -81,6 +82,122 @@ TEST(CompileCpp, BuildsASharedLibraryAndCachesIt) {
   }
 }
 
+std::string sha256_of_file(const std::string& path) { return kforge::sha256_hex(testing::read_file(path)); }
+
+// A shell script standing in for a compiler or an interpreter; returns its path.
+std::string write_script(const std::string& path, const std::string& text) {
+  testing::write_file(path, "#!/bin/sh\n" + text);
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(CompileCpp, HandsOutTheArtifactWithItsRecordedContentHash) {
+  const std::string cache = fresh_temp_dir("cpp-recorded");
+  const StageResult result = cpp_stage(cache).process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(result.status, KF_VERDICT_PASS) << result.message << result.log_tail;
+  const std::string artifact = *result.attribute(kAttrArtifact);
+  ASSERT_NE(result.attribute(kAttrArtifactSha256), nullptr);
+  EXPECT_EQ(*result.attribute(kAttrArtifactSha256), sha256_of_file(artifact));
+  // kforge_cpp.load takes the library only with the source it was built from beside it.
+  EXPECT_EQ(testing::read_file(fs::path(artifact).replace_extension(".cpp").string()), kReluCpp);
+  EXPECT_EQ(result.attribute(kAttrCompileSandboxMissing), nullptr) << *result.attribute(kAttrCompileSandboxMissing);
+}
+
+TEST(CompileCpp, ATamperedCacheEntryIsDetectedAndRebuilt) {
+  const std::string cache = fresh_temp_dir("cpp-tampered");
+  const auto stage = cpp_stage(cache);
+  const StageResult first = stage.process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(first.status, KF_VERDICT_PASS) << first.message;
+  const std::string artifact = *first.attribute(kAttrArtifact);
+  testing::write_file(artifact, "not the library that was built");  // another candidate's, say
+  const StageResult second = stage.process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(second.status, KF_VERDICT_PASS) << second.message;
+  EXPECT_EQ(second.metric("cached"), 0);
+  EXPECT_NE(second.log_tail.find("does not match its recorded SHA-256"), std::string::npos) << second.log_tail;
+  EXPECT_EQ(*second.attribute(kAttrArtifactSha256), sha256_of_file(*second.attribute(kAttrArtifact)));
+  EXPECT_NE(testing::read_file(*second.attribute(kAttrArtifact)), "not the library that was built");
+  EXPECT_EQ(stage.process(job_with(kAttrCppSource, kReluCpp)).metric("cached"), 1);
+}
+
+// A compiler that runs code of the candidate's choosing (a build script, a plugin, a
+// compromised toolchain) tries to overwrite every artifact in the cache and to plant one.
+std::string poisoning_compiler(const std::string& dir, const std::string& cache) {
+  return write_script(dir + "/poisoning-g++", "for f in " + cache + "/*; do echo poisoned > \"$f\"; done\n"
+                                              "echo poisoned > " + cache + "/planted.so\n"
+                                              "while [ $# -gt 1 ]; do shift; done\n"
+                                              "echo not-a-library > \"$1\"\n");
+}
+
+TEST(CompileCpp, ACompilerCannotPoisonTheCache) {
+  const std::string dir = fresh_temp_dir("cpp-poison");
+  // Without the sandbox the script does what it says.
+  const std::string exposed = dir + "/exposed-cache";
+  fs::create_directories(exposed);
+  testing::write_file(exposed + "/victim.so", "honest");
+  const CommandResult unsandboxed = run_command({{poisoning_compiler(dir, exposed), "x.cpp", "-o", dir + "/out.so"}, {}, {}},
+                                                RunLimits::within(30));
+  ASSERT_TRUE(unsandboxed.ok()) << unsandboxed.output;
+  ASSERT_EQ(testing::read_file(exposed + "/victim.so"), "poisoned\n");
+  ASSERT_TRUE(fs::exists(exposed + "/planted.so"));
+
+  const std::string cache = dir + "/cache";
+  const StageResult victim = cpp_stage(cache).process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(victim.status, KF_VERDICT_PASS) << victim.message;
+  const std::string victim_hash = sha256_of_file(*victim.attribute(kAttrArtifact));
+  const StageResult attacker =
+      cpp_stage(cache, poisoning_compiler(dir, cache)).process(job_with(kAttrCppSource, "int poison;\n"));
+  EXPECT_EQ(attacker.status, KF_VERDICT_PASS) << attacker.message;  // it did produce an output
+  EXPECT_EQ(sha256_of_file(*victim.attribute(kAttrArtifact)), victim_hash);
+  EXPECT_FALSE(fs::exists(cache + "/planted.so"));
+  const StageResult again = cpp_stage(cache).process(job_with(kAttrCppSource, kReluCpp));
+  EXPECT_EQ(again.metric("cached"), 1);
+  EXPECT_EQ(*again.attribute(kAttrArtifactSha256), victim_hash);
+}
+
+TEST(CompileCpp, AnOutputThatIsALinkIsNotTakenIntoTheCache) {
+  const std::string dir = fresh_temp_dir("cpp-link");
+  const std::string compiler =
+      write_script(dir + "/linking-g++", "while [ $# -gt 1 ]; do shift; done\nln -s /etc/passwd \"$1\"\n");
+  const StageResult result = cpp_stage(dir + "/cache", compiler).process(job_with(kAttrCppSource, kReluCpp));
+  EXPECT_EQ(result.status, KF_VERDICT_ERROR);
+  EXPECT_EQ(result.error_class, "harness_error");
+  EXPECT_NE(result.message.find("candidate.so is unusable"), std::string::npos) << result.message;
+  EXPECT_EQ(result.attribute(kAttrArtifact), nullptr);
+}
+
+// Stands in for the sandbox's launcher on a host that refuses some protections: says so
+// on its first line, as kforge_harness.sandbox does, then runs the command after "--".
+std::string refusing_sandbox(const std::string& dir) {
+  return write_script(dir + "/refusing-python",
+                      "while [ \"$1\" != -- ]; do shift; done; shift\n"
+                      "echo 'kforge-sandbox: {\"missing\": [\"pid_namespace\", \"filesystem\"]}'\n"
+                      "exec \"$@\"\n");
+}
+
+TEST(CompileCpp, ProtectionsTheHostRefusedAreRecordedOnTheJob) {
+  const std::string dir = fresh_temp_dir("cpp-refused");
+  CppCompileStage::Options options;
+  options.cache_dir = dir + "/cache";
+  options.python = refusing_sandbox(dir);
+  const StageResult result = CppCompileStage(options, extractor()).process(job_with(kAttrCppSource, kReluCpp));
+  ASSERT_EQ(result.status, KF_VERDICT_PASS) << result.message << result.log_tail;
+  ASSERT_NE(result.attribute(kAttrCompileSandboxMissing), nullptr);
+  EXPECT_EQ(*result.attribute(kAttrCompileSandboxMissing), "pid_namespace,filesystem");
+  EXPECT_NE(result.log_tail.find("could not give pid_namespace, filesystem"), std::string::npos) << result.log_tail;
+}
+
+TEST(CompileCpp, ASandboxThatCannotStartIsAHarnessError) {
+  const std::string dir = fresh_temp_dir("cpp-no-sandbox");
+  const std::string broken = write_script(dir + "/broken-python", "echo 'kforge-sandbox: error: no luck' >&2\nexit 125\n");
+  CppCompileStage::Options options;
+  options.cache_dir = dir + "/cache";
+  options.python = broken;
+  const StageResult result = CppCompileStage(options, extractor()).process(job_with(kAttrCppSource, kReluCpp));
+  EXPECT_EQ(result.status, KF_VERDICT_ERROR);
+  EXPECT_EQ(result.error_class, "harness_error");
+  EXPECT_NE(result.message.find("no luck"), std::string::npos) << result.message;
+}
+
 TEST(CompileCpp, CompileErrorKeepsCandidateCppLineAndColumn) {
   const std::string code = "import kforge_cpp\n\ncpp_source = r'''\n" + std::string(kBrokenCpp) + "'''\n";
   const StageResult result = cpp_stage(fresh_temp_dir("cpp-error")).process(job_with(kAttrCppSource, std::string("\n") + kBrokenCpp, code));
@@ -97,12 +214,12 @@ TEST(CompileCpp, CompileErrorKeepsCandidateCppLineAndColumn) {
 
 TEST(CompileCpp, SlowCompilerIsKilledAtTheLimit) {
   const std::string dir = fresh_temp_dir("slow-compiler");
-  const std::string compiler = dir + "/slow-g++";
-  testing::write_file(compiler, "#!/bin/sh\nsleep 60 &\nsleep 60\n");
-  ::chmod(compiler.c_str(), 0755);
+  const std::string compiler = write_script(dir + "/slow-g++", "sleep 60 &\nsleep 60\n");
   const auto start = std::chrono::steady_clock::now();
   const StageResult result = cpp_stage(dir + "/cache", compiler, 1).process(job_with(kAttrCppSource, kReluCpp));
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+  // Two 1 s limits (the --version probe, then the compile), each behind a sandbox's start:
+  // far from the script's 60 s.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
   EXPECT_EQ(result.status, KF_VERDICT_FAIL);
   EXPECT_EQ(result.error_class, "timeout") << result.message;
 }

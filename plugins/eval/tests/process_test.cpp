@@ -4,7 +4,10 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
+#include <sstream>
 
 namespace kforge::eval {
 namespace {
@@ -23,6 +26,42 @@ TEST(RunCommand, PassesEnvironmentAndWorkingDirectory) {
       run_command({{"sh", "-c", "echo $KFORGE_PROBE; pwd"}, {{"KFORGE_PROBE", "hello"}}, "/"}, RunLimits::within(30));
   ASSERT_TRUE(result.ok()) << result.output;
   EXPECT_EQ(result.output, "hello\n/\n");
+}
+
+TEST(RunCommand, PassesOnlyAllowlistedAndNamedVariables) {
+  // kforge's own environment holds API keys; a child (the harness, a compiler) runs
+  // candidate code and must never see them.
+  ::setenv("KFORGE_TEST_API_KEY", "sk-kforge-test-secret", 1);
+  ::setenv("OPENAI_API_KEY", "sk-kforge-test-secret", 1);
+  ::setenv("KFORGE_NAMED_BY_PIPELINE", "named", 1);
+  ::setenv("LC_KFORGE_TEST", "locale", 1);
+  SpawnSpec spec{{"env"}, {{"KFORGE_SET", "set"}, {"PATH", "/usr/bin:/bin"}}, {}, {"KFORGE_NAMED_BY_PIPELINE"}};
+  const CommandResult result = run_command(spec, RunLimits::within(30));
+  ::unsetenv("KFORGE_TEST_API_KEY");
+  ::unsetenv("OPENAI_API_KEY");
+  ::unsetenv("KFORGE_NAMED_BY_PIPELINE");
+  ::unsetenv("LC_KFORGE_TEST");
+  ASSERT_TRUE(result.ok()) << result.output;
+  EXPECT_EQ(result.output.find("sk-kforge-test-secret"), std::string::npos) << result.output;
+  std::multiset<std::string> lines;
+  std::istringstream stream(result.output);
+  for (std::string line; std::getline(stream, line);) lines.insert(line);
+  EXPECT_EQ(lines.count("KFORGE_NAMED_BY_PIPELINE=named"), 1u) << result.output;
+  EXPECT_EQ(lines.count("LC_KFORGE_TEST=locale"), 1u);
+  EXPECT_EQ(lines.count("KFORGE_SET=set"), 1u);
+  EXPECT_EQ(lines.count("PATH=/usr/bin:/bin"), 1u);  // what the spec sets replaces the inherited value
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("PATH=", 0) == 0; }), 1);
+}
+
+TEST(RunCommand, AllowlistHoldsToolchainAndDeviceSettingsOnly) {
+  for (const char* name : {"PATH", "HOME", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_HOME",
+                           "CUDA_VISIBLE_DEVICES", "TRITON_CACHE_DIR", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS"}) {
+    EXPECT_TRUE(passes_to_children(name)) << name;
+  }
+  for (const char* name : {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "DEEPSEEK_API_KEY", "AWS_SECRET_ACCESS_KEY",
+                           "GITHUB_TOKEN", "KFORGE_CPP_CACHE", "LC_", "CUDA_", "SSH_AUTH_SOCK"}) {
+    EXPECT_FALSE(passes_to_children(name)) << name;
+  }
 }
 
 TEST(RunCommand, TimeoutKillsTheWholeProcessGroup) {

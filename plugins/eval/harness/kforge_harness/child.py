@@ -9,58 +9,62 @@ import os
 import sys
 import traceback
 
-from . import checker, isolation, protocol
+from . import checker, protocol, sandbox
+from .devices import Device
 from .reporter import Channel
 
 
-def enter_candidate_sandbox(workdir, device, hidden_paths, network):
-    """THE hook where a candidate child leaves the trusted side: called first thing in
-    every candidate child (the fork-mode standby included, before it initialises the
-    device), while the process is still single-threaded, so namespaces can be entered.
-    Everything the child needs afterwards is in `workdir` (the task's source and the
-    job arrive on its command pipe; its outputs go into `workdir`); `hidden_paths` are
-    the server's private places (the reference store, other children's directories)
-    the candidate must not see; `network`: the request asked for the network (only a
-    child forked for that request, never the standby). The sandbox module
-    (kforge_harness/sandbox.py, issue 9) goes here; until then the child only leaves the
-    network. Returns flags to report with every verdict of this child (e.g.
-    network_not_isolated)."""
-    del workdir, device, hidden_paths  # used by the sandbox
-    if network or isolation.isolate_network():
-        return []
-    return ["network_not_isolated"]
+def enter_candidate_sandbox(workdir, device, hidden_paths, network, memory_base):
+    """THE place a candidate child leaves the trusted side: called first thing in every
+    candidate child (the fork-mode standby included, before it initialises the device),
+    while the process is still single-threaded. sandbox.enter() forks: this process
+    stays outside as the supervisor the server waits for and kills, and the candidate's
+    code runs in the sandboxed worker it returns in. Everything the worker needs is in
+    `workdir` (the job, with the task's source text, arrives on its command pipe and in
+    job.json; an artifact is copied in; its outputs go there); `hidden_paths` are the
+    server's private places (the reference store, the other children's directories).
+    Limits that depend on the job are applied when it comes (apply_job_limits).
+    `network`: the request asked for the network, which the sandbox never gives: such a
+    child runs without it (flag sandbox_not_entered). Returns (flags for every verdict of
+    this child, the device as it is named inside)."""
+    if network:
+        return ["sandbox_not_entered"], device
+    report = sandbox.enter(workdir, device,
+                           limits={"memory_mb": None, "cpu_s": None, "file_size_mb": None},
+                           hidden_paths=hidden_paths, memory_base=memory_base)
+    return report.flags(), Device(report.device)
 
 
-def _child_limits(limits, device):
-    """The request's limits as this child applies them: on the CPU the device is the
-    host, so the share of memory the client admitted the job with bounds it too."""
-    limits = dict(limits)
+def apply_job_limits(limits, device, memory_base, file_size_mb=None):
+    """The request's limits on this process: memory on top of `memory_base` (on the CPU,
+    where the device is the host, at most the share the client admitted the job with),
+    CPU time, and the largest file it may write (None: as it is)."""
+    memory_mb = int(limits["memory_mb"])
     admitted = limits.get("device_memory_mb")
     if admitted and not device.is_accelerator:
-        limits["memory_mb"] = min(int(limits["memory_mb"]), int(admitted))
-    return limits
+        memory_mb = min(memory_mb, int(admitted))
+    sandbox.apply_rlimits({"memory_mb": memory_mb, "cpu_s": limits["cpu_s"],
+                           "file_size_mb": file_size_mb, "processes": None, "open_files": None},
+                          device, memory_base)
 
 
 def candidate_main(command_fd, result_fd, device, workdir, memory_base, hidden_paths,
                    network=False):
     """A candidate child: sandbox, device warm-up (ahead of its job when it is the
-    fork-mode standby), then the job (the first line on the command pipe)."""
-    flags = enter_candidate_sandbox(workdir, device, hidden_paths, network)
+    fork-mode standby), then the job (job.json, announced on the command pipe)."""
+    flags, device = enter_candidate_sandbox(workdir, device, hidden_paths, network, memory_base)
     channel = Channel(result_fd, command_fd)
     try:
         from .runner import warm_up
         warm_up(device)
     except Exception:  # noqa: BLE001 - the job's own device setup reports it properly
         traceback.print_exc()
-    command = channel.command()
-    if command is None:  # the server is done with this standby
+    if channel.command() is None:  # the server is done with this standby
         return
     try:
         with open(os.path.join(workdir, "job.json"), encoding="utf-8") as handle:
             job = json.load(handle)
-        limits = _child_limits(job["limits"], device)
-        # The network was left (or kept, for a request that asked for it) already.
-        isolation.apply_limits(dict(limits, network=True), device, memory_base, True)
+        apply_job_limits(job["limits"], device, memory_base, job["file_size_mb"])
         # On SIGSEGV/SIGABRT, the Python stack goes to the log: the server reports the
         # signal, the log tail shows which line of the candidate was running.
         faulthandler.enable()
@@ -98,10 +102,10 @@ def _answer(result_fd, who, compute):
 
 
 def reference_main(job, result_fd, device, memory_base):
-    """A reference worker: trusted, runs the task's own code only."""
+    """A reference worker: trusted, runs the task's own code only (no sandbox: it writes
+    the reference store; no file-size limit: it writes outputs of any size)."""
     def compute():
-        isolation.apply_limits(dict(_child_limits(job["limits"], device), network=True),
-                               device, memory_base, True)
+        apply_job_limits(job["limits"], device, memory_base)
         faulthandler.enable()
         from . import reference
         from .runner import limit_device_memory
@@ -117,9 +121,12 @@ def judge_main(command_fd, result_fd, threads):
     judge.serve(Channel(result_fd, command_fd), threads)
 
 
-def check_main(request, result_fd):
+def check_main(request, result_fd, device, memory_base):
     """The L1 check: parses the candidate's code, never runs it."""
     task, candidate = request["task"], request["candidate"]
-    _answer(result_fd, "the checker", lambda: checker.check(
-        candidate["code"], candidate["language"], task["path"] if task else None,
-        request["options"].get("rules_file")))
+
+    def compute():
+        apply_job_limits(request["limits"], device, memory_base)
+        return checker.check(candidate["code"], candidate["language"],
+                             task["path"] if task else None, request["options"].get("rules_file"))
+    _answer(result_fd, "the checker", compute)

@@ -1,12 +1,15 @@
-"""Confining a child process: resource limits, no network, death with the server.
+"""What the server does to every child around the sandbox (sandbox.py): the memory
+baseline limits are measured from, death with the server, and, for a child that does
+not enter the sandbox, the limits and the network namespace alone.
 
 The process group (os.setsid) is made by the server right after fork, before this runs,
 so that a timeout can kill the child together with anything it started."""
 
 import ctypes
 import os
-import resource
 import signal
+
+from . import sandbox
 
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
@@ -24,7 +27,7 @@ def isolate_network():
     As root CLONE_NEWNET suffices; unprivileged, a user namespace must come with it, which
     needs a single-threaded process: a fresh child, before torch or CUDA start threads.
     Returns whether it worked: container runtimes often forbid both, and then the child
-    runs with the host's network."""
+    runs with the host's network. sandbox.enter() does this (and much more) itself."""
     return _unshare(_CLONE_NEWNET) or _unshare(_CLONE_NEWUSER | _CLONE_NEWNET)
 
 
@@ -36,28 +39,12 @@ def die_with_parent(parent_pid):
         os._exit(1)
 
 
-def _set_limit(kind, soft, hard=None):
-    _, current_hard = resource.getrlimit(kind)
-    hard = soft if hard is None else hard
-    if current_hard != resource.RLIM_INFINITY:
-        soft, hard = min(soft, current_hard), min(hard, current_hard)
-    resource.setrlimit(kind, (soft, hard))
-
-
-def _limited_kind(device):
-    # On CPU the address-space limit is exact. CUDA/ACL reserve huge virtual ranges at
-    # initialisation (more than any RLIMIT_AS we would set), so on accelerators the limit
-    # goes on the data segment (private writable memory) instead, which those reservations
-    # do not count against.
-    return resource.RLIMIT_DATA if device.is_accelerator else resource.RLIMIT_AS
-
-
 def memory_baseline(device):
     """Bytes of the limited kind (address space or data segment) this process already
     uses: the server measures it once its imports are done. limits.memory_mb comes on top,
     so it means "what the candidate may allocate" whatever torch build and libraries the
     host has (torch 2.x with CUDA maps several GB of libraries before any allocation)."""
-    field = "VmData:" if _limited_kind(device) == resource.RLIMIT_DATA else "VmSize:"
+    field = "VmData:" if sandbox.memory_limit_kind(device) == sandbox.RLIMIT_DATA else "VmSize:"
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
             if line.startswith(field):
@@ -66,16 +53,14 @@ def memory_baseline(device):
 
 
 def apply_limits(limits, device, memory_base, network_isolated=False):
-    """Applies the request's limits to this process; returns flags worth reporting.
-    `memory_base` is the server's memory_baseline(); `network_isolated` says a standby
-    child did isolate_network() already."""
+    """Applies the request's limits to this process (memory on top of `memory_base`, CPU
+    time, sandbox.DEFAULT_LIMITS' file size, no core files); returns flags worth
+    reporting. `network_isolated` says a standby child did isolate_network() already.
+    Process and open-file limits wait for the sandbox: outside a user namespace they
+    count every process of the user, not the child's."""
     flags = []
     if not limits.get("network") and not network_isolated and not isolate_network():
         flags.append("network_not_isolated")
-    # A crashing kernel (SIGSEGV, LLVM assertion) must not write a multi-GB core file.
-    _set_limit(resource.RLIMIT_CORE, 0)
-    _set_limit(_limited_kind(device), memory_base + int(limits["memory_mb"]) * 1024 * 1024)
-    # SIGXCPU at the soft limit, SIGKILL one second later if it is ignored.
-    cpu_s = int(limits["cpu_s"])
-    _set_limit(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)
+    sandbox.apply_rlimits({"memory_mb": limits["memory_mb"], "cpu_s": limits["cpu_s"],
+                           "processes": None, "open_files": None}, device, memory_base)
     return flags

@@ -36,7 +36,7 @@ import tempfile
 import time
 import traceback
 
-from . import child, errors, protocol, store, toolchain
+from . import child, errors, protocol, sandbox, store, toolchain
 from .compare import ConstantDetector
 from .tasks import read_task_source
 
@@ -150,6 +150,21 @@ def _kill_group(pid):
             kill(target, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _copy_artifact(artifact, workdir):
+    """The C++ stage's library (and the source kept beside it, which kforge_cpp checks)
+    copied into the candidate's directory, the only place its sandbox shows; None when
+    there is none (the candidate then compiles its source itself)."""
+    if not artifact:
+        return None
+    copy = os.path.join(workdir, "kforge_artifact" + os.path.splitext(artifact)[1])
+    try:
+        shutil.copyfile(artifact, copy)
+        shutil.copyfile(os.path.splitext(artifact)[0] + ".cpp", os.path.splitext(copy)[0] + ".cpp")
+    except OSError:
+        return None
+    return copy
 
 
 def _write_json(path, obj):
@@ -302,7 +317,8 @@ class Server:
         self.jobs.add(job)
         if job.action == "check":
             try:
-                proc = self.fork_child("check", lambda p: child.check_main(job.request, p["result_w"]))
+                proc = self.fork_child("check", lambda p: child.check_main(
+                    job.request, p["result_w"], self.device, self.memory_base))
             except OSError as exc:
                 self._finish(job, _error(protocol.HARNESS_ERROR, f"cannot start a child process: {exc}"))
                 return
@@ -419,20 +435,26 @@ class Server:
 
     # ---- the candidate child ----
 
-    def _candidate_job(self, job):
+    def _candidate_job(self, job, workdir):
         request = job.request
         facts = job.entry.facts
         task = dict(request["task"], source=job.source)
         if facts.get("fitted"):  # run at the sizes the fitter chose for the reference
             task.update(sizes=facts["task_sizes"], size_scale=1.0, fit_memory_mb=0)
         first = job.entry.outputs.get(f"{job.weight_seed}-{job.input_seeds()[0]}") or {}
-        return {"action": job.action, "task": task, "candidate": request["candidate"],
+        sizes = [leaf["nbytes"] for leaf in first.get("leaves", []) if leaf.get("kind") == "tensor"]
+        return {"action": job.action, "task": task,
+                "candidate": dict(request["candidate"],
+                                  artifact=_copy_artifact(request["candidate"].get("artifact"), workdir)),
                 "options": {"seed": job.weight_seed,
                             "inputs_on_device": request["options"]["inputs_on_device"]},
                 "limits": request["limits"], "input_seeds": job.input_seeds(),
                 "timing": job.timing(), "timing_seed": job.timing_seed(),
-                "poison_bytes": [leaf["nbytes"] for leaf in first.get("leaves", [])
-                                 if leaf.get("kind") == "tensor"]}
+                "poison_bytes": sizes,
+                # Each output goes to a file of its own: the largest the reference has, and
+                # never less than the sandbox's default, is what the child may write.
+                "file_size_mb": max(sandbox.DEFAULT_LIMITS["file_size_mb"],
+                                    max(sizes, default=0) // (1 << 20) + 1)}
 
     def _start_candidate(self, job):
         network = bool(job.request["limits"]["network"])
@@ -441,7 +463,7 @@ class Server:
                 proc, self.standby = self.standby, None
             else:
                 proc = self._fork_candidate(network)
-            _write_json(os.path.join(proc.workdir, JOB_FILE), self._candidate_job(job))
+            _write_json(os.path.join(proc.workdir, JOB_FILE), self._candidate_job(job, proc.workdir))
         except OSError as exc:  # out of descriptors, processes or scratch space
             self._finish(job, _error(protocol.HARNESS_ERROR, f"cannot start a child process: {exc}"))
             return
@@ -481,7 +503,7 @@ class Server:
         return self.fork_child("candidate", body, commands=True)
 
     def _hidden_paths(self):
-        return [self.store.root, self.work_root]
+        return [self.root]
 
     def _exec_candidate(self, pipes, network):
         for fd in (pipes["result_w"], pipes["command_r"]):

@@ -35,6 +35,24 @@ class KforgeCppTest(unittest.TestCase):
         digest = kforge_cpp.source_digest(SOURCE)
         self.assertEqual(os.listdir(self.cache), [digest + ".so"])
 
+    def test_without_a_configured_cache_no_two_processes_share_one(self):
+        os.environ.pop("KFORGE_CPP_CACHE")
+        own = kforge_cpp.cache_dir()  # made before the fork, as a server could
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(write_fd, kforge_cpp.cache_dir().encode())
+            os._exit(0)
+        os.close(write_fd)
+        childs = os.read(read_fd, 4096).decode()
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+        self.addCleanup(shutil.rmtree, own, ignore_errors=True)
+        self.addCleanup(shutil.rmtree, childs, ignore_errors=True)
+        self.assertNotEqual(own, childs)  # a candidate cannot plant what another loads
+        self.assertEqual(os.stat(own).st_mode & 0o777, 0o700)
+        self.assertEqual(kforge_cpp.cache_dir(), own)
+
     def test_ptr_passes_tensors(self):
         lib = kforge_cpp.load(SOURCE)
         x, y = torch.arange(4, dtype=torch.float32), torch.empty(4)

@@ -97,6 +97,13 @@ class ReferenceServiceTest(client.SharedServerTest):
         self.assertEqual((response["status"], response["error_class"]), ("fail", "runtime_error"), response)
         self.assertIn("forged lines written", response["message"])
 
+    def test_the_candidate_cannot_read_the_stored_reference(self):
+        # The store is on the same disk; the candidate's sandbox does not show it.
+        response = self.server.ask(request("steal", "run", "relu", "steal_reference",
+                                           language="python"))["steal"]
+        self.assertEqual((response["status"], response["error_class"]),
+                         ("fail", "numerical_mismatch"), response)
+
     def test_fit_memory_needs_the_fitter(self):
         if importlib.util.find_spec("kforge_harness.fit") is not None:
             self.skipTest("this harness has the size fitter (fit.py): its own tests cover it")

@@ -1,0 +1,32 @@
+# expect: native-thread
+# language: cpp
+# a detached thread spelled without std:: (using namespace std).
+import ctypes
+
+import torch
+import kforge_cpp
+
+cpp_source = r'''
+#include <cstdint>
+#include <thread>
+using namespace std;
+
+extern "C" void relu_forward(const float* x, float* y, int64_t n) {
+  thread worker([=] {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+  });
+  worker.detach();
+}
+'''
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lib = kforge_cpp.load(cpp_source)
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        self.lib.relu_forward(kforge_cpp.ptr(x), kforge_cpp.ptr(y), ctypes.c_int64(x.numel()))
+        return y

@@ -1,0 +1,35 @@
+# expect: torch-compute
+# a helper object's method does the work; forward calls it through an attribute.
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def copy(src):
+    """The kernel only copies: what is copied was computed by the cheat."""
+    src = src.contiguous()
+    out = torch.empty_like(src)
+    n = src.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](src, out, n, BLOCK=1024)
+    return out
+
+
+class Helper:
+    def run(self, value):
+        return torch.nn.functional.relu(value)
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.helper = Helper()
+
+    def forward(self, x):
+        return copy(self.helper.run(x))
