@@ -8,10 +8,10 @@
 #include <string>
 #include <thread>
 
-#include "executor.hpp"
+#include "engine/executor.hpp"
 #include "rss.hpp"
 #include "support/hand_built_pipeline.hpp"
-#include "registry.hpp"
+#include "engine/registry.hpp"
 
 namespace {
 

@@ -16,13 +16,15 @@
 #include <thread>
 #include <vector>
 
-#include "executor.hpp"
+#include "engine/executor.hpp"
 #include "rss.hpp"
 #include "support/hand_built_pipeline.hpp"
-#include "fan_out_observer.hpp"
-#include "registry.hpp"
-#include "report.hpp"
-#include "store.hpp"
+#include "run/fan_out_observer.hpp"
+#include "engine/registry.hpp"
+#include "report/report.hpp"
+#include "run/store/recorder.hpp"
+#include "run/store/store.hpp"
+#include "run/store/verdict_cache.hpp"
 
 namespace {
 

@@ -16,15 +16,17 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "executor.hpp"
-#include "fan_out_observer.hpp"
-#include "host.hpp"
-#include "pipeline.hpp"
-#include "progress.hpp"
-#include "registry.hpp"
-#include "report.hpp"
-#include "results.hpp"
-#include "store.hpp"
+#include "engine/executor.hpp"
+#include "run/fan_out_observer.hpp"
+#include "engine/host.hpp"
+#include "engine/pipeline/load.hpp"
+#include "run/progress.hpp"
+#include "engine/registry.hpp"
+#include "report/report.hpp"
+#include "run/results.hpp"
+#include "run/store/recorder.hpp"
+#include "run/store/store.hpp"
+#include "run/store/verdict_cache.hpp"
 
 namespace fs = std::filesystem;
 

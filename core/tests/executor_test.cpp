@@ -1,5 +1,5 @@
 // The executor on hand-built pipelines (no YAML), with the demo plugin's stages.
-#include "executor.hpp"
+#include "engine/executor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
-#include "host.hpp"
-#include "results.hpp"
+#include "engine/host.hpp"
+#include "run/results.hpp"
 #include "support/hand_built_pipeline.hpp"
 
 namespace {

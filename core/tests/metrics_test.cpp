@@ -1,6 +1,6 @@
 // Every metric of docs/metrics.md on a small hand-computed example: 4 tasks x 2 candidates
 // from two models. The expected numbers are worked out in the comments.
-#include "metrics.hpp"
+#include "report/metrics.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Pipeline loading: the format of docs/pipelines.md, its defaults, and one test per class
 // of configuration error with the exact line:col it is reported at.
-#include "pipeline.hpp"
+#include "engine/pipeline/load.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "registry.hpp"
+#include "engine/registry.hpp"
 
 namespace kforge {
 namespace {

@@ -1,4 +1,4 @@
-#include "registry.hpp"
+#include "engine/registry.hpp"
 
 #include <gtest/gtest.h>
 

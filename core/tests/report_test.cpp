@@ -1,6 +1,6 @@
 // Reports in every format, the HTML page in headless Chromium, CI thresholds and exit
 // codes, progress display, and the report/compare commands of the real binary.
-#include "report.hpp"
+#include "report/report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "kforge_process.hpp"
-#include "progress.hpp"
+#include "run/progress.hpp"
 
 namespace {
 

@@ -1,6 +1,9 @@
 // The run store: schema and migrations, what a run records, the verdict cache, resume;
 // and end to end, a kforge process killed with SIGKILL and resumed.
-#include "store.hpp"
+#include "run/store/recorder.hpp"
+#include "run/store/schema.hpp"
+#include "run/store/store.hpp"
+#include "run/store/verdict_cache.hpp"
 #include "support/hand_built_pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -12,9 +15,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "host.hpp"
+#include "engine/host.hpp"
 #include "kforge_process.hpp"
-#include "registry.hpp"
+#include "engine/registry.hpp"
 
 namespace {
 

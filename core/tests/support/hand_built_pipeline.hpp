@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline.hpp"
+#include "engine/pipeline/load.hpp"
 
 namespace kforge::testing {
 

@@ -1,0 +1,36 @@
+// Loading a pipeline file: what `kforge validate` and `kforge run` start with.
+#pragma once
+
+#include <kforge/abi.h>
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "engine/plan.hpp"
+
+namespace kforge {
+
+class Registry;
+
+// Command-line overrides (`--set key=value`): a plain key sets a variable, a dotted key
+// `STAGE.PARAM` (or `tasks.PARAM`) sets one parameter of that stage or of the task source.
+struct Overrides {
+  std::map<std::string, std::string> values;
+};
+
+// Reads, includes, substitutes and validates; throws ConfigError with every problem.
+PipelineSpec load_pipeline(const std::string& path, const Registry& registry,
+                           const Overrides& overrides = {});
+
+// JSON Schema (draft 2020-12) of the pipeline format, with one `with:` schema per
+// registered stage and source kind, for editors and `kforge schema`.
+std::string pipeline_json_schema(const Registry& registry);
+
+namespace detail {
+// JSON form of a parameter's default, converted by the rules that apply to values written in
+// a pipeline; nullopt when there is none or it does not convert. Shared with the schema.
+std::optional<std::string> default_json(const kf_param_spec& spec);
+}  // namespace detail
+
+}  // namespace kforge

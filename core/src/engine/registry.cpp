@@ -1,0 +1,211 @@
+#include "engine/registry.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "util/edit_distance.hpp"
+
+namespace fs = std::filesystem;
+
+namespace kforge {
+
+// A dlopen handle. Never dlclose'd: stage instances and static strings of the plugin may
+// outlive any scope we could tie the handle to, and unloading buys nothing in a CLI run.
+struct Registry::Library {
+  std::string path;
+  void* handle = nullptr;
+};
+
+Registry::Registry() = default;
+Registry::~Registry() = default;
+
+namespace {
+
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+}  // namespace
+
+void Registry::load(const std::string& path) {
+  const std::string file = canonical(path);
+  for (const auto& lib : libraries_) {
+    if (lib->path == file) return;
+  }
+  // RTLD_LOCAL keeps each plugin's symbols (its own copy of fmt, the SDK's inline
+  // variables, ...) from binding to another plugin's.
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    throw PluginNotLoadable(fmt::format("cannot load plugin '{}': {}", file, why ? why : "unknown error"));
+  }
+  dlerror();
+  void* symbol = dlsym(handle, KF_PLUGIN_ENTRY_SYMBOL);
+  if (symbol == nullptr) {
+    throw PluginEntryMissing(fmt::format(
+        "'{}' is not a kforge plugin: it does not export '{}' (build it with KFORGE_PLUGIN(...) "
+        "from kforge/sdk.hpp)",
+        file, KF_PLUGIN_ENTRY_SYMBOL));
+  }
+  auto entry = reinterpret_cast<kf_plugin_entry_fn>(symbol);
+  const kf_plugin_descriptor* descriptor = entry();
+  if (descriptor == nullptr) {
+    throw PluginEntryMissing(fmt::format("plugin '{}': {}() returned no descriptor", file,
+                                         KF_PLUGIN_ENTRY_SYMBOL));
+  }
+  auto library = std::make_unique<Library>();
+  library->path = file;
+  library->handle = handle;
+  libraries_.push_back(std::move(library));
+  add(descriptor, file);
+}
+
+void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
+  // abi_version is the first field of every descriptor version: safe to read first.
+  if (d->abi_version < KF_ABI_VERSION_MIN || d->abi_version > KF_ABI_VERSION) {
+    throw PluginAbiMismatch(fmt::format(
+        "plugin '{}' was built for kforge ABI version {}, but this kforge supports versions {} to "
+        "{}: rebuild the plugin against this kforge's SDK",
+        origin, d->abi_version, KF_ABI_VERSION_MIN, KF_ABI_VERSION));
+  }
+  if (d->struct_size < sizeof(kf_plugin_descriptor)) {
+    throw PluginAbiMismatch(fmt::format(
+        "plugin '{}' has a descriptor of {} bytes, older than ABI version {} allows ({} bytes)",
+        origin, d->struct_size, d->abi_version, sizeof(kf_plugin_descriptor)));
+  }
+  const std::string plugin = d->name ? d->name : "";
+  const std::string version = d->version ? d->version : "";
+  // Check every name before registering any, so a rejected plugin leaves nothing behind.
+  auto check_unique = [&](const char* name, bool is_source) {
+    if (name == nullptr || *name == '\0') {
+      throw PluginError(fmt::format("plugin '{}' registers a kind without a name", origin));
+    }
+    auto clash = [&](const auto& kinds) -> const std::string* {
+      for (const auto& k : kinds) {
+        if (k.name == name) return &k.file;
+      }
+      return nullptr;
+    };
+    const std::string* other = is_source ? clash(sources_) : clash(stages_);
+    if (other != nullptr) {
+      throw DuplicateKind(fmt::format("{} kind '{}' is registered twice: by '{}' and by '{}'",
+                                      is_source ? "source" : "stage", name, *other, origin));
+    }
+  };
+  for (uint32_t i = 0; i < d->stage_count; ++i) {
+    if (d->stages[i]->struct_size < sizeof(kf_stage_kind)) {
+      throw PluginAbiMismatch(fmt::format("plugin '{}': stage kind table too small", origin));
+    }
+    check_unique(d->stages[i]->name, false);
+    for (uint32_t j = 0; j < i; ++j) {
+      if (std::string(d->stages[i]->name) == d->stages[j]->name) {
+        throw DuplicateKind(fmt::format("stage kind '{}' is registered twice by '{}'",
+                                        d->stages[i]->name, origin));
+      }
+    }
+  }
+  for (uint32_t i = 0; i < d->source_count; ++i) {
+    if (d->sources[i]->struct_size < sizeof(kf_source_kind)) {
+      throw PluginAbiMismatch(fmt::format("plugin '{}': source kind table too small", origin));
+    }
+    check_unique(d->sources[i]->name, true);
+  }
+  for (uint32_t i = 0; i < d->stage_count; ++i) {
+    stages_.push_back({d->stages[i], d->stages[i]->name, plugin, version, origin});
+  }
+  for (uint32_t i = 0; i < d->source_count; ++i) {
+    sources_.push_back({d->sources[i], d->sources[i]->name, plugin, version, origin});
+  }
+}
+
+std::vector<std::string> Registry::discover(const std::vector<std::string>& directories) {
+  std::vector<std::string> problems;
+  for (const std::string& dir : directories) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_regular_file() && name.starts_with("lib") && name.ends_with(".so")) {
+        files.push_back(entry.path().string());
+      }
+    }
+    std::sort(files.begin(), files.end());  // load order, and so errors, are reproducible
+    for (const std::string& file : files) {
+      try {
+        load(file);
+      } catch (const PluginError& e) {
+        problems.emplace_back(e.what());
+      }
+    }
+  }
+  return problems;
+}
+
+const StageKind* Registry::stage(const std::string& name) const {
+  for (const auto& k : stages_) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const SourceKind* Registry::source(const std::string& name) const {
+  for (const auto& k : sources_) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Registry::closest(const std::string& name, bool sources) const {
+  std::vector<std::pair<size_t, std::string>> scored;
+  auto consider = [&](const std::string& candidate) {
+    size_t d = edit_distance(name, candidate);
+    // Close enough to be a typo, or the same last component ("openai" for "llm.openai").
+    bool same_tail = candidate.size() > name.size() && candidate.ends_with("." + name);
+    if (d <= std::max<size_t>(2, name.size() / 3) || same_tail) scored.emplace_back(d, candidate);
+  };
+  if (sources) {
+    for (const auto& k : sources_) consider(k.name);
+  } else {
+    for (const auto& k : stages_) consider(k.name);
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < scored.size() && i < 3; ++i) names.push_back(scored[i].second);
+  return names;
+}
+
+std::vector<std::string> default_plugin_path() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("KFORGE_PLUGIN_PATH")) {
+    std::string value = env;
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t end = value.find(':', start);
+      if (end == std::string::npos) end = value.size();
+      if (end > start) dirs.push_back(value.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  // A binary in the build tree uses the build tree's plugins; an installed one those of
+  // its own prefix (found from the executable, so an installed tree can be moved). Never
+  // both: the same plugin in both places would register every kind twice.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  const std::string build_dir = KFORGE_BUILD_DIR;
+  fs::path own;
+  if (!ec && exe.string().starts_with(build_dir + "/")) {
+    own = KFORGE_BUILD_PLUGIN_DIR;
+  } else if (!ec) {
+    own = (exe.parent_path().parent_path() / KFORGE_INSTALL_PLUGIN_DIR).lexically_normal();
+  }
+  if (!own.empty() && fs::is_directory(own, ec)) dirs.push_back(own.string());
+  return dirs;
+}
+
+}  // namespace kforge
