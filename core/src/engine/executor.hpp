@@ -11,6 +11,8 @@
 // results in job order through a small reorder buffer.
 #pragma once
 
+#include "api.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,7 +55,7 @@ struct RunSummary {
 };
 
 // A stage or source could not be created from its parameters.
-class RunSetupError : public std::runtime_error {
+class KFORGE_API RunSetupError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -85,7 +87,7 @@ struct RunOptions {
   VerdictCache* cache = nullptr;
 };
 
-class Executor {
+class KFORGE_API Executor {
  public:
   // Creates every stage instance; throws RunSetupError naming the stage on failure.
   Executor(const Registry& registry, const PipelineSpec& pipeline);

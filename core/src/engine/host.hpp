@@ -2,6 +2,8 @@
 // ABI's opaque kf_job pointer.
 #pragma once
 
+#include "api.hpp"
+
 #include <kforge/abi.h>
 
 #include <string>
@@ -25,8 +27,8 @@ struct JobCall {
 const kf_host_api* host_api();
 
 // The process-wide cancellation flag that run_cancelled() reports to plugins.
-void request_cancel();
-bool cancel_requested();
+KFORGE_API void request_cancel();
+KFORGE_API bool cancel_requested();
 void reset_cancel();
 
 }  // namespace kforge

@@ -2,6 +2,8 @@
 // passed through. Behind the opaque kf_job of the ABI.
 #pragma once
 
+#include "api.hpp"
+
 #include <kforge/abi.h>
 
 #include <cstdint>
@@ -15,7 +17,7 @@
 namespace kforge {
 
 // A task as a source emitted it. Shared (read-only) by its k candidates.
-struct Task {
+struct KFORGE_API Task {
   uint64_t index = 0;  // position in the source's order, from 0
   std::map<std::string, std::string> strings;  // task.id, task.name, task.path, ...
   std::map<std::string, double> numbers;       // task.level, ...

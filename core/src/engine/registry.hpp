@@ -1,6 +1,8 @@
 // Loads plugin shared objects and keeps the stage and source kinds they register.
 #pragma once
 
+#include "api.hpp"
+
 #include <kforge/abi.h>
 
 #include <memory>
@@ -12,23 +14,23 @@ namespace kforge {
 
 // Why a plugin could not be loaded; each case is its own class so callers and tests
 // can tell them apart.
-class PluginError : public std::runtime_error {
+class KFORGE_API PluginError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-class PluginNotLoadable : public PluginError {  // dlopen failed: the message has dlerror()
+class KFORGE_API PluginNotLoadable : public PluginError {  // dlopen failed: the message has dlerror()
  public:
   using PluginError::PluginError;
 };
-class PluginEntryMissing : public PluginError {  // no kforge_plugin_entry symbol
+class KFORGE_API PluginEntryMissing : public PluginError {  // no kforge_plugin_entry symbol
  public:
   using PluginError::PluginError;
 };
-class PluginAbiMismatch : public PluginError {  // says the plugin's and the host's versions
+class KFORGE_API PluginAbiMismatch : public PluginError {  // says the plugin's and the host's versions
  public:
   using PluginError::PluginError;
 };
-class DuplicateKind : public PluginError {  // names both files
+class KFORGE_API DuplicateKind : public PluginError {  // names both files
  public:
   using PluginError::PluginError;
 };
@@ -49,7 +51,7 @@ struct SourceKind {
   std::string file;
 };
 
-class Registry {
+class KFORGE_API Registry {
  public:
   Registry();
   ~Registry();
@@ -84,6 +86,6 @@ class Registry {
 // The default search path: KFORGE_PLUGIN_PATH entries, then the build tree's plugin
 // directory when this binary runs from the build tree, else the install prefix's.
 // Directories that do not exist are left out.
-std::vector<std::string> default_plugin_path();
+KFORGE_API std::vector<std::string> default_plugin_path();
 
 }  // namespace kforge

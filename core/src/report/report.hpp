@@ -3,6 +3,8 @@
 // shows each format.
 #pragma once
 
+#include "api.hpp"
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,7 +18,7 @@ namespace kforge {
 enum class ReportFormat { Text, Markdown, Json, Html, Junit };
 
 // "text", "md", "json", "html", "junit"; nullopt for anything else.
-std::optional<ReportFormat> parse_report_format(const std::string& name);
+KFORGE_API std::optional<ReportFormat> parse_report_format(const std::string& name);
 inline constexpr const char* kReportFormatNames = "text, md, json, html, junit";
 
 // What every format renders: the metrics of one output directory and the runs behind them.
@@ -27,7 +29,7 @@ struct Report {
 };
 
 // The report of the latest series of runs in `directory` (its kforge.db).
-Report load_report(const std::string& directory);
+KFORGE_API Report load_report(const std::string& directory);
 
 // A titled table of display strings, rendered as text, Markdown or HTML.
 struct Table {
@@ -39,14 +41,14 @@ struct Table {
 
 // The tables of seed 000 sections 5-6 and their KernelBench/KernelBenchX companions, in
 // report order; tables with nothing to say (no models named, no categories) are left out.
-std::vector<Table> report_tables(const Metrics& m);
+KFORGE_API std::vector<Table> report_tables(const Metrics& m);
 // One row per task: candidates, best-of-k, first failure.
 Table task_table(const Metrics& m);
 // Strategies side by side (seed 000 table 6.2) plus pass rate per complexity class.
-Table comparison_table(const std::vector<Metrics>& strategies);
+KFORGE_API Table comparison_table(const std::vector<Metrics>& strategies);
 
-std::string render_text(const std::vector<Table>& tables);
-std::string render_markdown_tables(const std::vector<Table>& tables);  // "## title", note, table
+KFORGE_API std::string render_text(const std::vector<Table>& tables);
+KFORGE_API std::string render_markdown_tables(const std::vector<Table>& tables);  // "## title", note, table
 std::string render_markdown(const Report& report);
 std::string render_json(const Report& report);
 // Text for HTML and XML alike: & < > " ' escaped, and the control characters XML 1.0
@@ -57,7 +59,7 @@ std::string render_junit(const Report& report);  // report_junit.cpp
 
 // Writes report.md, report.json, report.html and junit.xml (those of `formats`) into
 // `directory`; returns the paths written. Text goes to stdout, not to a file.
-std::vector<std::string> write_report_files(const Report& report, const std::string& directory,
+KFORGE_API std::vector<std::string> write_report_files(const Report& report, const std::string& directory,
                                             const std::vector<ReportFormat>& formats);
 
 // CI gates: `--min-pass-rate R` and `--min-fast-p P:SHARE` (repeatable).
@@ -67,10 +69,10 @@ struct Thresholds {
 };
 
 // Parses "P:SHARE", e.g. "1.0:0.2"; throws std::invalid_argument saying what is wrong.
-std::pair<double, double> parse_fast_p_threshold(const std::string& text);
+KFORGE_API std::pair<double, double> parse_fast_p_threshold(const std::string& text);
 
 // One sentence per threshold missed; empty when all are met.
-std::vector<std::string> missed_thresholds(const Metrics& m, const Thresholds& thresholds);
+KFORGE_API std::vector<std::string> missed_thresholds(const Metrics& m, const Thresholds& thresholds);
 
 // Formatting shared by the renderers.
 std::string format_share(const Share& share);  // "27/66 (40.9%)"

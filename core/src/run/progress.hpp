@@ -2,6 +2,8 @@
 // (CI logs) a plain line every N seconds, so logs stay readable and never hold a bar.
 #pragma once
 
+#include "api.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,7 +20,7 @@ namespace kforge {
 enum class ProgressMode { Off, Bar, Lines };
 
 // The bar on a terminal, lines elsewhere.
-ProgressMode progress_mode_for(std::FILE* stream);
+KFORGE_API ProgressMode progress_mode_for(std::FILE* stream);
 
 struct ProgressCounts {
   uint64_t expected = 0;      // jobs of the whole run, 0 when unknown
@@ -40,7 +42,7 @@ std::string progress_line(const ProgressCounts& counts);
 // "1:02:03", "0:47"
 std::string format_clock(double seconds);
 
-class ProgressObserver : public RunObserver {
+class KFORGE_API ProgressObserver : public RunObserver {
  public:
   // `interval`: seconds between lines (Lines mode); the bar redraws a few times a second.
   ProgressObserver(ProgressMode mode, std::FILE* out, double interval, uint64_t already_done = 0);

@@ -2,6 +2,8 @@
 // crash loses nothing that finished.
 #pragma once
 
+#include "api.hpp"
+
 #include <cstdio>
 #include <string>
 
@@ -12,7 +14,7 @@ namespace kforge {
 // The JSON line for one finished job (no trailing newline).
 std::string result_line(const Job& job);
 
-class ResultsWriter : public RunObserver {
+class KFORGE_API ResultsWriter : public RunObserver {
  public:
   enum class Mode { Truncate, Append };
   // Opens the file; throws std::runtime_error when it cannot. Append (for --resume) first

@@ -1,6 +1,8 @@
 // Configuration problems with the place they were written: `file:line:col: error: ...`.
 #pragma once
 
+#include "api.hpp"
+
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -25,7 +27,7 @@ struct Diagnostic {
 
 // Thrown when a pipeline does not validate; carries every problem found, not just the
 // first, so that one edit-run cycle fixes them all.
-class ConfigError : public std::runtime_error {
+class KFORGE_API ConfigError : public std::runtime_error {
  public:
   explicit ConfigError(std::vector<Diagnostic> diagnostics);
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }

@@ -1,6 +1,8 @@
 // Loading a pipeline file: what `kforge validate` and `kforge run` start with.
 #pragma once
 
+#include "api.hpp"
+
 #include <kforge/abi.h>
 
 #include <map>
@@ -20,12 +22,12 @@ struct Overrides {
 };
 
 // Reads, includes, substitutes and validates; throws ConfigError with every problem.
-PipelineSpec load_pipeline(const std::string& path, const Registry& registry,
+KFORGE_API PipelineSpec load_pipeline(const std::string& path, const Registry& registry,
                            const Overrides& overrides = {});
 
 // JSON Schema (draft 2020-12) of the pipeline format, with one `with:` schema per
 // registered stage and source kind, for editors and `kforge schema`.
-std::string pipeline_json_schema(const Registry& registry);
+KFORGE_API std::string pipeline_json_schema(const Registry& registry);
 
 namespace detail {
 // JSON form of a parameter's default, converted by the rules that apply to values written in

@@ -1,6 +1,8 @@
 // Records a run into a Store as it happens: each verdict and each finished job.
 #pragma once
 
+#include "api.hpp"
+
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -13,7 +15,7 @@ namespace kforge {
 
 // A store failure never throws into the executor (verdict() runs on worker threads): it is
 // logged, the run is cancelled, and failure() says what went wrong.
-class RunRecorder : public RunObserver {
+class KFORGE_API RunRecorder : public RunObserver {
  public:
   RunRecorder(Store& store, int64_t run) : store_(store), run_(run) {}
   void run_started(uint64_t expected_jobs) override;

@@ -2,6 +2,8 @@
 // whose hash decides whether --resume may continue a run.
 #pragma once
 
+#include "api.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -10,7 +12,7 @@
 namespace kforge {
 
 enum class RunStatus { Running, Finished, Interrupted, Failed };
-const char* to_string(RunStatus status);
+KFORGE_API const char* to_string(RunStatus status);
 
 struct RunRecord {
   int64_t id = 0;
@@ -34,6 +36,6 @@ struct RunRecord {
 std::string pipeline_config_json(const PipelineSpec& pipeline);
 
 // A RunRecord for `pipeline`, with the host name and the devices the environment names.
-RunRecord describe_run(const PipelineSpec& pipeline, const std::string& kforge_version);
+KFORGE_API RunRecord describe_run(const PipelineSpec& pipeline, const std::string& kforge_version);
 
 }  // namespace kforge

@@ -7,6 +7,8 @@
 // only work in flight.
 #pragma once
 
+#include "api.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -27,7 +29,7 @@ namespace kforge {
 
 inline constexpr const char* kStoreFileName = "kforge.db";
 
-class Store {
+class KFORGE_API Store {
  public:
   // Opens the database at `path`, creating it when `create` (else it must exist), and
   // migrates it to the current schema. Throws StoreError.

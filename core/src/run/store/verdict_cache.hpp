@@ -1,6 +1,8 @@
 // The verdict cache on the store's database (table verdict_cache).
 #pragma once
 
+#include "api.hpp"
+
 #include <optional>
 #include <string>
 
@@ -10,7 +12,7 @@
 namespace kforge {
 
 // A lookup that fails counts as a miss; a write that fails is logged, never thrown.
-class StoredVerdictCache : public VerdictCache {
+class KFORGE_API StoredVerdictCache : public VerdictCache {
  public:
   explicit StoredVerdictCache(Store& store) : store_(store) {}
   std::optional<CachedVerdict> find(const std::string& key) override;
