@@ -127,23 +127,31 @@ std::string all_of(const std::vector<Diagnostic>& diagnostics) {
                                        << all_of(diagnostics);
 }
 
-const StageSpec& stage(const PipelineSpec& spec, const std::string& id) {
+const StagePlan& stage(const Plan& spec, const std::string& id) {
   auto it = std::find_if(spec.stages.begin(), spec.stages.end(),
-                         [&](const StageSpec& s) { return s.id == id; });
+                         [&](const StagePlan& s) { return s.id == id; });
   if (it == spec.stages.end()) throw std::runtime_error("no stage " + id);
   return *it;
 }
 
-const RouteSpec& route(const StageSpec& s, const std::string& on) {
+// A route with its targets named by stage id, as the file wrote them.
+struct NamedRoute {
+  std::string target;
+  int max_rounds;
+  std::string exhausted_target;
+  SourceLocation where;
+};
+
+NamedRoute route(const Plan& spec, const StagePlan& s, const std::string& on) {
   auto it = std::find_if(s.routes.begin(), s.routes.end(),
-                         [&](const RouteSpec& r) { return r.on == on; });
+                         [&](const RoutePlan& r) { return r.on == on; });
   if (it == s.routes.end()) throw std::runtime_error("no route " + on + " in " + s.id);
-  return *it;
+  return {spec.target_id(it->target), it->max_rounds, spec.target_id(it->exhausted_target), it->where};
 }
 
-std::vector<std::string> route_names(const StageSpec& s) {
+std::vector<std::string> route_names(const StagePlan& s) {
   std::vector<std::string> names;
-  for (const RouteSpec& r : s.routes) names.push_back(r.on);
+  for (const RoutePlan& r : s.routes) names.push_back(r.on);
   return names;
 }
 
@@ -160,7 +168,7 @@ class PipelineTest : public ::testing::Test {
     registry.add(&plugin.descriptor, "test");
   }
 
-  PipelineSpec load(const std::string& name, const Overrides& overrides = {}) {
+  Plan load(const std::string& name, const Overrides& overrides = {}) {
     return load_pipeline(data(name), registry, overrides);
   }
 
@@ -180,13 +188,13 @@ class PipelineTest : public ::testing::Test {
 // ---- pipelines that load ------------------------------------------------------------------
 
 TEST_F(PipelineTest, LoadsCompletePipeline) {
-  const PipelineSpec spec = load("good.yaml");
+  const Plan spec = load("good.yaml");
   EXPECT_EQ(spec.name, "demo-cpu");
   EXPECT_EQ(spec.file, data("good.yaml"));
   EXPECT_TRUE(fs::path(spec.file).is_absolute());
   EXPECT_EQ(spec.k, 3);
   EXPECT_EQ(spec.max_in_flight, 64);
-  EXPECT_EQ(spec.source.uses, "tasks.list");
+  EXPECT_EQ(spec.source.kind->name, "tasks.list");
   EXPECT_EQ(spec.source.config.base_dir, data_dir());
   EXPECT_EQ(param(spec.source.config, "path").text, "../tasks");
   EXPECT_EQ(param(spec.source.config, "levels").items, (std::vector<std::string>{"1", "2"}));
@@ -198,8 +206,8 @@ TEST_F(PipelineTest, LoadsCompletePipeline) {
   EXPECT_EQ(spec.stages[2].id, "check");
   EXPECT_EQ(spec.stages[3].id, "fix");
 
-  const StageSpec& generate = stage(spec, "generate");
-  EXPECT_EQ(generate.uses, "llm.generate");
+  const StagePlan& generate = stage(spec, "generate");
+  EXPECT_EQ(generate.kind->name, "llm.generate");
   EXPECT_EQ(generate.concurrency, 32);
   EXPECT_DOUBLE_EQ(generate.timeout_seconds, 90);
   EXPECT_EQ(generate.where.line, 13);
@@ -215,40 +223,40 @@ TEST_F(PipelineTest, LoadsCompletePipeline) {
 }
 
 TEST_F(PipelineTest, FillsEveryRouteWithItsDefault) {
-  const PipelineSpec spec = load("good.yaml");
+  const Plan spec = load("good.yaml");
 
   // pass goes on in file order; fail and error end the job.
-  const StageSpec& prepare = stage(spec, "prepare");
+  const StagePlan& prepare = stage(spec, "prepare");
   EXPECT_EQ(route_names(prepare), (std::vector<std::string>{"pass", "fail", "error"}));
-  EXPECT_EQ(route(prepare, "pass").target, "generate");
-  EXPECT_EQ(route(prepare, "fail").target, "end");
-  EXPECT_EQ(route(prepare, "error").target, "end");
-  EXPECT_EQ(route(stage(spec, "generate"), "pass").target, "check");
+  EXPECT_EQ(route(spec, prepare, "pass").target, "generate");
+  EXPECT_EQ(route(spec, prepare, "fail").target, "end");
+  EXPECT_EQ(route(spec, prepare, "error").target, "end");
+  EXPECT_EQ(route(spec, stage(spec, "generate"), "pass").target, "check");
 
   // A bounded fail edge; error follows it, bound included; the named route defaults to end.
-  const StageSpec& check = stage(spec, "check");
+  const StagePlan& check = stage(spec, "check");
   EXPECT_EQ(route_names(check), (std::vector<std::string>{"pass", "fail", "error", "cached"}));
-  EXPECT_EQ(route(check, "pass").target, "end");
-  EXPECT_EQ(route(check, "pass").max_rounds, 0);
-  const RouteSpec& fail = route(check, "fail");
+  EXPECT_EQ(route(spec, check, "pass").target, "end");
+  EXPECT_EQ(route(spec, check, "pass").max_rounds, 0);
+  const NamedRoute fail = route(spec, check, "fail");
   EXPECT_EQ(fail.target, "fix");
   EXPECT_EQ(fail.max_rounds, 2);
   EXPECT_EQ(fail.exhausted_target, "end");
   EXPECT_EQ(fail.where.line, 25);
   EXPECT_EQ(fail.where.column, 7);
-  const RouteSpec& error = route(check, "error");
+  const NamedRoute error = route(spec, check, "error");
   EXPECT_EQ(error.target, "fix");
   EXPECT_EQ(error.max_rounds, 2);
   EXPECT_EQ(error.exhausted_target, "end");
-  EXPECT_EQ(route(check, "cached").target, "end");
+  EXPECT_EQ(route(spec, check, "cached").target, "end");
 
   // The last stage's pass would end; this one loops back (bounded through check's fail).
-  EXPECT_EQ(route(stage(spec, "fix"), "pass").target, "check");
-  EXPECT_EQ(route(stage(spec, "fix"), "fail").target, "end");
+  EXPECT_EQ(route(spec, stage(spec, "fix"), "pass").target, "check");
+  EXPECT_EQ(route(spec, stage(spec, "fix"), "fail").target, "end");
 }
 
 TEST_F(PipelineTest, IncludeMergesStagesAndVars) {
-  const PipelineSpec spec = load("good.yaml");
+  const Plan spec = load("good.yaml");
   // The including file's vars win; the included file's others are kept.
   EXPECT_EQ(spec.vars.at("flavour"), "cpu");
   EXPECT_EQ(spec.vars.at("prompt_style"), "terse");
@@ -259,7 +267,7 @@ TEST_F(PipelineTest, IncludeMergesStagesAndVars) {
 }
 
 TEST_F(PipelineTest, AppliesParameterDefaults) {
-  const PipelineSpec spec = load("good.yaml");
+  const Plan spec = load("good.yaml");
   const StageConfig& config = stage(spec, "generate").config;
   EXPECT_EQ(param(config, "max_tokens").text, "1024");
   EXPECT_EQ(param(config, "max_tokens").json, "1024");
@@ -275,7 +283,7 @@ TEST_F(PipelineTest, AppliesParameterDefaults) {
 
 TEST_F(PipelineTest, ConvertsEveryParameterType) {
   ::unsetenv("KFORGE_TEST_CONCURRENCY");
-  const PipelineSpec spec = load("params.yaml");
+  const Plan spec = load("params.yaml");
   EXPECT_DOUBLE_EQ(stage(spec, "generate").timeout_seconds, 2.5);  // plain seconds
   EXPECT_EQ(stage(spec, "generate").concurrency, 4);
   const StageConfig& config = stage(spec, "generate").config;
@@ -313,7 +321,7 @@ TEST_F(PipelineTest, ConvertsEveryParameterType) {
 TEST_F(PipelineTest, SubstitutesVarsEnvironmentAndDefaults) {
   ::setenv("KFORGE_TEST_LIMIT", "5", 1);
   ::unsetenv("KFORGE_TEST_MODEL");
-  const PipelineSpec spec = load("vars.yaml");
+  const Plan spec = load("vars.yaml");
   EXPECT_EQ(spec.name, "vars-one");
   EXPECT_EQ(param(spec.source.config, "path").text, "/data/tasks");  // a var using a var
   EXPECT_EQ(param(spec.source.config, "limit").text, "5");           // the environment
@@ -326,7 +334,7 @@ TEST_F(PipelineTest, SubstitutesVarsEnvironmentAndDefaults) {
 
   ::setenv("KFORGE_TEST_MODEL", "from-env", 1);
   ::setenv("root", "/from-env", 1);  // vars win over the environment
-  const PipelineSpec again = load("vars.yaml");
+  const Plan again = load("vars.yaml");
   EXPECT_EQ(param(stage(again, "generate").config, "model").text, "from-env");
   EXPECT_EQ(param(again.source.config, "path").text, "/data/tasks");
   ::unsetenv("KFORGE_TEST_MODEL");
@@ -341,7 +349,7 @@ TEST_F(PipelineTest, OverridesSetVarsAndParameters) {
                       {"generate.model", "gpt"},   {"generate.max_tokens", "512"},
                       {"generate.stop", "[x, y]"}, {"generate.options", "{a: 1}"},
                       {"tasks.limit", "9"}};
-  const PipelineSpec spec = load("vars.yaml", overrides);
+  const Plan spec = load("vars.yaml", overrides);
   EXPECT_EQ(spec.name, "vars-two");
   EXPECT_EQ(spec.k, 4);
   EXPECT_EQ(spec.vars.at("suffix"), "two");
@@ -600,15 +608,11 @@ TEST_F(PipelineTest, SchemaDescribesEveryKindAndParameter) {
   for (const StageKind& kind : registry.stages()) {
     const nlohmann::json with = branch(stage_def, kind.name)["properties"]["with"];
     EXPECT_EQ(with["additionalProperties"], false) << kind.name;
-    for (uint32_t i = 0; i < kind.abi->param_count; ++i) {
-      EXPECT_TRUE(with["properties"].contains(kind.abi->params[i].name)) << kind.name;
-    }
+    for (const ParamSpec& p : kind.params) EXPECT_TRUE(with["properties"].contains(p.name)) << kind.name;
   }
   for (const SourceKind& kind : registry.sources()) {
     const nlohmann::json with = branch(schema["$defs"]["tasks"], kind.name)["properties"]["with"];
-    for (uint32_t i = 0; i < kind.abi->param_count; ++i) {
-      EXPECT_TRUE(with["properties"].contains(kind.abi->params[i].name)) << kind.name;
-    }
+    for (const ParamSpec& p : kind.params) EXPECT_TRUE(with["properties"].contains(p.name)) << kind.name;
   }
 
   const nlohmann::json generate = branch(stage_def, "llm.generate");

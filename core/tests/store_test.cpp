@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "engine/host.hpp"
 #include "kforge_process.hpp"
 #include "engine/registry.hpp"
 
@@ -59,38 +58,38 @@ class Db {
 
 // 6 tasks x k=2: judge fails task-0001 and errors task-0004; the rest go through a flaky
 // stage that passes on its second visit (one retry round).
-kforge::PipelineSpec pipeline() {
+kforge::testing::PipelineSpec pipeline() {
   using namespace kforge::testing;
-  kforge::StageSpec judge = stage("judge", "demo.judge", "flaky");
+  StageSpec judge = stage("judge", "demo.judge", "flaky");
   judge.config.values["fail"] = string_list({"task-0001"});
   judge.config.values["error"] = string_list({"task-0004"});
   judge.config.values["throw"] = string_list({});
   judge.config.values["route"] = string_list({});
-  judge.routes.push_back(route("special", kforge::kEndTarget));
-  kforge::StageSpec flaky = stage("flaky", "demo.flaky");
+  judge.routes.push_back(route("special", kEndTarget));
+  StageSpec flaky = stage("flaky", "demo.flaky");
   flaky.config.values["failures"] = scalar(KF_PARAM_INT, "1");
   set_route(flaky, "fail", "flaky", 3);
-  kforge::PipelineSpec p = range_pipeline("store-test", 6, {judge, flaky}, 2);
+  PipelineSpec p = range_pipeline("store-test", 6, {judge, flaky}, 2);
   p.file = "/pipelines/store-test.yaml";
   return p;
 }
 
 class StoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    kforge::reset_cancel();
-    registry.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so");
-  }
-  void TearDown() override { kforge::reset_cancel(); }
+  void SetUp() override { registry.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so"); }
+
+  kforge::Plan plan(const kforge::testing::PipelineSpec& p) { return kforge::testing::compile(registry, p); }
 
   // Runs the pipeline into `store` as a new run; returns the run id.
-  int64_t record(kforge::Store& store, const kforge::PipelineSpec& p, kforge::RunOptions options = {},
+  int64_t record(kforge::Store& store, const kforge::testing::PipelineSpec& p, kforge::RunOptions options = {},
                  int64_t series = 0, kforge::RunSummary* summary = nullptr) {
-    kforge::RunRecord run = kforge::describe_run(p, "test");
+    const kforge::Plan compiled = plan(p);
+    kforge::RunRecord run = kforge::describe_run(compiled, "test");
     run.series = series;
     const int64_t id = store.begin_run(run);
-    kforge::RunRecorder recorder(store, id);
-    kforge::Executor executor(registry, p);
+    kforge::CancelToken cancel;
+    kforge::RunRecorder recorder(store, id, cancel);
+    kforge::Executor executor(compiled);
     const kforge::RunSummary s = executor.run(recorder, options);
     EXPECT_EQ(recorder.failure(), "");
     store.end_run(id, kforge::RunStatus::Finished);
@@ -105,7 +104,7 @@ class StoreTest : public ::testing::Test {
 TEST_F(StoreTest, FreshDatabaseIsAtTheCurrentSchemaInWalMode) {
   { kforge::Store store((dir / "kforge.db").string()); }
   Db db(dir / "kforge.db");
-  EXPECT_EQ(db.number("PRAGMA user_version"), 1);
+  EXPECT_EQ(db.number("PRAGMA user_version"), 2);
   EXPECT_EQ(db.rows("PRAGMA journal_mode")[0][0], "wal");
   for (const char* table : {"runs", "tasks", "attempts", "jobs", "artifacts", "verdict_cache"}) {
     EXPECT_EQ(db.number(std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") + table + "'"), 1)
@@ -114,7 +113,7 @@ TEST_F(StoreTest, FreshDatabaseIsAtTheCurrentSchemaInWalMode) {
 }
 
 TEST_F(StoreTest, OpeningAnExistingStoreWithoutCreateNeedsTheFile) {
-  EXPECT_THROW(kforge::Store((dir / "missing.db").string(), false), kforge::StoreError);
+  EXPECT_THROW(kforge::Store((dir / "missing.db").string(), kforge::StoreMode::ReadOnly), kforge::StoreError);
 }
 
 TEST_F(StoreTest, VersionZeroDatabaseIsMigrated) {
@@ -128,7 +127,7 @@ TEST_F(StoreTest, VersionZeroDatabaseIsMigrated) {
   kforge::Store store((dir / "old.db").string());
   EXPECT_FALSE(store.latest_run());
   Db db(dir / "old.db");
-  EXPECT_EQ(db.number("PRAGMA user_version"), 1);
+  EXPECT_EQ(db.number("PRAGMA user_version"), 2);
   EXPECT_EQ(db.rows("SELECT text FROM notes")[0][0], "kept");
   EXPECT_EQ(db.number("SELECT count(*) FROM runs"), 0);
 }
@@ -203,7 +202,7 @@ TEST_F(StoreTest, RecordsEveryVerdictAndEveryFinishedJob) {
 
 TEST_F(StoreTest, ArtifactsAreStoredOncePerContent) {
   kforge::Store store((dir / "kforge.db").string());
-  const int64_t run = store.begin_run(kforge::describe_run(pipeline(), "test"));
+  const int64_t run = store.begin_run(kforge::describe_run(plan(pipeline()), "test"));
   auto task = std::make_shared<kforge::Task>();
   task->strings[KF_KEY_TASK_ID] = "t";
   task->strings[KF_KEY_TASK_COMPLEXITY] = "C2";
@@ -212,11 +211,12 @@ TEST_F(StoreTest, ArtifactsAreStoredOncePerContent) {
   job.task = task;
   job.strings[KF_KEY_CANDIDATE_CODE] = "def kernel(): pass";
   job.strings[KF_KEY_CANDIDATE_MODEL] = "m";
-  job.strings["fix.diff"] = "-a\n+b\n";
+  job.strings[KF_KEY_CANDIDATE_DIFF] = "-a\n+b\n";
   job.numbers[KF_KEY_CANDIDATE_COST] = 0.25;
   kforge::Verdict v;
   v.stage = "run";
-  v.kind = "eval.run.cpu";
+  v.kind = "npu.run";
+  v.role = KF_ROLE_RUN;
   v.status = kforge::VerdictStatus::Pass;
   v.log_tail = "same log";
   v.metrics = {{"speedup", 1.5}};
@@ -224,9 +224,10 @@ TEST_F(StoreTest, ArtifactsAreStoredOncePerContent) {
     store.record_attempt(run, job, v);
     job.verdicts.push_back(v);
   }
-  store.record_job(run, job);
+  store.record_job(run, kforge::outcome_of(job));
   Db db(dir / "kforge.db");
   EXPECT_EQ(db.number("SELECT count(*) FROM attempts"), 3);
+  EXPECT_EQ(db.rows("SELECT DISTINCT role FROM attempts")[0][0], "run");
   EXPECT_EQ(db.rows("SELECT kind, size FROM artifacts ORDER BY kind"),
             (std::vector<std::vector<std::string>>{{"code", "18"}, {"diff", "6"}, {"log", "8"}}));
   EXPECT_EQ(db.number("SELECT count(DISTINCT code_hash) FROM attempts"), 1);
@@ -288,8 +289,8 @@ TEST_F(StoreTest, VerdictCacheRoundTripsAndSecondRunIsAnsweredFromIt) {
 TEST_F(StoreTest, ResumeSkipsFinishedJobsOfTheSeries) {
   kforge::Store store((dir / "kforge.db").string());
   // A first run that only got through tasks 0-2 (count 3), then the full pipeline resumed.
-  kforge::PipelineSpec partial = pipeline();
-  partial.source.config.values["count"] = kforge::testing::scalar(KF_PARAM_INT, "3");
+  kforge::testing::PipelineSpec partial = pipeline();
+  partial.source_config.values["count"] = kforge::testing::scalar(KF_PARAM_INT, "3");
   const int64_t first = record(store, partial);
   const auto done = store.finished_jobs(first);
   EXPECT_EQ(done.size(), 6u);
@@ -327,7 +328,8 @@ TEST_F(StoreTest, AttemptsOfUnfinishedJobsDoNotCount) {
   orphan.task = task;
   kforge::Verdict v;
   v.stage = "judge";
-  v.kind = "eval.run.cpu";
+  v.kind = "npu.run";
+  v.role = KF_ROLE_RUN;
   v.seconds = 100;
   store.record_attempt(run, orphan, v);
   const kforge::Dataset data = store.load_dataset(run);
@@ -338,24 +340,24 @@ TEST_F(StoreTest, AttemptsOfUnfinishedJobsDoNotCount) {
 }
 
 TEST_F(StoreTest, ConfigHashIgnoresConcurrencyButNotWhatChangesResults) {
-  kforge::PipelineSpec p = pipeline();
-  const auto base = kforge::describe_run(p, "test");
+  kforge::testing::PipelineSpec p = pipeline();
+  const auto base = kforge::describe_run(plan(p), "test");
   p.max_in_flight = 3;
   p.stages[0].concurrency = 7;
-  EXPECT_EQ(kforge::describe_run(p, "test").config_hash, base.config_hash);
+  EXPECT_EQ(kforge::describe_run(plan(p), "test").config_hash, base.config_hash);
   p.k = 3;
-  EXPECT_NE(kforge::describe_run(p, "test").config_hash, base.config_hash);
+  EXPECT_NE(kforge::describe_run(plan(p), "test").config_hash, base.config_hash);
   const auto config = nlohmann::json::parse(base.config);
   EXPECT_EQ(config["stages"][0]["with"]["fail"], nlohmann::json::array({"task-0001"}));
   EXPECT_EQ(config["stages"][1]["on"]["fail"]["max_rounds"], 3);
   EXPECT_EQ(config["tasks"]["with"]["count"], 6);
 }
 
-TEST_F(StoreTest, StrategyIsTheStrategyVariableWhenSet) {
-  kforge::PipelineSpec p = pipeline();
-  EXPECT_EQ(kforge::describe_run(p, "test").strategy, "store-test");
-  p.vars["strategy"] = "smart-selection";
-  EXPECT_EQ(kforge::describe_run(p, "test").strategy, "smart-selection");
+TEST_F(StoreTest, TheRunIsNamedByThePipelinesLabel) {
+  kforge::testing::PipelineSpec p = pipeline();
+  EXPECT_EQ(kforge::describe_run(plan(p), "test").label, "store-test");
+  p.label = "smart-selection";
+  EXPECT_EQ(kforge::describe_run(plan(p), "test").label, "smart-selection");
 }
 
 // ---- end to end: kill -9 in the middle of a run, resume, compare with a clean run.

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <tbb/flow_graph.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "engine/host.hpp"
+#include "engine/registry.hpp"
 #include "util/sha256.hpp"
 
 namespace kforge {
@@ -23,7 +25,7 @@ namespace flow = tbb::flow;
 
 // Routing needs a multifunction_node, whose output ports are a compile-time tuple: each
 // router gets kRouterPorts ports and uses one per distinct target of its stage.
-constexpr size_t kRouterPorts = 8;
+constexpr size_t kRouterPorts = kMaxRouteTargets;
 
 template <size_t... I>
 auto repeat_job_ptr(std::index_sequence<I...>) -> std::tuple<decltype((void)I, JobPtr{})...>;
@@ -48,8 +50,6 @@ double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
-
-constexpr int kEnd = -1;
 
 // Where one verdict sends a job: a router port, and for a bounded edge its bookkeeping.
 struct RouteRule {
@@ -112,14 +112,10 @@ class WaitPool {
 };
 
 struct StageRuntime {
-  const StageSpec* spec = nullptr;
-  const kf_stage_kind* kind = nullptr;
+  const StagePlan* plan = nullptr;
+  const StageKind* kind = nullptr;
   void* instance = nullptr;
-  bool waits = false;
-  bool cacheable = false;
   std::string cache_prefix;  // kind, plugin version and parameters, for cache keys
-  int concurrency = 0;  // 0: unlimited
-  std::vector<std::string> declared_routes;
   RouteRule on_pass, on_fail, on_error;
   std::map<std::string, RouteRule> on_named;
   std::vector<int> port_targets;  // port -> stage index, or kEnd
@@ -128,77 +124,92 @@ struct StageRuntime {
   std::unique_ptr<WaitNode> wait_node;
   std::unique_ptr<WaitPool> pool;
 
+  // The loader keeps every stage within kMaxRouteTargets distinct targets.
   size_t port_for(int target) {
-    for (size_t p = 0; p < port_targets.size(); ++p) {
-      if (port_targets[p] == target) return p;
-    }
-    if (port_targets.size() == kRouterPorts) {
-      throw RunSetupError(fmt::format(
-          "stage '{}' routes to more than {} different targets; merge some routes", spec->id,
-          kRouterPorts));
-    }
+    auto it = std::find(port_targets.begin(), port_targets.end(), target);
+    if (it != port_targets.end()) return static_cast<size_t>(it - port_targets.begin());
     port_targets.push_back(target);
     return port_targets.size() - 1;
   }
+  // 0: unlimited for CPU stages; a waiting stage has that many threads, 16 unless set.
+  int concurrency() const { return plan->concurrency > 0 ? plan->concurrency : (kind->waits() ? 16 : 0); }
 };
+
+// Length-prefixed, so that no two different field lists hash alike.
+std::string field(const std::string& text) { return std::to_string(text.size()) + ":" + text; }
+
+// What a stage's cache_key adds to the key of this job; nullopt when it declines.
+std::optional<std::string> stage_material(const StageRuntime& s, const JobCall& call) {
+  if (s.kind->cache_key == nullptr) return std::string();
+  std::string material(256, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    size_t length = 0;
+    const kf_job* job = reinterpret_cast<const kf_job*>(&call);
+    if (s.kind->cache_key(s.instance, job, material.data(), material.size(), &length) != KF_OK) return std::nullopt;
+    if (length <= material.size()) {
+      material.resize(length);
+      return material;
+    }
+    material.assign(length, '\0');
+  }
+  return std::nullopt;  // it grew again between two calls: not a stable key
+}
 
 }  // namespace
 
 struct Executor::Impl {
-  const Registry& registry;
-  const PipelineSpec& pipeline;
+  const Plan& plan;
   std::vector<StageRuntime> stages;
+  void* source = nullptr;
   int bounded_edges = 0;  // counters per job: one per stage that bounded edges lead to
-  std::map<int, int> bounded_edge_of_target;
-  VerdictCache* cache = nullptr;
+  RunOptions options;
+  CancelToken never_cancelled;  // the run's token when options.cancel is not given
 
-  Impl(const Registry& r, const PipelineSpec& p) : registry(r), pipeline(p) {}
+  explicit Impl(const Plan& p) : plan(p) {}
 
   ~Impl() {
     for (auto& s : stages) {
       s.pool.reset();  // threads joined before the instance they call goes away
       if (s.instance != nullptr) s.kind->destroy(s.instance);
     }
+    if (source != nullptr) plan.source.kind->destroy(source);
   }
 
-  int stage_index(const std::string& id) const {
-    if (id == kEndTarget) return kEnd;
-    for (size_t i = 0; i < pipeline.stages.size(); ++i) {
-      if (pipeline.stages[i].id == id) return static_cast<int>(i);
-    }
-    throw RunSetupError(fmt::format("route to unknown stage '{}'", id));
-  }
+  const CancelToken& cancel() const { return options.cancel ? *options.cancel : never_cancelled; }
 
-  void setup() {
-    stages.resize(pipeline.stages.size());
-    for (size_t i = 0; i < pipeline.stages.size(); ++i) {
-      const StageSpec& spec = pipeline.stages[i];
-      StageRuntime& s = stages[i];
-      const StageKind* kind = registry.stage(spec.uses);
-      if (kind == nullptr) throw RunSetupError(fmt::format("unknown stage kind '{}'", spec.uses));
-      s.spec = &spec;
-      s.kind = kind->abi;
-      s.end_port = s.port_for(kEnd);
-      s.waits = (kind->abi->flags & KF_STAGE_WAITS) != 0;
-      s.cacheable = (kind->abi->flags & KF_STAGE_CACHEABLE) != 0;
-      s.cache_prefix = field(spec.uses) + field(kind->version);
-      for (const auto& [name, value] : spec.config.values) s.cache_prefix += field(name) + field(value.json);
-      s.concurrency = spec.concurrency > 0 ? spec.concurrency : (s.waits ? 16 : 0);
-      for (uint32_t r = 0; r < kind->abi->route_count; ++r) {
-        s.declared_routes.emplace_back(kind->abi->routes[r]);
+  // Creates the source and every stage; collects a diagnostic per one that fails.
+  void create_all() {
+    std::vector<Diagnostic> problems;
+    {
+      char err[2048] = {0};
+      if (plan.source.kind->create(host_api(), reinterpret_cast<const kf_config*>(&plan.source.config), &source, err,
+                                   sizeof err) != KF_OK) {
+        source = nullptr;
+        problems.push_back(Diagnostic::at(plan.source.where, fmt::format("task source '{}' could not be created: {}",
+                                                                  plan.source.kind->name, err[0] ? err : "no reason given")));
       }
-      for (const RouteSpec& route : spec.routes) {
+    }
+    std::map<int, int> bounded_edge_of_target;
+    stages.resize(plan.stages.size());
+    for (size_t i = 0; i < plan.stages.size(); ++i) {
+      const StagePlan& stage = plan.stages[i];
+      StageRuntime& s = stages[i];
+      s.plan = &stage;
+      s.kind = stage.kind;
+      s.end_port = s.port_for(kEnd);
+      s.cache_prefix = field(stage.kind->name) + field(stage.kind->version);
+      for (const auto& [name, value] : stage.config.values) s.cache_prefix += field(name) + field(value.json);
+      for (const RoutePlan& route : stage.routes) {
         RouteRule rule;
-        rule.port = s.port_for(stage_index(route.target));
+        rule.port = s.port_for(route.target);
         if (route.max_rounds > 0) {
           // Bounded edges into the same stage share one count per job: "at most 2 fix
           // rounds" holds whichever stage's failure sends the job to the fix stage.
-          const int target = stage_index(route.target);
-          auto [it, fresh] = bounded_edge_of_target.try_emplace(target, bounded_edges);
+          auto [it, fresh] = bounded_edge_of_target.try_emplace(route.target, bounded_edges);
           if (fresh) ++bounded_edges;
           rule.edge = it->second;
           rule.max_rounds = route.max_rounds;
-          rule.exhausted_port = s.port_for(stage_index(route.exhausted_target));
+          rule.exhausted_port = s.port_for(route.exhausted_target);
         }
         if (route.on == "pass") {
           s.on_pass = rule;
@@ -211,19 +222,20 @@ struct Executor::Impl {
         }
       }
       char err[2048] = {0};
-      const kf_status status = kind->abi->create(
-          host_api(), reinterpret_cast<const kf_config*>(&spec.config), &s.instance, err, sizeof err);
-      if (status != KF_OK) {
-        throw RunSetupError(fmt::format("stage '{}' ({}) could not be created: {}", spec.id,
-                                        spec.uses, err[0] ? err : "no reason given"));
+      if (stage.kind->create(host_api(), reinterpret_cast<const kf_config*>(&stage.config), &s.instance, err,
+                             sizeof err) != KF_OK) {
+        s.instance = nullptr;
+        problems.push_back(Diagnostic::at(stage.where, fmt::format("stage '{}' ({}) could not be created: {}", stage.id,
+                                                            stage.kind->name, err[0] ? err : "no reason given")));
       }
     }
+    if (!problems.empty()) throw ConfigError(std::move(problems));
   }
 
-  // Length-prefixed, so that no two different field lists hash alike.
-  static std::string field(const std::string& text) { return std::to_string(text.size()) + ":" + text; }
-
-  static std::string cache_key(const StageRuntime& s, const Job& job) {
+  std::optional<std::string> cache_key(const StageRuntime& s, const JobCall& call) const {
+    auto material = stage_material(s, call);
+    if (!material) return std::nullopt;
+    const Job& job = *call.job;
     Sha256 hash;
     hash.update(s.cache_prefix);
     for (const auto& [key, text] : job.task->strings) hash.update(field(key)).update(field(text));
@@ -232,13 +244,15 @@ struct Executor::Impl {
       const std::string* text = job.find_string(key);
       hash.update(field(key)).update(text ? field(*text) : "-");
     }
+    hash.update(field(*material));
     return hash.hex();
   }
 
-  // Answers from the cache when it can; true when it did.
+  // Answers from the cache when it can; true when it did. A verdict with measurements is
+  // replayed only when the run asks for it: otherwise the stage measures again.
   bool replay_cached(const std::string& key, Job& job, Verdict& v) {
-    auto hit = cache->find(key);
-    if (!hit) return false;
+    auto hit = options.cache->find(key);
+    if (!hit || (hit->verdict.measured && !options.replay_measurements)) return false;
     for (const auto& [name, text] : hit->strings) job.strings[name] = text;
     for (const auto& [name, number] : hit->numbers) job.numbers[name] = number;
     const Verdict& cached = hit->verdict;
@@ -248,7 +262,7 @@ struct Executor::Impl {
     v.message = cached.message;
     v.log_tail = cached.log_tail;
     v.metrics = cached.metrics;
-    v.set = true;
+    v.measured = cached.measured;
     v.cached = true;
     return true;
   }
@@ -257,28 +271,33 @@ struct Executor::Impl {
   // the job leaves with a verdict.
   void run_stage(StageRuntime& s, Job& job, RunObserver& observer) {
     Verdict v;
-    v.stage = s.spec->id;
-    v.kind = s.spec->uses;
+    v.stage = s.plan->id;
+    v.kind = s.kind->name;
+    v.role = s.kind->role;
     v.round = job.round;
-    if (cancel_requested()) {
+    if (cancel().requested()) {
       job.cut_short = true;
       return;
     }
-    std::string key;
-    if (s.cacheable && cache != nullptr) {
-      key = cache_key(s, job);
-      if (replay_cached(key, job, v)) {
+    JobCall call;
+    call.job = &job;
+    call.verdict = &v;
+    call.routes = &s.kind->routes;
+    call.cancel = &cancel();
+    call.run_seed = options.run_seed;
+    const CurrentRun current(cancel());
+    std::optional<std::string> key;
+    if (s.kind->cacheable() && options.cache != nullptr) {
+      key = cache_key(s, call);
+      if (key && replay_cached(*key, job, v)) {
         observer.verdict(job, v);
         job.verdicts.push_back(std::move(v));
         return;
       }
     }
-    JobCall call;
-    call.job = &job;
-    call.verdict = &v;
-    call.routes = &s.declared_routes;
     const double start = now_seconds();
-    job.deadline = s.spec->timeout_seconds > 0 ? start + s.spec->timeout_seconds : 0;
+    const double timeout = s.plan->timeout_seconds;
+    job.deadline = timeout > 0 ? start + timeout : 0;
     char err[4096] = {0};
     const kf_status status = s.kind->process(s.instance, reinterpret_cast<kf_job*>(&call), err, sizeof err);
     v.seconds = now_seconds() - start;
@@ -288,7 +307,7 @@ struct Executor::Impl {
     // nothing about the candidate. The job is cut short rather than finished with that
     // error, so it is not written and --resume evaluates it again. Without the flag, such
     // a status is the plugin's error like any other: a job is never dropped silently.
-    const bool gave_up = cancel_requested() &&
+    const bool gave_up = cancel().requested() &&
                          (status != KF_OK || !call.problem.empty() || v.status == VerdictStatus::Error);
     if (gave_up) {
       job.cut_short = true;
@@ -297,27 +316,26 @@ struct Executor::Impl {
     if (status != KF_OK) {
       v.status = VerdictStatus::Error;
       v.route.clear();
-      v.error_class = "plugin_error";
+      v.error_class = KF_ERROR_PLUGIN;
       v.message = err[0] ? err : fmt::format("stage returned status {}", static_cast<int>(status));
     } else if (!call.problem.empty()) {
       v.status = VerdictStatus::Error;
       v.route.clear();
-      v.error_class = "plugin_error";
+      v.error_class = KF_ERROR_PLUGIN;
       v.message = call.problem;
-    } else if (s.spec->timeout_seconds > 0 && v.seconds > s.spec->timeout_seconds) {
+    } else if (timeout > 0 && v.seconds > timeout) {
       v.status = VerdictStatus::Error;
       v.route.clear();
-      v.error_class = "stage_timeout";
-      v.message = fmt::format("stage took {:.3f} s, over its timeout of {:.3f} s", v.seconds,
-                              s.spec->timeout_seconds);
+      v.error_class = KF_ERROR_STAGE_TIMEOUT;
+      v.message = fmt::format("stage took {:.3f} s, over its timeout of {:.3f} s", v.seconds, timeout);
     }
-    if (!key.empty() && v.status != VerdictStatus::Error) {
+    if (key && v.status != VerdictStatus::Error) {
       // Errors are trouble of the moment (a dead server, a timeout), not facts about the code.
       CachedVerdict entry;
       entry.verdict = v;
       for (const auto& name : call.written_strings) entry.strings.emplace_back(name, job.strings[name]);
       for (const auto& name : call.written_numbers) entry.numbers.emplace_back(name, job.numbers[name]);
-      cache->put(key, entry);
+      options.cache->put(*key, entry);
     }
     observer.verdict(job, v);
     job.verdicts.push_back(std::move(v));
@@ -353,41 +371,24 @@ struct Executor::Impl {
   }
 };
 
-Executor::Executor(const Registry& registry, const PipelineSpec& pipeline)
-    : impl_(std::make_unique<Impl>(registry, pipeline)) {
-  impl_->setup();
-}
+Executor::Executor(const Plan& plan) : impl_(std::make_unique<Impl>(plan)) { impl_->create_all(); }
 
 Executor::~Executor() = default;
 
 RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
   Impl& impl = *impl_;
-  impl.cache = options.cache;
-  const PipelineSpec& pipeline = impl.pipeline;
+  impl.options = options;
+  const Plan& pipeline = impl.plan;
+  const SourceKind& source_kind = *pipeline.source.kind;
+  void* source = impl.source;
+  const CancelToken& cancel = impl.cancel();
   RunSummary summary;
   const double started = now_seconds();
-
-  const SourceKind* source_kind = impl.registry.source(pipeline.source.uses);
-  if (source_kind == nullptr) {
-    throw RunSetupError(fmt::format("unknown task source kind '{}'", pipeline.source.uses));
-  }
-  void* source = nullptr;
-  {
-    char err[2048] = {0};
-    if (source_kind->abi->create(host_api(), reinterpret_cast<const kf_config*>(&pipeline.source.config),
-                                 &source, err, sizeof err) != KF_OK) {
-      throw RunSetupError(fmt::format("task source '{}' could not be created: {}",
-                                      pipeline.source.uses, err[0] ? err : "no reason given"));
-    }
-  }
-  std::unique_ptr<void, std::function<void(void*)>> source_guard(
-      source, [kind = source_kind->abi](void* p) { kind->destroy(p); });
 
   flow::graph graph;
   const int k = std::max(1, pipeline.k);
   uint64_t expected_tasks = 0;
-  const bool counted = source_kind->abi->count != nullptr &&
-                       source_kind->abi->count(source, &expected_tasks) == KF_OK;
+  const bool counted = source_kind.count != nullptr && source_kind.count(source, &expected_tasks) == KF_OK;
   observer.run_started(counted ? expected_tasks * static_cast<uint64_t>(k) : 0);
   const size_t in_flight = static_cast<size_t>(
       options.max_in_flight > 0 ? options.max_in_flight : std::max(1, pipeline.max_in_flight));
@@ -400,7 +401,7 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
 
   flow::input_node<JobPtr> intake(graph, [&](tbb::flow_control& control) -> JobPtr {
     for (;;) {
-      if (cancel_requested()) {
+      if (cancel.requested()) {
         summary.cancelled = true;
         control.stop();
         return nullptr;
@@ -410,10 +411,10 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
         fresh->index = summary.tasks;
         int has_task = 0;
         char err[2048] = {0};
-        if (source_kind->abi->next(source, reinterpret_cast<kf_task*>(fresh.get()), &has_task, err,
-                                   sizeof err) != KF_OK) {
+        const CurrentRun current(cancel);
+        if (source_kind.next(source, reinterpret_cast<kf_task*>(fresh.get()), &has_task, err, sizeof err) != KF_OK) {
           summary.source_error = err[0] ? err : "the task source failed without a message";
-          spdlog::error("task source '{}': {}", pipeline.source.uses, summary.source_error);
+          spdlog::error("task source '{}': {}", source_kind.name, summary.source_error);
           control.stop();
           return nullptr;
         }
@@ -455,8 +456,9 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
           if (done.cut_short) {
             ++summary.unfinished;
           } else {
+            const JobOutcome outcome = outcome_of(done);
             ++summary.jobs;
-            switch (done.final_status()) {
+            switch (outcome.status) {
               case VerdictStatus::Pass:
                 ++summary.passed;
                 break;
@@ -467,7 +469,7 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
                 ++summary.errors;
                 break;
             }
-            observer.job_finished(done);
+            observer.job_finished(done, outcome);
           }
           limiter.decrementer().try_put(flow::continue_msg());
         }
@@ -478,9 +480,9 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
   // node) or its async node (waiting stages: run on the pool, then route).
   for (auto& s : impl.stages) {
     StageRuntime* stage = &s;
-    const size_t concurrency = s.concurrency > 0 ? static_cast<size_t>(s.concurrency) : static_cast<size_t>(flow::unlimited);
-    if (s.waits) {
-      s.pool = std::make_unique<WaitPool>(s.concurrency, [&impl, stage, &observer](const JobPtr& job) {
+    const size_t concurrency = s.concurrency() > 0 ? static_cast<size_t>(s.concurrency()) : static_cast<size_t>(flow::unlimited);
+    if (s.kind->waits()) {
+      s.pool = std::make_unique<WaitPool>(s.concurrency(), [&impl, stage, &observer](const JobPtr& job) {
         impl.run_stage(*stage, *job, observer);
       });
       s.wait_node = std::make_unique<WaitNode>(
@@ -505,7 +507,7 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
   auto entry_of = [&](int target) -> flow::receiver<JobPtr>& {
     if (target == kEnd) return sink;
     StageRuntime& s = impl.stages[static_cast<size_t>(target)];
-    if (s.waits) return *s.wait_node;
+    if (s.kind->waits()) return *s.wait_node;
     return *s.router;
   };
   for (auto& s : impl.stages) {
@@ -530,7 +532,7 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
     s.router.reset();
     s.wait_node.reset();
   }
-  summary.cancelled = summary.cancelled || cancel_requested();
+  summary.cancelled = summary.cancelled || cancel.requested();
   summary.seconds = now_seconds() - started;
   return summary;
 }

@@ -22,15 +22,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/cancel.hpp"
 #include "engine/job.hpp"
+#include "engine/outcome.hpp"
 #include "engine/plan.hpp"
-#include "engine/registry.hpp"
 
 namespace kforge {
 
 // Receives what happens during a run. verdict() is called from worker threads, possibly
 // at the same time for different jobs; job_finished() is called from one thread at a
-// time, in job order.
+// time, in job order, with the job's outcome, built once for every observer.
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
@@ -38,7 +39,7 @@ class RunObserver {
   // cannot tell.
   virtual void run_started(uint64_t /*expected_jobs*/) {}
   virtual void verdict(const Job& /*job*/, const Verdict& /*verdict*/) {}
-  virtual void job_finished(const Job& /*job*/) {}
+  virtual void job_finished(const Job& /*job*/, const JobOutcome& /*outcome*/) {}
 };
 
 struct RunSummary {
@@ -54,12 +55,6 @@ struct RunSummary {
   double seconds = 0;
 };
 
-// A stage or source could not be created from its parameters.
-class KFORGE_API RunSetupError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // A verdict the cache can hand back, with the job attributes the stage had set.
 struct CachedVerdict {
   Verdict verdict;
@@ -67,7 +62,7 @@ struct CachedVerdict {
   std::vector<std::pair<std::string, double>> numbers;
 };
 
-// Verdicts of KF_STAGE_CACHEABLE stages by content key (see Executor docs). Called from
+// Verdicts of KF_STAGE_CACHEABLE stages by content key (see RunOptions::cache). Called from
 // worker threads concurrently.
 class VerdictCache {
  public:
@@ -83,19 +78,28 @@ struct RunOptions {
   std::function<bool(const Task&, int sample)> skip;
   // Consulted before each call of a KF_STAGE_CACHEABLE stage; nullptr: no cache. The key
   // is the SHA-256 of the stage kind, plugin version, stage parameters, every task field,
-  // and the candidate's code and language.
+  // the candidate's code and language, and the stage's own cache_key material.
   VerdictCache* cache = nullptr;
+  // Replay cached verdicts that include measurements (timings) too; by default a stage
+  // that measured is called again, so every number a run reports was measured by it.
+  bool replay_measurements = false;
+  // The run's cancellation; nullptr: the run cannot be cancelled.
+  const CancelToken* cancel = nullptr;
+  // The run's secret seed, handed to stages (kf_host_api::job_run_seed).
+  std::optional<uint64_t> run_seed;
 };
 
 class KFORGE_API Executor {
  public:
-  // Creates every stage instance; throws RunSetupError naming the stage on failure.
-  Executor(const Registry& registry, const PipelineSpec& pipeline);
+  // Creates the task source and every stage instance from the plan; throws ConfigError with
+  // one diagnostic (at the stage's `uses:`) per instance that could not be created. This is
+  // all `kforge validate` runs: creating never starts processes or touches the network.
+  Executor(const Plan& plan);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Runs to completion or cancellation (see request_cancel() in host.hpp).
+  // Runs to completion or until options.cancel is requested. Once per Executor.
   RunSummary run(RunObserver& observer, const RunOptions& options = {});
 
  private:

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <limits>
 
@@ -12,7 +11,8 @@
 namespace kforge {
 namespace {
 
-std::atomic<bool> g_cancelled{false};
+// The token of the run whose stage or source call is on this thread (CurrentRun).
+thread_local const CancelToken* t_current_run = nullptr;
 
 const StageConfig* as_config(const kf_config* cfg) { return reinterpret_cast<const StageConfig*>(cfg); }
 JobCall* as_call(kf_job* job) { return reinterpret_cast<JobCall*>(job); }
@@ -52,15 +52,17 @@ kf_status config_int(const kf_config* cfg, const char* name, int64_t* out) {
   const ParamValue* v = find_param(cfg, name);
   if (v == nullptr) return KF_NOT_FOUND;
   if (v->type != KF_PARAM_INT) return KF_INVALID_ARGUMENT;
-  *out = std::stoll(v->text);  // validated as an integer when the pipeline was loaded
+  *out = v->integer;
   return KF_OK;
 }
 
 kf_status config_float(const kf_config* cfg, const char* name, double* out) {
   const ParamValue* v = find_param(cfg, name);
   if (v == nullptr) return KF_NOT_FOUND;
-  if (v->type != KF_PARAM_FLOAT && v->type != KF_PARAM_INT) return KF_INVALID_ARGUMENT;
-  *out = std::stod(v->text);
+  if (v->type != KF_PARAM_FLOAT && v->type != KF_PARAM_INT && v->type != KF_PARAM_DURATION) {
+    return KF_INVALID_ARGUMENT;
+  }
+  *out = v->number;
   return KF_OK;
 }
 
@@ -68,7 +70,7 @@ kf_status config_bool(const kf_config* cfg, const char* name, int* out) {
   const ParamValue* v = find_param(cfg, name);
   if (v == nullptr) return KF_NOT_FOUND;
   if (v->type != KF_PARAM_BOOL) return KF_INVALID_ARGUMENT;
-  *out = v->text == "true" ? 1 : 0;
+  *out = v->boolean ? 1 : 0;
   return KF_OK;
 }
 
@@ -171,7 +173,6 @@ kf_status job_verdict(kf_job* job, kf_verdict_status status, const char* route,
   v.status = static_cast<VerdictStatus>(status);
   v.error_class = error_class ? error_class : "";
   v.message = message ? message : "";
-  v.set = true;
   return KF_OK;
 }
 
@@ -201,7 +202,27 @@ double job_seconds_left(const kf_job* job) {
   return std::max(0.0, deadline - steady_seconds());
 }
 
-int run_cancelled() { return g_cancelled.load(std::memory_order_relaxed) ? 1 : 0; }
+int run_cancelled() { return CurrentRun::cancelled() ? 1 : 0; }
+
+int job_cancelled(const kf_job* job) {
+  if (job == nullptr) return 0;
+  const CancelToken* cancel = as_call(job)->cancel;
+  return cancel != nullptr && cancel->requested() ? 1 : 0;
+}
+
+kf_status job_run_seed(const kf_job* job, uint64_t* seed) {
+  if (job == nullptr || seed == nullptr) return KF_INVALID_ARGUMENT;
+  const auto& run_seed = as_call(job)->run_seed;
+  if (!run_seed) return KF_NOT_FOUND;
+  *seed = *run_seed;
+  return KF_OK;
+}
+
+kf_status job_measured(kf_job* job) {
+  if (job == nullptr) return KF_INVALID_ARGUMENT;
+  as_call(job)->verdict->measured = true;
+  return KF_OK;
+}
 
 kf_status task_set_string(kf_task* task, const char* key, const char* value, size_t len) {
   if (task == nullptr || key == nullptr || (value == nullptr && len > 0)) return KF_INVALID_ARGUMENT;
@@ -225,15 +246,16 @@ const kf_host_api kHostApi = {
     job_set_string,      job_get_number,  job_set_number,
     job_verdict,         job_metric,      job_log_tail,
     job_seconds_left,    run_cancelled,   task_set_string,
-    task_set_number,
+    task_set_number,     job_cancelled,   job_run_seed,
+    job_measured,
 };
 
 }  // namespace
 
 const kf_host_api* host_api() { return &kHostApi; }
 
-void request_cancel() { g_cancelled.store(true); }
-bool cancel_requested() { return g_cancelled.load(); }
-void reset_cancel() { g_cancelled.store(false); }
+CurrentRun::CurrentRun(const CancelToken& token) : previous_(t_current_run) { t_current_run = &token; }
+CurrentRun::~CurrentRun() { t_current_run = previous_; }
+bool CurrentRun::cancelled() { return t_current_run != nullptr && t_current_run->requested(); }
 
 }  // namespace kforge

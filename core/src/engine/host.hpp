@@ -2,13 +2,14 @@
 // ABI's opaque kf_job pointer.
 #pragma once
 
-#include "api.hpp"
-
 #include <kforge/abi.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/cancel.hpp"
 #include "engine/job.hpp"
 
 namespace kforge {
@@ -18,6 +19,8 @@ struct JobCall {
   Job* job = nullptr;
   Verdict* verdict = nullptr;
   const std::vector<std::string>* routes = nullptr;  // named routes the stage may choose
+  const CancelToken* cancel = nullptr;                 // the run's
+  std::optional<uint64_t> run_seed;                    // the run's secret seed; none in validate
   std::string problem;  // a misuse of the API by the plugin, reported as the job's error
   // Keys the stage wrote, so a cached verdict can replay them.
   std::vector<std::string> written_strings;
@@ -25,10 +28,5 @@ struct JobCall {
 };
 
 const kf_host_api* host_api();
-
-// The process-wide cancellation flag that run_cancelled() reports to plugins.
-KFORGE_API void request_cancel();
-KFORGE_API bool cancel_requested();
-void reset_cancel();
 
 }  // namespace kforge

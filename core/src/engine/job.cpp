@@ -19,6 +19,24 @@ const char* to_string(VerdictStatus status) {
   return "error";
 }
 
+const char* to_string(kf_stage_role role) {
+  switch (role) {
+    case KF_ROLE_GENERATE:
+      return "generate";
+    case KF_ROLE_CHECK:
+      return "check";
+    case KF_ROLE_COMPILE:
+      return "compile";
+    case KF_ROLE_RUN:
+      return "run";
+    case KF_ROLE_FIX:
+      return "fix";
+    case KF_ROLE_OTHER:
+      break;
+  }
+  return "other";
+}
+
 VerdictStatus parse_status(const std::string& text) {
   if (text == "pass") return VerdictStatus::Pass;
   if (text == "fail") return VerdictStatus::Fail;

@@ -29,21 +29,24 @@ enum class VerdictStatus { Pass = KF_VERDICT_PASS, Fail = KF_VERDICT_FAIL, Error
 const char* to_string(VerdictStatus status);
 // The inverse of to_string; anything but "pass" and "fail" reads as Error.
 VerdictStatus parse_status(const std::string& text);
+// "generate", "check", "compile", "run", "fix", "other".
+KFORGE_API const char* to_string(kf_stage_role role);
 
 // What one stage said about one job, once per visit.
 struct Verdict {
   std::string stage;  // stage id in the pipeline
   std::string kind;   // stage kind
+  kf_stage_role role = KF_ROLE_OTHER;  // what the kind does: what reports read
   VerdictStatus status = VerdictStatus::Pass;
   std::string route;  // named route chosen by the stage, empty for the status' default
   std::string error_class;
   std::string message;
   std::string log_tail;
   std::vector<std::pair<std::string, double>> metrics;
-  int round = 0;         // the job's fix round when the stage ran
-  double seconds = 0;    // wall time of the stage call
-  bool set = false;      // the stage called job_verdict
-  bool cached = false;   // answered from the verdict cache, not by calling the stage
+  int round = 0;          // the job's fix round when the stage ran
+  double seconds = 0;     // wall time of the stage call
+  bool measured = false;  // the verdict includes measurements (job_measured)
+  bool cached = false;    // answered from the verdict cache, not by calling the stage
 };
 
 struct Job {

@@ -66,6 +66,98 @@ void Registry::load(const std::string& path) {
   add(descriptor, file);
 }
 
+namespace {
+
+// Reads one parameter's spec and, where the table has them, its constraints.
+ParamSpec read_param(const kf_param_spec& spec, const kf_param_constraints* constraints, const std::string& where) {
+  ParamSpec p;
+  p.name = spec.name ? spec.name : "";
+  if (p.name.empty()) throw PluginError(fmt::format("{}: a parameter has no name", where));
+  p.type = spec.type;
+  p.required = spec.required != 0;
+  if (spec.default_value != nullptr && !p.required) p.default_value = spec.default_value;
+  p.doc = spec.doc ? spec.doc : "";
+  if (constraints == nullptr) return p;
+  if (constraints->struct_size < KF_PARAM_CONSTRAINTS_V1_SIZE) {
+    throw PluginAbiMismatch(fmt::format("{}: the constraints of parameter '{}' are a table of {} bytes, smaller than "
+                                        "any version of it ({} bytes)",
+                                        where, p.name, constraints->struct_size, KF_PARAM_CONSTRAINTS_V1_SIZE));
+  }
+  for (uint32_t i = 0; i < constraints->choice_count; ++i) p.choices.emplace_back(constraints->choices[i]);
+  p.range = constraints->range;
+  p.min = constraints->min;
+  p.max = constraints->max;
+  return p;
+}
+
+std::vector<ParamSpec> read_params(const kf_param_spec* specs, uint32_t count,
+                                   const kf_param_constraints* const* constraints, const std::string& where) {
+  std::vector<ParamSpec> params;
+  for (uint32_t i = 0; i < count; ++i) {
+    params.push_back(read_param(specs[i], constraints ? constraints[i] : nullptr, where));
+  }
+  return params;
+}
+
+kf_stage_role read_role(uint32_t role) {
+  return role <= KF_ROLE_FIX ? static_cast<kf_stage_role>(role) : KF_ROLE_OTHER;
+}
+
+StageKind read_stage(const kf_stage_kind& k, const std::string& plugin, const std::string& version,
+                     const std::string& origin) {
+  const std::string where = fmt::format("plugin '{}', stage kind '{}'", origin, k.name);
+  if (k.struct_size < KF_STAGE_KIND_V1_SIZE) {
+    throw PluginAbiMismatch(fmt::format("{}: its table has {} bytes, smaller than any version of it ({} bytes)",
+                                        where, k.struct_size, KF_STAGE_KIND_V1_SIZE));
+  }
+  if (k.create == nullptr || k.process == nullptr || k.destroy == nullptr) {
+    throw PluginError(fmt::format("{}: create, process and destroy are required", where));
+  }
+  StageKind kind;
+  kind.name = k.name;
+  kind.doc = k.doc ? k.doc : "";
+  kind.plugin = plugin;
+  kind.version = version;
+  kind.file = origin;
+  const auto* constraints = KF_HAS_FIELD(&k, kf_stage_kind, param_constraints) ? k.param_constraints : nullptr;
+  kind.params = read_params(k.params, k.param_count, constraints, where);
+  for (uint32_t r = 0; r < k.route_count; ++r) kind.routes.emplace_back(k.routes[r]);
+  kind.flags = k.flags;
+  if (KF_HAS_FIELD(&k, kf_stage_kind, role)) kind.role = read_role(k.role);
+  kind.create = k.create;
+  kind.process = k.process;
+  kind.destroy = k.destroy;
+  if (KF_HAS_FIELD(&k, kf_stage_kind, cache_key)) kind.cache_key = k.cache_key;
+  return kind;
+}
+
+SourceKind read_source(const kf_source_kind& k, const std::string& plugin, const std::string& version,
+                       const std::string& origin) {
+  const std::string where = fmt::format("plugin '{}', source kind '{}'", origin, k.name);
+  if (k.struct_size < KF_SOURCE_KIND_V1_SIZE) {
+    throw PluginAbiMismatch(fmt::format("{}: its table has {} bytes, smaller than any version of it ({} bytes)",
+                                        where, k.struct_size, KF_SOURCE_KIND_V1_SIZE));
+  }
+  if (k.create == nullptr || k.next == nullptr || k.destroy == nullptr) {
+    throw PluginError(fmt::format("{}: create, next and destroy are required", where));
+  }
+  SourceKind kind;
+  kind.name = k.name;
+  kind.doc = k.doc ? k.doc : "";
+  kind.plugin = plugin;
+  kind.version = version;
+  kind.file = origin;
+  const auto* constraints = KF_HAS_FIELD(&k, kf_source_kind, param_constraints) ? k.param_constraints : nullptr;
+  kind.params = read_params(k.params, k.param_count, constraints, where);
+  kind.create = k.create;
+  kind.next = k.next;
+  kind.destroy = k.destroy;
+  kind.count = k.count;
+  return kind;
+}
+
+}  // namespace
+
 void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
   // abi_version is the first field of every descriptor version: safe to read first.
   if (d->abi_version < KF_ABI_VERSION_MIN || d->abi_version > KF_ABI_VERSION) {
@@ -74,14 +166,15 @@ void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
         "{}: rebuild the plugin against this kforge's SDK",
         origin, d->abi_version, KF_ABI_VERSION_MIN, KF_ABI_VERSION));
   }
-  if (d->struct_size < sizeof(kf_plugin_descriptor)) {
+  if (d->struct_size < KF_PLUGIN_DESCRIPTOR_V1_SIZE) {
     throw PluginAbiMismatch(fmt::format(
-        "plugin '{}' has a descriptor of {} bytes, older than ABI version {} allows ({} bytes)",
-        origin, d->struct_size, d->abi_version, sizeof(kf_plugin_descriptor)));
+        "plugin '{}' has a descriptor of {} bytes, smaller than ABI version {} allows ({} bytes)",
+        origin, d->struct_size, d->abi_version, KF_PLUGIN_DESCRIPTOR_V1_SIZE));
   }
   const std::string plugin = d->name ? d->name : "";
   const std::string version = d->version ? d->version : "";
-  // Check every name before registering any, so a rejected plugin leaves nothing behind.
+  // Read and check every kind before registering any, so a rejected plugin leaves nothing
+  // behind.
   auto check_unique = [&](const char* name, bool is_source) {
     if (name == nullptr || *name == '\0') {
       throw PluginError(fmt::format("plugin '{}' registers a kind without a name", origin));
@@ -98,30 +191,23 @@ void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
                                       is_source ? "source" : "stage", name, *other, origin));
     }
   };
+  std::vector<StageKind> stages;
   for (uint32_t i = 0; i < d->stage_count; ++i) {
-    if (d->stages[i]->struct_size < sizeof(kf_stage_kind)) {
-      throw PluginAbiMismatch(fmt::format("plugin '{}': stage kind table too small", origin));
-    }
     check_unique(d->stages[i]->name, false);
-    for (uint32_t j = 0; j < i; ++j) {
-      if (std::string(d->stages[i]->name) == d->stages[j]->name) {
-        throw DuplicateKind(fmt::format("stage kind '{}' is registered twice by '{}'",
-                                        d->stages[i]->name, origin));
+    for (const StageKind& earlier : stages) {
+      if (earlier.name == d->stages[i]->name) {
+        throw DuplicateKind(fmt::format("stage kind '{}' is registered twice by '{}'", earlier.name, origin));
       }
     }
+    stages.push_back(read_stage(*d->stages[i], plugin, version, origin));
   }
+  std::vector<SourceKind> sources;
   for (uint32_t i = 0; i < d->source_count; ++i) {
-    if (d->sources[i]->struct_size < sizeof(kf_source_kind)) {
-      throw PluginAbiMismatch(fmt::format("plugin '{}': source kind table too small", origin));
-    }
     check_unique(d->sources[i]->name, true);
+    sources.push_back(read_source(*d->sources[i], plugin, version, origin));
   }
-  for (uint32_t i = 0; i < d->stage_count; ++i) {
-    stages_.push_back({d->stages[i], d->stages[i]->name, plugin, version, origin});
-  }
-  for (uint32_t i = 0; i < d->source_count; ++i) {
-    sources_.push_back({d->sources[i], d->sources[i]->name, plugin, version, origin});
-  }
+  for (StageKind& k : stages) stages_.push_back(std::move(k));
+  for (SourceKind& k : sources) sources_.push_back(std::move(k));
 }
 
 std::vector<std::string> Registry::discover(const std::vector<std::string>& directories) {

@@ -5,7 +5,9 @@
 
 #include <kforge/abi.h>
 
+#include <deque>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,20 +37,52 @@ class KFORGE_API DuplicateKind : public PluginError {  // names both files
   using PluginError::PluginError;
 };
 
-struct StageKind {
-  const kf_stage_kind* abi = nullptr;
+// One parameter of a kind's schema as the host reads it: the ABI's kf_param_spec and, when
+// the plugin declares them (since 0.2), its constraints.
+struct ParamSpec {
   std::string name;
-  std::string plugin;  // plugin name
-  std::string version; // plugin version
-  std::string file;    // shared object it came from
+  kf_param_type type = KF_PARAM_STRING;
+  std::optional<std::string> default_value;  // YAML text; none when required or absent
+  bool required = false;
+  std::string doc;
+  std::vector<std::string> choices;  // empty: any text
+  uint32_t range = 0;                // KF_RANGE_* bits
+  double min = 0;
+  double max = 0;
+};
+
+// A stage kind as a plugin registered it, read once from its ABI table: the rest of the
+// runtime never touches kf_stage_kind, whatever version of the table the plugin has.
+struct StageKind {
+  std::string name;
+  std::string doc;
+  std::string plugin;   // plugin name
+  std::string version;  // plugin version
+  std::string file;     // shared object it came from
+  std::vector<ParamSpec> params;
+  std::vector<std::string> routes;  // named routes besides pass/fail/error
+  uint32_t flags = 0;               // KF_STAGE_*
+  kf_stage_role role = KF_ROLE_OTHER;
+  decltype(kf_stage_kind::create) create = nullptr;
+  decltype(kf_stage_kind::process) process = nullptr;
+  decltype(kf_stage_kind::destroy) destroy = nullptr;
+  decltype(kf_stage_kind::cache_key) cache_key = nullptr;  // nullptr when the stage adds nothing
+
+  bool waits() const { return (flags & KF_STAGE_WAITS) != 0; }
+  bool cacheable() const { return (flags & KF_STAGE_CACHEABLE) != 0; }
 };
 
 struct SourceKind {
-  const kf_source_kind* abi = nullptr;
   std::string name;
+  std::string doc;
   std::string plugin;
   std::string version;
   std::string file;
+  std::vector<ParamSpec> params;
+  decltype(kf_source_kind::create) create = nullptr;
+  decltype(kf_source_kind::next) next = nullptr;
+  decltype(kf_source_kind::destroy) destroy = nullptr;
+  decltype(kf_source_kind::count) count = nullptr;  // nullptr when the source cannot tell
 };
 
 class KFORGE_API Registry {
@@ -58,7 +92,9 @@ class KFORGE_API Registry {
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
-  // Loads one shared object and registers its kinds; throws a PluginError subclass.
+  // Loads one shared object and registers its kinds; throws a PluginError subclass. Tables
+  // of any size from their first release (KF_*_V1_SIZE) on are accepted: fields a plugin's
+  // table lacks take their defaults, fields this host does not know are left alone.
   // Loading the same file twice is a no-op.
   void load(const std::string& path);
 
@@ -71,16 +107,18 @@ class KFORGE_API Registry {
 
   const StageKind* stage(const std::string& name) const;
   const SourceKind* source(const std::string& name) const;
-  const std::vector<StageKind>& stages() const { return stages_; }
-  const std::vector<SourceKind>& sources() const { return sources_; }
+  // In registration order; a deque, so that the kinds a loaded pipeline points at stay put
+  // when more plugins load.
+  const std::deque<StageKind>& stages() const { return stages_; }
+  const std::deque<SourceKind>& sources() const { return sources_; }
   // Known kind names closest to `name` (edit distance), best first, for "did you mean".
   std::vector<std::string> closest(const std::string& name, bool sources) const;
 
  private:
   struct Library;
   std::vector<std::unique_ptr<Library>> libraries_;
-  std::vector<StageKind> stages_;
-  std::vector<SourceKind> sources_;
+  std::deque<StageKind> stages_;
+  std::deque<SourceKind> sources_;
 };
 
 // The default search path: KFORGE_PLUGIN_PATH entries, then the build tree's plugin

@@ -355,8 +355,8 @@ std::string render_html(const Report& report) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   out += fmt::format("<title>kforge report: {}</title><style>{}</style><script>{}</script></head>\n<body>\n",
-                     markup_escape(m.strategy), kStyle, kScript);
-  out += fmt::format("<h1>kforge report: {}</h1>\n<div class=\"runs\">", markup_escape(m.strategy));
+                     markup_escape(m.label), kStyle, kScript);
+  out += fmt::format("<h1>kforge report: {}</h1>\n<div class=\"runs\">", markup_escape(m.label));
   for (const RunRecord& r : report.runs) {
     out += fmt::format("<div>run {}: {} ({}), {} to {}, {}, kforge {}, host {}</div>", r.id, markup_escape(r.pipeline),
                        markup_escape(r.pipeline_file), markup_escape(r.started_at), markup_escape(r.ended_at.empty() ? "-" : r.ended_at),

@@ -19,7 +19,7 @@ std::string render_junit(const Report& report) {
       ++failures;
     }
   }
-  const std::string suite = markup_escape(m.strategy);
+  const std::string suite = markup_escape(m.label);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"kforge\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
                      m.per_task.size(), failures, errors, seconds);

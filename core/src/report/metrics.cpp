@@ -7,8 +7,6 @@
 namespace kforge {
 namespace {
 
-bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
-
 std::string or_none(const std::string& text) { return text.empty() ? "(none)" : text; }
 
 void count(Share& share, bool hit) {
@@ -64,34 +62,6 @@ std::string CandidateFailure::describe() const {
          (message.empty() ? "" : ": " + message);
 }
 
-bool JobRecord::compiled() const {
-  return passed() || std::find(compiled_in_round.begin(), compiled_in_round.end(), 1) != compiled_in_round.end();
-}
-
-bool JobRecord::compiled_by_round(int r) const {
-  if (passed_by_round(r)) return true;
-  const size_t last = static_cast<size_t>(std::min(r, round));
-  return last < compiled_in_round.size() && compiled_in_round[last] != 0;
-}
-
-void add_attempt(JobRecord& job, const AttemptFacts& attempt) {
-  ++job.attempts;
-  job.seconds += attempt.seconds;
-  if (attempt.cached) ++job.cached_attempts;
-  if (starts_with(attempt.kind, kEvalKindPrefix)) job.eval_seconds += attempt.seconds;
-  if (starts_with(attempt.kind, kLlmKindPrefix)) job.gen_seconds += attempt.recorded_seconds.value_or(attempt.seconds);
-  const bool compile_stage = starts_with(attempt.kind, kCompileKindPrefix);
-  const bool run_stage = starts_with(attempt.kind, kRunKindPrefix);
-  if (!compile_stage && !run_stage) return;
-  job.compile_evidence = true;
-  const bool built = compile_stage ? attempt.status == VerdictStatus::Pass
-                                   : attempt.error_class != "compile_error" && attempt.error_class != "syntax_error";
-  if (!built || attempt.round < 0) return;
-  const size_t round = static_cast<size_t>(attempt.round);
-  if (job.compiled_in_round.size() <= round) job.compiled_in_round.resize(round + 1, 0);
-  job.compiled_in_round[round] = 1;
-}
-
 double pass_at_k(int n, int c, int k) {
   if (n - c < k) return 1.0;
   double all_fail = 1.0;
@@ -107,7 +77,7 @@ Share fast_p(const std::vector<TaskResult>& tasks, double p) {
 
 Metrics compute_metrics(const Dataset& data) {
   Metrics m;
-  m.strategy = data.strategy;
+  m.label = data.label;
 
   // Per task, in order of first appearance.
   std::vector<TaskTally> tasks;
@@ -120,7 +90,7 @@ Metrics compute_metrics(const Dataset& data) {
   uint64_t with_model = 0;
   int max_round = 0;
 
-  for (const JobRecord& job : data.jobs) {
+  for (const JobOutcome& job : data.jobs) {
     auto [slot, fresh] = task_slot.try_emplace(job.task_id, tasks.size());
     if (fresh) {
       TaskTally t;
@@ -252,7 +222,7 @@ Metrics compute_metrics(const Dataset& data) {
       rm.round = r;
       double speedup_sum = 0;
       uint64_t speedups = 0;
-      for (const JobRecord& job : data.jobs) {
+      for (const JobOutcome& job : data.jobs) {
         if (job.round >= r) ++rm.reached;
         count(rm.passed, job.passed_by_round(r));
         if (m.compile_known) count(rm.compiled, job.compiled_by_round(r));

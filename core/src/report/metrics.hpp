@@ -8,17 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/job.hpp"
+#include "engine/outcome.hpp"
 
 namespace kforge {
-
-// Stage kinds are sorted into families by prefix: time spent in `eval.*` stages is
-// evaluation time, in `llm.*` stages generation time; `eval.compile*` and `eval.run*`
-// verdicts are the evidence of whether a candidate compiled.
-inline constexpr const char* kEvalKindPrefix = "eval.";
-inline constexpr const char* kLlmKindPrefix = "llm.";
-inline constexpr const char* kCompileKindPrefix = "eval.compile";
-inline constexpr const char* kRunKindPrefix = "eval.run";
 
 struct TaskInfo {
   std::string id;
@@ -29,60 +21,11 @@ struct TaskInfo {
   double level = 0;
 };
 
-// One stage verdict, as far as the metrics need it.
-struct AttemptFacts {
-  std::string kind;
-  VerdictStatus status = VerdictStatus::Pass;
-  std::string error_class;
-  int round = 0;
-  double seconds = 0;
-  bool cached = false;
-  // An LLM answer replayed from a cassette: the duration it was recorded with, which is
-  // what generation time means for a replayed run (the replay itself takes no time).
-  std::optional<double> recorded_seconds;
-};
-
-// One finished job (a candidate of a task) with the facts folded in from its verdicts.
-struct JobRecord {
-  std::string task_id;
-  int sample = 0;
-  VerdictStatus status = VerdictStatus::Pass;  // final status
-  int round = 0;                               // final fix round
-  std::string error_class;                     // of the final verdict
-  std::string message;                         // of the final verdict
-  std::string model;                           // candidate.model at the end, empty when none
-  double tokens_in = 0;
-  double tokens_out = 0;
-  double cost = 0;
-  std::optional<double> speedup;  // metric `speedup` of the final round, when measured
-  // Per fix round: 1 when a verdict of that round shows the code compiled (see add_attempt).
-  std::vector<char> compiled_in_round;
-  bool compile_evidence = false;  // some verdict came from a compile or run stage
-  double seconds = 0;  // every stage call
-  double eval_seconds = 0;
-  double gen_seconds = 0;
-  int attempts = 0;
-  int cached_attempts = 0;
-
-  bool passed() const { return status == VerdictStatus::Pass; }
-  // Passed, or some round compiled: a correct candidate has compiled by definition.
-  bool compiled() const;
-  // State after round r (a job that ended earlier keeps its final state).
-  bool passed_by_round(int r) const { return passed() && round <= r; }
-  bool compiled_by_round(int r) const;
-};
-
-// Folds one verdict of `job` into it: compile evidence, eval/generation time, cache hits.
-// A round shows the code compiled when it has a passing `eval.compile*` verdict, or any
-// `eval.run*` verdict whose error class is not compile_error or syntax_error (run stages
-// load the candidate, compiling it, so reaching one past those errors means it built).
-void add_attempt(JobRecord& job, const AttemptFacts& attempt);
-
-// Everything a report is computed from: one strategy's finished jobs in job order.
+// Everything a report is computed from: one run series' finished jobs in job order.
 struct Dataset {
-  std::string strategy;  // the pipeline's `strategy` variable, else its name
+  std::string label;  // the pipeline's label, else its name: the "strategy" of reports
   std::map<std::string, TaskInfo> tasks;
-  std::vector<JobRecord> jobs;
+  std::vector<JobOutcome> jobs;
 };
 
 // count out of total; rate() is 0 for an empty total.
@@ -167,7 +110,7 @@ struct TaskResult {
 };
 
 struct Metrics {
-  std::string strategy;
+  std::string label;  // the run's label: what the reports call its strategy
   uint64_t tasks = 0;
   Share solved;      // tasks with a passing candidate: the headline pass rate
   Share candidates;  // passing candidates

@@ -29,7 +29,7 @@ bool has_named(const std::vector<GroupMetrics>& groups) {
 Table summary_table(const Metrics& m) {
   Table t{"Summary", "pass rate: tasks with a correct candidate; pass@1: correct candidates", {"Metric", "Value"}, {}};
   auto row = [&](std::string name, std::string value) { t.rows.push_back({std::move(name), std::move(value)}); };
-  row("Strategy", m.strategy);
+  row("Strategy", m.label);
   row("Tasks", std::to_string(m.tasks));
   row("Candidates", std::to_string(m.candidates.total));
   row("Pass rate", format_share(m.solved));
@@ -190,7 +190,7 @@ std::optional<ReportFormat> parse_report_format(const std::string& name) {
 }
 
 Report load_report(const std::string& directory) {
-  Store store((fs::path(directory) / kStoreFileName).string(), /*create=*/false);
+  Store store((fs::path(directory) / kStoreFileName).string(), StoreMode::ReadOnly);
   const std::optional<RunRecord> latest = store.latest_run();
   if (!latest) throw StoreError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
   Report report;
@@ -252,7 +252,7 @@ Table comparison_table(const std::vector<Metrics>& strategies) {
   std::sort(classes.begin(), classes.end());
   for (const auto& c : classes) t.columns.push_back(c);
   for (const Metrics& m : strategies) {
-    std::vector<std::string> row{m.strategy, format_share(m.solved), format_seconds(m.eval_seconds),
+    std::vector<std::string> row{m.label, format_share(m.solved), format_seconds(m.eval_seconds),
                                  format_seconds(m.gen_seconds), format_money(m.cost),
                                  m.cost_per_pass ? format_money(*m.cost_per_pass) : "-",
                                  share_cell(fast_p(m.per_task, 1.0))};
@@ -297,7 +297,7 @@ std::string render_text(const std::vector<Table>& tables) {
 }
 
 std::string render_markdown(const Report& report) {
-  std::string out = fmt::format("# kforge report: {}\n\n", report.metrics.strategy);
+  std::string out = fmt::format("# kforge report: {}\n\n", report.metrics.label);
   for (const RunRecord& r : report.runs) {
     out += fmt::format("- run {}: `{}` ({}), {} to {}, {}, kforge {}, host {}{}\n", r.id, r.pipeline, r.pipeline_file,
                        r.started_at, r.ended_at.empty() ? "-" : r.ended_at, r.status, r.kforge_version, r.host,
@@ -319,7 +319,7 @@ std::string render_json(const Report& report) {
   const Metrics& m = report.metrics;
   json out;
   out["kforge_report"] = 1;
-  out["strategy"] = m.strategy;
+  out["strategy"] = m.label;
   auto& runs = out["runs"] = json::array();
   for (const RunRecord& r : report.runs) {
     runs.push_back({{"id", r.id}, {"pipeline", r.pipeline}, {"pipeline_file", r.pipeline_file},

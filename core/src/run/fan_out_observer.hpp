@@ -17,8 +17,8 @@ class FanOutObserver : public RunObserver {
   void verdict(const Job& job, const Verdict& verdict) override {
     for (RunObserver* o : observers_) o->verdict(job, verdict);
   }
-  void job_finished(const Job& job) override {
-    for (RunObserver* o : observers_) o->job_finished(job);
+  void job_finished(const Job& job, const JobOutcome& outcome) override {
+    for (RunObserver* o : observers_) o->job_finished(job, outcome);
   }
 
  private:

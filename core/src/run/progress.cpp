@@ -73,8 +73,8 @@ void ProgressObserver::run_started(uint64_t expected_jobs) {
   running_ = true;
 }
 
-void ProgressObserver::job_finished(const Job& job) {
-  switch (job.final_status()) {
+void ProgressObserver::job_finished(const Job&, const JobOutcome& outcome) {
+  switch (outcome.status) {
     case VerdictStatus::Pass:
       ++passed_;
       break;

@@ -51,7 +51,7 @@ class KFORGE_API ProgressObserver : public RunObserver {
   ProgressObserver& operator=(const ProgressObserver&) = delete;
 
   void run_started(uint64_t expected_jobs) override;
-  void job_finished(const Job& job) override;
+  void job_finished(const Job& job, const JobOutcome& outcome) override;
   // Draws the last state (and ends the bar's line); idempotent.
   void finish();
 

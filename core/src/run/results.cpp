@@ -12,29 +12,24 @@
 
 namespace kforge {
 
-std::string result_line(const Job& job) {
+std::string result_line(const JobOutcome& o) {
   nlohmann::ordered_json line;
-  line["job"] = job.index;
-  line["task"] = job.task->id();
-  line["task_index"] = job.task->index;
-  line["sample"] = job.sample;
-  line["round"] = job.round;
-  line["status"] = to_string(job.final_status());
-  const Verdict* last = job.last();
-  line["stage"] = last ? last->stage : "";
-  line["error_class"] = last ? last->error_class : "";
-  line["message"] = last ? last->message : "";
+  line["job"] = o.job_index;
+  line["task"] = o.task_id;
+  line["task_index"] = o.task_index;
+  line["sample"] = o.sample;
+  line["round"] = o.round;
+  line["status"] = to_string(o.status);
+  line["stage"] = o.stage;
+  line["error_class"] = o.error_class;
+  line["message"] = o.message;
   // The candidate's description (model, language, tokens, cost, the file it came from...),
-  // but not its code, which the store keeps by content hash.
-  constexpr std::string_view kCandidate = "candidate.";
-  for (const auto& [key, value] : job.strings) {
-    if (key.starts_with(kCandidate) && key != KF_KEY_CANDIDATE_CODE) line[key.substr(kCandidate.size())] = value;
-  }
-  for (const auto& [key, value] : job.numbers) {
-    if (key.starts_with(kCandidate)) line[key.substr(kCandidate.size())] = value;
-  }
+  // but not its code or diff, which the store keeps by content hash.
+  constexpr size_t kPrefix = std::string_view("candidate.").size();
+  for (const auto& [key, value] : o.candidate_text) line[key.substr(kPrefix)] = value;
+  for (const auto& [key, value] : o.candidate_numbers) line[key.substr(kPrefix)] = value;
   auto& stages = line["stages"] = nlohmann::ordered_json::array();
-  for (const Verdict& v : job.verdicts) {
+  for (const Verdict& v : o.verdicts) {
     nlohmann::ordered_json s;
     s["stage"] = v.stage;
     s["kind"] = v.kind;
@@ -82,8 +77,8 @@ ResultsWriter::~ResultsWriter() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void ResultsWriter::job_finished(const Job& job) {
-  const std::string line = result_line(job);
+void ResultsWriter::job_finished(const Job&, const JobOutcome& outcome) {
+  const std::string line = result_line(outcome);
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fputc('\n', file_);
   std::fflush(file_);

@@ -12,7 +12,7 @@
 namespace kforge {
 
 // The JSON line for one finished job (no trailing newline).
-std::string result_line(const Job& job);
+std::string result_line(const JobOutcome& outcome);
 
 class KFORGE_API ResultsWriter : public RunObserver {
  public:
@@ -24,7 +24,7 @@ class KFORGE_API ResultsWriter : public RunObserver {
   ResultsWriter(const ResultsWriter&) = delete;
   ResultsWriter& operator=(const ResultsWriter&) = delete;
 
-  void job_finished(const Job& job) override;
+  void job_finished(const Job& job, const JobOutcome& outcome) override;
 
  private:
   std::FILE* file_ = nullptr;

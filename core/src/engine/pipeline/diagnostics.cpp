@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 
 namespace kforge {
 
@@ -20,6 +21,21 @@ std::string Diagnostic::format() const {
   out += fmt::format("{:>{}} | {}\n", number, gutter, snippet);
   out += fmt::format("{:>{}} | {}^", "", gutter, indent);
   return out;
+}
+
+Diagnostic Diagnostic::at(SourceLocation where, std::string message) {
+  Diagnostic d;
+  d.where = std::move(where);
+  d.message = std::move(message);
+  std::ifstream in(d.where.file);
+  std::string line;
+  for (int n = 1; n <= d.where.line && std::getline(in, line); ++n) {
+    if (n == d.where.line) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      d.snippet = line;
+    }
+  }
+  return d;
 }
 
 namespace {

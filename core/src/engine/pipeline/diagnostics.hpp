@@ -23,6 +23,10 @@ struct Diagnostic {
   std::string message;
   std::string snippet;  // the offending source line, without its newline
   std::string format() const;
+
+  // A diagnostic at `where`, its snippet read from the file: for checks after loading
+  // (creating the stages), when the loader's copy of the lines is gone.
+  static Diagnostic at(SourceLocation where, std::string message);
 };
 
 // Thrown when a pipeline does not validate; carries every problem found, not just the

@@ -14,6 +14,7 @@
 namespace kforge {
 
 class Registry;
+struct ParamSpec;
 
 // Command-line overrides (`--set key=value`): a plain key sets a variable, a dotted key
 // `STAGE.PARAM` (or `tasks.PARAM`) sets one parameter of that stage or of the task source.
@@ -21,8 +22,9 @@ struct Overrides {
   std::map<std::string, std::string> values;
 };
 
-// Reads, includes, substitutes and validates; throws ConfigError with every problem.
-KFORGE_API PipelineSpec load_pipeline(const std::string& path, const Registry& registry,
+// Reads, includes, substitutes, validates and compiles; throws ConfigError with every
+// problem.
+KFORGE_API Plan load_pipeline(const std::string& path, const Registry& registry,
                            const Overrides& overrides = {});
 
 // JSON Schema (draft 2020-12) of the pipeline format, with one `with:` schema per
@@ -32,7 +34,7 @@ KFORGE_API std::string pipeline_json_schema(const Registry& registry);
 namespace detail {
 // JSON form of a parameter's default, converted by the rules that apply to values written in
 // a pipeline; nullopt when there is none or it does not convert. Shared with the schema.
-std::optional<std::string> default_json(const kf_param_spec& spec);
+std::optional<std::string> default_json(const ParamSpec& spec);
 }  // namespace detail
 
 }  // namespace kforge

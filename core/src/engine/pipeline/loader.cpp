@@ -44,9 +44,8 @@ SourceLocation Loader::locate(const SourceFile& file, const YAML::Node& node) co
   return where;
 }
 
-
-PipelineSpec Loader::load(const std::string& path) {
-  PipelineSpec spec;
+Plan Loader::load(const std::string& path) {
+  Plan spec;
   const fs::path absolute = fs::absolute(path).lexically_normal();
   spec.file = absolute.string();
   const SourceFile* top = read(absolute, path, std::nullopt);
@@ -71,6 +70,12 @@ PipelineSpec Loader::load(const std::string& path) {
   } else if (top_is_map) {
     error_at(*top, top->root,
              "missing required key 'pipeline': the pipeline's name, e.g. pipeline: demo");
+  }
+  spec.label = spec.name;
+  if (const Entry* label = top_.find("label")) {
+    if (auto text = string_field(*top, *label, "label (the run's name in reports)")) {
+      if (!text->empty()) spec.label = *text;
+    }
   }
   if (const Entry* tasks = top_.find("tasks")) {
     read_tasks(*top, *tasks, spec);
@@ -107,14 +112,13 @@ PipelineSpec Loader::load(const std::string& path) {
   if (graph_checkable_ && !stages_.empty()) check_graph();
 
   if (!diagnostics_.empty()) throw ConfigError(std::move(diagnostics_));
-  for (StageDraft& d : stages_) spec.stages.push_back(std::move(d.spec));
+  spec.stages = compile_stages();
   return spec;
 }
 
-
 }  // namespace loader
 
-PipelineSpec load_pipeline(const std::string& path, const Registry& registry,
+Plan load_pipeline(const std::string& path, const Registry& registry,
                            const Overrides& overrides) {
   return loader::Loader(registry, overrides).load(path);
 }

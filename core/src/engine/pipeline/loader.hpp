@@ -22,19 +22,21 @@
 #include "engine/plan.hpp"
 
 namespace kforge {
+struct ParamSpec;
 struct StageKind;
 }
 
 namespace kforge::loader {
 
 inline constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-inline const std::vector<std::string> kTopKeys = {"pipeline", "include",       "vars",
-                                           "tasks",    "max_in_flight", "stages"};
-inline const std::vector<std::string> kTopOnlyKeys = {"pipeline", "tasks", "max_in_flight"};
+inline const std::vector<std::string> kTopKeys = {"pipeline", "label", "include", "vars",
+                                                  "tasks",    "max_in_flight", "stages"};
+inline const std::vector<std::string> kTopOnlyKeys = {"pipeline", "label", "tasks", "max_in_flight"};
 inline const std::vector<std::string> kTasksKeys = {"uses", "with", "k"};
 inline const std::vector<std::string> kStageKeys = {"id", "uses", "with", "concurrency", "timeout", "on"};
 inline const std::vector<std::string> kBoundedRouteKeys = {"to", "max_rounds", "then"};
 inline const std::vector<std::string> kStatusRoutes = {"pass", "fail", "error"};
+inline constexpr const char* kEndTarget = "end";
 // `tasks` is reserved because `--set tasks.PARAM` addresses the task source.
 inline const std::vector<std::string> kReservedIds = {kEndTarget, "tasks"};
 
@@ -90,6 +92,26 @@ struct ParamOverride {
   bool used = false;
 };
 
+// A route as written, its targets still stage ids (or "end").
+struct RouteSpec {
+  std::string on;
+  std::string target;
+  int max_rounds = 0;
+  std::string exhausted_target = kEndTarget;
+  SourceLocation where;
+};
+
+// A stage as written: the plan's stage with its routes still named by id.
+struct StageSpec {
+  std::string id;
+  std::string uses;  // stage kind name
+  StageConfig config;
+  int concurrency = 0;
+  double timeout_seconds = 0;
+  std::vector<RouteSpec> routes;  // pass, fail, error, then named routes
+  SourceLocation where;
+};
+
 struct StageDraft {
   StageSpec spec;
   const SourceFile* file = nullptr;
@@ -108,7 +130,7 @@ class Loader {
   Loader(const Registry& registry, const Overrides& overrides)
       : registry_(registry), overrides_(overrides) {}
 
-  PipelineSpec load(const std::string& path);
+  Plan load(const std::string& path);
 
   // For ValueSource implementations.
   void error(const SourceLocation& where, std::string message);
@@ -138,15 +160,17 @@ class Loader {
                                           const std::string& subject);
   std::optional<int> int_field(const SourceFile& file, const Entry& entry,
                                const std::string& subject, int64_t min);
-  StageConfig configure(const kf_param_spec* params, uint32_t count, const std::string& owner_id,
-                        const std::string& owner, const std::string& kind, const SourceFile& file,
-                        const YAML::Node& owner_node, const Entry* with);
-  void read_tasks(const SourceFile& file, const Entry& entry, PipelineSpec& spec);
+  StageConfig configure(const std::vector<ParamSpec>& params, const std::string& owner_id, const std::string& owner,
+                        const std::string& kind, const SourceFile& file, const YAML::Node& owner_node,
+                        const Entry* with);
+  void read_tasks(const SourceFile& file, const Entry& entry, Plan& plan);
   void read_stage(const SourceFile& file, const YAML::Node& node, size_t index);
   void read_routes(StageDraft& draft, size_t index);
   std::optional<std::string> route_target(const StageDraft& draft, const Entry& entry,
                                           const std::string& subject);
   void check_graph();
+  // The stages with their routes resolved to indices, once everything checked out.
+  std::vector<StagePlan> compile_stages();
 
   const Registry& registry_;
   const Overrides& overrides_;

@@ -43,9 +43,7 @@ void Loader::read_routes(StageDraft& draft, size_t index) {
       draft.spec.id.empty() ? fmt::format("stage #{}", index + 1) : "stage '" + draft.spec.id + "'";
   std::vector<std::string> names = kStatusRoutes;
   if (draft.kind != nullptr) {
-    for (uint32_t i = 0; i < draft.kind->abi->route_count; ++i) {
-      names.emplace_back(draft.kind->abi->routes[i]);
-    }
+    names.insert(names.end(), draft.kind->routes.begin(), draft.kind->routes.end());
   }
   if (draft.on) {  // a kind we do not know may have routes we do not know: keep them
     for (const Entry& e : draft.on->entries) {
@@ -216,7 +214,42 @@ void Loader::check_graph() {
     path.assign(1, {i, nullptr});
     visit(visit, i);
   }
+
+  // The router after a stage has kMaxRouteTargets ports, one per distinct target.
+  for (const StageDraft& d : stages_) {
+    std::set<std::string> targets;
+    for (const RouteSpec& route : d.spec.routes) {
+      targets.insert(route.target);
+      if (route.max_rounds > 0) targets.insert(route.exhausted_target);
+    }
+    if (targets.size() > kMaxRouteTargets) {
+      error(d.id_where,
+            fmt::format("stage '{}' routes to {} different targets ({}), but a stage can route to at most {}: "
+                        "send some verdicts to the same stage",
+                        d.spec.id, targets.size(), comma_list({targets.begin(), targets.end()}), kMaxRouteTargets));
+    }
+  }
 }
 
+std::vector<StagePlan> Loader::compile_stages() {
+  std::map<std::string, int> index_of = {{kEndTarget, kEnd}};
+  for (size_t i = 0; i < stages_.size(); ++i) index_of[stages_[i].spec.id] = static_cast<int>(i);
+  std::vector<StagePlan> stages;
+  for (StageDraft& d : stages_) {
+    StagePlan stage;
+    stage.id = d.spec.id;
+    stage.kind = d.kind;
+    stage.config = std::move(d.spec.config);
+    stage.concurrency = d.spec.concurrency;
+    stage.timeout_seconds = d.spec.timeout_seconds;
+    stage.where = d.spec.where;
+    for (const RouteSpec& route : d.spec.routes) {
+      stage.routes.push_back(
+          {route.on, index_of.at(route.target), route.max_rounds, index_of.at(route.exhausted_target), route.where});
+    }
+    stages.push_back(std::move(stage));
+  }
+  return stages;
+}
 
 }  // namespace kforge::loader

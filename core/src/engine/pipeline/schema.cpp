@@ -4,6 +4,7 @@
 // Where the loader accepts a ${...} variable in place of a typed value (k: ${k}), the schema
 // accepts it too: substitution happens before type checking, and the schema must not
 // flag a pipeline that loads.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "engine/pipeline/load.hpp"
@@ -21,40 +22,67 @@ Json or_variable(Json schema) {
   return {{"anyOf", Json::array({std::move(schema), {{"$ref", "#/$defs/variable"}}})}};
 }
 
-Json param_schema(const kf_param_spec& spec) {
+// A number's bounds as the parameter's range declares them.
+void add_range(Json& schema, const ParamSpec& spec) {
+  if (spec.range & KF_RANGE_MIN) schema[(spec.range & KF_RANGE_MIN_EXCLUSIVE) ? "exclusiveMinimum" : "minimum"] = spec.min;
+  if (spec.range & KF_RANGE_MAX) schema[(spec.range & KF_RANGE_MAX_EXCLUSIVE) ? "exclusiveMaximum" : "maximum"] = spec.max;
+}
+
+Json string_schema(const ParamSpec& spec) {
+  Json schema = {{"type", "string"}};
+  if (!spec.choices.empty()) schema["enum"] = spec.choices;
+  return schema;
+}
+
+Json param_schema(const ParamSpec& spec) {
   Json schema;
   switch (spec.type) {
     case KF_PARAM_STRING:
-      schema = {{"type", "string"}};
+      schema = string_schema(spec);
       break;
-    case KF_PARAM_INT:
-      schema = or_variable({{"type", "integer"}});
+    case KF_PARAM_INT: {
+      Json number = {{"type", "integer"}};
+      add_range(number, spec);
+      schema = or_variable(number);
       break;
-    case KF_PARAM_FLOAT:
-      schema = or_variable({{"type", "number"}});
+    }
+    case KF_PARAM_FLOAT: {
+      Json number = {{"type", "number"}};
+      add_range(number, spec);
+      schema = or_variable(number);
       break;
+    }
+    case KF_PARAM_DURATION: {
+      // Seconds as a number, or text with a unit; the range applies to the seconds.
+      Json seconds = {{"type", "number"}, {"minimum", 0}};
+      add_range(seconds, spec);
+      schema = {{"anyOf", Json::array({seconds,
+                                       {{"type", "string"}, {"pattern", "^([0-9]+\\.?[0-9]*|\\.[0-9]+)(ms|s|m|h)?$"}},
+                                       {{"$ref", "#/$defs/variable"}}})}};
+      break;
+    }
     case KF_PARAM_BOOL:
       schema = or_variable({{"type", "boolean"}});
       break;
     case KF_PARAM_STRING_LIST:
-      schema = {{"type", "array"}, {"items", {{"type", "string"}}}};
+      schema = {{"type", "array"}, {"items", string_schema(spec)}};
       break;
     case KF_PARAM_OBJECT:
       schema = {{"type", "object"}};
       break;
   }
-  if (spec.doc != nullptr && *spec.doc != '\0') schema["description"] = spec.doc;
+  if (!spec.doc.empty()) schema["description"] = spec.doc;
   if (auto value = detail::default_json(spec)) schema["default"] = Json::parse(*value);
   return schema;
 }
 
 // The `with:` mapping of one kind: its parameters and nothing else.
-Json with_schema(const kf_param_spec* params, uint32_t count) {
+Json with_schema(const std::vector<ParamSpec>& params) {
   Json properties = Json::object();
   Json required = Json::array();
-  for (uint32_t i = 0; i < count; ++i) {
-    properties[params[i].name] = param_schema(params[i]);
-    if (params[i].required) required.push_back(params[i].name);
+  for (const ParamSpec& p : params) {
+    properties[p.name] = param_schema(p);
+    if (p.required) required.push_back(p.name);
   }
   Json schema = {{"type", "object"}, {"properties", properties}, {"additionalProperties", false}};
   if (!required.empty()) schema["required"] = required;
@@ -62,16 +90,13 @@ Json with_schema(const kf_param_spec* params, uint32_t count) {
 }
 
 // `if uses is KIND then with (and on) follow KIND's schema`, one per kind.
-Json kind_branch(const std::string& name, const char* doc, const kf_param_spec* params,
-                 uint32_t count, const Json* on) {
-  Json then = {{"properties", {{"with", with_schema(params, count)}}}};
+Json kind_branch(const std::string& name, const std::string& doc, const std::vector<ParamSpec>& params,
+                 const Json* on) {
+  Json then = {{"properties", {{"with", with_schema(params)}}}};
   if (on != nullptr) then["properties"]["on"] = *on;
-  if (doc != nullptr && *doc != '\0') then["description"] = doc;
-  for (uint32_t i = 0; i < count; ++i) {
-    if (params[i].required) {
-      then["required"] = Json::array({"with"});
-      break;
-    }
+  if (!doc.empty()) then["description"] = doc;
+  if (std::any_of(params.begin(), params.end(), [](const ParamSpec& p) { return p.required; })) {
+    then["required"] = Json::array({"with"});
   }
   return {{"if", {{"properties", {{"uses", {{"const", name}}}}}, {"required", {"uses"}}}},
           {"then", then}};
@@ -88,7 +113,7 @@ Json tasks_schema(const Registry& registry) {
   for (const SourceKind& kind : registry.sources()) {
     names.push_back(kind.name);
     branches.push_back(
-        kind_branch(kind.name, kind.abi->doc, kind.abi->params, kind.abi->param_count, nullptr));
+        kind_branch(kind.name, kind.doc, kind.params, nullptr));
   }
   Json schema = {
       {"type", "object"},
@@ -111,12 +136,12 @@ Json stage_schema(const Registry& registry) {
     Json routes = Json::object();
     for (const char* status : {"pass", "fail", "error"})
       routes[status] = {{"$ref", "#/$defs/route"}};
-    for (uint32_t i = 0; i < kind.abi->route_count; ++i) {
-      routes[kind.abi->routes[i]] = {{"$ref", "#/$defs/route"}};
+    for (const std::string& route : kind.routes) {
+      routes[route] = {{"$ref", "#/$defs/route"}};
     }
     const Json on = {{"type", "object"}, {"properties", routes}, {"additionalProperties", false}};
     branches.push_back(
-        kind_branch(kind.name, kind.abi->doc, kind.abi->params, kind.abi->param_count, &on));
+        kind_branch(kind.name, kind.doc, kind.params, &on));
   }
   Json schema = {
       {"type", "object"},

@@ -25,7 +25,7 @@ std::optional<int> Loader::int_field(const SourceFile& file, const Entry& entry,
   FileValues values(*this, file, entry.key);
   auto value = convert(KF_PARAM_INT, entry.value, subject, values);
   if (!value) return std::nullopt;
-  const int64_t number = std::stoll(value->text);
+  const int64_t number = value->integer;
   if (number < min || number > kMaxInt) {
     error_at(file, entry.value,
              number < min ? fmt::format("{} must be at least {}, got {}", subject, min, number)
@@ -35,14 +35,13 @@ std::optional<int> Loader::int_field(const SourceFile& file, const Entry& entry,
   return static_cast<int>(number);
 }
 
-StageConfig Loader::configure(const kf_param_spec* params, uint32_t count,
-                              const std::string& owner_id, const std::string& owner,
-                              const std::string& kind, const SourceFile& file,
+StageConfig Loader::configure(const std::vector<ParamSpec>& params, const std::string& owner_id,
+                              const std::string& owner, const std::string& kind, const SourceFile& file,
                               const YAML::Node& owner_node, const Entry* with) {
   StageConfig config;
   config.base_dir = file.dir;
   std::vector<std::string> names;
-  for (uint32_t i = 0; i < count; ++i) names.emplace_back(params[i].name);
+  for (const ParamSpec& p : params) names.push_back(p.name);
 
   Mapping given;
   if (with != nullptr && with->value.IsMap()) {
@@ -74,16 +73,19 @@ StageConfig Loader::configure(const kf_param_spec* params, uint32_t count,
 
   const SourceLocation owner_where =
       with != nullptr ? locate(file, with->key) : locate(file, owner_node);
-  for (uint32_t i = 0; i < count; ++i) {
-    const kf_param_spec& spec = params[i];
+  for (const ParamSpec& spec : params) {
     const std::string subject = fmt::format("parameter '{}' of {}", spec.name, owner);
     std::optional<ParamValue> value;
+    // Where a value that breaks the parameter's choices or range is reported.
+    SourceLocation value_where = owner_where;
+    std::string value_subject = subject;
     auto override_it = std::find_if(
         param_overrides_.begin(), param_overrides_.end(),
         [&](const ParamOverride& o) { return o.owner == owner_id && o.param == spec.name; });
     if (override_it != param_overrides_.end()) {
       // Written as on the command line: YAML flow text (`[a, b]`, `{x: 1}`), strings as is.
       FixedValues values(*this, override_it->where);
+      value_where = override_it->where;
       if (spec.type == KF_PARAM_STRING) {
         value = convert(spec.type, YAML::Node(override_it->value), subject, values);
       } else {
@@ -96,13 +98,15 @@ StageConfig Loader::configure(const kf_param_spec* params, uint32_t count,
       }
     } else if (const Entry* entry = given.find(spec.name)) {
       FileValues values(*this, file, entry->key);
+      value_where = locate(file, entry->value.IsNull() ? entry->key : entry->value);
       value = convert(spec.type, entry->value, subject, values);
     } else if (spec.required) {
       error(owner_where, fmt::format("missing required parameter '{}' of {} ({}): {}", spec.name,
-                                     owner, kind, spec.doc ? spec.doc : ""));
-    } else if (spec.default_value != nullptr) {
+                                     owner, kind, spec.doc));
+    } else if (spec.default_value) {
       const std::string default_subject =
           fmt::format("the default of parameter '{}' of kind '{}' (a plugin bug)", spec.name, kind);
+      value_subject = default_subject;
       FixedValues values(*this, owner_where);
       std::string problem;
       auto node = parse_default(spec, problem);
@@ -112,15 +116,20 @@ StageConfig Loader::configure(const kf_param_spec* params, uint32_t count,
         error(owner_where, fmt::format("{} is not valid YAML: {}", default_subject, problem));
       }
     }
-    if (value) config.values.emplace(spec.name, std::move(*value));
+    if (!value) continue;
+    if (auto problem = violated_constraint(spec, *value, value_subject)) {
+      error(value_where, *problem);
+      continue;
+    }
+    config.values.emplace(spec.name, std::move(*value));
   }
   return config;
 }
 
 // ---- the pipeline -------------------------------------------------------------------------
 
-void Loader::read_tasks(const SourceFile& file, const Entry& entry, PipelineSpec& spec) {
-  spec.source.where = locate(file, entry.key);
+void Loader::read_tasks(const SourceFile& file, const Entry& entry, Plan& plan) {
+  plan.source.where = locate(file, entry.key);
   if (!entry.value.IsMap()) {
     error_at(file, entry.value.IsNull() ? entry.key : entry.value,
              fmt::format("tasks must be a mapping with uses: (a source kind) and with: "
@@ -130,7 +139,7 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, PipelineSpec
   }
   Mapping keys = mapping(file, entry.value, "key", "in tasks", kTasksKeys);
   if (const Entry* k = keys.find("k")) {
-    if (auto value = int_field(file, *k, "k (candidates per task)", 1)) spec.k = *value;
+    if (auto value = int_field(file, *k, "k (candidates per task)", 1)) plan.k = *value;
   }
   const Entry* uses = keys.find("uses");
   if (uses == nullptr) {
@@ -140,7 +149,6 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, PipelineSpec
   }
   auto name = string_field(file, *uses, "uses of tasks");
   if (!name) return;
-  spec.source.uses = *name;
   const SourceKind* kind = registry_.source(*name);
   if (kind == nullptr) {
     std::vector<std::string> known;
@@ -155,8 +163,8 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, PipelineSpec
     for (ParamOverride& o : param_overrides_) o.used = o.used || o.owner == "tasks";
     return;
   }
-  spec.source.config = configure(kind->abi->params, kind->abi->param_count, "tasks", "tasks",
-                                 kind->name, file, entry.key, keys.find("with"));
+  plan.source.kind = kind;
+  plan.source.config = configure(kind->params, "tasks", "tasks", kind->name, file, entry.key, keys.find("with"));
 }
 
 void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t index) {
@@ -243,8 +251,7 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
 
   if (draft.kind != nullptr) {
     draft.spec.config =
-        configure(draft.kind->abi->params, draft.kind->abi->param_count, draft.spec.id, label,
-                  draft.kind->name, file, node, keys.find("with"));
+        configure(draft.kind->params, draft.spec.id, label, draft.kind->name, file, node, keys.find("with"));
   } else {
     draft.spec.config.base_dir = file.dir;
     // Parameters of an unknown kind cannot be checked; its overrides are not "unknown stage".
@@ -274,9 +281,7 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
       std::vector<std::string> allowed;  // empty (anything) when the kind is unknown
       if (draft.kind != nullptr) {
         allowed = kStatusRoutes;
-        for (uint32_t i = 0; i < draft.kind->abi->route_count; ++i) {
-          allowed.emplace_back(draft.kind->abi->routes[i]);
-        }
+        allowed.insert(allowed.end(), draft.kind->routes.begin(), draft.kind->routes.end());
       }
       draft.on = mapping(file, on->value, "route",
                          fmt::format("in {} (kind {})", label, draft.spec.uses), allowed, true);

@@ -4,10 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/pipeline/loader.hpp"
 #include "engine/pipeline/scalars.hpp"
+#include "engine/registry.hpp"
 
 namespace kforge::loader {
-
 
 const char* expected(kf_param_type type) {
   switch (type) {
@@ -23,15 +24,15 @@ const char* expected(kf_param_type type) {
       return "a list of strings";
     case KF_PARAM_OBJECT:
       return "a mapping";
+    case KF_PARAM_DURATION:
+      return "a duration (90s, 2m, 500ms, 1h, or a number of seconds)";
   }
   return "a value";
 }
 
-
-
 namespace {
 
-// Typed text of a scalar parameter: canonical `text` and `json`, or a problem.
+// A typed scalar parameter: its canonical `text`, `json` and typed field, or a problem.
 bool typed_scalar(kf_param_type type, const std::string& text, const std::string& subject,
                   ParamValue& out, std::string& problem) {
   out.type = type;
@@ -52,6 +53,8 @@ bool typed_scalar(kf_param_type type, const std::string& text, const std::string
       }
       out.text = std::to_string(*value);
       out.json = json_text(Json(*value));
+      out.integer = *value;
+      out.number = static_cast<double>(*value);
       return true;
     }
     case KF_PARAM_FLOAT: {
@@ -62,8 +65,20 @@ bool typed_scalar(kf_param_type type, const std::string& text, const std::string
                       : fmt::format("{} must be a number, got '{}'", subject, text);
         return false;
       }
-      out.text = text;  // as written: std::stod reads every number literal accepted above
+      out.text = text;  // as written
       out.json = json_text(Json(*value));
+      out.number = *value;
+      return true;
+    }
+    case KF_PARAM_DURATION: {
+      auto seconds = parse_duration(text);
+      if (!seconds) {
+        problem = fmt::format("{} must be {}, got '{}'", subject, expected(type), text);
+        return false;
+      }
+      out.text = text;  // as written; the JSON form is seconds, so 2m and 120s are one value
+      out.json = json_text(Json(*seconds));
+      out.number = *seconds;
       return true;
     }
     case KF_PARAM_BOOL:
@@ -74,6 +89,7 @@ bool typed_scalar(kf_param_type type, const std::string& text, const std::string
       }
       out.text = text;
       out.json = text;
+      out.boolean = text == "true";
       return true;
     default:
       problem = fmt::format("{} must be {}", subject, expected(type));
@@ -196,23 +212,60 @@ std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
   return out;
 }
 
-std::optional<YAML::Node> parse_default(const kf_param_spec& spec, std::string& problem) {
-  if (spec.type == KF_PARAM_STRING) return YAML::Node(std::string(spec.default_value));
+std::optional<YAML::Node> parse_default(const ParamSpec& spec, std::string& problem) {
+  if (spec.type == KF_PARAM_STRING) return YAML::Node(*spec.default_value);
   try {
-    return YAML::Load(spec.default_value);
+    return YAML::Load(*spec.default_value);
   } catch (const YAML::Exception& e) {
     problem = e.msg;
     return std::nullopt;
   }
 }
 
+std::optional<std::string> violated_constraint(const ParamSpec& spec, const ParamValue& value,
+                                               const std::string& subject) {
+  auto not_a_choice = [&](const std::string& text) -> std::optional<std::string> {
+    if (spec.choices.empty() || contains(spec.choices, text)) return std::nullopt;
+    auto guess = closest(text, spec.choices);
+    return fmt::format("{} must be {}, got '{}'{}", subject, alternatives(spec.choices), text,
+                       guess ? fmt::format("; did you mean '{}'?", *guess) : "");
+  };
+  switch (spec.type) {
+    case KF_PARAM_STRING:
+      return not_a_choice(value.text);
+    case KF_PARAM_STRING_LIST:
+      for (const std::string& item : value.items) {
+        if (auto problem = not_a_choice(item)) return problem;
+      }
+      return std::nullopt;
+    case KF_PARAM_INT:
+    case KF_PARAM_FLOAT:
+    case KF_PARAM_DURATION: {
+      const double x = value.number;
+      const bool min_exclusive = (spec.range & KF_RANGE_MIN_EXCLUSIVE) != 0;
+      const bool max_exclusive = (spec.range & KF_RANGE_MAX_EXCLUSIVE) != 0;
+      const char* unit = spec.type == KF_PARAM_DURATION ? " s" : "";
+      if ((spec.range & KF_RANGE_MIN) && (min_exclusive ? x <= spec.min : x < spec.min)) {
+        return fmt::format("{} must be {} {:g}{}, got {}", subject, min_exclusive ? "greater than" : "at least",
+                           spec.min, unit, value.text);
+      }
+      if ((spec.range & KF_RANGE_MAX) && (max_exclusive ? x >= spec.max : x > spec.max)) {
+        return fmt::format("{} must be {} {:g}{}, got {}", subject, max_exclusive ? "less than" : "at most",
+                           spec.max, unit, value.text);
+      }
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+  }
+}
 
 }  // namespace kforge::loader
 
 namespace kforge::detail {
 
-std::optional<std::string> default_json(const kf_param_spec& spec) {
-  if (spec.default_value == nullptr || spec.required) return std::nullopt;
+std::optional<std::string> default_json(const ParamSpec& spec) {
+  if (!spec.default_value) return std::nullopt;
   // A throwaway sink: a default that does not convert is simply left out of the schema;
   // loading a pipeline that uses the kind reports it.
   class Quiet : public loader::ValueSource {

@@ -9,6 +9,10 @@
 
 #include "engine/plan.hpp"
 
+namespace kforge {
+struct ParamSpec;
+}
+
 namespace kforge::loader {
 
 // "a string", "an integer", ...: what a parameter of `type` expects, for messages.
@@ -30,6 +34,10 @@ std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value, c
                                   ValueSource& source);
 
 // A plugin's default as YAML (strings are taken as they are: "a: b" is that string).
-std::optional<YAML::Node> parse_default(const kf_param_spec& spec, std::string& problem);
+std::optional<YAML::Node> parse_default(const ParamSpec& spec, std::string& problem);
+
+// What is wrong with a converted value under the parameter's choices and range, if anything.
+std::optional<std::string> violated_constraint(const ParamSpec& spec, const ParamValue& value,
+                                               const std::string& subject);
 
 }  // namespace kforge::loader

@@ -1,7 +1,7 @@
 // What reports are computed from: the finished jobs of one series of runs.
 #include <fmt/format.h>
 
-#include <unordered_map>
+#include <nlohmann/json.hpp>
 
 #include "run/store/statements.hpp"
 #include "run/store/store.hpp"
@@ -14,7 +14,7 @@ Dataset Store::load_dataset(int64_t series) {
   std::lock_guard lock(mutex_);
   const std::vector<RunRecord> runs = read_series(series);
   Dataset data;
-  if (!runs.empty()) data.strategy = runs.back().strategy;
+  if (!runs.empty()) data.label = runs.back().label;
 
   Statement tasks(db_, path_, "SELECT id, name, level, category, complexity, format FROM tasks");
   while (tasks.step()) {
@@ -28,54 +28,51 @@ Dataset Store::load_dataset(int64_t series) {
     data.tasks.emplace(t.id, std::move(t));
   }
 
-  // Jobs in job order; attempts are matched to them by (run, task, sample): attempts of
-  // jobs a killed run left unfinished have no job row and do not count.
-  auto job_key = [](int64_t run, const std::string& task, int64_t sample) {
-    return fmt::format("{}\n{}\n{}", run, task, sample);
-  };
-  std::unordered_map<std::string, size_t> slot;
+  // Jobs in job order, with the facts folded when each finished. A store of schema 1 has
+  // none of them (its reports say nothing about compile rates, evaluation and generation
+  // time); attempts of jobs a killed run left unfinished have no job row and never count.
+  const std::string facts = schema_version_ >= 2 ? "device, compiled_rounds, eval_seconds, gen_seconds, cached_attempts"
+                                                  : "NULL, NULL, NULL, NULL, NULL";
   Statement jobs(db_, path_,
-                 "SELECT jobs.run_id, task_id, sample, jobs.status, round, error_class, message, model, tokens_in, "
-                 "tokens_out, cost, speedup FROM jobs JOIN runs ON runs.id = jobs.run_id WHERE runs.series = ?1 "
-                 "ORDER BY job_index, jobs.run_id");
+                 ("SELECT task_id, sample, jobs.status, round, error_class, message, model, tokens_in, tokens_out, cost, "
+                  "speedup, job_index, stage, language, attempts, seconds, " + facts +
+                  " FROM jobs JOIN runs ON runs.id = jobs.run_id WHERE runs.series = ?1 ORDER BY job_index, jobs.run_id")
+                     .c_str());
   jobs.bind(1, series);
   while (jobs.step()) {
-    JobRecord j;
-    j.task_id = jobs.text(1);
-    j.sample = static_cast<int>(jobs.integer(2));
-    j.status = parse_status(jobs.text(3));
-    j.round = static_cast<int>(jobs.integer(4));
-    j.error_class = jobs.text(5);
-    j.message = jobs.text(6);
-    j.model = jobs.text(7);
-    j.tokens_in = jobs.real(8);
-    j.tokens_out = jobs.real(9);
-    j.cost = jobs.real(10);
-    j.speedup = jobs.optional_real(11);
-    slot.emplace(job_key(jobs.integer(0), j.task_id, j.sample), data.jobs.size());
+    JobOutcome j;
+    j.task_id = jobs.text(0);
+    j.sample = static_cast<int>(jobs.integer(1));
+    j.status = parse_status(jobs.text(2));
+    j.round = static_cast<int>(jobs.integer(3));
+    j.error_class = jobs.text(4);
+    j.message = jobs.text(5);
+    j.model = jobs.text(6);
+    j.tokens_in = jobs.real(7);
+    j.tokens_out = jobs.real(8);
+    j.cost = jobs.real(9);
+    j.speedup = jobs.optional_real(10);
+    j.job_index = static_cast<uint64_t>(jobs.integer(11));
+    j.stage = jobs.text(12);
+    j.language = jobs.text(13);
+    j.attempts = static_cast<int>(jobs.integer(14));
+    j.seconds = jobs.real(15);
+    j.device = jobs.text(16);
+    if (!jobs.is_null(17)) {
+      j.compile_evidence = true;
+      const auto rounds = nlohmann::json::parse(jobs.text(17), nullptr, false);
+      for (const auto& r : rounds.is_array() ? rounds : nlohmann::json::array()) {
+        const size_t round = r.get<size_t>();
+        if (j.compiled_in_round.size() <= round) j.compiled_in_round.resize(round + 1, 0);
+        j.compiled_in_round[round] = 1;
+      }
+    }
+    j.eval_seconds = jobs.real(18);
+    j.gen_seconds = jobs.real(19);
+    j.cached_attempts = static_cast<int>(jobs.integer(20));
     data.jobs.push_back(std::move(j));
-  }
-
-  Statement attempts(db_, path_,
-                     "SELECT attempts.run_id, task_id, sample, kind, attempts.status, error_class, round, seconds, cached, "
-                     "json_extract(metrics, '$.llm_recorded_seconds') "
-                     "FROM attempts JOIN runs ON runs.id = attempts.run_id WHERE runs.series = ?1 ORDER BY attempts.id");
-  attempts.bind(1, series);
-  while (attempts.step()) {
-    auto it = slot.find(job_key(attempts.integer(0), attempts.text(1), attempts.integer(2)));
-    if (it == slot.end()) continue;
-    AttemptFacts a;
-    a.kind = attempts.text(3);
-    a.status = parse_status(attempts.text(4));
-    a.error_class = attempts.text(5);
-    a.round = static_cast<int>(attempts.integer(6));
-    a.seconds = attempts.real(7);
-    a.cached = attempts.integer(8) != 0;
-    a.recorded_seconds = attempts.optional_real(9);
-    add_attempt(data.jobs[it->second], a);
   }
   return data;
 }
-
 
 }  // namespace kforge

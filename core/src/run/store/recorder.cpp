@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "engine/host.hpp"
-
 namespace kforge {
 
 void RunRecorder::run_started(uint64_t expected_jobs) {
@@ -22,9 +20,9 @@ void RunRecorder::verdict(const Job& job, const Verdict& verdict) {
   }
 }
 
-void RunRecorder::job_finished(const Job& job) {
+void RunRecorder::job_finished(const Job&, const JobOutcome& outcome) {
   try {
-    store_.record_job(run_, job);
+    store_.record_job(run_, outcome);
   } catch (const std::exception& e) {
     fail(e);
   }
@@ -41,8 +39,7 @@ void RunRecorder::fail(const std::exception& e) {
   failure_ = e.what();
   // Going on would compute results nobody can see: stop intake, let in-flight work end.
   spdlog::error("{}; stopping the run", failure_);
-  request_cancel();
+  cancel_.request();
 }
-
 
 }  // namespace kforge

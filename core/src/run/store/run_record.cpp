@@ -1,11 +1,16 @@
 #include "run/store/run_record.hpp"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
+#include "engine/registry.hpp"
 #include "util/sha256.hpp"
 
 namespace kforge {
@@ -30,8 +35,6 @@ json config_json(const StageConfig& config) {
   return with;
 }
 
-
-
 // The hash --resume compares: the config without what cannot change a result (how many
 // jobs run at once), so that a resumed run may use other concurrency settings.
 std::string config_hash(const std::string& config_text) {
@@ -41,31 +44,31 @@ std::string config_hash(const std::string& config_text) {
   return sha256_hex(dump(config));
 }
 
-
 }  // namespace
 
-std::string pipeline_config_json(const PipelineSpec& pipeline) {
+std::string pipeline_config_json(const Plan& plan) {
   json config;
-  config["pipeline"] = pipeline.name;
-  config["file"] = pipeline.file;
-  config["vars"] = pipeline.vars;
-  config["tasks"] = {{"uses", pipeline.source.uses}, {"with", config_json(pipeline.source.config)}};
-  config["k"] = pipeline.k;
-  config["max_in_flight"] = pipeline.max_in_flight;
+  config["pipeline"] = plan.name;
+  config["label"] = plan.label;
+  config["file"] = plan.file;
+  config["vars"] = plan.vars;
+  config["tasks"] = {{"uses", plan.source.kind->name}, {"with", config_json(plan.source.config)}};
+  config["k"] = plan.k;
+  config["max_in_flight"] = plan.max_in_flight;
   auto& stages = config["stages"] = json::array();
-  for (const StageSpec& s : pipeline.stages) {
+  for (const StagePlan& s : plan.stages) {
     json stage;
     stage["id"] = s.id;
-    stage["uses"] = s.uses;
+    stage["uses"] = s.kind->name;
     stage["with"] = config_json(s.config);
     stage["concurrency"] = s.concurrency;
     stage["timeout"] = s.timeout_seconds;
     auto& on = stage["on"] = json::object();
-    for (const RouteSpec& r : s.routes) {
-      json route = {{"to", r.target}};
+    for (const RoutePlan& r : s.routes) {
+      json route = {{"to", plan.target_id(r.target)}};
       if (r.max_rounds > 0) {
         route["max_rounds"] = r.max_rounds;
-        route["then"] = r.exhausted_target;
+        route["then"] = plan.target_id(r.exhausted_target);
       }
       on[r.on] = route;
     }
@@ -73,7 +76,6 @@ std::string pipeline_config_json(const PipelineSpec& pipeline) {
   }
   return dump(config);
 }
-
 
 const char* to_string(RunStatus status) {
   switch (status) {
@@ -89,22 +91,19 @@ const char* to_string(RunStatus status) {
   return "failed";
 }
 
-RunRecord describe_run(const PipelineSpec& pipeline, const std::string& kforge_version) {
+RunRecord describe_run(const Plan& plan, const std::string& kforge_version) {
   RunRecord run;
-  run.pipeline = pipeline.name;
-  auto strategy = pipeline.vars.find("strategy");
-  run.strategy = strategy != pipeline.vars.end() && !strategy->second.empty() ? strategy->second : pipeline.name;
-  run.pipeline_file = pipeline.file;
-  run.config = pipeline_config_json(pipeline);
+  run.pipeline = plan.name;
+  run.label = plan.label;
+  run.pipeline_file = plan.file;
+  run.config = pipeline_config_json(plan);
   run.config_hash = config_hash(run.config);
   run.kforge_version = kforge_version;
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) == 0) run.host = host;
-  // Devices as far as the pipeline and the environment say; kforge itself does not probe.
+  // The devices the environment makes visible; which one ran a candidate is each job's
+  // KF_KEY_CANDIDATE_DEVICE. kforge itself does not probe.
   std::vector<std::string> devices;
-  if (auto device = pipeline.vars.find("device"); device != pipeline.vars.end()) {
-    devices.push_back("device=" + device->second);
-  }
   for (const char* name : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"}) {
     if (const char* value = std::getenv(name)) devices.push_back(fmt::format("{}={}", name, value));
   }
@@ -112,5 +111,13 @@ RunRecord describe_run(const PipelineSpec& pipeline, const std::string& kforge_v
   return run;
 }
 
+uint64_t draw_secret_seed() {
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) {
+    throw std::runtime_error(fmt::format("cannot draw the run's secret seed from the operating system: {}",
+                                         std::strerror(errno)));
+  }
+  return seed;
+}
 
 }  // namespace kforge

@@ -5,6 +5,7 @@
 #include "api.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/plan.hpp"
@@ -18,7 +19,7 @@ struct RunRecord {
   int64_t id = 0;
   int64_t series = 0;  // the fresh run this one resumes (its own id when fresh)
   std::string pipeline;
-  std::string strategy;  // the pipeline's `strategy` variable, else its name
+  std::string label;  // the pipeline's label (column `strategy`), else its name
   std::string pipeline_file;
   std::string config;  // pipeline_config_json()
   std::string config_hash;
@@ -29,13 +30,19 @@ struct RunRecord {
   std::string started_at;  // ISO 8601, UTC
   std::string ended_at;
   std::string status;  // to_string(RunStatus)
+  // The run's secret seed (kf_host_api::job_run_seed); none in runs of a store older than
+  // schema version 2.
+  std::optional<uint64_t> secret_seed;
 };
+
+// A fresh secret seed from the operating system (getrandom); throws when it has none.
+KFORGE_API uint64_t draw_secret_seed();
 
 // The resolved pipeline as JSON (what `runs.config` holds; its hash decides whether a run
 // may be resumed with this pipeline).
-std::string pipeline_config_json(const PipelineSpec& pipeline);
+std::string pipeline_config_json(const Plan& plan);
 
-// A RunRecord for `pipeline`, with the host name and the devices the environment names.
-KFORGE_API RunRecord describe_run(const PipelineSpec& pipeline, const std::string& kforge_version);
+// A RunRecord for `plan`, with the host name and the devices the environment names.
+KFORGE_API RunRecord describe_run(const Plan& plan, const std::string& kforge_version);
 
 }  // namespace kforge

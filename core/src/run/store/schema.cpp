@@ -8,7 +8,17 @@ namespace kforge {
 
 using sql::exec_sql;
 using sql::user_version;
+
 namespace {
+
+void run_script(sqlite3* db, const char* sql, const char* what) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw StoreError(fmt::format("{}: {}", what, message));
+  }
+}
 
 void create_schema_v1(sqlite3* db) {
   static const char* const kSchema = R"sql(
@@ -101,19 +111,32 @@ CREATE TABLE verdict_cache (
   created_at TEXT NOT NULL
 );
 )sql";
-  char* error = nullptr;
-  if (sqlite3_exec(db, kSchema, nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error ? error : "unknown error";
-    sqlite3_free(error);
-    throw StoreError("creating the schema: " + message);
-  }
+  run_script(db, kSchema, "creating the schema");
 }
 
+// Version 2: roles instead of kind names, the facts of a job folded once when it finished,
+// the device that ran it, and the run's secret seed.
+void add_roles_and_job_facts_v2(sqlite3* db) {
+  static const char* const kChanges = R"sql(
+ALTER TABLE runs ADD COLUMN secret_seed TEXT;
+ALTER TABLE attempts ADD COLUMN role TEXT NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN measured INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN device TEXT;
+ALTER TABLE jobs ADD COLUMN compiled_rounds TEXT;
+ALTER TABLE jobs ADD COLUMN eval_seconds REAL;
+ALTER TABLE jobs ADD COLUMN gen_seconds REAL;
+ALTER TABLE jobs ADD COLUMN cached_attempts INTEGER;
+DELETE FROM verdict_cache;
+)sql";
+  // The verdict cache is emptied: entries cached before verdicts were marked measured may
+  // hold timings that would otherwise be replayed.
+  run_script(db, kChanges, "adding roles and job facts");
+}
 
 }  // namespace
 
 const std::vector<Migration>& schema_migrations() {
-  static const std::vector<Migration> steps = {{1, create_schema_v1}};
+  static const std::vector<Migration> steps = {{1, create_schema_v1}, {2, add_roles_and_job_facts_v2}};
   return steps;
 }
 
@@ -139,6 +162,5 @@ void migrate(sqlite3* db, const std::vector<Migration>& steps, const std::string
     }
   }
 }
-
 
 }  // namespace kforge

@@ -29,11 +29,20 @@ namespace kforge {
 
 inline constexpr const char* kStoreFileName = "kforge.db";
 
+// How a Store opens its database.
+enum class StoreMode {
+  // Creates the database when missing and migrates it to the current schema: `kforge run`.
+  ReadWrite,
+  // The database must exist; it is neither written nor migrated (a store an older kforge
+  // wrote is read as it is): `kforge report`, `kforge compare`.
+  ReadOnly,
+};
+
 class KFORGE_API Store {
  public:
-  // Opens the database at `path`, creating it when `create` (else it must exist), and
-  // migrates it to the current schema. Throws StoreError.
-  explicit Store(const std::string& path, bool create = true);
+  // Opens the database at `path`. Throws StoreError (a missing file in ReadOnly mode, a
+  // schema newer than this kforge's, SQLite's own errors).
+  explicit Store(const std::string& path, StoreMode mode = StoreMode::ReadWrite);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -50,7 +59,7 @@ class KFORGE_API Store {
 
   // ---- what a run writes (thread-safe)
   void record_attempt(int64_t run, const Job& job, const Verdict& verdict);
-  void record_job(int64_t run, const Job& job);
+  void record_job(int64_t run, const JobOutcome& outcome);
 
   // (task id, sample) of every job finished in the series: what --resume skips.
   std::set<std::pair<std::string, int>> finished_jobs(int64_t series);
@@ -67,11 +76,13 @@ class KFORGE_API Store {
   std::vector<RunRecord> read_series(int64_t series);  // with the mutex held
   void upsert_task(const Task& task);
   void put_artifact(const std::string& hash, const char* kind, const std::string& content);
+  Statements& writes();  // throws in ReadOnly mode
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  int schema_version_ = 0;  // what the database holds: older than current only in ReadOnly mode
   std::mutex mutex_;
-  std::unique_ptr<Statements> statements_;
+  std::unique_ptr<Statements> statements_;  // ReadWrite mode only
   std::string last_task_;  // the task upserted last: the k jobs of a task come together
 };
 

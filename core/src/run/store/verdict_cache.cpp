@@ -22,7 +22,7 @@ std::optional<CachedVerdict> Store::find_cached(const std::string& key) {
   std::string verdict_text, strings_text, numbers_text;
   {
     std::lock_guard lock(mutex_);
-    Statement& q = statements_->find_cached;
+    Statement& q = writes().find_cached;
     q.bind(1, key);
     bool found = false;
     while (q.step()) {
@@ -46,6 +46,7 @@ std::optional<CachedVerdict> Store::find_cached(const std::string& key) {
   v.error_class = verdict.value("error_class", "");
   v.message = verdict.value("message", "");
   v.log_tail = verdict.value("log_tail", "");
+  v.measured = verdict.value("measured", false);
   for (const auto& metric : verdict.value("metrics", json::array())) {
     v.metrics.emplace_back(metric.at(0).get<std::string>(), metric.at(1).get<double>());
   }
@@ -60,7 +61,8 @@ void Store::put_cached(const std::string& key, const CachedVerdict& entry) {
                   {"route", v.route},
                   {"error_class", v.error_class},
                   {"message", v.message},
-                  {"log_tail", v.log_tail}};
+                  {"log_tail", v.log_tail},
+                  {"measured", v.measured}};
   auto& metrics = verdict["metrics"] = json::array();
   for (const auto& [name, value] : v.metrics) metrics.push_back({name, value});
   json strings = json::array();
@@ -69,7 +71,7 @@ void Store::put_cached(const std::string& key, const CachedVerdict& entry) {
   for (const auto& [name, value] : entry.numbers) numbers.push_back({name, value});
 
   std::lock_guard lock(mutex_);
-  statements_->put_cached.bind(1, key).bind(2, dump(verdict)).bind(3, dump(strings)).bind(4, dump(numbers)).bind(5, now_iso()).run();
+  writes().put_cached.bind(1, key).bind(2, dump(verdict)).bind(3, dump(strings)).bind(4, dump(numbers)).bind(5, now_iso()).run();
 }
 
 
