@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <mutex>
 
 #include "engine/plan.hpp"
 
@@ -24,12 +25,19 @@ double steady_seconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+std::mutex g_log_listener_mutex;
+PluginLogListener g_log_listener;
+
 void log(kf_log_level level, const char* plugin, const char* message) {
   static const spdlog::level::level_enum kLevels[] = {spdlog::level::trace, spdlog::level::debug,
                                                       spdlog::level::info, spdlog::level::warn,
                                                       spdlog::level::err};
-  const int index = std::clamp(static_cast<int>(level), 0, 4);
-  spdlog::log(kLevels[index], "[{}] {}", plugin ? plugin : "plugin", message ? message : "");
+  const kf_log_level clamped = static_cast<kf_log_level>(std::clamp(static_cast<int>(level), 0, 4));
+  const char* name = plugin ? plugin : "plugin";
+  const char* text = message ? message : "";
+  spdlog::log(kLevels[clamped], "[{}] {}", name, text);
+  std::lock_guard lock(g_log_listener_mutex);
+  if (g_log_listener) g_log_listener(clamped, name, text);
 }
 
 const ParamValue* find_param(const kf_config* cfg, const char* name) {
@@ -170,6 +178,7 @@ kf_status job_verdict(kf_job* job, kf_verdict_status status, const char* route,
   } else {
     v.route.clear();
   }
+  call->verdict_given = true;
   v.status = static_cast<VerdictStatus>(status);
   v.error_class = error_class ? error_class : "";
   v.message = message ? message : "";
@@ -253,6 +262,11 @@ const kf_host_api kHostApi = {
 }  // namespace
 
 const kf_host_api* host_api() { return &kHostApi; }
+
+void set_plugin_log_listener(PluginLogListener listener) {
+  std::lock_guard lock(g_log_listener_mutex);
+  g_log_listener = std::move(listener);
+}
 
 CurrentRun::CurrentRun(const CancelToken& token) : previous_(t_current_run) { t_current_run = &token; }
 CurrentRun::~CurrentRun() { t_current_run = previous_; }

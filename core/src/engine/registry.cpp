@@ -18,6 +18,7 @@ namespace kforge {
 struct Registry::Library {
   std::string path;
   void* handle = nullptr;
+  const kf_plugin_descriptor* descriptor = nullptr;
 };
 
 Registry::Registry() = default;
@@ -33,10 +34,10 @@ std::string canonical(const std::string& path) {
 
 }  // namespace
 
-void Registry::load(const std::string& path) {
+const kf_plugin_descriptor* Registry::load(const std::string& path) {
   const std::string file = canonical(path);
   for (const auto& lib : libraries_) {
-    if (lib->path == file) return;
+    if (lib->path == file) return lib->descriptor;
   }
   // RTLD_LOCAL keeps each plugin's symbols (its own copy of fmt, the SDK's inline
   // variables, ...) from binding to another plugin's.
@@ -59,11 +60,13 @@ void Registry::load(const std::string& path) {
     throw PluginEntryMissing(fmt::format("plugin '{}': {}() returned no descriptor", file,
                                          KF_PLUGIN_ENTRY_SYMBOL));
   }
+  add(descriptor, file);
   auto library = std::make_unique<Library>();
   library->path = file;
   library->handle = handle;
+  library->descriptor = descriptor;
   libraries_.push_back(std::move(library));
-  add(descriptor, file);
+  return descriptor;
 }
 
 namespace {
@@ -278,19 +281,20 @@ std::vector<std::string> default_plugin_path() {
       start = end + 1;
     }
   }
-  // A binary in the build tree uses the build tree's plugins; an installed one those of
-  // its own prefix (found from the executable, so an installed tree can be moved). Never
-  // both: the same plugin in both places would register every kind twice.
+  // An installed binary uses the plugins of its own prefix (found from the executable, so
+  // an installed tree can be moved), wherever that prefix is, even inside a build tree; a
+  // binary in the build tree that is not installed uses the build tree's. Never both: the
+  // same plugin in both places would register every kind twice.
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return dirs;
+  const fs::path installed = (exe.parent_path().parent_path() / KFORGE_INSTALL_PLUGIN_DIR).lexically_normal();
   const std::string build_dir = KFORGE_BUILD_DIR;
-  fs::path own;
-  if (!ec && exe.string().starts_with(build_dir + "/")) {
-    own = KFORGE_BUILD_PLUGIN_DIR;
-  } else if (!ec) {
-    own = (exe.parent_path().parent_path() / KFORGE_INSTALL_PLUGIN_DIR).lexically_normal();
+  if (fs::is_directory(installed, ec)) {
+    dirs.push_back(installed.string());
+  } else if (exe.string().starts_with(build_dir + "/") && fs::is_directory(KFORGE_BUILD_PLUGIN_DIR, ec)) {
+    dirs.push_back(KFORGE_BUILD_PLUGIN_DIR);
   }
-  if (!own.empty() && fs::is_directory(own, ec)) dirs.push_back(own.string());
   return dirs;
 }
 

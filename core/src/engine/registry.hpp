@@ -95,8 +95,8 @@ class KFORGE_API Registry {
   // Loads one shared object and registers its kinds; throws a PluginError subclass. Tables
   // of any size from their first release (KF_*_V1_SIZE) on are accepted: fields a plugin's
   // table lacks take their defaults, fields this host does not know are left alone.
-  // Loading the same file twice is a no-op.
-  void load(const std::string& path);
+  // Loading the same file twice is a no-op. Returns the plugin's descriptor.
+  const kf_plugin_descriptor* load(const std::string& path);
 
   // Registers a descriptor that is linked into the executable (tests, built-ins).
   void add(const kf_plugin_descriptor* descriptor, const std::string& origin);

@@ -32,12 +32,15 @@ const SourceFile* Loader::read(const fs::path& absolute, const std::string& show
   if (!in) return fail(std::strerror(errno));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  return parse(buffer.str(), shown, absolute.string(), absolute.parent_path().string());
+}
 
+const SourceFile* Loader::parse(const std::string& text, const std::string& shown, const std::string& absolute,
+                                const std::string& dir) {
   auto file = std::make_unique<SourceFile>();
   file->shown = shown;
-  file->absolute = absolute.string();
-  file->dir = absolute.parent_path().string();
+  file->absolute = absolute;
+  file->dir = dir;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "engine/pipeline/load.hpp"
+#include "engine/registry.hpp"
 
 namespace kforge {
 namespace loader {
@@ -121,6 +122,18 @@ Plan Loader::load(const std::string& path) {
 Plan load_pipeline(const std::string& path, const Registry& registry,
                            const Overrides& overrides) {
   return loader::Loader(registry, overrides).load(path);
+}
+
+StageConfig load_params(const StageKind& kind, const std::string& text, const std::string& base_dir) {
+  const Registry none;
+  const Overrides no_overrides;
+  return loader::Loader(none, no_overrides).load_params(kind.params, "stage '" + kind.name + "'", kind.name, text, base_dir);
+}
+
+StageConfig load_params(const SourceKind& kind, const std::string& text, const std::string& base_dir) {
+  const Registry none;
+  const Overrides no_overrides;
+  return loader::Loader(none, no_overrides).load_params(kind.params, "tasks", kind.name, text, base_dir);
 }
 
 

@@ -131,6 +131,9 @@ class Loader {
       : registry_(registry), overrides_(overrides) {}
 
   Plan load(const std::string& path);
+  // One kind's parameters from YAML text, checked as a pipeline's `with:` is.
+  StageConfig load_params(const std::vector<ParamSpec>& params, const std::string& owner, const std::string& kind,
+                          const std::string& text, const std::string& base_dir);
 
   // For ValueSource implementations.
   void error(const SourceLocation& where, std::string message);
@@ -145,6 +148,9 @@ class Loader {
   SourceLocation locate(const SourceFile& file, const YAML::Node& node) const;
   const SourceFile* read(const std::filesystem::path& absolute, const std::string& shown,
                          const std::optional<SourceLocation>& included_from);
+  // Keeps the text's lines for diagnostics; nullptr (reported) when it is not one YAML document.
+  const SourceFile* parse(const std::string& text, const std::string& shown, const std::string& absolute,
+                          const std::string& dir);
   Mapping mapping(const SourceFile& file, const YAML::Node& node, const std::string& noun,
                   const std::string& context, const std::vector<std::string>& allowed,
                   bool always_list_allowed = false);

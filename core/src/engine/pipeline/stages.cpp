@@ -126,6 +126,21 @@ StageConfig Loader::configure(const std::vector<ParamSpec>& params, const std::s
   return config;
 }
 
+StageConfig Loader::load_params(const std::vector<ParamSpec>& params, const std::string& owner, const std::string& kind,
+                                const std::string& text, const std::string& base_dir) {
+  const bool blank = text.find_first_not_of(" \t\r\n") == std::string::npos;
+  const SourceFile* file = parse(blank ? "{}" : text, "parameters of " + kind, "", base_dir);
+  StageConfig config;
+  if (file != nullptr && !file->root.IsMap()) {
+    error_at(*file, file->root, fmt::format("parameters must be a mapping (name: value, ...), got {}", shape_of(file->root)));
+  } else if (file != nullptr) {
+    const Entry with{"with", file->root, file->root};
+    config = configure(params, owner, owner, kind, *file, file->root, &with);
+  }
+  if (!diagnostics_.empty()) throw ConfigError(std::move(diagnostics_));
+  return config;
+}
+
 // ---- the pipeline -------------------------------------------------------------------------
 
 void Loader::read_tasks(const SourceFile& file, const Entry& entry, Plan& plan) {
