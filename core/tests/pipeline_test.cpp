@@ -93,7 +93,33 @@ class BadDefault : public sdk::Stage {
   void process(sdk::Job& job) override { job.pass(); }
 };
 
-using TestPlugin = sdk::detail::Plugin<ListSource, Noop, Generate, Check, Fix>;
+// Parameters with choices, ranges and a duration.
+class Limits : public sdk::Stage {
+ public:
+  static constexpr const char* kName = "test.limits";
+  static constexpr const char* kDoc = "Declares what its parameters accept.";
+  static std::vector<sdk::Param> params() {
+    return {sdk::Param{"level", KF_PARAM_STRING, "low", false, "How much."}.one_of({"low", "high"}),
+            sdk::Param{"tags", KF_PARAM_STRING_LIST, "[]", false, "Which."}.one_of({"a", "b"}),
+            sdk::Param{"ratio", KF_PARAM_FLOAT, "0.5", false, "A share."}.above(0).at_most(1),
+            sdk::Param{"count", KF_PARAM_INT, "1", false, "At least one."}.at_least(1),
+            sdk::Param{"wait", KF_PARAM_DURATION, "90s", false, "How long."}.above(0)};
+  }
+  explicit Limits(const sdk::Config&) {}
+  void process(sdk::Job& job) override { job.pass(); }
+};
+
+// Six named routes: with pass, fail and error, nine ways out.
+class Router : public sdk::Stage {
+ public:
+  static constexpr const char* kName = "test.router";
+  static constexpr const char* kDoc = "Routes anywhere.";
+  static std::vector<std::string> routes() { return {"r1", "r2", "r3", "r4", "r5", "r6"}; }
+  explicit Router(const sdk::Config&) {}
+  void process(sdk::Job& job) override { job.pass(); }
+};
+
+using TestPlugin = sdk::detail::Plugin<ListSource, Noop, Generate, Check, Fix, Limits, Router>;
 
 std::string data(const std::string& name) {
   return (fs::path(KFORGE_TEST_DATA_DIR) / "pipelines" / name).lexically_normal().string();
@@ -421,6 +447,56 @@ TEST_F(PipelineTest, ReportsParameterTypeErrors) {
   EXPECT_TRUE(has_error(e, 20, 19, "parameter 'max_tokens' of stage 'big' is out of range"));
 }
 
+TEST_F(PipelineTest, ChoicesRangesAndDurationsAreCheckedWhereTheValueIsWritten) {
+  const auto e = errors("constraints.yaml");
+  EXPECT_EQ(e.size(), 5u) << all_of(e);
+  EXPECT_TRUE(has_error(e, 12, 14, "parameter 'level' of stage 'bad' must be 'low' or 'high', got 'hihg'; did you "
+                                   "mean 'high'?"));
+  EXPECT_TRUE(has_error(e, 13, 13, "parameter 'tags' of stage 'bad' must be 'a' or 'b', got 'c'"));
+  EXPECT_TRUE(has_error(e, 14, 14, "parameter 'ratio' of stage 'bad' must be greater than 0, got 0"));
+  EXPECT_TRUE(has_error(e, 15, 14, "parameter 'count' of stage 'bad' must be at least 1, got 0"));
+  EXPECT_TRUE(has_error(e, 16, 13, "parameter 'wait' of stage 'bad' must be a duration (90s, 2m, 500ms, 1h, or a "
+                                   "number of seconds), got 'soon'"));
+}
+
+TEST_F(PipelineTest, DurationsAreSecondsWhateverTheUnit) {
+  Overrides fixed;
+  fixed.values["bad.level"] = "high";
+  fixed.values["bad.tags"] = "[b]";
+  fixed.values["bad.ratio"] = "1";
+  fixed.values["bad.count"] = "2";
+  fixed.values["bad.wait"] = "500ms";
+  const Plan spec = load("constraints.yaml", fixed);
+  const ParamValue& written = param(stage(spec, "ok").config, "wait");
+  EXPECT_EQ(written.text, "2m");
+  EXPECT_DOUBLE_EQ(written.number, 120);
+  EXPECT_EQ(written.json, "120.0");  // 2m and 120s are one configuration
+  EXPECT_DOUBLE_EQ(param(stage(spec, "bad").config, "wait").number, 0.5);
+  EXPECT_DOUBLE_EQ(param(stage(spec, "plain").config, "wait").number, 90);  // the default, 90s
+  EXPECT_DOUBLE_EQ(param(stage(spec, "plain").config, "count").integer, 1);
+
+  Overrides wrong;
+  wrong.values["ok.count"] = "0";
+  const auto e = errors("constraints.yaml", wrong);
+  EXPECT_TRUE(has_error(e, 0, 0, "parameter 'count' of stage 'ok' must be at least 1, got 0", "--set ok.count=0"))
+      << all_of(e);
+}
+
+TEST_F(PipelineTest, AStageRoutingToMoreTargetsThanTheRouterHasIsAnError) {
+  const auto e = errors("router.yaml");
+  ASSERT_EQ(e.size(), 1u) << all_of(e);
+  EXPECT_TRUE(has_error(e, 6, 9, "stage 'fan' routes to 9 different targets (end, s1, s2, s3, s4, s5, s6, s7, s8), "
+                                 "but a stage can route to at most 8"));
+}
+
+TEST_F(PipelineTest, TheLabelNamesTheRun) {
+  EXPECT_EQ(load("good.yaml").label, "demo-cpu");  // none given: the pipeline's name
+  EXPECT_EQ(load("label.yaml").label, "plain");
+  Overrides strategy;
+  strategy.values["strategy"] = "smart";
+  EXPECT_EQ(load("label.yaml", strategy).label, "smart");
+}
+
 TEST_F(PipelineTest, ReportsBadNumbersAndDurations) {
   const auto e = errors("numbers.yaml");
   EXPECT_EQ(e.size(), 6u) << all_of(e);
@@ -460,7 +536,7 @@ TEST_F(PipelineTest, ReportsUnknownKindsWithCloseNames) {
       has_error(e, 7, 11, "unknown stage kind 'llm.generat'; did you mean 'llm.generate'?"));
   EXPECT_TRUE(has_error(e, 10, 11,
                         "unknown stage kind 'totally.unknown' (known: test.noop, llm.generate, "
-                        "check.ast, llm.fix)"));
+                        "check.ast, llm.fix, test.limits, test.router)"));
 }
 
 TEST_F(PipelineTest, ReportsDuplicateReservedAndInvalidStageIds) {
@@ -634,6 +710,17 @@ TEST_F(PipelineTest, SchemaDescribesEveryKindAndParameter) {
   EXPECT_EQ(params["options"]["default"],
             nlohmann::json::parse(R"({"retries":3,"style":"terse"})"));
   EXPECT_FALSE(params["note"].contains("default"));
+
+  // Choices, ranges and durations, as the loader checks them.
+  const nlohmann::json limits = branch(stage_def, "test.limits")["properties"]["with"]["properties"];
+  EXPECT_EQ(limits["level"]["enum"], nlohmann::json::array({"low", "high"}));
+  EXPECT_EQ(limits["tags"]["items"]["enum"], nlohmann::json::array({"a", "b"}));
+  EXPECT_EQ(limits["ratio"]["anyOf"][0]["exclusiveMinimum"], 0.0);
+  EXPECT_EQ(limits["ratio"]["anyOf"][0]["maximum"], 1.0);
+  EXPECT_EQ(limits["count"]["anyOf"][0]["minimum"], 1.0);
+  EXPECT_EQ(limits["wait"]["default"], 90.0);
+  EXPECT_EQ(limits["wait"]["anyOf"][1]["pattern"], "^([0-9]+\\.?[0-9]*|\\.[0-9]+)(ms|s|m|h)?$");
+  EXPECT_TRUE(schema["properties"].contains("label"));
 
   // Named routes are allowed only where the kind declares them.
   const nlohmann::json check_on = branch(stage_def, "check.ast")["properties"]["on"];

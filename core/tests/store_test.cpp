@@ -4,6 +4,7 @@
 #include "run/store/schema.hpp"
 #include "run/store/store.hpp"
 #include "run/store/verdict_cache.hpp"
+#include "report/report.hpp"
 #include "support/hand_built_pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -175,6 +176,55 @@ TEST_F(StoreTest, NewerDatabaseIsRefused) {
   } catch (const kforge::StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
   }
+}
+
+// A store as kforge 0.1 left it: schema 1, one finished run of two jobs.
+void write_schema_1_store(const fs::path& path) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  kforge::migrate(raw, {kforge::schema_migrations().front()}, path.string());
+  const char* rows = R"sql(
+INSERT INTO runs VALUES (1, 1, 'old', 'old-strategy', '/p/old.yaml', '{}', 'h', '0.1.0', 'host', '', 2,
+                         '2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z', 'finished');
+INSERT INTO tasks VALUES ('t', 0, 't', 1, 'Activation', 'C1', 'kernelbench-torch', '/t.py', NULL);
+INSERT INTO jobs VALUES (1, 't', 0, 0, 'pass', 0, 'run', '', '', 'm', 'cpp', 1, 2, 0.5, 1.5, NULL, 3, 0.3, 'x');
+INSERT INTO jobs VALUES (1, 't', 1, 1, 'fail', 1, 'run', 'numerical_mismatch', 'off', 'm', 'cpp', 1, 2, 0.5, NULL, NULL, 5, 0.4, 'x');
+INSERT INTO verdict_cache VALUES ('k', '{}', '[]', '[]', 'x');
+)sql";
+  ASSERT_EQ(sqlite3_exec(raw, rows, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+  sqlite3_close(raw);
+}
+
+// `kforge report` reads a store an older kforge wrote as it is: no migration, no write.
+TEST_F(StoreTest, AReadOnlyStoreReadsAnOlderSchemaWithoutMigratingIt) {
+  write_schema_1_store(dir / "kforge.db");
+  const kforge::Report report = kforge::load_report(dir.path().string());
+  EXPECT_EQ(report.metrics.label, "old-strategy");
+  EXPECT_EQ(report.metrics.candidates.total, 2u);
+  EXPECT_EQ(report.metrics.candidates.count, 1u);
+  EXPECT_FALSE(report.metrics.compile_known) << "schema 1 has no job facts";
+  ASSERT_TRUE(report.metrics.geomean_speedup);
+  EXPECT_DOUBLE_EQ(*report.metrics.geomean_speedup, 1.5);
+  Db db(dir / "kforge.db");
+  EXPECT_EQ(db.number("PRAGMA user_version"), 1);
+
+  kforge::Store store((dir / "kforge.db").string(), kforge::StoreMode::ReadOnly);
+  try {
+    store.begin_run(kforge::RunRecord{});
+    ADD_FAILURE() << "a read-only store must refuse writes";
+  } catch (const kforge::StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("read-only"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StoreTest, OpeningAnOlderStoreForARunMigratesItKeepingItsRows) {
+  write_schema_1_store(dir / "kforge.db");
+  { kforge::Store store((dir / "kforge.db").string()); }
+  Db db(dir / "kforge.db");
+  EXPECT_EQ(db.number("PRAGMA user_version"), 2);
+  EXPECT_EQ(db.number("SELECT count(*) FROM jobs"), 2);
+  EXPECT_EQ(db.number("SELECT count(*) FROM jobs WHERE compiled_rounds IS NULL"), 2);
+  EXPECT_EQ(db.number("SELECT count(*) FROM verdict_cache"), 0) << "entries of before measured verdicts are dropped";
 }
 
 TEST_F(StoreTest, RecordsEveryVerdictAndEveryFinishedJob) {

@@ -207,6 +207,10 @@ std::string pipeline_json_schema(const Registry& registry) {
       {"properties",
        {{"pipeline",
          {{"type", "string"}, {"minLength", 1}, {"description", "The pipeline's name."}}},
+        {"label",
+         {{"type", "string"},
+          {"description", "The run's name in reports and `kforge compare` (its strategy); default: the pipeline's "
+                          "name."}}},
         {"include",
          {{"type", "array"},
           {"items", {{"type", "string"}}},
