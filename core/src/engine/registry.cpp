@@ -254,7 +254,7 @@ std::vector<std::string> Registry::closest(const std::string& name, bool sources
   std::vector<std::pair<size_t, std::string>> scored;
   auto consider = [&](const std::string& candidate) {
     size_t d = edit_distance(name, candidate);
-    // Close enough to be a typo, or the same last component ("openai" for "llm.openai").
+    // Close enough to be a typo, or the same last component ("upper" for "text.upper").
     bool same_tail = candidate.size() > name.size() && candidate.ends_with("." + name);
     if (d <= std::max<size_t>(2, name.size() / 3) || same_tail) scored.emplace_back(d, candidate);
   };

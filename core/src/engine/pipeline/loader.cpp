@@ -82,8 +82,7 @@ Plan Loader::load(const std::string& path) {
     read_tasks(*top, *tasks, spec);
   } else if (top_is_map) {
     error_at(*top, top->root,
-             "missing required key 'tasks': the task source, e.g. tasks: {uses: tasks.list, "
-             "with: {path: tasks/}}");
+             "missing required key 'tasks': the task source, e.g. tasks: {uses: KIND, with: {...}}");
   }
   if (const Entry* limit = top_.find("max_in_flight")) {
     if (auto value = int_field(*top, *limit, "max_in_flight", 1)) spec.max_in_flight = *value;
@@ -97,7 +96,7 @@ Plan Loader::load(const std::string& path) {
     error_at(*top, stages ? stages->key : top->root,
              stages ? "stages is empty: a pipeline needs at least one stage"
                     : "missing required key 'stages': the list of stages, e.g. stages: [{id: "
-                      "generate, uses: llm.generate}]");
+                      "generate, uses: KIND}]");
   }
   for (size_t i = 0; i < stages_.size(); ++i) read_routes(stages_[i], i);
   for (const ParamOverride& o : param_overrides_) {

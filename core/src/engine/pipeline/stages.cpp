@@ -159,7 +159,7 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, Plan& plan) 
   const Entry* uses = keys.find("uses");
   if (uses == nullptr) {
     error_at(file, entry.key,
-             "tasks has no uses: name the task source kind, e.g. uses: tasks.list");
+             "tasks has no uses: name the task source kind (`kforge plugins list` shows them)");
     return;
   }
   auto name = string_field(file, *uses, "uses of tasks");
@@ -261,7 +261,7 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
     }
   } else {
     error_at(file, node,
-             fmt::format("{} has no uses: name its stage kind, e.g. uses: llm.generate", label));
+             fmt::format("{} has no uses: name its stage kind (`kforge plugins list` shows them)", label));
   }
 
   if (draft.kind != nullptr) {
