@@ -4,7 +4,6 @@
 #include "run/session.hpp"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
 #include "kforge_process.hpp"
+#include "support/store_view.hpp"
 #include "report/report.hpp"
 
 namespace {
@@ -34,28 +34,7 @@ kforge::Overrides bundled_names() {
 }
 
 std::vector<std::vector<std::string>> rows(const fs::path& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    throw std::runtime_error("cannot open " + db_path.string());
-  }
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    const std::string why = sqlite3_errmsg(db);
-    sqlite3_close(db);
-    throw std::runtime_error("bad test query: " + why);
-  }
-  std::vector<std::vector<std::string>> out;
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
-    std::vector<std::string> row;
-    for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
-      row.emplace_back(text ? text : "NULL");
-    }
-    out.push_back(std::move(row));
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return out;
+  return kforge_test::Db(db_path).rows(sql);
 }
 
 // Collects what stages left in each finished job.

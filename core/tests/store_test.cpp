@@ -17,45 +17,14 @@
 #include <thread>
 
 #include "kforge_process.hpp"
+#include "support/store_view.hpp"
 #include "engine/registry.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using kforge_test::Db;
 using kforge_test::TempDir;
-
-// A read-only look at a store, as `sqlite3 kforge.db` would have.
-class Db {
- public:
-  explicit Db(const fs::path& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      throw std::runtime_error("cannot open " + path.string());
-    }
-    sqlite3_busy_timeout(db_, 5000);
-  }
-  ~Db() { sqlite3_close(db_); }
-  std::vector<std::vector<std::string>> rows(const std::string& sql) const {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-      throw std::runtime_error(std::string("bad test query: ") + sqlite3_errmsg(db_));
-    }
-    std::vector<std::vector<std::string>> out;
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      std::vector<std::string> row;
-      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
-        row.emplace_back(text ? text : "NULL");
-      }
-      out.push_back(std::move(row));
-    }
-    sqlite3_finalize(stmt);
-    return out;
-  }
-  int64_t number(const std::string& sql) const { return std::stoll(rows(sql).at(0).at(0)); }
-
- private:
-  sqlite3* db_ = nullptr;
-};
 
 // 6 tasks x k=2: judge fails task-0001 and errors task-0004; the rest go through a flaky
 // stage that passes on its second visit (one retry round).

@@ -106,55 +106,50 @@ kf_stage_role read_role(uint32_t role) {
   return role <= KF_ROLE_FIX ? static_cast<kf_stage_role>(role) : KF_ROLE_OTHER;
 }
 
-StageKind read_stage(const kf_stage_kind& k, const std::string& plugin, const std::string& version,
-                     const std::string& origin) {
-  const std::string where = fmt::format("plugin '{}', stage kind '{}'", origin, k.name);
-  if (k.struct_size < KF_STAGE_KIND_V1_SIZE) {
+// What stage and source kinds share: a table no shorter than its first release, the
+// functions every kind needs, identity, doc and parameters.
+template <typename Kind, typename Table>
+Kind read_kind(const Table& k, size_t first_release_size, const char* noun, bool has_functions,
+               const char* functions, const std::string& plugin, const std::string& version,
+               const std::string& origin) {
+  const std::string where = fmt::format("plugin '{}', {} kind '{}'", origin, noun, k.name);
+  if (k.struct_size < first_release_size) {
     throw PluginAbiMismatch(fmt::format("{}: its table has {} bytes, smaller than any version of it ({} bytes)",
-                                        where, k.struct_size, KF_STAGE_KIND_V1_SIZE));
+                                        where, k.struct_size, first_release_size));
   }
-  if (k.create == nullptr || k.process == nullptr || k.destroy == nullptr) {
-    throw PluginError(fmt::format("{}: create, process and destroy are required", where));
-  }
-  StageKind kind;
+  if (!has_functions) throw PluginError(fmt::format("{}: {} are required", where, functions));
+  Kind kind;
   kind.name = k.name;
   kind.doc = k.doc ? k.doc : "";
   kind.plugin = plugin;
   kind.version = version;
   kind.file = origin;
-  const auto* constraints = KF_HAS_FIELD(&k, kf_stage_kind, param_constraints) ? k.param_constraints : nullptr;
+  const auto* constraints = KF_HAS_FIELD(&k, Table, param_constraints) ? k.param_constraints : nullptr;
   kind.params = read_params(k.params, k.param_count, constraints, where);
+  kind.create = k.create;
+  kind.destroy = k.destroy;
+  return kind;
+}
+
+StageKind read_stage(const kf_stage_kind& k, const std::string& plugin, const std::string& version,
+                     const std::string& origin) {
+  StageKind kind = read_kind<StageKind>(k, KF_STAGE_KIND_V1_SIZE, "stage",
+                                        k.create != nullptr && k.process != nullptr && k.destroy != nullptr,
+                                        "create, process and destroy", plugin, version, origin);
   for (uint32_t r = 0; r < k.route_count; ++r) kind.routes.emplace_back(k.routes[r]);
   kind.flags = k.flags;
-  if (KF_HAS_FIELD(&k, kf_stage_kind, role)) kind.role = read_role(k.role);
-  kind.create = k.create;
   kind.process = k.process;
-  kind.destroy = k.destroy;
+  if (KF_HAS_FIELD(&k, kf_stage_kind, role)) kind.role = read_role(k.role);
   if (KF_HAS_FIELD(&k, kf_stage_kind, cache_key)) kind.cache_key = k.cache_key;
   return kind;
 }
 
 SourceKind read_source(const kf_source_kind& k, const std::string& plugin, const std::string& version,
                        const std::string& origin) {
-  const std::string where = fmt::format("plugin '{}', source kind '{}'", origin, k.name);
-  if (k.struct_size < KF_SOURCE_KIND_V1_SIZE) {
-    throw PluginAbiMismatch(fmt::format("{}: its table has {} bytes, smaller than any version of it ({} bytes)",
-                                        where, k.struct_size, KF_SOURCE_KIND_V1_SIZE));
-  }
-  if (k.create == nullptr || k.next == nullptr || k.destroy == nullptr) {
-    throw PluginError(fmt::format("{}: create, next and destroy are required", where));
-  }
-  SourceKind kind;
-  kind.name = k.name;
-  kind.doc = k.doc ? k.doc : "";
-  kind.plugin = plugin;
-  kind.version = version;
-  kind.file = origin;
-  const auto* constraints = KF_HAS_FIELD(&k, kf_source_kind, param_constraints) ? k.param_constraints : nullptr;
-  kind.params = read_params(k.params, k.param_count, constraints, where);
-  kind.create = k.create;
+  SourceKind kind = read_kind<SourceKind>(k, KF_SOURCE_KIND_V1_SIZE, "source",
+                                          k.create != nullptr && k.next != nullptr && k.destroy != nullptr,
+                                          "create, next and destroy", plugin, version, origin);
   kind.next = k.next;
-  kind.destroy = k.destroy;
   kind.count = k.count;
   return kind;
 }

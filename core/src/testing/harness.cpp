@@ -119,20 +119,44 @@ std::vector<std::string> plugin_logs() {
   return k.logs;
 }
 
+namespace {
+
+// One configured and created instance of a kind, destroyed with it; a refused parameter or
+// constructor leaves no instance and says why.
+template <typename Kind>
+struct Instance {
+  const Kind& kind;
+  StageConfig config;
+  void* handle = nullptr;
+  std::string create_error;
+
+  Instance(const Kind& k, const std::string& params, const std::string& base_dir) : kind(k) {
+    try {
+      config = load_params(kind, params, base_dir);
+    } catch (const ConfigError& e) {
+      create_error = e.what();
+      return;
+    }
+    char err[4096] = {0};
+    if (kind.create(host_api(), reinterpret_cast<const kf_config*>(&config), &handle, err, sizeof err) != KF_OK) {
+      handle = nullptr;
+      create_error = err[0] ? err : "create failed without a message";
+    }
+  }
+  ~Instance() {
+    if (handle != nullptr) kind.destroy(handle);
+  }
+};
+
+}  // namespace
+
 // ---- stages
 
-struct StageHarness::Impl {
-  const StageKind& kind;
-  StageConfig config;
-  void* instance = nullptr;
-  std::string create_error;
+struct StageHarness::Impl : Instance<StageKind> {
   CancelToken cancel;
   std::optional<uint64_t> run_seed;
 
-  explicit Impl(const StageKind& k) : kind(k) {}
-  ~Impl() {
-    if (instance != nullptr) kind.destroy(instance);
-  }
+  using Instance::Instance;
 
   JobCall call_for(Job& job, Verdict& verdict) {
     JobCall call;
@@ -146,29 +170,18 @@ struct StageHarness::Impl {
 };
 
 StageHarness::StageHarness(const std::string& kind, const std::string& params, const std::string& base_dir)
-    : impl_(std::make_unique<Impl>(find_kind<StageKind>(kind, [](const Registry& r, const std::string& n) { return r.stage(n); }))) {
-  try {
-    impl_->config = load_params(impl_->kind, params, base_dir);
-  } catch (const ConfigError& e) {
-    impl_->create_error = e.what();
-    return;
-  }
-  char err[4096] = {0};
-  if (impl_->kind.create(host_api(), reinterpret_cast<const kf_config*>(&impl_->config), &impl_->instance, err,
-                         sizeof err) != KF_OK) {
-    impl_->instance = nullptr;
-    impl_->create_error = err[0] ? err : "create failed without a message";
-  }
-}
+    : impl_(std::make_unique<Impl>(
+          find_kind<StageKind>(kind, [](const Registry& r, const std::string& n) { return r.stage(n); }), params,
+          base_dir)) {}
 
 StageHarness::~StageHarness() = default;
 
-bool StageHarness::created() const { return impl_->instance != nullptr; }
+bool StageHarness::created() const { return impl_->handle != nullptr; }
 
 const std::string& StageHarness::create_error() const { return impl_->create_error; }
 
 std::string StageHarness::process(TestJob& test) {
-  if (impl_->instance == nullptr) throw std::logic_error("the stage was not created: " + impl_->create_error);
+  if (impl_->handle == nullptr) throw std::logic_error("the stage was not created: " + impl_->create_error);
   Job job = job_of(test);
   Verdict verdict;
   JobCall call = impl_->call_for(job, verdict);
@@ -176,7 +189,7 @@ std::string StageHarness::process(TestJob& test) {
   kf_status status = KF_OK;
   {
     const CurrentRun current(impl_->cancel);
-    status = impl_->kind.process(impl_->instance, reinterpret_cast<kf_job*>(&call), err, sizeof err);
+    status = impl_->kind.process(impl_->handle, reinterpret_cast<kf_job*>(&call), err, sizeof err);
   }
   for (const auto& [key, value] : job.strings) test.strings[key] = value;
   for (const auto& [key, value] : job.numbers) test.numbers[key] = value;
@@ -193,17 +206,17 @@ std::string StageHarness::process(TestJob& test) {
 }
 
 std::optional<std::string> StageHarness::cache_key(const TestJob& test) {
-  if (impl_->instance == nullptr || impl_->kind.cache_key == nullptr) return std::nullopt;
+  if (impl_->handle == nullptr || impl_->kind.cache_key == nullptr) return std::nullopt;
   Job job = job_of(test);
   Verdict verdict;
   JobCall call = impl_->call_for(job, verdict);
   std::string material(4096, '\0');
   size_t length = 0;
   const auto* view = reinterpret_cast<const kf_job*>(&call);
-  if (impl_->kind.cache_key(impl_->instance, view, material.data(), material.size(), &length) != KF_OK) return std::nullopt;
+  if (impl_->kind.cache_key(impl_->handle, view, material.data(), material.size(), &length) != KF_OK) return std::nullopt;
   if (length > material.size()) {
     material.assign(length, '\0');
-    if (impl_->kind.cache_key(impl_->instance, view, material.data(), material.size(), &length) != KF_OK) {
+    if (impl_->kind.cache_key(impl_->handle, view, material.data(), material.size(), &length) != KF_OK) {
       return std::nullopt;
     }
   }
@@ -217,48 +230,29 @@ void StageHarness::set_run_seed(std::optional<uint64_t> seed) { impl_->run_seed 
 
 // ---- sources
 
-struct SourceHarness::Impl {
-  const SourceKind& kind;
-  StageConfig config;
-  void* instance = nullptr;
-  std::string create_error;
-
-  explicit Impl(const SourceKind& k) : kind(k) {}
-  ~Impl() {
-    if (instance != nullptr) kind.destroy(instance);
-  }
+struct SourceHarness::Impl : Instance<SourceKind> {
+  using Instance::Instance;
 };
 
 SourceHarness::SourceHarness(const std::string& kind, const std::string& params, const std::string& base_dir)
-    : impl_(std::make_unique<Impl>(find_kind<SourceKind>(kind, [](const Registry& r, const std::string& n) { return r.source(n); }))) {
-  try {
-    impl_->config = load_params(impl_->kind, params, base_dir);
-  } catch (const ConfigError& e) {
-    impl_->create_error = e.what();
-    return;
-  }
-  char err[4096] = {0};
-  if (impl_->kind.create(host_api(), reinterpret_cast<const kf_config*>(&impl_->config), &impl_->instance, err,
-                         sizeof err) != KF_OK) {
-    impl_->instance = nullptr;
-    impl_->create_error = err[0] ? err : "create failed without a message";
-  }
-}
+    : impl_(std::make_unique<Impl>(
+          find_kind<SourceKind>(kind, [](const Registry& r, const std::string& n) { return r.source(n); }), params,
+          base_dir)) {}
 
 SourceHarness::~SourceHarness() = default;
 
-bool SourceHarness::created() const { return impl_->instance != nullptr; }
+bool SourceHarness::created() const { return impl_->handle != nullptr; }
 
 const std::string& SourceHarness::create_error() const { return impl_->create_error; }
 
 std::vector<TestTask> SourceHarness::drain() {
-  if (impl_->instance == nullptr) throw std::logic_error("the source was not created: " + impl_->create_error);
+  if (impl_->handle == nullptr) throw std::logic_error("the source was not created: " + impl_->create_error);
   std::vector<TestTask> tasks;
   for (;;) {
     Task task;
     int has_task = 0;
     char err[4096] = {0};
-    if (impl_->kind.next(impl_->instance, reinterpret_cast<kf_task*>(&task), &has_task, err, sizeof err) != KF_OK) {
+    if (impl_->kind.next(impl_->handle, reinterpret_cast<kf_task*>(&task), &has_task, err, sizeof err) != KF_OK) {
       throw std::runtime_error(err[0] ? err : "next failed without a message");
     }
     if (has_task == 0) return tasks;
@@ -268,7 +262,7 @@ std::vector<TestTask> SourceHarness::drain() {
 
 std::optional<uint64_t> SourceHarness::count() {
   uint64_t total = 0;
-  if (impl_->instance == nullptr || impl_->kind.count == nullptr || impl_->kind.count(impl_->instance, &total) != KF_OK) {
+  if (impl_->handle == nullptr || impl_->kind.count == nullptr || impl_->kind.count(impl_->handle, &total) != KF_OK) {
     return std::nullopt;
   }
   return total;

@@ -3,6 +3,8 @@
 // the fields it knows and leave the rest alone.
 #include <kforge/abi.h>
 
+#include "counted_tasks.hpp"
+
 namespace {
 
 // Today's tables with what a later version might append.
@@ -48,24 +50,6 @@ kf_status process(void* instance, kf_job* job, char*, size_t) {
   return g_host->job_verdict(job, KF_VERDICT_PASS, nullptr, nullptr, nullptr);
 }
 
-struct Counter {
-  int next = 0;
-};
-Counter g_counter;
-
-kf_status create_source(const kf_host_api* host, const kf_config*, void** instance, char*, size_t) {
-  g_host = host;
-  g_counter.next = 0;
-  *instance = &g_counter;
-  return KF_OK;
-}
-kf_status next(void* instance, kf_task* task, int* has_task, char*, size_t) {
-  auto* counter = static_cast<Counter*>(instance);
-  *has_task = counter->next < 2 ? 1 : 0;
-  if (*has_task) g_host->task_set_string(task, KF_KEY_TASK_ID, counter->next == 0 ? "new-0" : "new-1", 5);
-  ++counter->next;
-  return KF_OK;
-}
 kf_status count(void*, uint64_t* tasks) {
   *tasks = 2;
   return KF_OK;
@@ -80,7 +64,7 @@ const FutureStageKind kStage = {{sizeof(FutureStageKind), "long.run", "A stage f
                                 42.0,
                                 never};
 const FutureSourceKind kSource = {{sizeof(FutureSourceKind), "long.tasks", "Two tasks new-0, new-1.", nullptr, 0,
-                                   create_source, next, destroy, count, nullptr},
+                                   counted_tasks::create, counted_tasks::next, counted_tasks::destroy, count, nullptr},
                                   "appended"};
 const kf_stage_kind* const kStages[] = {&kStage.today};
 const kf_source_kind* const kSources[] = {&kSource.today};
@@ -88,6 +72,8 @@ const kf_source_kind* const kSources[] = {&kSource.today};
 }  // namespace
 
 extern "C" KF_EXPORT const kf_plugin_descriptor* kforge_plugin_entry(void) {
+  counted_tasks::state.prefix = "new";
+  counted_tasks::state.total = 2;
   static const FutureDescriptor descriptor = {
       {KF_ABI_VERSION, sizeof(FutureDescriptor), "long", "9.1.0", kStages, 1, kSources, 1}, 0xffu};
   return &descriptor.today;

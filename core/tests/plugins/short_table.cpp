@@ -3,7 +3,7 @@
 // the host must read nothing past them and fill in the rest (role other, no constraints).
 #include <kforge/abi.h>
 
-#include <cstring>
+#include "counted_tasks.hpp"
 
 namespace {
 
@@ -56,38 +56,18 @@ kf_status process(void*, kf_job* job, char*, size_t) {
   return g_host->job_verdict(job, KF_VERDICT_PASS, nullptr, nullptr, nullptr);
 }
 
-struct Counter {
-  int next = 0;
-};
-Counter g_counter;
-
-kf_status create_source(const kf_host_api* host, const kf_config*, void** instance, char*, size_t) {
-  g_host = host;
-  g_counter.next = 0;
-  *instance = &g_counter;
-  return KF_OK;
-}
-kf_status next(void* instance, kf_task* task, int* has_task, char*, size_t) {
-  auto* counter = static_cast<Counter*>(instance);
-  *has_task = counter->next < 3 ? 1 : 0;
-  if (*has_task) {
-    const char ids[][8] = {"old-0", "old-1", "old-2"};
-    g_host->task_set_string(task, KF_KEY_TASK_ID, ids[counter->next], std::strlen(ids[counter->next]));
-    ++counter->next;
-  }
-  return KF_OK;
-}
-
 const StageKindV1 kStage = {sizeof(StageKindV1), "short.pass", "A stage from before the tables grew.", nullptr, 0,
                             nullptr, 0, 0, create, process, destroy};
 const SourceKindV1 kSource = {sizeof(SourceKindV1), "short.tasks", "Three tasks old-0..old-2.", nullptr, 0,
-                              create_source, next, destroy, nullptr};
+                              counted_tasks::create, counted_tasks::next, counted_tasks::destroy, nullptr};
 const kf_stage_kind* const kStages[] = {reinterpret_cast<const kf_stage_kind*>(&kStage)};
 const kf_source_kind* const kSources[] = {reinterpret_cast<const kf_source_kind*>(&kSource)};
 
 }  // namespace
 
 extern "C" KF_EXPORT const kf_plugin_descriptor* kforge_plugin_entry(void) {
+  counted_tasks::state.prefix = "old";
+  counted_tasks::state.total = 3;
   static const kf_plugin_descriptor descriptor = {1, KF_PLUGIN_DESCRIPTOR_V1_SIZE, "short", "0.1.0", kStages, 1,
                                                   kSources, 1};
   return &descriptor;
