@@ -1,7 +1,7 @@
 #include "native_compile.hpp"
 #include "process.hpp"
 #include "test_env.hpp"
-#include <kforge/sha256.hpp>
+#include "sha256.hpp"
 
 #include <gtest/gtest.h>
 
