@@ -8,20 +8,20 @@
 #include <string>
 #include <thread>
 
-#include "executor.hpp"
+#include "engine/executor.hpp"
 #include "rss.hpp"
 #include "support/hand_built_pipeline.hpp"
-#include "registry.hpp"
+#include "engine/registry.hpp"
 
 namespace {
 
 constexpr int kStages = 5;
 
 
-kforge::PipelineSpec noop_pipeline(int64_t tasks) {
-  std::vector<kforge::StageSpec> stages;
+kforge::testing::PipelineSpec noop_pipeline(int64_t tasks) {
+  std::vector<kforge::testing::StageSpec> stages;
   for (int i = 0; i < kStages; ++i) {
-    const std::string next = i + 1 < kStages ? "s" + std::to_string(i + 1) : kforge::kEndTarget;
+    const std::string next = i + 1 < kStages ? "s" + std::to_string(i + 1) : kforge::testing::kEndTarget;
     stages.push_back(kforge::testing::stage("s" + std::to_string(i), "demo.noop", next));
   }
   return kforge::testing::range_pipeline("bench", static_cast<int>(tasks), std::move(stages), 1, "t");
@@ -29,7 +29,7 @@ kforge::PipelineSpec noop_pipeline(int64_t tasks) {
 
 class CountFinished : public kforge::RunObserver {
  public:
-  void job_finished(const kforge::Job&) override { ++finished; }
+  void job_finished(const kforge::Job&, const kforge::JobOutcome&) override { ++finished; }
   uint64_t finished = 0;
 };
 
@@ -37,11 +37,11 @@ void BM_NoopPipeline(benchmark::State& state) {
   static kforge::Registry registry;
   if (registry.stage("demo.noop") == nullptr) registry.load(std::string(KFORGE_BENCH_PLUGIN_DIR) + "/libkforge_demo.so");
   const int64_t jobs = state.range(0);
-  const kforge::PipelineSpec pipeline = noop_pipeline(jobs);
+  const kforge::Plan pipeline = kforge::testing::compile(registry, noop_pipeline(jobs));
   long peak_delta = 0;
   double seconds = 0;
   for (auto _ : state) {
-    kforge::Executor executor(registry, pipeline);
+    kforge::Executor executor(pipeline);
     CountFinished observer;
     const long before = kforge::bench::rss_kib();
     std::atomic<bool> done{false};

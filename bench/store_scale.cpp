@@ -16,13 +16,15 @@
 #include <thread>
 #include <vector>
 
-#include "executor.hpp"
+#include "engine/executor.hpp"
 #include "rss.hpp"
 #include "support/hand_built_pipeline.hpp"
-#include "fan_out_observer.hpp"
-#include "registry.hpp"
-#include "report.hpp"
-#include "store.hpp"
+#include "run/fan_out_observer.hpp"
+#include "engine/registry.hpp"
+#include "report/report.hpp"
+#include "run/store/recorder.hpp"
+#include "run/store/store.hpp"
+#include "run/store/verdict_cache.hpp"
 
 namespace {
 
@@ -31,9 +33,9 @@ namespace fs = std::filesystem;
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-kforge::PipelineSpec noop_pipeline(int tasks, int k) {
+kforge::testing::PipelineSpec noop_pipeline(int tasks, int k) {
   using namespace kforge::testing;
-  kforge::PipelineSpec p =
+  PipelineSpec p =
       range_pipeline("store-scale", tasks, {stage("generate", "demo.noop", "evaluate"), stage("evaluate", "demo.noop")}, k, "t");
   p.max_in_flight = 256;
   return p;
@@ -54,7 +56,7 @@ class RssProbe : public kforge::RunObserver {
     stop_ = true;
     sampler_.join();
   }
-  void job_finished(const kforge::Job&) override {
+  void job_finished(const kforge::Job&, const kforge::JobOutcome&) override {
     ++finished_;
     if (finished_ * 10 >= jobs_ * (samples.size() + 1)) samples.push_back(kforge::bench::rss_kib());
   }
@@ -82,14 +84,14 @@ int main(int argc, char** argv) {
 
   kforge::Registry registry;
   registry.load(std::string(KFORGE_BENCH_PLUGIN_DIR) + "/libkforge_demo.so");
-  const kforge::PipelineSpec pipeline = noop_pipeline(tasks, k);
+  const kforge::Plan pipeline = kforge::testing::compile(registry, noop_pipeline(tasks, k));
   const long rss_start = kforge::bench::rss_kib();
 
   // The same run without the store, for scale: what the store adds per job.
   double bare_seconds = 0;
   {
     RssProbe probe(jobs);
-    kforge::Executor executor(registry, pipeline);
+    kforge::Executor executor(pipeline);
     const double start = now();
     executor.run(probe);
     bare_seconds = now() - start;
@@ -101,10 +103,11 @@ int main(int argc, char** argv) {
   {
     kforge::Store store((dir / kforge::kStoreFileName).string());
     const int64_t run = store.begin_run(kforge::describe_run(pipeline, "bench"));
-    kforge::RunRecorder recorder(store, run);
+    kforge::CancelToken cancel;
+    kforge::RunRecorder recorder(store, run, cancel);
     RssProbe probe(jobs);
     kforge::FanOutObserver observers{&recorder, &probe};
-    kforge::Executor executor(registry, pipeline);
+    kforge::Executor executor(pipeline);
     const double start = now();
     const kforge::RunSummary summary = executor.run(observers);
     run_seconds = now() - start;

@@ -1,15 +1,16 @@
-# kforge_add_plugin(<name> SOURCES <files...> [LIBRARIES <targets...>])
+# kforge_add_plugin(<name> SOURCES <files...> [LIBRARIES <targets...>] [NO_INSTALL])
 #
 # Builds lib<name>.so as a loadable kforge plugin: a MODULE library against kforge::sdk
 # with hidden symbols (only the entry point is exported). In the kforge source tree it
 # lands in the build tree's plugin directory, where the runtime finds it, and installs
 # beside the bundled plugins; out of tree it installs into ${CMAKE_INSTALL_LIBDIR}/kforge/plugins
-# of the consuming project's prefix (point KFORGE_PLUGIN_PATH there).
+# of the consuming project's prefix (point KFORGE_PLUGIN_PATH there). NO_INSTALL builds it
+# for tests only.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 
 function(kforge_add_plugin name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "NO_INSTALL" "" "SOURCES;LIBRARIES" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "kforge_add_plugin(${name}): SOURCES is required")
   endif()
@@ -21,8 +22,11 @@ function(kforge_add_plugin name)
     VISIBILITY_INLINES_HIDDEN ON)
   if(DEFINED KFORGE_BUILD_PLUGIN_DIR)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${KFORGE_BUILD_PLUGIN_DIR}")
-    install(TARGETS ${name} LIBRARY DESTINATION "${KFORGE_INSTALL_PLUGIN_DIR}")
+    set(destination "${KFORGE_INSTALL_PLUGIN_DIR}")
   else()
-    install(TARGETS ${name} LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}/kforge/plugins")
+    set(destination "${CMAKE_INSTALL_LIBDIR}/kforge/plugins")
+  endif()
+  if(NOT ARG_NO_INSTALL)
+    install(TARGETS ${name} LIBRARY DESTINATION "${destination}")
   endif()
 endfunction()

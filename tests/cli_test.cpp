@@ -110,6 +110,22 @@ TEST(Cli, ValidateReportsFileLineColumnAndExitsTwo) {
   EXPECT_NE(r.output.find("concurrency"), std::string::npos) << r.output;  // the suggestion
 }
 
+// validate creates and destroys every stage and the task source, so what their constructors
+// refuse is a located configuration error before anything runs, for validate and run alike.
+TEST(Cli, ValidateAndRunReportWhatConstructorsRefuseAtTheirPlace) {
+  auto validate = kforge({"validate", data("bad_create.yaml")});
+  EXPECT_EQ(validate.exit_code, 2) << validate.output;
+  EXPECT_NE(validate.output.find("bad_create.yaml:2:1: error: task source 'demo.range' could not be created: count "
+                                 "must be >= 0"),
+            std::string::npos)
+      << validate.output;
+  const fs::path out = fresh_dir("bad-create");
+  auto run = kforge({"run", data("bad_create.yaml"), "--out", out.string()});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("bad_create.yaml:2:1: error:"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(out)) << "nothing ran, nothing was written";
+}
+
 TEST(Cli, UnknownStageKindRunsNothing) {
   const fs::path out = fresh_dir("unknown");
   auto r = kforge({"run", data("unknown_kind.yaml"), "--out", out.string()});
@@ -142,6 +158,17 @@ TEST(Cli, SetOverridesAVariable) {
   auto r = kforge({"run", source("pipelines/demo.yaml"), "--set", "tasks=3", "--out", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_results(out).size(), 6u);
+}
+
+// The bundled pipelines name their run with `label: ${strategy:-NAME}`, so --set strategy
+// names a strategy in the reports, as it always has.
+TEST(Cli, SetStrategyNamesTheRunInItsReports) {
+  const fs::path out = fresh_dir("strategy");
+  auto r = kforge({"run", source("pipelines/demo.yaml"), "--set", "tasks=2", "--set", "strategy=smart-selection",
+                   "--out", out.string(), "--report-format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(out / "report.json");
+  EXPECT_EQ(nlohmann::json::parse(in)["strategy"], "smart-selection");
 }
 
 TEST(Cli, PluginsListAndDescribe) {

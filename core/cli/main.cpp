@@ -16,15 +16,13 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "executor.hpp"
-#include "fan_out_observer.hpp"
-#include "host.hpp"
-#include "pipeline.hpp"
-#include "progress.hpp"
-#include "registry.hpp"
-#include "report.hpp"
-#include "results.hpp"
-#include "store.hpp"
+#include "engine/executor.hpp"
+#include "engine/pipeline/load.hpp"
+#include "engine/registry.hpp"
+#include "report/report.hpp"
+#include "run/progress.hpp"
+#include "run/session.hpp"
+#include "run/store/store.hpp"
 
 namespace fs = std::filesystem;
 
@@ -37,10 +35,13 @@ constexpr int kExitConfig = 2;
 constexpr int kExitRuntime = 3;
 constexpr int kExitInterrupted = 130;
 
+// The running session's token, for the signal handler.
+kforge::CancelToken* g_run_cancel = nullptr;
+
 void on_signal(int) {
   // First signal: stop intake and let running work finish. Second: leave now.
-  if (kforge::cancel_requested()) _exit(kExitInterrupted);
-  kforge::request_cancel();
+  if (g_run_cancel == nullptr || g_run_cancel->requested()) _exit(kExitInterrupted);
+  g_run_cancel->request();
 }
 
 const char* type_name(kf_param_type type) {
@@ -57,6 +58,8 @@ const char* type_name(kf_param_type type) {
       return "list<string>";
     case KF_PARAM_OBJECT:
       return "object";
+    case KF_PARAM_DURATION:
+      return "duration";
   }
   return "?";
 }
@@ -83,19 +86,28 @@ kforge::Overrides parse_overrides(const std::vector<std::string>& sets) {
   return overrides;
 }
 
-void print_params(const kf_param_spec* params, uint32_t count) {
-  if (count == 0) {
+// "one of: a, b", ">= 1", "> 0, <= 1": what a parameter accepts beyond its type.
+std::string constraints_text(const kforge::ParamSpec& p) {
+  std::vector<std::string> parts;
+  if (!p.choices.empty()) parts.push_back(fmt::format("one of: {}", fmt::join(p.choices, ", ")));
+  if (p.range & KF_RANGE_MIN) parts.push_back(fmt::format("{} {:g}", (p.range & KF_RANGE_MIN_EXCLUSIVE) ? ">" : ">=", p.min));
+  if (p.range & KF_RANGE_MAX) parts.push_back(fmt::format("{} {:g}", (p.range & KF_RANGE_MAX_EXCLUSIVE) ? "<" : "<=", p.max));
+  return parts.empty() ? "" : fmt::format(" ({})", fmt::join(parts, ", "));
+}
+
+void print_params(const std::vector<kforge::ParamSpec>& params) {
+  if (params.empty()) {
     fmt::print("  (no parameters)\n");
     return;
   }
-  for (uint32_t i = 0; i < count; ++i) {
-    const kf_param_spec& p = params[i];
-    std::string def = p.required ? "required" : (p.default_value ? fmt::format("default: {}", p.default_value) : "optional");
-    fmt::print("  {:<20} {:<13} {}\n      {}\n", p.name, type_name(p.type), def, p.doc ? p.doc : "");
+  for (const kforge::ParamSpec& p : params) {
+    std::string def = p.required ? "required" : (p.default_value ? fmt::format("default: {}", *p.default_value) : "optional");
+    fmt::print("  {:<20} {:<13} {}{}\n      {}\n", p.name, type_name(p.type), def, constraints_text(p), p.doc);
   }
 }
 
-std::string default_out_dir(const kforge::PipelineSpec& pipeline) {
+
+std::string default_out_dir(const kforge::Plan& pipeline) {
   return (fs::path("kforge-out") / pipeline.name).string();
 }
 
@@ -179,11 +191,15 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   bool resume = false;
   bool no_cache = false;
+  bool replay_measurements = false;
   std::string progress = "auto";
   double progress_interval = 10;
   run->add_flag("--resume", resume,
                 "Continue the last run in the output directory: skip jobs it finished (same pipeline required)");
   run->add_flag("--no-cache", no_cache, "Evaluate every candidate, even code the verdict cache has judged before");
+  run->add_flag("--replay-measurements", replay_measurements,
+                "Answer stages whose verdicts include measurements (timings) from the verdict cache too; by default "
+                "they measure again");
   run->add_option("--progress", progress, "auto (a bar on a terminal, log lines otherwise), bar, lines or off")
       ->check(CLI::IsMember({"auto", "bar", "lines", "off"}));
   run->add_option("--progress-interval", progress_interval, "Seconds between progress lines (default 10)")
@@ -284,24 +300,25 @@ int main(int argc, char** argv) {
       fmt::print("{:<24} {:<8} {:<12} {}\n", "KIND", "TYPE", "PLUGIN", "FILE");
       for (const auto& s : registry.sources()) fmt::print("{:<24} {:<8} {:<12} {}\n", s.name, "source", s.plugin, s.file);
       for (const auto& s : registry.stages()) {
-        fmt::print("{:<24} {:<8} {:<12} {}\n", s.name, (s.abi->flags & KF_STAGE_WAITS) ? "waits" : "stage", s.plugin, s.file);
+        fmt::print("{:<24} {:<8} {:<12} {}\n", s.name, s.waits() ? "waits" : "stage", s.plugin, s.file);
       }
       return plugins_ok ? kExitOk : kExitConfig;
     }
     if (*describe) {
       if (const auto* s = registry.stage(kind_name)) {
-        fmt::print("{} (stage kind, plugin {} {}, {})\n{}\n", s->name, s->plugin, s->version, s->file, s->abi->doc ? s->abi->doc : "");
-        fmt::print("runs on: {}\n", (s->abi->flags & KF_STAGE_WAITS) ? "its own threads (waits on I/O or processes)" : "TBB worker threads");
+        fmt::print("{} (stage kind, plugin {} {}, {})\n{}\n", s->name, s->plugin, s->version, s->file, s->doc);
+        fmt::print("role: {}\n", kforge::to_string(s->role));
+        fmt::print("runs on: {}\n", s->waits() ? "its own threads (waits on I/O or processes)" : "TBB worker threads");
         std::string routes = "pass, fail, error";
-        for (uint32_t i = 0; i < s->abi->route_count; ++i) routes += std::string(", ") + s->abi->routes[i];
+        for (const std::string& route : s->routes) routes += ", " + route;
         fmt::print("routes: {}\nparameters:\n", routes);
-        print_params(s->abi->params, s->abi->param_count);
+        print_params(s->params);
         return kExitOk;
       }
       if (const auto* s = registry.source(kind_name)) {
         fmt::print("{} (task source kind, plugin {} {}, {})\n{}\nparameters:\n", s->name, s->plugin, s->version, s->file,
-                   s->abi->doc ? s->abi->doc : "");
-        print_params(s->abi->params, s->abi->param_count);
+                   s->doc);
+        print_params(s->params);
         return kExitOk;
       }
       std::string hint;
@@ -317,79 +334,42 @@ int main(int argc, char** argv) {
     }
 
     if (!plugins_ok) return kExitConfig;
-    const kforge::PipelineSpec pipeline = kforge::load_pipeline(pipeline_path, registry, parse_overrides(sets));
+    const kforge::Plan pipeline = kforge::load_pipeline(pipeline_path, registry, parse_overrides(sets));
     if (*validate) {
+      // Create and destroy every stage: what the stages' own constructors refuse, run would too.
+      kforge::Executor dry_run(pipeline);
       fmt::print("{}: ok ({} stages)\n", pipeline_path, pipeline.stages.size());
       return kExitOk;
     }
 
     // run
-    if (out_dir.empty()) out_dir = default_out_dir(pipeline);
-    fs::create_directories(out_dir);
     std::optional<tbb::global_control> threads;
     if (jobs > 0) threads.emplace(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(jobs));
-    kforge::Executor executor(registry, pipeline);
-
-    kforge::Store store(store_path(out_dir));
-    kforge::RunRecord record = kforge::describe_run(pipeline, KFORGE_VERSION);
-    const std::optional<kforge::RunRecord> latest = store.latest_run();
-    std::set<std::pair<std::string, int>> done;
-    if (resume && !latest) {
-      spdlog::warn("--resume: {} holds no earlier run; starting a fresh one", out_dir);
-    } else if (resume) {
-      if (latest->config_hash != record.config_hash) {
-        spdlog::error(
-            "--resume: the pipeline differs from that of run {} in {} (resolved configuration changed); resume "
-            "with the same pipeline and --set values, or run without --resume to start over",
-            latest->id, out_dir);
-        return kExitConfig;
-      }
-      record.series = latest->series;
-      done = store.finished_jobs(latest->series);
-      spdlog::info("resuming run {} ({}): {} jobs already finished", latest->id, latest->status, done.size());
-    } else if (latest && latest->status != kforge::to_string(kforge::RunStatus::Finished)) {
-      spdlog::info("{} holds an unfinished run ({}, {}); starting a fresh run. Pass --resume to continue it instead",
-                   out_dir, latest->id, latest->status);
-    }
-    const fs::path results_path = fs::path(out_dir) / "results.jsonl";
-    // A resumed run adds its jobs to the file the interrupted run left.
-    kforge::ResultsWriter results(results_path.string(), resume && latest ? kforge::ResultsWriter::Mode::Append
-                                                                         : kforge::ResultsWriter::Mode::Truncate);
-    const int64_t run_id = store.begin_run(record);
-    kforge::RunRecorder recorder(store, run_id);
-    kforge::StoredVerdictCache cache(store);
+    kforge::SessionOptions session_options;
+    session_options.out_dir = out_dir.empty() ? default_out_dir(pipeline) : out_dir;
+    session_options.resume = resume;
+    session_options.use_cache = !no_cache;
+    session_options.replay_measurements = replay_measurements;
+    session_options.max_in_flight = max_in_flight;
+    session_options.kforge_version = KFORGE_VERSION;
+    kforge::RunSession session(pipeline, session_options);
     const kforge::ProgressMode mode = progress == "auto" ? kforge::progress_mode_for(stderr)
                                       : progress == "bar" ? kforge::ProgressMode::Bar
                                       : progress == "lines" ? kforge::ProgressMode::Lines
                                                             : kforge::ProgressMode::Off;
-    kforge::ProgressObserver progress_display(mode, stderr, progress_interval, done.size());
-    // The store first: a job it has committed is never run again, so a kill between the
-    // two writes can cost a results.jsonl line but never a job done twice.
-    kforge::FanOutObserver observers{&recorder, &results, &progress_display};
-
+    kforge::ProgressObserver progress_display(mode, stderr, progress_interval, session.already_done());
+    g_run_cancel = &session.cancel_token();
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    kforge::RunOptions options;
-    options.max_in_flight = max_in_flight;
-    if (!done.empty()) {
-      options.skip = [&done](const kforge::Task& task, int sample) { return done.count({task.id(), sample}) > 0; };
-    }
-    options.cache = no_cache ? nullptr : &cache;
-    spdlog::info("running '{}' ({} stages, k={}) into {} (run {})", pipeline.name, pipeline.stages.size(), pipeline.k,
-                 out_dir, run_id);
-    const kforge::RunSummary summary = executor.run(observers, options);
+    const kforge::SessionResult result = session.run(&progress_display);
     progress_display.finish();
 
-    const std::string store_failure = recorder.failure();
-    const kforge::RunStatus status = !store_failure.empty() || !summary.source_error.empty() ? kforge::RunStatus::Failed
-                                     : summary.cancelled ? kforge::RunStatus::Interrupted
-                                                         : kforge::RunStatus::Finished;
-    store.end_run(run_id, status);
-    print_summary(summary, out_dir);
-    if (!store_failure.empty()) return kExitRuntime;  // the store cannot be trusted for a report
-    const int gate = report_and_gate(kforge::load_report(out_dir), out_dir, formats, thresholds);
-    if (summary.cancelled) return kExitInterrupted;
-    if (!summary.source_error.empty()) return kExitRuntime;
+    print_summary(result.summary, session_options.out_dir);
+    if (!result.store_failure.empty()) return kExitRuntime;  // the store cannot be trusted for a report
+    const int gate = report_and_gate(kforge::load_report(session_options.out_dir), session_options.out_dir, formats,
+                                     thresholds);
+    if (result.summary.cancelled) return kExitInterrupted;
+    if (!result.summary.source_error.empty()) return kExitRuntime;
     return gate;
   } catch (const kforge::ConfigError& e) {
     std::cerr << e.what() << "\n";

@@ -1,5 +1,5 @@
 // The executor on hand-built pipelines (no YAML), with the demo plugin's stages.
-#include "executor.hpp"
+#include "engine/executor.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,15 +9,14 @@
 #include <mutex>
 #include <thread>
 
-#include "host.hpp"
-#include "results.hpp"
+#include "run/results.hpp"
 #include "support/hand_built_pipeline.hpp"
 
 namespace {
 
 using kforge::Job;
-using kforge::PipelineSpec;
-using kforge::StageSpec;
+using kforge::testing::PipelineSpec;
+using kforge::testing::StageSpec;
 using kforge::VerdictStatus;
 using kforge::testing::route;
 using kforge::testing::scalar;
@@ -36,11 +35,12 @@ StageSpec judge(std::string id, std::string next, std::vector<std::string> fail,
   s.config.values["error"] = string_list(std::move(error));
   s.config.values["throw"] = string_list(std::move(throws));
   s.config.values["route"] = string_list(std::move(special));
-  s.routes.push_back(route("special", kforge::kEndTarget));
+  s.routes.push_back(route("special", kforge::testing::kEndTarget));
   return s;
 }
 
-StageSpec timed(std::string id, std::string uses, double seconds, int concurrency, std::string next = kforge::kEndTarget) {
+StageSpec timed(std::string id, std::string uses, double seconds, int concurrency,
+                std::string next = kforge::testing::kEndTarget) {
   StageSpec s = stage(std::move(id), std::move(uses), std::move(next));
   s.config.values["seconds"] = scalar(KF_PARAM_FLOAT, std::to_string(seconds));
   s.concurrency = concurrency;
@@ -67,8 +67,8 @@ struct Finished {
 class Collector : public kforge::RunObserver {
  public:
   void verdict(const Job&, const kforge::Verdict&) override { ++verdicts; }
-  void job_finished(const Job& job) override {
-    Finished f{job.index, job.task->id(), job.final_status(), {}, {}, {}, job.round, 0, kforge::result_line(job)};
+  void job_finished(const Job& job, const kforge::JobOutcome& outcome) override {
+    Finished f{job.index, job.task->id(), job.final_status(), {}, {}, {}, job.round, 0, kforge::result_line(outcome)};
     for (const auto& v : job.verdicts) {
       f.stages.push_back(v.stage);
       for (const auto& [name, value] : v.metrics) {
@@ -92,14 +92,11 @@ class Collector : public kforge::RunObserver {
 
 class ExecutorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    kforge::reset_cancel();
-    registry.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so");
-  }
-  void TearDown() override { kforge::reset_cancel(); }
+  void SetUp() override { registry.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so"); }
 
   kforge::RunSummary run(const PipelineSpec& p, Collector& c, kforge::RunOptions options = {}) {
-    kforge::Executor executor(registry, p);
+    const kforge::Plan plan = kforge::testing::compile(registry, p);
+    kforge::Executor executor(plan);
     return executor.run(c, options);
   }
 
@@ -240,12 +237,15 @@ TEST_F(ExecutorTest, OutputIsDeterministicRegardlessOfTiming) {
 
 TEST_F(ExecutorTest, CancellationStopsIntakeAndKeepsFinishedResults) {
   Collector c;
-  std::thread canceller([] {
+  kforge::CancelToken cancel;
+  std::thread canceller([&cancel] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    kforge::request_cancel();
+    cancel.request();
   });
   auto p = pipeline(1000, {timed("sleep", "demo.sleep", 0.05, 4, "after"), stage("after", "demo.noop")});
-  auto summary = run(p, c);
+  kforge::RunOptions options;
+  options.cancel = &cancel;
+  auto summary = run(p, c, options);
   canceller.join();
   EXPECT_TRUE(summary.cancelled);
   EXPECT_GT(summary.jobs, 0u);
@@ -260,12 +260,16 @@ TEST_F(ExecutorTest, CancellationStopsIntakeAndKeepsFinishedResults) {
 // abandoned mid-way does. That error judges nothing: the jobs are unfinished, not failed.
 TEST_F(ExecutorTest, AStageThatGivesUpOnCancellationLeavesItsJobUnfinished) {
   Collector c;
-  std::thread canceller([] {
+  kforge::CancelToken cancel;
+  std::thread canceller([&cancel] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    kforge::request_cancel();
+    cancel.request();
   });
+  kforge::RunOptions options;
+  options.cancel = &cancel;
   const auto start = std::chrono::steady_clock::now();
-  auto summary = run(pipeline(8, {timed("sleep", "demo.sleep", 30.0, 4, "after"), stage("after", "demo.noop")}), c);
+  auto summary =
+      run(pipeline(8, {timed("sleep", "demo.sleep", 30.0, 4, "after"), stage("after", "demo.noop")}), c, options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   canceller.join();
   EXPECT_TRUE(summary.cancelled);
@@ -337,15 +341,33 @@ TEST_F(ExecutorTest, CacheableStageIsAnsweredFromTheCacheTheSecondTime) {
 
 TEST_F(ExecutorTest, StageCreationErrorNamesTheStage) {
   StageSpec s = stage("broken", "demo.noop");
-  auto p = pipeline(-1, {s});
-  Collector c;
-  kforge::Executor executor(registry, p);
+  const kforge::Plan plan = kforge::testing::compile(registry, pipeline(-1, {s}));
   try {
-    executor.run(c);
-    FAIL() << "a source with count -1 must not start";
-  } catch (const kforge::RunSetupError& e) {
+    kforge::Executor executor(plan);
+    FAIL() << "a source with count -1 must not be created";
+  } catch (const kforge::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("count must be >= 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("demo.range"), std::string::npos) << e.what();
   }
+}
+
+// Two runs in one process cancel independently: the token belongs to the run.
+TEST_F(ExecutorTest, CancellingOneRunLeavesAnotherRunning) {
+  kforge::CancelToken cancelled;
+  cancelled.request();
+  kforge::CancelToken running;
+  Collector stopped, finished;
+  kforge::RunOptions stop;
+  stop.cancel = &cancelled;
+  kforge::RunOptions go;
+  go.cancel = &running;
+  const auto p = pipeline(5, {timed("sleep", "demo.sleep", 0.01, 2)});
+  std::thread other([&] { run(p, stopped, stop); });
+  const auto summary = run(p, finished, go);
+  other.join();
+  EXPECT_EQ(stopped.finished.size(), 0u);
+  EXPECT_FALSE(summary.cancelled);
+  EXPECT_EQ(finished.finished.size(), 5u);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Every metric of docs/metrics.md on a small hand-computed example: 4 tasks x 2 candidates
 // from two models. The expected numbers are worked out in the comments.
-#include "metrics.hpp"
+#include "report/metrics.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,32 +8,32 @@
 
 namespace {
 
-using kforge::AttemptFacts;
 using kforge::Dataset;
-using kforge::JobRecord;
+using kforge::JobOutcome;
 using kforge::Metrics;
+using kforge::Verdict;
 using kforge::VerdictStatus;
 
 constexpr VerdictStatus kPass = VerdictStatus::Pass;
 constexpr VerdictStatus kFail = VerdictStatus::Fail;
 constexpr VerdictStatus kError = VerdictStatus::Error;
 
-// Seconds by family, so that the time sums are easy to check: llm.* 1 s, eval.* 0.5 s,
-// cached verdicts 0 s.
-AttemptFacts attempt(std::string kind, VerdictStatus status, int round, std::string error_class = "", bool cached = false) {
-  AttemptFacts a;
-  a.kind = std::move(kind);
-  a.status = status;
-  a.round = round;
-  a.error_class = std::move(error_class);
-  a.cached = cached;
-  a.seconds = cached ? 0.0 : (a.kind.rfind("llm.", 0) == 0 ? 1.0 : 0.5);
-  return a;
+// Seconds by role, so that the time sums are easy to check: generate and fix 1 s, the
+// others 0.5 s, cached verdicts 0 s.
+Verdict attempt(kf_stage_role role, VerdictStatus status, int round, std::string error_class = "", bool cached = false) {
+  Verdict v;
+  v.role = role;
+  v.status = status;
+  v.round = round;
+  v.error_class = std::move(error_class);
+  v.cached = cached;
+  v.seconds = cached ? 0.0 : (role == KF_ROLE_GENERATE || role == KF_ROLE_FIX ? 1.0 : 0.5);
+  return v;
 }
 
-JobRecord job(std::string task, int sample, std::string model, VerdictStatus status, int round, std::string error_class,
-              std::optional<double> speedup, double cost, std::vector<AttemptFacts> attempts) {
-  JobRecord j;
+JobOutcome job(std::string task, int sample, std::string model, VerdictStatus status, int round, std::string error_class,
+               std::optional<double> speedup, double cost, std::vector<Verdict> attempts) {
+  JobOutcome j;
   j.task_id = std::move(task);
   j.sample = sample;
   j.model = std::move(model);
@@ -45,18 +45,18 @@ JobRecord job(std::string task, int sample, std::string model, VerdictStatus sta
   j.cost = cost;
   j.tokens_in = 100;
   j.tokens_out = 50;
-  for (const auto& a : attempts) kforge::add_attempt(j, a);
+  for (const auto& a : attempts) kforge::add_visit(j, a);
   return j;
 }
 
 Dataset example() {
   Dataset d;
-  d.strategy = "example";
+  d.label = "example";
   d.tasks["t1"] = {"t1", "t1", "Activation", "C1", "kernelbench-torch", 1};
   d.tasks["t2"] = {"t2", "t2", "Activation", "C1", "kernelbench-torch", 1};
   d.tasks["t3"] = {"t3", "t3", "Reduce", "C2", "kernelbench-torch", 1};
   d.tasks["t4"] = {"t4", "t4", "MatrixMultiply", "C3", "kernelbench-torch", 1};
-  const std::string gen = "llm.generate", fix = "llm.fix", compile = "eval.compile.cpp", run = "eval.run.cpu";
+  const auto gen = KF_ROLE_GENERATE, fix = KF_ROLE_FIX, compile = KF_ROLE_COMPILE, run = KF_ROLE_RUN;
   d.jobs = {
       // 1: passes at once, 2.0x.
       job("t1", 0, "A", kPass, 0, "", 2.0, 0.01,
@@ -112,11 +112,11 @@ TEST(PassAtK, StableWhereBinomialsOverflow) {
   EXPECT_NEAR(value, 1.0 - std::pow(0.5, 10), 2e-3);
 }
 
-TEST(AddAttempt, RunStagesProveCompilationUnlessTheyReportCompileErrors) {
-  JobRecord j;
-  kforge::add_attempt(j, attempt("eval.run.cpu", kFail, 0, "runtime_error"));
-  kforge::add_attempt(j, attempt("eval.run.cpu", kFail, 1, "compile_error"));
-  kforge::add_attempt(j, attempt("eval.check", kPass, 2));
+TEST(AddVisit, RunStagesProveCompilationUnlessTheyReportCompileErrors) {
+  JobOutcome j;
+  kforge::add_visit(j, attempt(KF_ROLE_RUN, kFail, 0, "runtime_error"));
+  kforge::add_visit(j, attempt(KF_ROLE_RUN, kFail, 1, "compile_error"));
+  kforge::add_visit(j, attempt(KF_ROLE_CHECK, kPass, 2));
   EXPECT_TRUE(j.compile_evidence);
   ASSERT_EQ(j.compiled_in_round.size(), 1u);
   EXPECT_EQ(j.compiled_in_round[0], 1);
@@ -125,20 +125,34 @@ TEST(AddAttempt, RunStagesProveCompilationUnlessTheyReportCompileErrors) {
   EXPECT_DOUBLE_EQ(j.gen_seconds, 0.0);
 }
 
-TEST(AddAttempt, ReplayedAnswersCountTheirRecordedDurationAsGenerationTime) {
-  JobRecord j;
-  AttemptFacts replayed = attempt("llm.generate", kPass, 0);
+TEST(AddVisit, ReplayedAnswersCountTheirRecordedDurationAsGenerationTime) {
+  JobOutcome j;
+  Verdict replayed = attempt(KF_ROLE_GENERATE, kPass, 0);
   replayed.seconds = 0.001;
-  replayed.recorded_seconds = 12.5;
-  kforge::add_attempt(j, replayed);
-  kforge::add_attempt(j, attempt("llm.fix", kPass, 1));  // live: 1 s
+  replayed.metrics = {{KF_METRIC_RECORDED_SECONDS, 12.5}};
+  kforge::add_visit(j, replayed);
+  kforge::add_visit(j, attempt(KF_ROLE_FIX, kPass, 1));  // live: 1 s
   EXPECT_DOUBLE_EQ(j.gen_seconds, 13.5);
   EXPECT_DOUBLE_EQ(j.seconds, 1.001);  // wall time stays what the run took
 }
 
+// Roles decide, whatever the kinds are called: a stage of role other (model selection)
+// is neither evaluation nor generation time, and a check proves nothing about building.
+TEST(AddVisit, OnlyRolesCount) {
+  JobOutcome j;
+  Verdict select = attempt(KF_ROLE_OTHER, kPass, 0);
+  select.kind = "eval.compile.cpp";  // a name that once meant "compile": it means nothing now
+  kforge::add_visit(j, select);
+  kforge::add_visit(j, attempt(KF_ROLE_CHECK, kFail, 0, "syntax_error"));
+  EXPECT_FALSE(j.compile_evidence);
+  EXPECT_DOUBLE_EQ(j.eval_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(j.gen_seconds, 0.0);
+  EXPECT_DOUBLE_EQ(j.seconds, 1.0);
+}
+
 TEST(Metrics, HeadlineNumbers) {
   const Metrics m = kforge::compute_metrics(example());
-  EXPECT_EQ(m.strategy, "example");
+  EXPECT_EQ(m.label, "example");
   EXPECT_EQ(m.tasks, 4u);
   expect_share(m.solved, 3, 4);      // t1, t2, t4
   expect_share(m.candidates, 4, 8);  // jobs 1, 3, 7, 8
@@ -280,7 +294,7 @@ TEST(Metrics, ModelSelection) {
 
 TEST(Metrics, TaskWhoseCandidatesAllErredIsAnError) {
   Dataset d;
-  d.jobs = {job("x", 0, "", kError, 0, "harness_error", std::nullopt, 0, {attempt("eval.run.gpu", kError, 0, "harness_error")})};
+  d.jobs = {job("x", 0, "", kError, 0, "harness_error", std::nullopt, 0, {attempt(KF_ROLE_RUN, kError, 0, "harness_error")})};
   const Metrics m = kforge::compute_metrics(d);
   ASSERT_EQ(m.per_task.size(), 1u);
   EXPECT_TRUE(m.per_task[0].only_errors);
@@ -301,7 +315,7 @@ TEST(Metrics, NoJobsGiveEmptyMetrics) {
 
 TEST(Metrics, WithoutCompileOrRunStagesCompileRateIsUnknown) {
   Dataset d;
-  d.jobs = {job("x", 0, "", kPass, 0, "", std::nullopt, 0, {attempt("demo.noop", kPass, 0)})};
+  d.jobs = {job("x", 0, "", kPass, 0, "", std::nullopt, 0, {attempt(KF_ROLE_OTHER, kPass, 0)})};
   const Metrics m = kforge::compute_metrics(d);
   EXPECT_FALSE(m.compile_known);
   EXPECT_EQ(m.rounds[0].compiled.total, 0u);  // not counted when unknown

@@ -1,6 +1,6 @@
 // Pipeline loading: the format of docs/pipelines.md, its defaults, and one test per class
 // of configuration error with the exact line:col it is reported at.
-#include "pipeline.hpp"
+#include "engine/pipeline/load.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "registry.hpp"
+#include "engine/registry.hpp"
 
 namespace kforge {
 namespace {
@@ -93,7 +93,33 @@ class BadDefault : public sdk::Stage {
   void process(sdk::Job& job) override { job.pass(); }
 };
 
-using TestPlugin = sdk::detail::Plugin<ListSource, Noop, Generate, Check, Fix>;
+// Parameters with choices, ranges and a duration.
+class Limits : public sdk::Stage {
+ public:
+  static constexpr const char* kName = "test.limits";
+  static constexpr const char* kDoc = "Declares what its parameters accept.";
+  static std::vector<sdk::Param> params() {
+    return {sdk::Param{"level", KF_PARAM_STRING, "low", false, "How much."}.one_of({"low", "high"}),
+            sdk::Param{"tags", KF_PARAM_STRING_LIST, "[]", false, "Which."}.one_of({"a", "b"}),
+            sdk::Param{"ratio", KF_PARAM_FLOAT, "0.5", false, "A share."}.above(0).at_most(1),
+            sdk::Param{"count", KF_PARAM_INT, "1", false, "At least one."}.at_least(1),
+            sdk::Param{"wait", KF_PARAM_DURATION, "90s", false, "How long."}.above(0)};
+  }
+  explicit Limits(const sdk::Config&) {}
+  void process(sdk::Job& job) override { job.pass(); }
+};
+
+// Six named routes: with pass, fail and error, nine ways out.
+class Router : public sdk::Stage {
+ public:
+  static constexpr const char* kName = "test.router";
+  static constexpr const char* kDoc = "Routes anywhere.";
+  static std::vector<std::string> routes() { return {"r1", "r2", "r3", "r4", "r5", "r6"}; }
+  explicit Router(const sdk::Config&) {}
+  void process(sdk::Job& job) override { job.pass(); }
+};
+
+using TestPlugin = sdk::detail::Plugin<ListSource, Noop, Generate, Check, Fix, Limits, Router>;
 
 std::string data(const std::string& name) {
   return (fs::path(KFORGE_TEST_DATA_DIR) / "pipelines" / name).lexically_normal().string();
@@ -127,23 +153,31 @@ std::string all_of(const std::vector<Diagnostic>& diagnostics) {
                                        << all_of(diagnostics);
 }
 
-const StageSpec& stage(const PipelineSpec& spec, const std::string& id) {
+const StagePlan& stage(const Plan& spec, const std::string& id) {
   auto it = std::find_if(spec.stages.begin(), spec.stages.end(),
-                         [&](const StageSpec& s) { return s.id == id; });
+                         [&](const StagePlan& s) { return s.id == id; });
   if (it == spec.stages.end()) throw std::runtime_error("no stage " + id);
   return *it;
 }
 
-const RouteSpec& route(const StageSpec& s, const std::string& on) {
+// A route with its targets named by stage id, as the file wrote them.
+struct NamedRoute {
+  std::string target;
+  int max_rounds;
+  std::string exhausted_target;
+  SourceLocation where;
+};
+
+NamedRoute route(const Plan& spec, const StagePlan& s, const std::string& on) {
   auto it = std::find_if(s.routes.begin(), s.routes.end(),
-                         [&](const RouteSpec& r) { return r.on == on; });
+                         [&](const RoutePlan& r) { return r.on == on; });
   if (it == s.routes.end()) throw std::runtime_error("no route " + on + " in " + s.id);
-  return *it;
+  return {spec.target_id(it->target), it->max_rounds, spec.target_id(it->exhausted_target), it->where};
 }
 
-std::vector<std::string> route_names(const StageSpec& s) {
+std::vector<std::string> route_names(const StagePlan& s) {
   std::vector<std::string> names;
-  for (const RouteSpec& r : s.routes) names.push_back(r.on);
+  for (const RoutePlan& r : s.routes) names.push_back(r.on);
   return names;
 }
 
@@ -160,7 +194,7 @@ class PipelineTest : public ::testing::Test {
     registry.add(&plugin.descriptor, "test");
   }
 
-  PipelineSpec load(const std::string& name, const Overrides& overrides = {}) {
+  Plan load(const std::string& name, const Overrides& overrides = {}) {
     return load_pipeline(data(name), registry, overrides);
   }
 
@@ -180,13 +214,13 @@ class PipelineTest : public ::testing::Test {
 // ---- pipelines that load ------------------------------------------------------------------
 
 TEST_F(PipelineTest, LoadsCompletePipeline) {
-  const PipelineSpec spec = load("good.yaml");
+  const Plan spec = load("good.yaml");
   EXPECT_EQ(spec.name, "demo-cpu");
   EXPECT_EQ(spec.file, data("good.yaml"));
   EXPECT_TRUE(fs::path(spec.file).is_absolute());
   EXPECT_EQ(spec.k, 3);
   EXPECT_EQ(spec.max_in_flight, 64);
-  EXPECT_EQ(spec.source.uses, "tasks.list");
+  EXPECT_EQ(spec.source.kind->name, "tasks.list");
   EXPECT_EQ(spec.source.config.base_dir, data_dir());
   EXPECT_EQ(param(spec.source.config, "path").text, "../tasks");
   EXPECT_EQ(param(spec.source.config, "levels").items, (std::vector<std::string>{"1", "2"}));
@@ -198,8 +232,8 @@ TEST_F(PipelineTest, LoadsCompletePipeline) {
   EXPECT_EQ(spec.stages[2].id, "check");
   EXPECT_EQ(spec.stages[3].id, "fix");
 
-  const StageSpec& generate = stage(spec, "generate");
-  EXPECT_EQ(generate.uses, "llm.generate");
+  const StagePlan& generate = stage(spec, "generate");
+  EXPECT_EQ(generate.kind->name, "llm.generate");
   EXPECT_EQ(generate.concurrency, 32);
   EXPECT_DOUBLE_EQ(generate.timeout_seconds, 90);
   EXPECT_EQ(generate.where.line, 13);
@@ -215,40 +249,40 @@ TEST_F(PipelineTest, LoadsCompletePipeline) {
 }
 
 TEST_F(PipelineTest, FillsEveryRouteWithItsDefault) {
-  const PipelineSpec spec = load("good.yaml");
+  const Plan spec = load("good.yaml");
 
   // pass goes on in file order; fail and error end the job.
-  const StageSpec& prepare = stage(spec, "prepare");
+  const StagePlan& prepare = stage(spec, "prepare");
   EXPECT_EQ(route_names(prepare), (std::vector<std::string>{"pass", "fail", "error"}));
-  EXPECT_EQ(route(prepare, "pass").target, "generate");
-  EXPECT_EQ(route(prepare, "fail").target, "end");
-  EXPECT_EQ(route(prepare, "error").target, "end");
-  EXPECT_EQ(route(stage(spec, "generate"), "pass").target, "check");
+  EXPECT_EQ(route(spec, prepare, "pass").target, "generate");
+  EXPECT_EQ(route(spec, prepare, "fail").target, "end");
+  EXPECT_EQ(route(spec, prepare, "error").target, "end");
+  EXPECT_EQ(route(spec, stage(spec, "generate"), "pass").target, "check");
 
   // A bounded fail edge; error follows it, bound included; the named route defaults to end.
-  const StageSpec& check = stage(spec, "check");
+  const StagePlan& check = stage(spec, "check");
   EXPECT_EQ(route_names(check), (std::vector<std::string>{"pass", "fail", "error", "cached"}));
-  EXPECT_EQ(route(check, "pass").target, "end");
-  EXPECT_EQ(route(check, "pass").max_rounds, 0);
-  const RouteSpec& fail = route(check, "fail");
+  EXPECT_EQ(route(spec, check, "pass").target, "end");
+  EXPECT_EQ(route(spec, check, "pass").max_rounds, 0);
+  const NamedRoute fail = route(spec, check, "fail");
   EXPECT_EQ(fail.target, "fix");
   EXPECT_EQ(fail.max_rounds, 2);
   EXPECT_EQ(fail.exhausted_target, "end");
   EXPECT_EQ(fail.where.line, 25);
   EXPECT_EQ(fail.where.column, 7);
-  const RouteSpec& error = route(check, "error");
+  const NamedRoute error = route(spec, check, "error");
   EXPECT_EQ(error.target, "fix");
   EXPECT_EQ(error.max_rounds, 2);
   EXPECT_EQ(error.exhausted_target, "end");
-  EXPECT_EQ(route(check, "cached").target, "end");
+  EXPECT_EQ(route(spec, check, "cached").target, "end");
 
   // The last stage's pass would end; this one loops back (bounded through check's fail).
-  EXPECT_EQ(route(stage(spec, "fix"), "pass").target, "check");
-  EXPECT_EQ(route(stage(spec, "fix"), "fail").target, "end");
+  EXPECT_EQ(route(spec, stage(spec, "fix"), "pass").target, "check");
+  EXPECT_EQ(route(spec, stage(spec, "fix"), "fail").target, "end");
 }
 
 TEST_F(PipelineTest, IncludeMergesStagesAndVars) {
-  const PipelineSpec spec = load("good.yaml");
+  const Plan spec = load("good.yaml");
   // The including file's vars win; the included file's others are kept.
   EXPECT_EQ(spec.vars.at("flavour"), "cpu");
   EXPECT_EQ(spec.vars.at("prompt_style"), "terse");
@@ -259,7 +293,7 @@ TEST_F(PipelineTest, IncludeMergesStagesAndVars) {
 }
 
 TEST_F(PipelineTest, AppliesParameterDefaults) {
-  const PipelineSpec spec = load("good.yaml");
+  const Plan spec = load("good.yaml");
   const StageConfig& config = stage(spec, "generate").config;
   EXPECT_EQ(param(config, "max_tokens").text, "1024");
   EXPECT_EQ(param(config, "max_tokens").json, "1024");
@@ -275,7 +309,7 @@ TEST_F(PipelineTest, AppliesParameterDefaults) {
 
 TEST_F(PipelineTest, ConvertsEveryParameterType) {
   ::unsetenv("KFORGE_TEST_CONCURRENCY");
-  const PipelineSpec spec = load("params.yaml");
+  const Plan spec = load("params.yaml");
   EXPECT_DOUBLE_EQ(stage(spec, "generate").timeout_seconds, 2.5);  // plain seconds
   EXPECT_EQ(stage(spec, "generate").concurrency, 4);
   const StageConfig& config = stage(spec, "generate").config;
@@ -313,7 +347,7 @@ TEST_F(PipelineTest, ConvertsEveryParameterType) {
 TEST_F(PipelineTest, SubstitutesVarsEnvironmentAndDefaults) {
   ::setenv("KFORGE_TEST_LIMIT", "5", 1);
   ::unsetenv("KFORGE_TEST_MODEL");
-  const PipelineSpec spec = load("vars.yaml");
+  const Plan spec = load("vars.yaml");
   EXPECT_EQ(spec.name, "vars-one");
   EXPECT_EQ(param(spec.source.config, "path").text, "/data/tasks");  // a var using a var
   EXPECT_EQ(param(spec.source.config, "limit").text, "5");           // the environment
@@ -326,7 +360,7 @@ TEST_F(PipelineTest, SubstitutesVarsEnvironmentAndDefaults) {
 
   ::setenv("KFORGE_TEST_MODEL", "from-env", 1);
   ::setenv("root", "/from-env", 1);  // vars win over the environment
-  const PipelineSpec again = load("vars.yaml");
+  const Plan again = load("vars.yaml");
   EXPECT_EQ(param(stage(again, "generate").config, "model").text, "from-env");
   EXPECT_EQ(param(again.source.config, "path").text, "/data/tasks");
   ::unsetenv("KFORGE_TEST_MODEL");
@@ -341,7 +375,7 @@ TEST_F(PipelineTest, OverridesSetVarsAndParameters) {
                       {"generate.model", "gpt"},   {"generate.max_tokens", "512"},
                       {"generate.stop", "[x, y]"}, {"generate.options", "{a: 1}"},
                       {"tasks.limit", "9"}};
-  const PipelineSpec spec = load("vars.yaml", overrides);
+  const Plan spec = load("vars.yaml", overrides);
   EXPECT_EQ(spec.name, "vars-two");
   EXPECT_EQ(spec.k, 4);
   EXPECT_EQ(spec.vars.at("suffix"), "two");
@@ -413,6 +447,56 @@ TEST_F(PipelineTest, ReportsParameterTypeErrors) {
   EXPECT_TRUE(has_error(e, 20, 19, "parameter 'max_tokens' of stage 'big' is out of range"));
 }
 
+TEST_F(PipelineTest, ChoicesRangesAndDurationsAreCheckedWhereTheValueIsWritten) {
+  const auto e = errors("constraints.yaml");
+  EXPECT_EQ(e.size(), 5u) << all_of(e);
+  EXPECT_TRUE(has_error(e, 12, 14, "parameter 'level' of stage 'bad' must be 'low' or 'high', got 'hihg'; did you "
+                                   "mean 'high'?"));
+  EXPECT_TRUE(has_error(e, 13, 13, "parameter 'tags' of stage 'bad' must be 'a' or 'b', got 'c'"));
+  EXPECT_TRUE(has_error(e, 14, 14, "parameter 'ratio' of stage 'bad' must be greater than 0, got 0"));
+  EXPECT_TRUE(has_error(e, 15, 14, "parameter 'count' of stage 'bad' must be at least 1, got 0"));
+  EXPECT_TRUE(has_error(e, 16, 13, "parameter 'wait' of stage 'bad' must be a duration (90s, 2m, 500ms, 1h, or a "
+                                   "number of seconds), got 'soon'"));
+}
+
+TEST_F(PipelineTest, DurationsAreSecondsWhateverTheUnit) {
+  Overrides fixed;
+  fixed.values["bad.level"] = "high";
+  fixed.values["bad.tags"] = "[b]";
+  fixed.values["bad.ratio"] = "1";
+  fixed.values["bad.count"] = "2";
+  fixed.values["bad.wait"] = "500ms";
+  const Plan spec = load("constraints.yaml", fixed);
+  const ParamValue& written = param(stage(spec, "ok").config, "wait");
+  EXPECT_EQ(written.text, "2m");
+  EXPECT_DOUBLE_EQ(written.number, 120);
+  EXPECT_EQ(written.json, "120.0");  // 2m and 120s are one configuration
+  EXPECT_DOUBLE_EQ(param(stage(spec, "bad").config, "wait").number, 0.5);
+  EXPECT_DOUBLE_EQ(param(stage(spec, "plain").config, "wait").number, 90);  // the default, 90s
+  EXPECT_DOUBLE_EQ(param(stage(spec, "plain").config, "count").integer, 1);
+
+  Overrides wrong;
+  wrong.values["ok.count"] = "0";
+  const auto e = errors("constraints.yaml", wrong);
+  EXPECT_TRUE(has_error(e, 0, 0, "parameter 'count' of stage 'ok' must be at least 1, got 0", "--set ok.count=0"))
+      << all_of(e);
+}
+
+TEST_F(PipelineTest, AStageRoutingToMoreTargetsThanTheRouterHasIsAnError) {
+  const auto e = errors("router.yaml");
+  ASSERT_EQ(e.size(), 1u) << all_of(e);
+  EXPECT_TRUE(has_error(e, 6, 9, "stage 'fan' routes to 9 different targets (end, s1, s2, s3, s4, s5, s6, s7, s8), "
+                                 "but a stage can route to at most 8"));
+}
+
+TEST_F(PipelineTest, TheLabelNamesTheRun) {
+  EXPECT_EQ(load("good.yaml").label, "demo-cpu");  // none given: the pipeline's name
+  EXPECT_EQ(load("label.yaml").label, "plain");
+  Overrides strategy;
+  strategy.values["strategy"] = "smart";
+  EXPECT_EQ(load("label.yaml", strategy).label, "smart");
+}
+
 TEST_F(PipelineTest, ReportsBadNumbersAndDurations) {
   const auto e = errors("numbers.yaml");
   EXPECT_EQ(e.size(), 6u) << all_of(e);
@@ -452,7 +536,7 @@ TEST_F(PipelineTest, ReportsUnknownKindsWithCloseNames) {
       has_error(e, 7, 11, "unknown stage kind 'llm.generat'; did you mean 'llm.generate'?"));
   EXPECT_TRUE(has_error(e, 10, 11,
                         "unknown stage kind 'totally.unknown' (known: test.noop, llm.generate, "
-                        "check.ast, llm.fix)"));
+                        "check.ast, llm.fix, test.limits, test.router)"));
 }
 
 TEST_F(PipelineTest, ReportsDuplicateReservedAndInvalidStageIds) {
@@ -600,15 +684,11 @@ TEST_F(PipelineTest, SchemaDescribesEveryKindAndParameter) {
   for (const StageKind& kind : registry.stages()) {
     const nlohmann::json with = branch(stage_def, kind.name)["properties"]["with"];
     EXPECT_EQ(with["additionalProperties"], false) << kind.name;
-    for (uint32_t i = 0; i < kind.abi->param_count; ++i) {
-      EXPECT_TRUE(with["properties"].contains(kind.abi->params[i].name)) << kind.name;
-    }
+    for (const ParamSpec& p : kind.params) EXPECT_TRUE(with["properties"].contains(p.name)) << kind.name;
   }
   for (const SourceKind& kind : registry.sources()) {
     const nlohmann::json with = branch(schema["$defs"]["tasks"], kind.name)["properties"]["with"];
-    for (uint32_t i = 0; i < kind.abi->param_count; ++i) {
-      EXPECT_TRUE(with["properties"].contains(kind.abi->params[i].name)) << kind.name;
-    }
+    for (const ParamSpec& p : kind.params) EXPECT_TRUE(with["properties"].contains(p.name)) << kind.name;
   }
 
   const nlohmann::json generate = branch(stage_def, "llm.generate");
@@ -630,6 +710,17 @@ TEST_F(PipelineTest, SchemaDescribesEveryKindAndParameter) {
   EXPECT_EQ(params["options"]["default"],
             nlohmann::json::parse(R"({"retries":3,"style":"terse"})"));
   EXPECT_FALSE(params["note"].contains("default"));
+
+  // Choices, ranges and durations, as the loader checks them.
+  const nlohmann::json limits = branch(stage_def, "test.limits")["properties"]["with"]["properties"];
+  EXPECT_EQ(limits["level"]["enum"], nlohmann::json::array({"low", "high"}));
+  EXPECT_EQ(limits["tags"]["items"]["enum"], nlohmann::json::array({"a", "b"}));
+  EXPECT_EQ(limits["ratio"]["anyOf"][0]["exclusiveMinimum"], 0.0);
+  EXPECT_EQ(limits["ratio"]["anyOf"][0]["maximum"], 1.0);
+  EXPECT_EQ(limits["count"]["anyOf"][0]["minimum"], 1.0);
+  EXPECT_EQ(limits["wait"]["default"], 90.0);
+  EXPECT_EQ(limits["wait"]["anyOf"][1]["pattern"], "^([0-9]+\\.?[0-9]*|\\.[0-9]+)(ms|s|m|h)?$");
+  EXPECT_TRUE(schema["properties"].contains("label"));
 
   // Named routes are allowed only where the kind declares them.
   const nlohmann::json check_on = branch(stage_def, "check.ast")["properties"]["on"];

@@ -1,4 +1,4 @@
-#include "registry.hpp"
+#include "engine/registry.hpp"
 
 #include <gtest/gtest.h>
 
@@ -29,8 +29,8 @@ TEST(Registry, LoadsTheDemoPluginAndItsKinds) {
   ASSERT_NE(registry.stage("demo.sleep"), nullptr);
   ASSERT_NE(registry.source("demo.range"), nullptr);
   EXPECT_EQ(registry.stage("demo.noop")->plugin, "demo");
-  EXPECT_TRUE(registry.stage("demo.sleep")->abi->flags & KF_STAGE_WAITS);
-  EXPECT_EQ(registry.stage("demo.judge")->abi->route_count, 1u);
+  EXPECT_TRUE(registry.stage("demo.sleep")->waits());
+  EXPECT_EQ(registry.stage("demo.judge")->routes, std::vector<std::string>{"special"});
   registry.load(kDemo);  // the same file again is a no-op, not a duplicate
   EXPECT_EQ(registry.stages().size(), 5u);
 }

@@ -1,6 +1,6 @@
 // Reports in every format, the HTML page in headless Chromium, CI thresholds and exit
 // codes, progress display, and the report/compare commands of the real binary.
-#include "report.hpp"
+#include "report/report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "kforge_process.hpp"
-#include "progress.hpp"
+#include "run/progress.hpp"
 
 namespace {
 
@@ -21,9 +21,9 @@ using kforge_test::TempDir;
 
 bool error_class_is_compile(const std::string& error_class) { return error_class == "compile_error"; }
 
-kforge::JobRecord job(std::string task, int sample, std::string model, VerdictStatus status, int round,
-                      std::optional<double> speedup, std::string error_class = "", std::string message = "") {
-  kforge::JobRecord j;
+kforge::JobOutcome job(std::string task, int sample, std::string model, VerdictStatus status, int round,
+                       std::optional<double> speedup, std::string error_class = "", std::string message = "") {
+  kforge::JobOutcome j;
   j.task_id = std::move(task);
   j.sample = sample;
   j.model = std::move(model);
@@ -33,20 +33,20 @@ kforge::JobRecord job(std::string task, int sample, std::string model, VerdictSt
   j.error_class = std::move(error_class);
   j.message = std::move(message);
   j.cost = 0.01;
-  kforge::AttemptFacts compile;
-  compile.kind = "eval.compile.cpp";
+  kforge::Verdict compile;
+  compile.role = KF_ROLE_COMPILE;
   compile.status = error_class_is_compile(j.error_class) ? VerdictStatus::Fail : VerdictStatus::Pass;
   compile.round = round;
   compile.seconds = 0.5;
-  kforge::add_attempt(j, compile);
+  kforge::add_visit(j, compile);
   return j;
 }
 
 // Three tasks over two models and two classes; a failure message with markup and control
 // characters that every format must carry safely.
-kforge::Report sample_report(std::string strategy = "smart") {
+kforge::Report sample_report(std::string label = "smart") {
   kforge::Dataset d;
-  d.strategy = std::move(strategy);
+  d.label = std::move(label);
   d.tasks["relu"] = {"relu", "relu", "Activation", "C1", "kernelbench-torch", 1};
   d.tasks["softmax"] = {"softmax", "softmax", "Normalization", "C2", "kernelbench-torch", 1};
   d.tasks["conv"] = {"conv", "conv", "Convolution", "C4", "kernelbench-torch", 2};
@@ -279,7 +279,7 @@ std::string run_progress(kforge::ProgressMode mode, double interval, std::chrono
     progress.run_started(4);
     kforge::Job job;
     job.verdicts.resize(1);
-    progress.job_finished(job);
+    progress.job_finished(job, kforge::JobOutcome{});
     std::this_thread::sleep_for(running);
     progress.finish();
   }

@@ -1,4 +1,4 @@
-#include <kforge/sha256.hpp>
+#include "util/sha256.hpp"
 
 #include <gtest/gtest.h>
 

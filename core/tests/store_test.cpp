@@ -1,6 +1,10 @@
 // The run store: schema and migrations, what a run records, the verdict cache, resume;
 // and end to end, a kforge process killed with SIGKILL and resumed.
-#include "store.hpp"
+#include "run/store/recorder.hpp"
+#include "run/store/schema.hpp"
+#include "run/store/store.hpp"
+#include "run/store/verdict_cache.hpp"
+#include "report/report.hpp"
 #include "support/hand_built_pipeline.hpp"
 
 #include <gtest/gtest.h>
@@ -12,82 +16,50 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "host.hpp"
 #include "kforge_process.hpp"
-#include "registry.hpp"
+#include "support/store_view.hpp"
+#include "engine/registry.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using kforge_test::Db;
 using kforge_test::TempDir;
-
-// A read-only look at a store, as `sqlite3 kforge.db` would have.
-class Db {
- public:
-  explicit Db(const fs::path& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      throw std::runtime_error("cannot open " + path.string());
-    }
-    sqlite3_busy_timeout(db_, 5000);
-  }
-  ~Db() { sqlite3_close(db_); }
-  std::vector<std::vector<std::string>> rows(const std::string& sql) const {
-    sqlite3_stmt* stmt = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-      throw std::runtime_error(std::string("bad test query: ") + sqlite3_errmsg(db_));
-    }
-    std::vector<std::vector<std::string>> out;
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      std::vector<std::string> row;
-      for (int i = 0; i < sqlite3_column_count(stmt); ++i) {
-        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, i));
-        row.emplace_back(text ? text : "NULL");
-      }
-      out.push_back(std::move(row));
-    }
-    sqlite3_finalize(stmt);
-    return out;
-  }
-  int64_t number(const std::string& sql) const { return std::stoll(rows(sql).at(0).at(0)); }
-
- private:
-  sqlite3* db_ = nullptr;
-};
 
 // 6 tasks x k=2: judge fails task-0001 and errors task-0004; the rest go through a flaky
 // stage that passes on its second visit (one retry round).
-kforge::PipelineSpec pipeline() {
+kforge::testing::PipelineSpec pipeline() {
   using namespace kforge::testing;
-  kforge::StageSpec judge = stage("judge", "demo.judge", "flaky");
+  StageSpec judge = stage("judge", "demo.judge", "flaky");
   judge.config.values["fail"] = string_list({"task-0001"});
   judge.config.values["error"] = string_list({"task-0004"});
   judge.config.values["throw"] = string_list({});
   judge.config.values["route"] = string_list({});
-  judge.routes.push_back(route("special", kforge::kEndTarget));
-  kforge::StageSpec flaky = stage("flaky", "demo.flaky");
+  judge.routes.push_back(route("special", kEndTarget));
+  StageSpec flaky = stage("flaky", "demo.flaky");
   flaky.config.values["failures"] = scalar(KF_PARAM_INT, "1");
   set_route(flaky, "fail", "flaky", 3);
-  kforge::PipelineSpec p = range_pipeline("store-test", 6, {judge, flaky}, 2);
+  PipelineSpec p = range_pipeline("store-test", 6, {judge, flaky}, 2);
   p.file = "/pipelines/store-test.yaml";
   return p;
 }
 
 class StoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    kforge::reset_cancel();
-    registry.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so");
-  }
-  void TearDown() override { kforge::reset_cancel(); }
+  void SetUp() override { registry.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so"); }
+
+  kforge::Plan plan(const kforge::testing::PipelineSpec& p) { return kforge::testing::compile(registry, p); }
 
   // Runs the pipeline into `store` as a new run; returns the run id.
-  int64_t record(kforge::Store& store, const kforge::PipelineSpec& p, kforge::RunOptions options = {},
+  int64_t record(kforge::Store& store, const kforge::testing::PipelineSpec& p, kforge::RunOptions options = {},
                  int64_t series = 0, kforge::RunSummary* summary = nullptr) {
-    kforge::RunRecord run = kforge::describe_run(p, "test");
+    const kforge::Plan compiled = plan(p);
+    kforge::RunRecord run = kforge::describe_run(compiled, "test");
     run.series = series;
     const int64_t id = store.begin_run(run);
-    kforge::RunRecorder recorder(store, id);
-    kforge::Executor executor(registry, p);
+    kforge::CancelToken cancel;
+    kforge::RunRecorder recorder(store, id, cancel);
+    kforge::Executor executor(compiled);
     const kforge::RunSummary s = executor.run(recorder, options);
     EXPECT_EQ(recorder.failure(), "");
     store.end_run(id, kforge::RunStatus::Finished);
@@ -102,7 +74,7 @@ class StoreTest : public ::testing::Test {
 TEST_F(StoreTest, FreshDatabaseIsAtTheCurrentSchemaInWalMode) {
   { kforge::Store store((dir / "kforge.db").string()); }
   Db db(dir / "kforge.db");
-  EXPECT_EQ(db.number("PRAGMA user_version"), 1);
+  EXPECT_EQ(db.number("PRAGMA user_version"), 2);
   EXPECT_EQ(db.rows("PRAGMA journal_mode")[0][0], "wal");
   for (const char* table : {"runs", "tasks", "attempts", "jobs", "artifacts", "verdict_cache"}) {
     EXPECT_EQ(db.number(std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") + table + "'"), 1)
@@ -111,7 +83,7 @@ TEST_F(StoreTest, FreshDatabaseIsAtTheCurrentSchemaInWalMode) {
 }
 
 TEST_F(StoreTest, OpeningAnExistingStoreWithoutCreateNeedsTheFile) {
-  EXPECT_THROW(kforge::Store((dir / "missing.db").string(), false), kforge::StoreError);
+  EXPECT_THROW(kforge::Store((dir / "missing.db").string(), kforge::StoreMode::ReadOnly), kforge::StoreError);
 }
 
 TEST_F(StoreTest, VersionZeroDatabaseIsMigrated) {
@@ -125,7 +97,7 @@ TEST_F(StoreTest, VersionZeroDatabaseIsMigrated) {
   kforge::Store store((dir / "old.db").string());
   EXPECT_FALSE(store.latest_run());
   Db db(dir / "old.db");
-  EXPECT_EQ(db.number("PRAGMA user_version"), 1);
+  EXPECT_EQ(db.number("PRAGMA user_version"), 2);
   EXPECT_EQ(db.rows("SELECT text FROM notes")[0][0], "kept");
   EXPECT_EQ(db.number("SELECT count(*) FROM runs"), 0);
 }
@@ -175,6 +147,55 @@ TEST_F(StoreTest, NewerDatabaseIsRefused) {
   }
 }
 
+// A store as kforge 0.1 left it: schema 1, one finished run of two jobs.
+void write_schema_1_store(const fs::path& path) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  kforge::migrate(raw, {kforge::schema_migrations().front()}, path.string());
+  const char* rows = R"sql(
+INSERT INTO runs VALUES (1, 1, 'old', 'old-strategy', '/p/old.yaml', '{}', 'h', '0.1.0', 'host', '', 2,
+                         '2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z', 'finished');
+INSERT INTO tasks VALUES ('t', 0, 't', 1, 'Activation', 'C1', 'kernelbench-torch', '/t.py', NULL);
+INSERT INTO jobs VALUES (1, 't', 0, 0, 'pass', 0, 'run', '', '', 'm', 'cpp', 1, 2, 0.5, 1.5, NULL, 3, 0.3, 'x');
+INSERT INTO jobs VALUES (1, 't', 1, 1, 'fail', 1, 'run', 'numerical_mismatch', 'off', 'm', 'cpp', 1, 2, 0.5, NULL, NULL, 5, 0.4, 'x');
+INSERT INTO verdict_cache VALUES ('k', '{}', '[]', '[]', 'x');
+)sql";
+  ASSERT_EQ(sqlite3_exec(raw, rows, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+  sqlite3_close(raw);
+}
+
+// `kforge report` reads a store an older kforge wrote as it is: no migration, no write.
+TEST_F(StoreTest, AReadOnlyStoreReadsAnOlderSchemaWithoutMigratingIt) {
+  write_schema_1_store(dir / "kforge.db");
+  const kforge::Report report = kforge::load_report(dir.path().string());
+  EXPECT_EQ(report.metrics.label, "old-strategy");
+  EXPECT_EQ(report.metrics.candidates.total, 2u);
+  EXPECT_EQ(report.metrics.candidates.count, 1u);
+  EXPECT_FALSE(report.metrics.compile_known) << "schema 1 has no job facts";
+  ASSERT_TRUE(report.metrics.geomean_speedup);
+  EXPECT_DOUBLE_EQ(*report.metrics.geomean_speedup, 1.5);
+  Db db(dir / "kforge.db");
+  EXPECT_EQ(db.number("PRAGMA user_version"), 1);
+
+  kforge::Store store((dir / "kforge.db").string(), kforge::StoreMode::ReadOnly);
+  try {
+    store.begin_run(kforge::RunRecord{});
+    ADD_FAILURE() << "a read-only store must refuse writes";
+  } catch (const kforge::StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("read-only"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StoreTest, OpeningAnOlderStoreForARunMigratesItKeepingItsRows) {
+  write_schema_1_store(dir / "kforge.db");
+  { kforge::Store store((dir / "kforge.db").string()); }
+  Db db(dir / "kforge.db");
+  EXPECT_EQ(db.number("PRAGMA user_version"), 2);
+  EXPECT_EQ(db.number("SELECT count(*) FROM jobs"), 2);
+  EXPECT_EQ(db.number("SELECT count(*) FROM jobs WHERE compiled_rounds IS NULL"), 2);
+  EXPECT_EQ(db.number("SELECT count(*) FROM verdict_cache"), 0) << "entries of before measured verdicts are dropped";
+}
+
 TEST_F(StoreTest, RecordsEveryVerdictAndEveryFinishedJob) {
   kforge::Store store((dir / "kforge.db").string());
   const int64_t run = record(store, pipeline());
@@ -200,7 +221,7 @@ TEST_F(StoreTest, RecordsEveryVerdictAndEveryFinishedJob) {
 
 TEST_F(StoreTest, ArtifactsAreStoredOncePerContent) {
   kforge::Store store((dir / "kforge.db").string());
-  const int64_t run = store.begin_run(kforge::describe_run(pipeline(), "test"));
+  const int64_t run = store.begin_run(kforge::describe_run(plan(pipeline()), "test"));
   auto task = std::make_shared<kforge::Task>();
   task->strings[KF_KEY_TASK_ID] = "t";
   task->strings[KF_KEY_TASK_COMPLEXITY] = "C2";
@@ -209,11 +230,12 @@ TEST_F(StoreTest, ArtifactsAreStoredOncePerContent) {
   job.task = task;
   job.strings[KF_KEY_CANDIDATE_CODE] = "def kernel(): pass";
   job.strings[KF_KEY_CANDIDATE_MODEL] = "m";
-  job.strings["fix.diff"] = "-a\n+b\n";
+  job.strings[KF_KEY_CANDIDATE_DIFF] = "-a\n+b\n";
   job.numbers[KF_KEY_CANDIDATE_COST] = 0.25;
   kforge::Verdict v;
   v.stage = "run";
-  v.kind = "eval.run.cpu";
+  v.kind = "npu.run";
+  v.role = KF_ROLE_RUN;
   v.status = kforge::VerdictStatus::Pass;
   v.log_tail = "same log";
   v.metrics = {{"speedup", 1.5}};
@@ -221,9 +243,10 @@ TEST_F(StoreTest, ArtifactsAreStoredOncePerContent) {
     store.record_attempt(run, job, v);
     job.verdicts.push_back(v);
   }
-  store.record_job(run, job);
+  store.record_job(run, kforge::outcome_of(job));
   Db db(dir / "kforge.db");
   EXPECT_EQ(db.number("SELECT count(*) FROM attempts"), 3);
+  EXPECT_EQ(db.rows("SELECT DISTINCT role FROM attempts")[0][0], "run");
   EXPECT_EQ(db.rows("SELECT kind, size FROM artifacts ORDER BY kind"),
             (std::vector<std::vector<std::string>>{{"code", "18"}, {"diff", "6"}, {"log", "8"}}));
   EXPECT_EQ(db.number("SELECT count(DISTINCT code_hash) FROM attempts"), 1);
@@ -285,8 +308,8 @@ TEST_F(StoreTest, VerdictCacheRoundTripsAndSecondRunIsAnsweredFromIt) {
 TEST_F(StoreTest, ResumeSkipsFinishedJobsOfTheSeries) {
   kforge::Store store((dir / "kforge.db").string());
   // A first run that only got through tasks 0-2 (count 3), then the full pipeline resumed.
-  kforge::PipelineSpec partial = pipeline();
-  partial.source.config.values["count"] = kforge::testing::scalar(KF_PARAM_INT, "3");
+  kforge::testing::PipelineSpec partial = pipeline();
+  partial.source_config.values["count"] = kforge::testing::scalar(KF_PARAM_INT, "3");
   const int64_t first = record(store, partial);
   const auto done = store.finished_jobs(first);
   EXPECT_EQ(done.size(), 6u);
@@ -324,7 +347,8 @@ TEST_F(StoreTest, AttemptsOfUnfinishedJobsDoNotCount) {
   orphan.task = task;
   kforge::Verdict v;
   v.stage = "judge";
-  v.kind = "eval.run.cpu";
+  v.kind = "npu.run";
+  v.role = KF_ROLE_RUN;
   v.seconds = 100;
   store.record_attempt(run, orphan, v);
   const kforge::Dataset data = store.load_dataset(run);
@@ -335,24 +359,24 @@ TEST_F(StoreTest, AttemptsOfUnfinishedJobsDoNotCount) {
 }
 
 TEST_F(StoreTest, ConfigHashIgnoresConcurrencyButNotWhatChangesResults) {
-  kforge::PipelineSpec p = pipeline();
-  const auto base = kforge::describe_run(p, "test");
+  kforge::testing::PipelineSpec p = pipeline();
+  const auto base = kforge::describe_run(plan(p), "test");
   p.max_in_flight = 3;
   p.stages[0].concurrency = 7;
-  EXPECT_EQ(kforge::describe_run(p, "test").config_hash, base.config_hash);
+  EXPECT_EQ(kforge::describe_run(plan(p), "test").config_hash, base.config_hash);
   p.k = 3;
-  EXPECT_NE(kforge::describe_run(p, "test").config_hash, base.config_hash);
+  EXPECT_NE(kforge::describe_run(plan(p), "test").config_hash, base.config_hash);
   const auto config = nlohmann::json::parse(base.config);
   EXPECT_EQ(config["stages"][0]["with"]["fail"], nlohmann::json::array({"task-0001"}));
   EXPECT_EQ(config["stages"][1]["on"]["fail"]["max_rounds"], 3);
   EXPECT_EQ(config["tasks"]["with"]["count"], 6);
 }
 
-TEST_F(StoreTest, StrategyIsTheStrategyVariableWhenSet) {
-  kforge::PipelineSpec p = pipeline();
-  EXPECT_EQ(kforge::describe_run(p, "test").strategy, "store-test");
-  p.vars["strategy"] = "smart-selection";
-  EXPECT_EQ(kforge::describe_run(p, "test").strategy, "smart-selection");
+TEST_F(StoreTest, TheRunIsNamedByThePipelinesLabel) {
+  kforge::testing::PipelineSpec p = pipeline();
+  EXPECT_EQ(kforge::describe_run(plan(p), "test").label, "store-test");
+  p.label = "smart-selection";
+  EXPECT_EQ(kforge::describe_run(plan(p), "test").label, "smart-selection");
 }
 
 // ---- end to end: kill -9 in the middle of a run, resume, compare with a clean run.

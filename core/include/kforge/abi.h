@@ -6,12 +6,16 @@
  * header-only C++ SDK (kforge/sdk.hpp) generates all of this for plugin authors.
  *
  * Rules that keep old plugins loadable by new hosts (and the other way round):
- *   - every struct starts with its size (or the ABI version) so either side can tell
+ *   - every table starts with its size (or the ABI version) so either side can tell
  *     which fields the other one knows;
- *   - function tables are append-only: new entries go at the end, none is ever removed
- *     or reordered; callers check `struct_size` before touching a newer entry;
+ *   - tables are append-only: new entries go at the end, none is ever removed or
+ *     reordered. A reader checks KF_HAS_FIELD before touching an entry appended after the
+ *     table's first release, and treats a NULL function entry as "not offered";
+ *   - a table is never shorter than its first release (KF_*_V1_SIZE below): that is the
+ *     least a host or plugin of ABI version 1 accepts;
  *   - every function is noexcept in spirit: it returns a status code and never lets a
  *     C++ exception escape.
+ * Each appended entry says since when it exists ("since 0.2", kforge's version).
  */
 #ifndef KFORGE_ABI_H
 #define KFORGE_ABI_H
@@ -27,6 +31,15 @@ extern "C" {
  * abi_version lies in [KF_ABI_VERSION_MIN, KF_ABI_VERSION]. */
 #define KF_ABI_VERSION 1u
 #define KF_ABI_VERSION_MIN 1u
+
+/* The bytes of `type` up to and including `field`. */
+#define KF_END_OF(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
+/* Whether a table (a pointer to a struct that starts with its struct_size) is long enough to
+ * hold `field`: the other side was built with a header that has it. */
+#define KF_HAS_FIELD(table, type, field) \
+  ((table) != NULL && (size_t)(table)->struct_size >= KF_END_OF(type, field))
+/* A function entry the other side offers: its table has the field and it is not NULL. */
+#define KF_HAS_FUNCTION(table, type, field) (KF_HAS_FIELD(table, type, field) && (table)->field != NULL)
 
 /* The one symbol every plugin exports. */
 #define KF_PLUGIN_ENTRY_SYMBOL "kforge_plugin_entry"
@@ -53,7 +66,10 @@ typedef enum kf_param_type {
   KF_PARAM_FLOAT = 2,
   KF_PARAM_BOOL = 3,
   KF_PARAM_STRING_LIST = 4,
-  KF_PARAM_OBJECT = 5 /* any YAML mapping; handed over as JSON text */
+  KF_PARAM_OBJECT = 5, /* any YAML mapping; handed over as JSON text */
+  /* Since 0.2. A length of time: 90s, 2m, 500ms, 1h, or a bare number of seconds (the
+   * older spelling). Read with config_float, in seconds. */
+  KF_PARAM_DURATION = 6
 } kf_param_type;
 
 typedef struct kf_param_spec {
@@ -64,6 +80,25 @@ typedef struct kf_param_spec {
   int required; /* nonzero: must be given in the pipeline (default_value is ignored) */
   const char* doc;
 } kf_param_spec;
+
+/* Since 0.2. What values a parameter accepts beyond its type, checked by the host when the
+ * pipeline is validated (so `kforge validate` reports a bad value at its file:line:col,
+ * before any stage is created). One per parameter, in kf_stage_kind::param_constraints. */
+#define KF_RANGE_MIN 0x1u           /* value >= min */
+#define KF_RANGE_MAX 0x2u           /* value <= max */
+#define KF_RANGE_MIN_EXCLUSIVE 0x4u /* with KF_RANGE_MIN: value > min */
+#define KF_RANGE_MAX_EXCLUSIVE 0x8u /* with KF_RANGE_MAX: value < max */
+
+typedef struct kf_param_constraints {
+  uint32_t struct_size;
+  /* STRING (and each item of STRING_LIST): one of these; choice_count 0 for any text. */
+  const char* const* choices;
+  uint32_t choice_count;
+  /* INT, FLOAT, DURATION (in seconds): the bounds that `range` (KF_RANGE_*) enables. */
+  uint32_t range;
+  double min;
+  double max;
+} kf_param_constraints;
 
 /* ---- what the host offers plugins ------------------------------------------------- */
 
@@ -136,6 +171,18 @@ typedef struct kf_host_api {
    * free "task.<name>" attributes. */
   kf_status (*task_set_string)(kf_task* task, const char* key, const char* value, size_t len);
   kf_status (*task_set_number)(kf_task* task, const char* key, double value);
+
+  /* Since 0.2. Whether the run this job belongs to is being cancelled (run_cancelled
+   * answers for the run whose stage call is on the calling thread). */
+  int (*job_cancelled)(const kf_job* job);
+  /* Since 0.2. The run's secret seed: drawn from the operating system when a run starts
+   * fresh, kept in the run store, the same again for `--resume`. For inputs a candidate
+   * must not predict; never log it. KF_NOT_FOUND outside a run (`kforge validate`). */
+  kf_status (*job_run_seed)(const kf_job* job, uint64_t* seed);
+  /* Since 0.2. This stage call's verdict includes measurements (timings) that depend on
+   * the moment and the machine: the verdict cache keeps it, but another run replays it
+   * only when its user asks for that (`kforge run --replay-measurements`). */
+  kf_status (*job_measured)(kf_job* job);
 } kf_host_api;
 
 /* Well-known job keys (strings unless marked number). */
@@ -155,6 +202,11 @@ typedef struct kf_host_api {
 #define KF_KEY_CANDIDATE_TOKENS_IN "candidate.tokens_in"   /* number */
 #define KF_KEY_CANDIDATE_TOKENS_OUT "candidate.tokens_out" /* number */
 #define KF_KEY_CANDIDATE_COST "candidate.cost"             /* number: US dollars */
+/* Since 0.2. The change a fix stage made, as a unified diff (kept by the run store). */
+#define KF_KEY_CANDIDATE_DIFF "candidate.diff"
+/* Since 0.2. The device that ran the candidate (cuda:1, npu:0, cpu), as a run stage
+ * knows it: with a pool of devices, which one timed it. */
+#define KF_KEY_CANDIDATE_DEVICE "candidate.device"
 /* The verdict that routed the job here (read-only): stage id, status, class, message. */
 #define KF_KEY_LAST_STAGE "last.stage"
 #define KF_KEY_LAST_STATUS "last.status"
@@ -162,15 +214,43 @@ typedef struct kf_host_api {
 #define KF_KEY_LAST_MESSAGE "last.message"
 #define KF_KEY_LAST_LOG_TAIL "last.log_tail"
 
+/* Well-known verdict metrics (job_metric names) that reports read, since 0.2. */
+#define KF_METRIC_SPEEDUP "speedup" /* reference time / candidate time, of a run stage */
+/* An answer replayed from a recording: the seconds it took when it was recorded, which is
+ * what generation time means for a replayed run (the replay itself takes no time). */
+#define KF_METRIC_RECORDED_SECONDS "recorded_seconds"
+
+/* Well-known error classes, since 0.2. A run stage that fails with a compile or syntax
+ * error says the candidate did not build; any other verdict of a run stage shows it did. */
+#define KF_ERROR_COMPILE "compile_error"
+#define KF_ERROR_SYNTAX "syntax_error"
+/* Given by the host: the plugin misbehaved (threw, returned an error status, misused the
+ * API), or a stage call overran the stage's timeout. */
+#define KF_ERROR_PLUGIN "plugin_error"
+#define KF_ERROR_STAGE_TIMEOUT "stage_timeout"
+
 /* ---- what a plugin offers the host ------------------------------------------------ */
+
+/* Since 0.2. What a stage kind does in the loop; reports read roles, never kind names:
+ * evaluation time is the time of check, compile and run stages, generation time that of
+ * generate and fix stages; compile and run verdicts tell whether the candidate built. */
+typedef enum kf_stage_role {
+  KF_ROLE_OTHER = 0,    /* anything else (model selection, bookkeeping) */
+  KF_ROLE_GENERATE = 1, /* writes candidate.code (an LLM, a directory of files) */
+  KF_ROLE_CHECK = 2,    /* judges the code without building it (static checks) */
+  KF_ROLE_COMPILE = 3,  /* builds it: a pass means it compiled */
+  KF_ROLE_RUN = 4,      /* runs it on a device and compares with the reference */
+  KF_ROLE_FIX = 5       /* rewrites a failing candidate.code (sets candidate.diff) */
+} kf_stage_role;
 
 /* Stage runs mostly wait (HTTP, child processes): the host runs it on threads of its own,
  * `concurrency` of them, so that waiting never holds a TBB worker. */
 #define KF_STAGE_WAITS 0x1u
 /* The verdict (and the job attributes the stage sets) depends only on the task, the
- * candidate's code and language, the stage's parameters and the plugin's version, so the
- * host may answer from its verdict cache instead of calling process (identical code from
- * an LLM is then judged once). */
+ * candidate's code and language, the stage's parameters, the plugin's version and what the
+ * stage's cache_key adds, so the host may answer from its verdict cache instead of calling
+ * process (identical code from an LLM is then judged once). A verdict the stage marked
+ * measured (job_measured) is replayed only when the user asks. */
 #define KF_STAGE_CACHEABLE 0x2u
 
 typedef struct kf_stage_kind {
@@ -185,13 +265,28 @@ typedef struct kf_stage_kind {
   uint32_t flags; /* KF_STAGE_* */
 
   /* Build one instance for one pipeline stage. On failure write a NUL-terminated
-   * message into err (err_size bytes) and return non-OK. */
+   * message into err (err_size bytes) and return non-OK: a configuration error that the
+   * host reports at the stage's place in the pipeline file. Creating must never start a
+   * process or touch the network: the host creates and destroys every stage to validate a
+   * pipeline (`kforge validate`). Start servers, children and connections on the first
+   * process call instead. */
   kf_status (*create)(const kf_host_api* host, const kf_config* cfg, void** instance,
                       char* err, size_t err_size);
   /* Judge one job. Called concurrently, up to the stage's concurrency, on one instance.
    * Returning non-OK fails the job with the message written into err. */
   kf_status (*process)(void* instance, kf_job* job, char* err, size_t err_size);
   void (*destroy)(void* instance);
+
+  /* Since 0.2 (a host that knows less leaves them alone). */
+  uint32_t role; /* kf_stage_role; a role this host does not know counts as KF_ROLE_OTHER */
+  /* param_count entries (NULL entries: none for that parameter), or NULL for none. */
+  const kf_param_constraints* const* param_constraints;
+  /* Optional (NULL: none), for KF_STAGE_CACHEABLE stages: key material the host cannot
+   * know (the device model, the versions of the toolchain that judges), added to the
+   * verdict cache's key of this job. Write the material into out when it fits (out_size
+   * bytes) and its length into *length; when *length > out_size the host calls again with
+   * a buffer that large. A non-OK status bypasses the cache for this call. */
+  kf_status (*cache_key)(void* instance, const kf_job* job, char* out, size_t out_size, size_t* length);
 } kf_stage_kind;
 
 /* A task source enumerates tasks; the host pulls them one at a time, so sources of any
@@ -210,6 +305,9 @@ typedef struct kf_source_kind {
   void (*destroy)(void* instance);
   /* Optional (NULL when unknown): how many tasks `next` will emit, for progress and ETA. */
   kf_status (*count)(void* instance, uint64_t* tasks);
+
+  /* Since 0.2: as in kf_stage_kind. */
+  const kf_param_constraints* const* param_constraints;
 } kf_source_kind;
 
 typedef struct kf_plugin_descriptor {
@@ -224,6 +322,14 @@ typedef struct kf_plugin_descriptor {
 } kf_plugin_descriptor;
 
 typedef const kf_plugin_descriptor* (*kf_plugin_entry_fn)(void);
+
+/* The sizes of the tables as ABI version 1 first released them (kforge 0.1): no host or
+ * plugin of that version hands over a shorter one. */
+#define KF_HOST_API_V1_SIZE KF_END_OF(kf_host_api, task_set_number)
+#define KF_STAGE_KIND_V1_SIZE KF_END_OF(kf_stage_kind, destroy)
+#define KF_SOURCE_KIND_V1_SIZE KF_END_OF(kf_source_kind, count)
+#define KF_PLUGIN_DESCRIPTOR_V1_SIZE KF_END_OF(kf_plugin_descriptor, source_count)
+#define KF_PARAM_CONSTRAINTS_V1_SIZE KF_END_OF(kf_param_constraints, max)
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -5,7 +5,8 @@
 //     static constexpr const char* kName = "demo.upper";
 //     static constexpr const char* kDoc = "Upper-cases the candidate code.";
 //     static std::vector<kforge::sdk::Param> params() {
-//       return {{"strict", KF_PARAM_BOOL, "false", false, "Fail on empty code."}};
+//       return {{"strict", KF_PARAM_BOOL, "false", false, "Fail on empty code."},
+//               kforge::sdk::Param{"limit", KF_PARAM_INT, "100", false, "Longest code."}.at_least(1)};
 //     }
 //     explicit Upper(const kforge::sdk::Config& cfg) : strict_(cfg.boolean("strict")) {}
 //     void process(kforge::sdk::Job& job) override { ... job.pass(); }
@@ -15,14 +16,19 @@
 //   KFORGE_PLUGIN("demo", "1.0.0", Upper)
 //
 // Header-only on purpose: everything here compiles into the plugin, and only the C types
-// of kforge/abi.h cross into the host. Optional static members of a stage class:
-// `kFlags` (KF_STAGE_*), `params()`, `routes()`. A source class derives from
-// kforge::sdk::Source and has kName, kDoc, optional params(), and `bool next(Task&)`.
+// of kforge/abi.h cross into the host. Optional members of a stage class: `kRole`
+// (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, and for cacheable stages
+// `std::string cache_key(const Job&) const` (key material the host cannot know). A source
+// class derives from kforge::sdk::Source and has kName, kDoc, optional params(), and
+// `bool next(Task&)`. The SDK works with hosts of every 0.x version: what an older host does
+// not offer (KF_HAS_FUNCTION) is answered as "not available", never called.
 #pragma once
 
 #include <kforge/abi.h>
 
 #include <cmath>
+#include <concepts>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -36,13 +42,43 @@
 
 namespace kforge::sdk {
 
-// One parameter of a stage's schema. `default_value` is YAML text; nullptr for none.
+// One parameter of a stage's schema. `default_value` is YAML text; nullptr for none. The
+// host checks choices and ranges when it validates a pipeline, so a constructor sees only
+// values that fit: Param{...}.one_of({"a", "b"}), .at_least(1), .above(0), .at_most(1).
 struct Param {
   std::string name;
   kf_param_type type = KF_PARAM_STRING;
   const char* default_value = nullptr;
   bool required = false;
   std::string doc;
+  std::vector<std::string> choices;  // STRING and STRING_LIST: the accepted values
+  uint32_t range = 0;                // KF_RANGE_*: INT, FLOAT and DURATION (seconds)
+  double min = 0;
+  double max = 0;
+
+  Param one_of(std::vector<std::string> values) const {
+    Param p = *this;
+    p.choices = std::move(values);
+    return p;
+  }
+  Param at_least(double bound) const { return with_min(bound, 0); }
+  Param above(double bound) const { return with_min(bound, KF_RANGE_MIN_EXCLUSIVE); }
+  Param at_most(double bound) const { return with_max(bound, 0); }
+  Param below(double bound) const { return with_max(bound, KF_RANGE_MAX_EXCLUSIVE); }
+
+ private:
+  Param with_min(double bound, uint32_t exclusive) const {
+    Param p = *this;
+    p.range = (p.range & ~KF_RANGE_MIN_EXCLUSIVE) | KF_RANGE_MIN | exclusive;
+    p.min = bound;
+    return p;
+  }
+  Param with_max(double bound, uint32_t exclusive) const {
+    Param p = *this;
+    p.range = (p.range & ~KF_RANGE_MAX_EXCLUSIVE) | KF_RANGE_MAX | exclusive;
+    p.max = bound;
+    return p;
+  }
 };
 
 namespace detail {
@@ -171,7 +207,25 @@ class Job {
   void metric(const char* name, double value) { host_->job_metric(job_, name, value); }
   void log_tail(std::string_view text) { host_->job_log_tail(job_, text.data(), text.size()); }
   double seconds_left() const { return host_->job_seconds_left(job_); }
-  bool cancelled() const { return host_->run_cancelled() != 0; }
+  // Whether the run is being cancelled: long calls poll this and give up.
+  bool cancelled() const {
+    if (KF_HAS_FUNCTION(host_, kf_host_api, job_cancelled)) return host_->job_cancelled(job_) != 0;
+    return host_->run_cancelled() != 0;
+  }
+  // The run's secret seed (see kf_host_api::job_run_seed); nullopt outside a run or from a
+  // host older than 0.2.
+  std::optional<uint64_t> run_seed() const {
+    uint64_t seed = 0;
+    if (!KF_HAS_FUNCTION(host_, kf_host_api, job_run_seed) || host_->job_run_seed(job_, &seed) != KF_OK) {
+      return std::nullopt;
+    }
+    return seed;
+  }
+  // This call's verdict includes measurements (timings): the verdict cache does not replay
+  // it into another run unless that run's user asks. A host older than 0.2 ignores it.
+  void mark_measured() {
+    if (KF_HAS_FUNCTION(host_, kf_host_api, job_measured)) host_->job_measured(job_);
+  }
 
  private:
   const kf_host_api* host_;
@@ -224,13 +278,28 @@ template <typename T>
 struct Schema {
   std::vector<Param> params = params_of<T>();
   std::vector<kf_param_spec> specs;
+  std::vector<std::vector<const char*>> choices;  // per parameter
+  std::vector<kf_param_constraints> constraints;  // per parameter
+  std::vector<const kf_param_constraints*> constraint_table;
   std::vector<std::string> route_names;
   std::vector<const char*> routes;
 
   Schema() {
-    for (const Param& p : params) {
+    choices.resize(params.size());
+    constraints.resize(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Param& p = params[i];
       specs.push_back({p.name.c_str(), p.type, p.default_value, p.required ? 1 : 0, p.doc.c_str()});
+      for (const std::string& c : p.choices) choices[i].push_back(c.c_str());
+      kf_param_constraints& c = constraints[i];
+      c.struct_size = sizeof(kf_param_constraints);
+      c.choices = choices[i].data();
+      c.choice_count = static_cast<uint32_t>(choices[i].size());
+      c.range = p.range;
+      c.min = p.min;
+      c.max = p.max;
     }
+    for (const kf_param_constraints& c : constraints) constraint_table.push_back(&c);
     if constexpr (requires { T::routes(); }) route_names = T::routes();
     for (const std::string& r : route_names) routes.push_back(r.c_str());
   }
@@ -275,6 +344,19 @@ kf_status process(void* instance, kf_job* job, char* err, size_t err_size) noexc
 }
 
 template <typename T>
+kf_status cache_key(void* instance, const kf_job* job, char* out, size_t out_size, size_t* length) noexcept {
+  try {
+    const Job view(g_host, const_cast<kf_job*>(job));  // read-only use: cache_key takes it const
+    const std::string material = static_cast<const T*>(instance)->cache_key(view);
+    *length = material.size();
+    if (material.size() <= out_size) std::memcpy(out, material.data(), material.size());
+    return KF_OK;
+  } catch (...) {
+    return KF_ERROR;  // no key: the host evaluates instead of answering from the cache
+  }
+}
+
+template <typename T>
 kf_status next(void* instance, kf_task* task, int* has_task, char* err, size_t err_size) noexcept {
   try {
     Task view(g_host, task);
@@ -316,6 +398,11 @@ const kf_stage_kind* stage_kind() {
     k.create = &create<T>;
     k.process = &process<T>;
     k.destroy = &destroy<T>;
+    if constexpr (requires { T::kRole; }) k.role = T::kRole;
+    k.param_constraints = schema.constraint_table.data();
+    if constexpr (requires(const T& t, const Job& j) { { t.cache_key(j) } -> std::convertible_to<std::string>; }) {
+      k.cache_key = &cache_key<T>;
+    }
     return k;
   }();
   return &kind;
@@ -335,6 +422,7 @@ const kf_source_kind* source_kind() {
     k.next = &next<T>;
     k.destroy = &destroy<T>;
     k.count = &count<T>;
+    k.param_constraints = schema.constraint_table.data();
     return k;
   }();
   return &kind;

@@ -2,7 +2,7 @@
 
 #include "process.hpp"
 #include "python_env.hpp"
-#include <kforge/sha256.hpp>
+#include "sha256.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -12,6 +12,7 @@
 
 #include <kforge/sdk.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -42,36 +43,44 @@ std::vector<Param> server_params(const char* default_device) {
   params.push_back({"devices", KF_PARAM_STRING_LIST, "[]", false,
                     "A pool of devices (e.g. [cuda:0, cuda:1]): one harness server each, work goes to the "
                     "least loaded. Overrides device when not empty."});
-  params.push_back({"mode", KF_PARAM_STRING, "fork", false,
-                    "Harness isolation: fork (a zygote that imported torch once forks a child per request) "
-                    "or spawn (a fresh interpreter per request)."});
-  params.push_back({"max_children", KF_PARAM_INT, "0", false,
-                    "Requests one harness server runs at once; 0: one per CPU core, at most 8."});
-  params.push_back({"start_timeout_s", KF_PARAM_FLOAT, "120", false,
-                    "Seconds a harness server may take to start (import torch and triton)."});
+  params.push_back(Param{"mode", KF_PARAM_STRING, "fork", false,
+                          "Harness isolation: fork (a zygote that imported torch once forks a child per request) "
+                          "or spawn (a fresh interpreter per request)."}
+                        .one_of({"fork", "spawn"}));
+  params.push_back(Param{"max_children", KF_PARAM_INT, "0", false,
+                         "Requests one harness server runs at once; 0: one per CPU core, at most 8."}
+                        .at_least(0));
+  params.push_back(Param{"start_timeout_s", KF_PARAM_DURATION, "120", false,
+                         "How long a harness server may take to start (import torch and triton)."}
+                        .above(0));
   return params;
 }
 
 // The stages that run code on a device share it by memory (device_gate.hpp).
 std::vector<Param> admission_params() {
-  return {{"memory_gb", KF_PARAM_FLOAT, "0", false,
-           "Device memory for admitting jobs side by side (each job's need is its task's measured peak); 0: "
-           "the device's own memory on an accelerator, no admission by memory on cpu (set it there for a "
-           "budget: the host's memory is then shared as if it were a device's)."},
-          {"memory_headroom_gb", KF_PARAM_FLOAT, "1", false, "Device memory kept free of admitted jobs."},
-          {"memory_per_job_mb", KF_PARAM_FLOAT, "512", false,
-           "Added to each admitted job's measured need: its own CUDA context and allocator slack."},
-          {"reference_store_mb", KF_PARAM_FLOAT, "8192", false,
-           "Reference outputs the harness server keeps for reuse by later candidates of a task (least "
-           "recently used first out); a task whose outputs exceed it is recomputed for each candidate."}};
+  return {Param{"memory_gb", KF_PARAM_FLOAT, "0", false,
+                "Device memory for admitting jobs side by side (each job's need is its task's measured peak); 0: "
+                "the device's own memory on an accelerator, no admission by memory on cpu (set it there for a "
+                "budget: the host's memory is then shared as if it were a device's)."}
+              .at_least(0),
+          Param{"memory_headroom_gb", KF_PARAM_FLOAT, "1", false, "Device memory kept free of admitted jobs."}
+              .at_least(0),
+          Param{"memory_per_job_mb", KF_PARAM_FLOAT, "512", false,
+                "Added to each admitted job's measured need: its own CUDA context and allocator slack."}
+              .at_least(0),
+          Param{"reference_store_mb", KF_PARAM_FLOAT, "8192", false,
+                "Reference outputs the harness server keeps for reuse by later candidates of a task (least "
+                "recently used first out); a task whose outputs exceed it is recomputed for each candidate."}
+              .at_least(0)};
 }
 
 std::vector<Param> limit_params(const char* default_timeout) {
-  return {{"timeout_s", KF_PARAM_FLOAT, default_timeout, false,
-           "Wall-clock limit of one evaluation child; its process group is killed at the limit (cut "
-           "further to fit the stage timeout)."},
-          {"memory_mb", KF_PARAM_INT, "16384", false, "Memory limit of the child (address space on CPU)."},
-          {"cpu_s", KF_PARAM_INT, "300", false, "CPU-time limit of the child."}};
+  return {Param{"timeout_s", KF_PARAM_DURATION, default_timeout, false,
+                "Wall-clock limit of one evaluation child; its process group is killed at the limit (cut "
+                "further to fit the stage timeout)."}
+              .above(0),
+          Param{"memory_mb", KF_PARAM_INT, "16384", false, "Memory limit of the child (address space on CPU)."}.above(0),
+          Param{"cpu_s", KF_PARAM_DURATION, "300", false, "CPU-time limit of the child."}.above(0)};
 }
 
 std::vector<Param> concat(std::vector<Param> a, const std::vector<Param>& b) {
@@ -110,7 +119,7 @@ eval::ChildLimits child_limits(const Config& cfg) {
   eval::ChildLimits limits;
   limits.timeout_seconds = cfg.number("timeout_s");
   limits.memory_mb = cfg.integer("memory_mb");
-  limits.cpu_seconds = cfg.integer("cpu_s");
+  limits.cpu_seconds = static_cast<int64_t>(std::ceil(cfg.number("cpu_s")));
   if (limits.timeout_seconds <= 0 || limits.memory_mb <= 0 || limits.cpu_seconds <= 0) {
     throw std::invalid_argument("timeout_s, memory_mb and cpu_s must be > 0");
   }
@@ -177,17 +186,22 @@ class KernelBenchTasks : public kforge::sdk::Source {
             {"manifest", KF_PARAM_STRING, "manifest.yaml", false,
              "Metadata file in path (file, id, name, level, category, complexity, format, sizes.small/full); "
              "optional when left at its default."},
-            {"profile", KF_PARAM_STRING, "small", false, "Which manifest sizes apply: small (CPU, CI) or full (GPU)."},
-            {"size_scale", KF_PARAM_FLOAT, "1.0", false,
-             "Factor for every module-level integer size >= 16 of tasks that have no sizes for the profile "
-             "(e.g. 0.01 to run KernelBench's GPU sizes on a CPU)."},
+            Param{"profile", KF_PARAM_STRING, "small", false, "Which manifest sizes apply: small (CPU, CI) or full (GPU)."}
+                .one_of({"small", "full"}),
+            Param{"size_scale", KF_PARAM_FLOAT, "1.0", false,
+                  "Factor for every module-level integer size >= 16 of tasks that have no sizes for the profile "
+                  "(e.g. 0.01 to run KernelBench's GPU sizes on a CPU)."}
+                .above(0),
             {"include", KF_PARAM_STRING_LIST, "[]", false, "Task ids or glob patterns to keep; empty: all."},
             {"with_candidates", KF_PARAM_STRING, "", false,
              "Keep only tasks that have a candidate file in this directory (named as candidates.files "
              "expects; relative to the pipeline file); empty: all tasks."},
-            {"limit", KF_PARAM_INT, "0", false, "At most this many tasks (after include and with_candidates); 0: all."},
-            {"format", KF_PARAM_STRING, "kernelbench-torch", false,
-             "Format of tasks the manifest does not describe: kernelbench-torch, kernelbench-numpy or kernelbench-mindspore."}};
+            Param{"limit", KF_PARAM_INT, "0", false, "At most this many tasks (after include and with_candidates); 0: all."}
+                .at_least(0),
+            Param{"format", KF_PARAM_STRING, "kernelbench-torch", false,
+                  "Format of tasks the manifest does not describe: kernelbench-torch, kernelbench-numpy or "
+                  "kernelbench-mindspore."}
+                .one_of({"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore"})};
   }
 
   explicit KernelBenchTasks(const Config& cfg) {
@@ -235,13 +249,15 @@ class KernelBenchTasks : public kforge::sdk::Source {
 class FileCandidates : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "candidates.files";
+  static constexpr kf_stage_role kRole = KF_ROLE_GENERATE;
   static constexpr const char* kDoc =
       "Takes each job's candidate code from a directory: sample n of a task is the n-th of <task file>, "
       "<stem>.1.py, <stem>.2.py, ..., <tag>__<task file> (sorted by tag). Sets candidate.code, "
       "candidate.language, candidate.file and candidate.tag; fails with no_candidate when there is none.";
   static std::vector<Param> params() {
     return {{"dir", KF_PARAM_STRING, nullptr, true, "Directory of candidate files (relative to the pipeline file)."},
-            {"language", KF_PARAM_STRING, nullptr, true, "Language of the candidates: cpp, triton, cuda or python."}};
+            Param{"language", KF_PARAM_STRING, nullptr, true, "Language of the candidates: cpp, triton, cuda or python."}
+                .one_of({"cpp", "triton", "cuda", "python"})};
   }
   explicit FileCandidates(const Config& cfg) : dir_(cfg.path("dir")), language_(cfg.string("language")) {
     if (language_ != "cpp" && language_ != "triton" && language_ != "cuda" && language_ != "python") {
@@ -275,6 +291,7 @@ class FileCandidates : public kforge::sdk::Stage {
 class Check : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "eval.check";
+  static constexpr kf_stage_role kRole = KF_ROLE_CHECK;
   static constexpr const char* kDoc =
       "L1: static checks of the candidate through the harness (syntax, ModelNew and its constructor, DSL "
       "compliance, anti-cheat rules). Runs nothing of the candidate. Findings go to the log tail; the "
@@ -282,8 +299,9 @@ class Check : public kforge::sdk::Stage {
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
     auto params = concat(server_params("cpu"), limit_params("60"));
-    params.push_back({"language", KF_PARAM_STRING, "", false,
-                      "Rules for which language (cpp, triton, cuda, python); empty: the job's candidate.language."});
+    params.push_back(Param{"language", KF_PARAM_STRING, "", false,
+                           "Rules for which language (cpp, triton, cuda, python); empty: the job's candidate.language."}
+                         .one_of({"", "cpp", "triton", "cuda", "python"}));
     params.push_back({"rules", KF_PARAM_STRING, "", false,
                       "Extra rules YAML (relative to the pipeline file), on top of the built-in ones."});
     return params;
@@ -302,6 +320,7 @@ class Check : public kforge::sdk::Stage {
 class CompileCpp : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "eval.compile.cpp";
+  static constexpr kf_stage_role kRole = KF_ROLE_COMPILE;
   static constexpr const char* kDoc =
       "L2 for C++ candidates: compiles check.cpp_source (or the candidate's cpp_source, extracted by the "
       "harness) into a shared library, cached by content hash. Sets compile.artifact. Compiler errors "
@@ -313,7 +332,8 @@ class CompileCpp : public kforge::sdk::Stage {
                     "Compiler flags (split on whitespace)."},
                    {"cache_dir", KF_PARAM_STRING, "", false,
                     "Artifact cache; empty: $XDG_CACHE_HOME/kforge/cpp or ~/.cache/kforge/cpp."},
-                   {"timeout_s", KF_PARAM_FLOAT, "120", false, "Compile time limit; the compiler is killed after it."}},
+                   Param{"timeout_s", KF_PARAM_DURATION, "120", false, "Compile time limit; the compiler is killed after it."}
+                       .above(0)},
                   interpreter_params());
   }
   explicit CompileCpp(const Config& cfg)
@@ -336,6 +356,7 @@ class CompileCpp : public kforge::sdk::Stage {
 class CompileTriton : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "eval.compile.triton";
+  static constexpr kf_stage_role kRole = KF_ROLE_COMPILE;
   static constexpr const char* kDoc =
       "L2 for Triton candidates: the harness imports the candidate in an isolated child on the device, builds "
       "ModelNew and runs forward once on the task's inputs so every kernel compiles.";
@@ -356,6 +377,7 @@ class CompileTriton : public kforge::sdk::Stage {
 class CompileCuda : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "eval.compile.cuda";
+  static constexpr kf_stage_role kRole = KF_ROLE_COMPILE;
   static constexpr const char* kDoc =
       "L2 for CUDA candidates in KernelBench's load_inline format: compiles check.cuda_source with nvcc into "
       "an object file (-c, no GPU needed), with load_inline's includes and torch's headers. Sets "
@@ -365,12 +387,14 @@ class CompileCuda : public kforge::sdk::Stage {
     return concat({{"nvcc", KF_PARAM_STRING, "", false, "nvcc to use; empty: nvcc on PATH, else /usr/local/cuda/bin/nvcc."},
                    {"flags", KF_PARAM_STRING, "-O3 -std=c++17 -Xcompiler -fPIC", false,
                     "nvcc flags (split on whitespace), e.g. add -arch=sm_90."},
-                   {"prelude", KF_PARAM_STRING, "load_inline", false,
-                    "load_inline: compile as load_inline would (its includes and defines, torch's headers); "
-                    "none: the source as it is."},
+                   Param{"prelude", KF_PARAM_STRING, "load_inline", false,
+                         "load_inline: compile as load_inline would (its includes and defines, torch's headers); "
+                         "none: the source as it is."}
+                       .one_of({"load_inline", "none"}),
                    {"cache_dir", KF_PARAM_STRING, "", false,
                     "Object cache; empty: $XDG_CACHE_HOME/kforge/cuda or ~/.cache/kforge/cuda."},
-                   {"timeout_s", KF_PARAM_FLOAT, "300", false, "Compile time limit; nvcc is killed after it."}},
+                   Param{"timeout_s", KF_PARAM_DURATION, "300", false, "Compile time limit; nvcc is killed after it."}
+                       .above(0)},
                   interpreter_params());
   }
   explicit CompileCuda(const Config& cfg)
@@ -415,6 +439,7 @@ eval::RunStage::Options run_options(const Config& cfg) {
 class Run : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "eval.run";
+  static constexpr kf_stage_role kRole = KF_ROLE_RUN;
   static constexpr const char* kDoc =
       "L3: the harness's reference worker computes the task's reference outputs once per run (self-testing "
       "the task first: a task that fails as its own reference is a task_error), the candidate runs in a child "
@@ -427,33 +452,42 @@ class Run : public kforge::sdk::Stage {
   static std::vector<Param> params() {
     auto params = concat(concat(server_params("cpu"), limit_params("60")), admission_params());
     const std::vector<Param> own = {
-        {"trials", KF_PARAM_INT, "5", false, "Correctness trials, each with fresh inputs."},
+        Param{"trials", KF_PARAM_INT, "5", false, "Correctness trials, each with fresh inputs."}.at_least(1),
         {"seed", KF_PARAM_INT, "42", false, "Base seed (weights; trial t uses seed + 1 + t)."},
-        {"tolerance", KF_PARAM_STRING, "default", false,
-         "Comparison preset: default (allclose atol=rtol=1e-4 fp32, 1e-2 fp16/bf16), seed000 (max abs diff "
-         "< 1e-3), kernelbench-v0 (allclose 1e-2)."},
+        Param{"tolerance", KF_PARAM_STRING, "default", false,
+              "Comparison preset: default (allclose atol=rtol=1e-4 fp32, 1e-2 fp16/bf16), seed000 (max abs diff "
+              "< 1e-3), kernelbench-v0 (allclose 1e-2)."}
+            .one_of({"default", "seed000", "kernelbench-v0"}),
         {"rule", KF_PARAM_OBJECT, nullptr, false,
          "Comparison rule, overriding tolerance: {kind: allclose, atol, rtol} (numbers or per-dtype maps), "
          "{kind: max_abs_diff, limit}, {kind: share_over_limit, rtol, atol, max_share}."},
         {"timing", KF_PARAM_BOOL, "false", false,
          "Time candidate and reference after a correct run (the device is then held exclusively)."},
-        {"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."},
-        {"timing_trials", KF_PARAM_INT, "20", false, "Timed calls; the median is reported."},
-        {"baseline", KF_PARAM_STRING, "eager", false, "Reference timing: eager, or compile (also torch.compile)."},
-        {"reference_max_age_s", KF_PARAM_FLOAT, "600", false,
-         "The reference is timed once per run and task, and again when its timing is older than this "
-         "(metric reference_age_s: how old the one used was)."},
+        Param{"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."}.at_least(0),
+        Param{"timing_trials", KF_PARAM_INT, "20", false, "Timed calls; the median is reported."}.at_least(1),
+        Param{"baseline", KF_PARAM_STRING, "eager", false, "Reference timing: eager, or compile (also torch.compile)."}
+            .one_of({"eager", "compile"}),
+        Param{"reference_max_age_s", KF_PARAM_DURATION, "600", false,
+              "The reference is timed once per run and task, and again when its timing is older than this "
+              "(metric reference_age_s: how old the one used was)."}
+            .at_least(0),
         {"inputs_on_device", KF_PARAM_BOOL, "true", false,
          "Make inputs on the device (get_inputs() with the device as torch's default); false: on the host."}};
     params.insert(params.end(), own.begin(), own.end());
     return params;
   }
   explicit Run(const Config& cfg)
-      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true, true)), run_options(cfg)) {}
-  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true, true)), run_options(cfg)),
+        timing_(cfg.boolean("timing")) {}
+  void process(Job& job) override {
+    write_result(job, stage_.process(read_job(job)));
+    // Timings belong to this run's machine and moment: never replayed unless asked.
+    if (timing_) job.mark_measured();
+  }
 
  private:
   eval::RunStage stage_;
+  bool timing_;
 };
 
 }  // namespace

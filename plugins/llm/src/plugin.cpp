@@ -28,9 +28,10 @@ constexpr size_t kAnswerLogLimit = 4000;
 
 std::vector<Param> backend_params() {
   return {
-      {"backend", KF_PARAM_STRING, "openai", false,
-       "Where answers come from: openai (the live OpenAI-compatible API), replay (the "
-       "cassette, offline), record (the cassette; misses are asked live and appended)."},
+      Param{"backend", KF_PARAM_STRING, "openai", false,
+            "Where answers come from: openai (the live OpenAI-compatible API), replay (the "
+            "cassette, offline), record (the cassette; misses are asked live and appended)."}
+          .one_of({"openai", "replay", "record"}),
       {"model", KF_PARAM_STRING, "", false,
        "Model name: a preset of models_file, or an API model id together with base_url. "
        "Empty: the job's candidate.model, as llm.select sets it."},
@@ -42,49 +43,62 @@ std::vector<Param> backend_params() {
       {"api_key_env", KF_PARAM_STRING, nullptr, false,
        "Overrides the preset's name of the environment variable holding the API key; \"\" "
        "sends no key. The key itself is never logged or stored."},
-      {"temperature", KF_PARAM_FLOAT, nullptr, false,
-       "Sampling temperature (default: the preset's, else the server's). Use > 0 with k > 1."},
-      {"top_p", KF_PARAM_FLOAT, nullptr, false, "Nucleus sampling (default: the preset's, else the server's)."},
-      {"max_tokens", KF_PARAM_INT, nullptr, false, "Answer length cap (default: the preset's, else the server's)."},
-      {"seed", KF_PARAM_INT, nullptr, false,
-       "Base seed; each request sends seed + candidate.sample so the k samples differ "
-       "(default: the preset's, else 0). -1 sends no seed."},
-      {"timeout", KF_PARAM_FLOAT, nullptr, false,
-       "Seconds per HTTP request (default: the preset's, else 300). The stage timeout "
-       "bounds all retries together."},
+      Param{"temperature", KF_PARAM_FLOAT, nullptr, false,
+            "Sampling temperature (default: the preset's, else the server's). Use > 0 with k > 1."}
+          .at_least(0),
+      Param{"top_p", KF_PARAM_FLOAT, nullptr, false, "Nucleus sampling (default: the preset's, else the server's)."}
+          .above(0)
+          .at_most(1),
+      Param{"max_tokens", KF_PARAM_INT, nullptr, false, "Answer length cap (default: the preset's, else the server's)."}
+          .at_least(1),
+      Param{"seed", KF_PARAM_INT, nullptr, false,
+            "Base seed; each request sends seed + candidate.sample so the k samples differ "
+            "(default: the preset's, else 0). -1 sends no seed."}
+          .at_least(-1),
+      Param{"timeout", KF_PARAM_DURATION, nullptr, false,
+            "Time per HTTP request, e.g. 90s or 5m (default: the preset's, else 300s). The stage "
+            "timeout bounds all retries together."}
+          .above(0),
       {"extra_body", KF_PARAM_OBJECT, nullptr, false,
        "Fields merged into the request body, e.g. {top_k: 20} (default: the preset's). "
        "model, messages and stream are refused."},
-      {"max_concurrency", KF_PARAM_INT, nullptr, false,
-       "Requests in flight per model for this stage, on top of the stage concurrency "
-       "(default: the preset's, else no cap)."},
-      {"requests_per_minute", KF_PARAM_FLOAT, nullptr, false,
-       "Request rate per model for this stage, a token bucket holding one second's worth "
-       "(default: the preset's, else no limit)."},
-      {"max_retries", KF_PARAM_INT, nullptr, false,
-       "Retries on 429, 5xx, connection errors and timeouts (default: the preset's, else 5)."},
-      {"backoff_initial", KF_PARAM_FLOAT, nullptr, false,
-       "First retry wait in seconds, doubled per retry with jitter; Retry-After wins when "
-       "the server sends it (default: the preset's, else 1)."},
-      {"backoff_max", KF_PARAM_FLOAT, nullptr, false,
-       "Longest retry wait in seconds; a longer Retry-After fails the request (default: "
-       "the preset's, else 60)."},
-      {"price_input_per_million", KF_PARAM_FLOAT, nullptr, false,
-       "US dollars per million prompt tokens (default: the preset's, else 0)."},
-      {"price_output_per_million", KF_PARAM_FLOAT, nullptr, false,
-       "US dollars per million completion tokens (default: the preset's, else 0)."},
+      Param{"max_concurrency", KF_PARAM_INT, nullptr, false,
+            "Requests in flight per model for this stage, on top of the stage concurrency "
+            "(default: the preset's, else no cap)."}
+          .at_least(0),
+      Param{"requests_per_minute", KF_PARAM_FLOAT, nullptr, false,
+            "Request rate per model for this stage, a token bucket holding one second's worth "
+            "(default: the preset's, else no limit)."}
+          .at_least(0),
+      Param{"max_retries", KF_PARAM_INT, nullptr, false,
+            "Retries on 429, 5xx, connection errors and timeouts (default: the preset's, else 5)."}
+          .at_least(0),
+      Param{"backoff_initial", KF_PARAM_DURATION, nullptr, false,
+            "First retry wait, doubled per retry with jitter; Retry-After wins when the server "
+            "sends it (default: the preset's, else 1s)."},
+      Param{"backoff_max", KF_PARAM_DURATION, nullptr, false,
+            "Longest retry wait; a longer Retry-After fails the request (default: the preset's, "
+            "else 60s)."},
+      Param{"price_input_per_million", KF_PARAM_FLOAT, nullptr, false,
+            "US dollars per million prompt tokens (default: the preset's, else 0)."}
+          .at_least(0),
+      Param{"price_output_per_million", KF_PARAM_FLOAT, nullptr, false,
+            "US dollars per million completion tokens (default: the preset's, else 0)."}
+          .at_least(0),
       {"cassette", KF_PARAM_STRING, "", false,
        "JSONL cassette for backend replay/record, relative to the pipeline file."},
       {"strict", KF_PARAM_BOOL, "true", false,
        "replay: a request missing from the cassette is an error (cassette_miss). false: "
        "ask the live API instead (not recorded)."},
-      {"latency_scale", KF_PARAM_FLOAT, "0", false,
-       "replay/record: a served answer waits its recorded duration times this (0: at once; "
-       "1: as recorded, for benchmarks)."},
+      Param{"latency_scale", KF_PARAM_FLOAT, "0", false,
+            "replay/record: a served answer waits its recorded duration times this (0: at once; "
+            "1: as recorded, for benchmarks)."}
+          .at_least(0),
       {"system", KF_PARAM_STRING, "You are an expert in writing fast and correct compute kernels.", false,
        "System message; empty sends none."},
-      {"code_block", KF_PARAM_STRING, "first", false,
-       "Which fenced block holds the code when several qualify: first or last."},
+      Param{"code_block", KF_PARAM_STRING, "first", false,
+            "Which fenced block holds the code when several qualify: first or last."}
+          .one_of({"first", "last"}),
       {"code_languages", KF_PARAM_STRING_LIST, "[python, py]", false,
        "Fence tags preferred when picking the code block; with none of them present any "
        "block qualifies, and an answer without fences is code as a whole."},
@@ -132,11 +146,7 @@ llm::ModelSettings model_overrides(const Config& cfg) {
 
 llm::ExtractOptions extract_options(const Config& cfg) {
   llm::ExtractOptions options;
-  std::string block = cfg.string("code_block");
-  if (block != "first" && block != "last") {
-    throw std::invalid_argument("code_block must be first or last, not '" + block + "'");
-  }
-  options.take_last = block == "last";
+  options.take_last = cfg.string("code_block") == "last";
   options.languages = cfg.list("code_languages");
   return options;
 }
@@ -245,7 +255,7 @@ class ModelCaller {
     add(KF_KEY_CANDIDATE_TOKENS_OUT, static_cast<double>(result.usage.completion_tokens));
     add(KF_KEY_CANDIDATE_COST, result.cost_usd);
     job.metric("llm_seconds", result.latency_s);
-    if (result.recorded_latency_s) job.metric("llm_recorded_seconds", *result.recorded_latency_s);
+    if (result.recorded_latency_s) job.metric(KF_METRIC_RECORDED_SECONDS, *result.recorded_latency_s);
     job.metric("tokens_in", static_cast<double>(result.usage.prompt_tokens));
     job.metric("tokens_out", static_cast<double>(result.usage.completion_tokens));
     job.metric("cost_usd", result.cost_usd);
@@ -285,12 +295,14 @@ class Generate : public kforge::sdk::Stage {
       "when the answer holds no code; errors with llm_error (API refused or kept failing), "
       "cassette_miss (replay) or task_unreadable.";
   static constexpr uint32_t kFlags = KF_STAGE_WAITS;
+  static constexpr kf_stage_role kRole = KF_ROLE_GENERATE;
 
   static std::vector<Param> params() {
     std::vector<Param> params = {
-        {"target", KF_PARAM_STRING, nullptr, true,
-         "What the kernel is written in: cpp, triton or cuda. Becomes candidate.language "
-         "and picks the default prompt."},
+        Param{"target", KF_PARAM_STRING, nullptr, true,
+              "What the kernel is written in: cpp, triton or cuda. Becomes candidate.language "
+              "and picks the default prompt."}
+            .one_of({"cpp", "triton", "cuda"}),
         {"prompt", KF_PARAM_STRING, "", false,
          "Prompt template, relative to the pipeline file. Empty: "
          "prompts/generate_<target>.md. Placeholders: {{task_name}}, {{task_source}}, "
@@ -301,7 +313,7 @@ class Generate : public kforge::sdk::Stage {
   }
 
   explicit Generate(const Config& cfg)
-      : target_(checked_target(cfg.string("target"))),
+      : target_(cfg.string("target")),
         caller_(cfg, "prompts/generate_" + target_ + ".md", "generate") {
     caller_.prompt().check_placeholders(llm::generation_variables());
   }
@@ -334,13 +346,6 @@ class Generate : public kforge::sdk::Stage {
   }
 
  private:
-  static std::string checked_target(const std::string& target) {
-    if (target != "cpp" && target != "triton" && target != "cuda") {
-      throw std::invalid_argument("target must be cpp, triton or cuda, not '" + target + "'");
-    }
-    return target;
-  }
-
   std::string target_;
   ModelCaller caller_;
 };
@@ -354,10 +359,11 @@ class Fix : public kforge::sdk::Stage {
       "The FixAgent: shows the model the failing candidate.code with last.stage, "
       "last.error_class and the error log (last.message + last.log_tail), asks for a JSON "
       "search/replace edit, applies it (exact, line-trimmed, whitespace-normalised, then "
-      "fuzzy matching) and sets candidate.code, fix.diff (unified diff), fix.levels and "
+      "fuzzy matching) and sets candidate.code, candidate.diff (unified diff), fix.levels and "
       "fix.summary. Fails with fix_failed when the answer cannot be parsed or applied. "
       "The number of rounds is bounded by the pipeline's back edge.";
   static constexpr uint32_t kFlags = KF_STAGE_WAITS;
+  static constexpr kf_stage_role kRole = KF_ROLE_FIX;
 
   static std::vector<Param> params() {
     std::vector<Param> params = {
@@ -365,13 +371,17 @@ class Fix : public kforge::sdk::Stage {
          "Prompt template, relative to the pipeline file. Placeholders: {{task_name}}, "
          "{{task_source}}, {{target}}, {{code}}, {{stage}}, {{error_class}}, {{error_log}}, "
          "{{round}}."},
-        {"log_limit", KF_PARAM_INT, "5000", false,
-         "Bytes of error log shown to the model; longer logs keep their head third and "
-         "tail two-thirds."},
-        {"fuzzy_threshold", KF_PARAM_FLOAT, "0.8", false,
-         "Least similarity for placing an edit whose old_string is not in the code."},
-        {"ambiguity_margin", KF_PARAM_FLOAT, "0.1", false,
-         "A fuzzy match is refused when the runner-up place scores within this of the best."},
+        Param{"log_limit", KF_PARAM_INT, "5000", false,
+              "Bytes of error log shown to the model; longer logs keep their head third and "
+              "tail two-thirds."}
+            .at_least(100),
+        Param{"fuzzy_threshold", KF_PARAM_FLOAT, "0.8", false,
+              "Least similarity for placing an edit whose old_string is not in the code."}
+            .above(0)
+            .at_most(1),
+        Param{"ambiguity_margin", KF_PARAM_FLOAT, "0.1", false,
+              "A fuzzy match is refused when the runner-up place scores within this of the best."}
+            .at_least(0),
     };
     for (Param& p : backend_params()) params.push_back(std::move(p));
     return params;
@@ -382,11 +392,6 @@ class Fix : public kforge::sdk::Stage {
     caller_.prompt().check_placeholders(llm::fix_variables());
     applier_.fuzzy_threshold = cfg.number("fuzzy_threshold");
     applier_.ambiguity_margin = cfg.number("ambiguity_margin");
-    if (log_limit_ < 100) throw std::invalid_argument("log_limit must be at least 100 bytes");
-    if (applier_.fuzzy_threshold <= 0 || applier_.fuzzy_threshold > 1) {
-      throw std::invalid_argument("fuzzy_threshold must lie in (0, 1]");
-    }
-    if (applier_.ambiguity_margin < 0) throw std::invalid_argument("ambiguity_margin must be >= 0");
   }
 
   void process(Job& job) override {
@@ -416,7 +421,7 @@ class Fix : public kforge::sdk::Stage {
       llm::FixApplication fix =
           llm::apply_fix_answer(input.code, answer->content, caller_.extract(), applier_);
       job.set(KF_KEY_CANDIDATE_CODE, fix.code);
-      job.set("fix.diff", fix.diff);
+      job.set(KF_KEY_CANDIDATE_DIFF, fix.diff);
       job.set("fix.levels", fix.levels());
       job.set("fix.summary", fix.summary);
       job.metric("edits", static_cast<double>(fix.edits.size()));
@@ -448,8 +453,9 @@ class Select : public kforge::sdk::Stage {
 
   static std::vector<Param> params() {
     return {
-        {"strategy", KF_PARAM_STRING, "table", false,
-         "table: look the task's complexity class up in `table`; fixed: `default` for every task."},
+        Param{"strategy", KF_PARAM_STRING, "table", false,
+              "table: look the task's complexity class up in `table`; fixed: `default` for every task."}
+            .one_of({"table", "fixed"}),
         {"table", KF_PARAM_OBJECT, nullptr, false,
          "Complexity class -> model name, e.g. {C1: deepseek-chat, C4: glm-5.1}; "
          "classes left out get `default`. Only with strategy table."},
@@ -476,9 +482,6 @@ class Select : public kforge::sdk::Stage {
       // The table stays in the file so that `--set select.strategy=fixed` switches one
       // pipeline between strategies; it is simply not consulted.
       return llm::ModelSelector::fixed(fallback);
-    }
-    if (strategy != "table") {
-      throw std::invalid_argument("strategy must be table or fixed, not '" + strategy + "'");
     }
     if (!cfg.has("table")) throw std::invalid_argument("strategy table needs a table (C1..C4 -> model)");
     nlohmann::json table = nlohmann::json::parse(cfg.json("table"));

@@ -1,9 +1,11 @@
-// The built plugin, loaded through its C ABI as the runtime loads it, driven by a fake
-// host: stage schemas, and what each stage does to a job.
-#include "fake_host.hpp"
-#include "loopback_server.hpp"
-
+// The built plugin, loaded by the runtime's own registry and driven through its real host
+// and parameter loader (kforge/testing.hpp): stage schemas, and what each stage does to a job.
 #include <gtest/gtest.h>
+#include <kforge/testing.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "loopback_server.hpp"
 
 #include <atomic>
 #include <cmath>
@@ -16,7 +18,34 @@
 namespace kforge::llm::testing {
 namespace {
 
+using kforge::testing::TestJob;
+
 const std::string kPipelines = KFORGE_PIPELINES_DIR;
+
+const kf_plugin_descriptor* plugin_descriptor() {
+  static const kf_plugin_descriptor* descriptor = kforge::testing::load_plugin(KFORGE_LLM_PLUGIN_FILE);
+  return descriptor;
+}
+
+const kf_stage_kind* stage_kind(const std::string& name) {
+  const kf_plugin_descriptor* d = plugin_descriptor();
+  for (uint32_t i = 0; i < d->stage_count; ++i) {
+    if (name == d->stages[i]->name) return d->stages[i];
+  }
+  throw std::runtime_error("the plugin has no stage kind " + name);
+}
+
+// The kind's name, once the plugin under test is loaded.
+const std::string& loaded(const std::string& kind) {
+  plugin_descriptor();
+  return kind;
+}
+
+// The kit's harness with the parameters written as JSON, which is YAML too.
+struct Stage : kforge::testing::StageHarness {
+  Stage(const std::string& kind, const nlohmann::json& params, const std::string& base_dir)
+      : StageHarness(loaded(kind), params.dump(), base_dir) {}
+};
 
 const std::string kReluSource =
     "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
@@ -56,8 +85,8 @@ nlohmann::json selector_line(nlohmann::json match, const std::string& content, i
           {"duration_s", 3.5}};
 }
 
-FakeJob relu_job(int sample = 0) {
-  FakeJob job;
+TestJob relu_job(int sample = 0) {
+  TestJob job;
   job.strings[KF_KEY_TASK_NAME] = "relu";
   job.strings[KF_KEY_TASK_SOURCE] = kReluSource;
   job.strings[KF_KEY_TASK_COMPLEXITY] = "C1";
@@ -101,38 +130,38 @@ TEST(Plugin, TheReadmeDocumentsEveryParameter) {
 // ---- llm.select ----
 
 TEST(SelectStage, PicksTheModelByComplexityClass) {
-  StageUnderTest select("llm.select",
+  Stage select("llm.select",
                         {{"table", {{"C3", "deepseek-reasoner"}, {"C4", "glm-5.1"}}}, {"default", "deepseek-chat"}},
                         kPipelines);
   ASSERT_TRUE(select.created()) << select.create_error();
-  FakeJob job = relu_job();
+  TestJob job = relu_job();
   job.strings[KF_KEY_TASK_COMPLEXITY] = "C4";
   EXPECT_EQ(select.process(job), "");
   EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_MODEL], "glm-5.1");
   EXPECT_EQ(job.strings["select.reason"], "C4 -> glm-5.1");
   EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS);
 
-  FakeJob simple = relu_job();
+  TestJob simple = relu_job();
   select.process(simple);
   EXPECT_EQ(simple.strings[KF_KEY_CANDIDATE_MODEL], "deepseek-chat");
 }
 
 TEST(SelectStage, FixedStrategyAndConfigurationErrors) {
-  StageUnderTest fixed("llm.select", {{"strategy", "fixed"}, {"default", "qwen2.5-coder-7b"}}, kPipelines);
-  FakeJob job = relu_job();
+  Stage fixed("llm.select", {{"strategy", "fixed"}, {"default", "qwen2.5-coder-7b"}}, kPipelines);
+  TestJob job = relu_job();
   fixed.process(job);
   EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_MODEL], "qwen2.5-coder-7b");
 
-  StageUnderTest bad_key("llm.select", {{"table", {{"C9", "x"}}}, {"default", "d"}}, kPipelines);
+  Stage bad_key("llm.select", {{"table", {{"C9", "x"}}}, {"default", "d"}}, kPipelines);
   EXPECT_FALSE(bad_key.created());
   EXPECT_NE(bad_key.create_error().find("C9"), std::string::npos) << bad_key.create_error();
-  StageUnderTest no_table("llm.select", {{"default", "d"}}, kPipelines);
+  Stage no_table("llm.select", {{"default", "d"}}, kPipelines);
   EXPECT_NE(no_table.create_error().find("needs a table"), std::string::npos) << no_table.create_error();
   // A table left in the file is ignored by the fixed strategy (switching with --set).
-  StageUnderTest fixed_with_table("llm.select", {{"strategy", "fixed"}, {"table", {{"C1", "x"}}}, {"default", "d"}},
+  Stage fixed_with_table("llm.select", {{"strategy", "fixed"}, {"table", {{"C1", "x"}}}, {"default", "d"}},
                                   kPipelines);
   ASSERT_TRUE(fixed_with_table.created()) << fixed_with_table.create_error();
-  FakeJob c1 = relu_job();
+  TestJob c1 = relu_job();
   fixed_with_table.process(c1);
   EXPECT_EQ(c1.strings[KF_KEY_CANDIDATE_MODEL], "d");
 }
@@ -144,11 +173,11 @@ TEST(GenerateStage, ReplaysAHandWrittenAnswerAndAccountsForIt) {
   write_lines(dir.file("tape.jsonl"),
               {selector_line({{"task", "001_relu"}, {"purpose", "generate"}, {"model", "deepseek-chat"}},
                              "Here it is:\n```python\n" + kReluKernel + "```\n")});
-  StageUnderTest generate("llm.generate",
+  Stage generate("llm.generate",
                           {{"target", "triton"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}},
                           kPipelines);
   ASSERT_TRUE(generate.created()) << generate.create_error();
-  FakeJob job = relu_job();
+  TestJob job = relu_job();
   job.strings[KF_KEY_TASK_ID] = "001_relu";  // selectors match the id, the prompt shows the name
   job.strings[KF_KEY_CANDIDATE_MODEL] = "deepseek-chat";  // as llm.select leaves it
   job.numbers[KF_KEY_CANDIDATE_COST] = 0.5;
@@ -163,7 +192,7 @@ TEST(GenerateStage, ReplaysAHandWrittenAnswerAndAccountsForIt) {
   EXPECT_EQ(job.numbers[KF_KEY_CANDIDATE_TOKENS_IN], 1010);
   EXPECT_EQ(job.numbers[KF_KEY_CANDIDATE_TOKENS_OUT], 500);
   EXPECT_EQ(job.metric("tokens_in"), 1000);
-  EXPECT_EQ(job.metric("llm_recorded_seconds"), 3.5);
+  EXPECT_EQ(job.metric(KF_METRIC_RECORDED_SECONDS), 3.5);
   EXPECT_FALSE(std::isnan(job.metric("llm_seconds")));
   EXPECT_EQ(job.strings["llm.source"], dir.file("tape.jsonl") + ":1");
 }
@@ -171,12 +200,12 @@ TEST(GenerateStage, ReplaysAHandWrittenAnswerAndAccountsForIt) {
 TEST(GenerateStage, AnAnswerWithoutCodeFailsWithNoCode) {
   TempDir dir;
   write_lines(dir.file("tape.jsonl"), {selector_line({{"task", "relu"}}, "  \n")});
-  StageUnderTest generate("llm.generate",
+  Stage generate("llm.generate",
                           {{"target", "cpp"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")},
                            {"model", "qwen2.5-coder-7b"}},
                           kPipelines);
   ASSERT_TRUE(generate.created()) << generate.create_error();
-  FakeJob job = relu_job();
+  TestJob job = relu_job();
   generate.process(job);
   EXPECT_EQ(job.verdict.status, KF_VERDICT_FAIL);
   EXPECT_EQ(job.verdict.error_class, "no_code");
@@ -186,11 +215,11 @@ TEST(GenerateStage, AnAnswerWithoutCodeFailsWithNoCode) {
 TEST(GenerateStage, ACassetteMissIsAnErrorNamingTheTask) {
   TempDir dir;
   write_lines(dir.file("tape.jsonl"), {selector_line({{"task", "gelu"}}, "x = 1")});
-  StageUnderTest generate("llm.generate",
+  Stage generate("llm.generate",
                           {{"target", "triton"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")},
                            {"model", "deepseek-chat"}},
                           kPipelines);
-  FakeJob job = relu_job(2);
+  TestJob job = relu_job(2);
   generate.process(job);
   EXPECT_EQ(job.verdict.status, KF_VERDICT_ERROR);
   EXPECT_EQ(job.verdict.error_class, "cassette_miss");
@@ -200,10 +229,10 @@ TEST(GenerateStage, ACassetteMissIsAnErrorNamingTheTask) {
 TEST(GenerateStage, WithoutAnyModelTheJobErrs) {
   TempDir dir;
   write_lines(dir.file("tape.jsonl"), {});
-  StageUnderTest generate("llm.generate",
+  Stage generate("llm.generate",
                           {{"target", "triton"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}},
                           kPipelines);
-  FakeJob job = relu_job();
+  TestJob job = relu_job();
   generate.process(job);
   EXPECT_EQ(job.verdict.error_class, "llm_error");
   EXPECT_NE(job.verdict.message.find("llm.select"), std::string::npos) << job.verdict.message;
@@ -211,7 +240,7 @@ TEST(GenerateStage, WithoutAnyModelTheJobErrs) {
 
 TEST(GenerateStage, CreationFailsEarlyOnAMissingKeyVariableOrBadPrompt) {
   ::unsetenv("KFORGE_TEST_UNSET_KEY");
-  StageUnderTest no_key("llm.generate",
+  Stage no_key("llm.generate",
                         {{"target", "triton"}, {"model", "deepseek-chat"}, {"api_key_env", "KFORGE_TEST_UNSET_KEY"}},
                         kPipelines);
   EXPECT_FALSE(no_key.created());
@@ -220,15 +249,42 @@ TEST(GenerateStage, CreationFailsEarlyOnAMissingKeyVariableOrBadPrompt) {
   TempDir dir;
   std::ofstream(dir.file("p.md")) << "Write {{task_name}} in {{language}}";
   write_lines(dir.file("tape.jsonl"), {});
-  StageUnderTest bad_prompt("llm.generate",
+  Stage bad_prompt("llm.generate",
                             {{"target", "triton"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")},
                              {"prompt", dir.file("p.md")}},
                             kPipelines);
   EXPECT_FALSE(bad_prompt.created());
   EXPECT_NE(bad_prompt.create_error().find("{{language}}"), std::string::npos) << bad_prompt.create_error();
 
-  StageUnderTest bad_target("llm.generate", {{"target", "rust"}}, kPipelines);
-  EXPECT_NE(bad_target.create_error().find("cpp, triton or cuda"), std::string::npos);
+  Stage bad_target("llm.generate", {{"target", "rust"}}, kPipelines);
+  EXPECT_FALSE(bad_target.created());
+  EXPECT_NE(bad_target.create_error().find("parameter 'target' of stage 'llm.generate' must be 'cpp', 'triton' or 'cuda', got 'rust'"),
+            std::string::npos)
+      << bad_target.create_error();
+}
+
+// Choices, ranges and durations are the loader's: a bad value never reaches the plugin.
+TEST(GenerateStage, ParametersAreCheckedAsInAPipeline) {
+  TempDir dir;
+  write_lines(dir.file("tape.jsonl"), {});
+  const nlohmann::json replay = {{"target", "cpp"}, {"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}};
+  nlohmann::json durations = replay;
+  durations["timeout"] = "2m";
+  durations["backoff_initial"] = "500ms";
+  Stage ok("llm.generate", durations, kPipelines);
+  EXPECT_TRUE(ok.created()) << ok.create_error();
+
+  nlohmann::json bad = replay;
+  bad["code_block"] = "middle";
+  bad["timeout"] = "soon";
+  bad["max_tokens"] = 0;
+  Stage refused("llm.generate", bad, kPipelines);
+  EXPECT_FALSE(refused.created());
+  for (const char* part : {"parameter 'code_block' of stage 'llm.generate' must be 'first' or 'last', got 'middle'",
+                           "parameter 'timeout' of stage 'llm.generate' must be a duration", "got 'soon'",
+                           "parameter 'max_tokens' of stage 'llm.generate' must be at least 1, got 0"}) {
+    EXPECT_NE(refused.create_error().find(part), std::string::npos) << part << "\n" << refused.create_error();
+  }
 }
 
 TEST(GenerateStage, TalksToALiveServerWithSeedPerSampleAndNoKeyInLogs) {
@@ -239,12 +295,12 @@ TEST(GenerateStage, TalksToALiveServerWithSeedPerSampleAndNoKeyInLogs) {
     if (calls++ == 0) return {500, {}, error_body("warming up")};
     return {200, {}, chat_answer("```python\n" + kReluKernel + "```", 321, 123)};
   });
-  StageUnderTest generate("llm.generate",
+  Stage generate("llm.generate",
                           {{"target", "triton"}, {"model", "deepseek-chat"}, {"base_url", server.base_url()},
                            {"api_key_env", "KFORGE_TEST_LLM_KEY"}, {"seed", 100}, {"backoff_initial", 0.01}},
                           kPipelines);
   ASSERT_TRUE(generate.created()) << generate.create_error();
-  FakeJob job = relu_job(3);
+  TestJob job = relu_job(3);
   generate.process(job);
   ::unsetenv("KFORGE_TEST_LLM_KEY");
 
@@ -264,7 +320,7 @@ TEST(GenerateStage, TalksToALiveServerWithSeedPerSampleAndNoKeyInLogs) {
   EXPECT_EQ(requests[1].headers["authorization"], "Bearer " + key);
 
   bool retry_logged = false;
-  for (const std::string& line : fake_host_logs()) {
+  for (const std::string& line : kforge::testing::plugin_logs()) {
     EXPECT_EQ(line.find(key), std::string::npos) << line;
     retry_logged |= line.find("WARN llm: ") == 0 && line.find("warming up") != std::string::npos;
   }
@@ -283,10 +339,10 @@ TEST(GenerateStage, RecordsThenReplaysWithoutTheServer) {
                            {"cassette", dir.file("tape.jsonl")}};
   {
     params["backend"] = "record";
-    StageUnderTest record("llm.generate", params, kPipelines);
+    Stage record("llm.generate", params, kPipelines);
     ASSERT_TRUE(record.created()) << record.create_error();
     for (int sample = 0; sample < 3; ++sample) {
-      FakeJob job = relu_job(sample);
+      TestJob job = relu_job(sample);
       record.process(job);
       EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_CODE], "# seed " + std::to_string(sample) + "\n");
       EXPECT_EQ(job.strings["llm.source"], "api");
@@ -295,10 +351,10 @@ TEST(GenerateStage, RecordsThenReplaysWithoutTheServer) {
   EXPECT_EQ(calls, 3);
   server.stop();
   params["backend"] = "replay";
-  StageUnderTest replay("llm.generate", params, kPipelines);
+  Stage replay("llm.generate", params, kPipelines);
   ASSERT_TRUE(replay.created()) << replay.create_error();
   for (int sample = 2; sample >= 0; --sample) {
-    FakeJob job = relu_job(sample);
+    TestJob job = relu_job(sample);
     replay.process(job);
     EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
     EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_CODE], "# seed " + std::to_string(sample) + "\n");
@@ -308,8 +364,8 @@ TEST(GenerateStage, RecordsThenReplaysWithoutTheServer) {
 
 // ---- llm.fix ----
 
-FakeJob failing_relu_job() {
-  FakeJob job = relu_job();
+TestJob failing_relu_job() {
+  TestJob job = relu_job();
   job.strings[KF_KEY_CANDIDATE_CODE] = kReluKernel;
   job.strings[KF_KEY_CANDIDATE_LANGUAGE] = "triton";
   job.strings[KF_KEY_CANDIDATE_MODEL] = "qwen2.5-coder-7b";
@@ -329,10 +385,10 @@ TEST(FixStage, AppliesTheJsonEditAndStoresTheDiff) {
       {"summary", "clamp negatives with tl.where"}};
   write_lines(dir.file("tape.jsonl"),
               {selector_line({{"task", "relu"}, {"purpose", "fix"}, {"round", 1}}, "```json\n" + edit.dump(2) + "\n```")});
-  StageUnderTest fix("llm.fix", {{"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}, {"model", "deepseek-chat"}},
+  Stage fix("llm.fix", {{"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}, {"model", "deepseek-chat"}},
                      kPipelines);
   ASSERT_TRUE(fix.created()) << fix.create_error();
-  FakeJob job = failing_relu_job();
+  TestJob job = failing_relu_job();
   EXPECT_EQ(fix.process(job), "");
   EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
   EXPECT_NE(job.strings[KF_KEY_CANDIDATE_CODE].find("tl.where(x > 0, x, 0.0)"), std::string::npos);
@@ -340,7 +396,7 @@ TEST(FixStage, AppliesTheJsonEditAndStoresTheDiff) {
   EXPECT_EQ(job.strings["fix.summary"], "clamp negatives with tl.where");
   EXPECT_EQ(job.strings["fix.model"], "deepseek-chat");
   EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_MODEL], "qwen2.5-coder-7b") << "the generating model stays";
-  const std::string& diff = job.strings["fix.diff"];
+  const std::string& diff = job.strings[KF_KEY_CANDIDATE_DIFF];
   EXPECT_EQ(diff.rfind("--- a/candidate.py\n+++ b/candidate.py\n", 0), 0u) << diff;
   EXPECT_NE(diff.find("+    tl.store(y_ptr + offs, tl.where(x > 0, x, 0.0), mask=offs < n)"), std::string::npos);
   EXPECT_EQ(job.log_tail, diff);
@@ -351,8 +407,8 @@ TEST(FixStage, AnUnusableAnswerFailsWithFixFailedButIsPaidFor) {
   TempDir dir;
   write_lines(dir.file("tape.jsonl"),
               {selector_line({{"purpose", "fix"}}, R"({"modifications": [{"old_string": "no such code anywhere in it", "new_string": "x"}]})")});
-  StageUnderTest fix("llm.fix", {{"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}}, kPipelines);
-  FakeJob job = failing_relu_job();
+  Stage fix("llm.fix", {{"backend", "replay"}, {"cassette", dir.file("tape.jsonl")}}, kPipelines);
+  TestJob job = failing_relu_job();
   std::string before = job.strings[KF_KEY_CANDIDATE_CODE];
   fix.process(job);
   EXPECT_EQ(job.verdict.status, KF_VERDICT_FAIL);
@@ -371,11 +427,11 @@ TEST(FixStage, ThePromptShowsTheCodeTheStageAndTheErrorLog) {
     user = nlohmann::json::parse(request.body)["messages"][1]["content"];
     return {200, {}, chat_answer(R"json([{"old_string": "tl.maximum(x, 0.0)", "new_string": "tl.where(x > 0, x, 0.0)"}])json")};
   });
-  StageUnderTest fix("llm.fix",
+  Stage fix("llm.fix",
                      {{"model", "ollama"}, {"base_url", server.base_url()}, {"log_limit", 1000}},
                      kPipelines);
   ASSERT_TRUE(fix.created()) << fix.create_error();
-  FakeJob job = failing_relu_job();
+  TestJob job = failing_relu_job();
   job.strings[KF_KEY_LAST_LOG_TAIL] = std::string(5000, '.') + "THE END OF THE LOG";
   fix.process(job);
   EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;

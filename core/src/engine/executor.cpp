@@ -1,0 +1,540 @@
+#include "engine/executor.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <tbb/flow_graph.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "engine/host.hpp"
+#include "engine/registry.hpp"
+#include "util/sha256.hpp"
+
+namespace kforge {
+namespace {
+
+namespace flow = tbb::flow;
+
+// Routing needs a multifunction_node, whose output ports are a compile-time tuple: each
+// router gets kRouterPorts ports and uses one per distinct target of its stage.
+constexpr size_t kRouterPorts = kMaxRouteTargets;
+
+template <size_t... I>
+auto repeat_job_ptr(std::index_sequence<I...>) -> std::tuple<decltype((void)I, JobPtr{})...>;
+using RouterOutputs = decltype(repeat_job_ptr(std::make_index_sequence<kRouterPorts>{}));
+using RouterNode = flow::multifunction_node<JobPtr, RouterOutputs>;
+using RouterPorts = RouterNode::output_ports_type;
+using WaitNode = flow::async_node<JobPtr, JobPtr>;
+using Gateway = WaitNode::gateway_type;
+
+template <size_t... I>
+void put_to_port(RouterPorts& ports, size_t port, const JobPtr& job, std::index_sequence<I...>) {
+  ((port == I ? static_cast<void>(std::get<I>(ports).try_put(job)) : static_cast<void>(0)), ...);
+}
+
+template <size_t... I>
+void connect_port(RouterNode& router, size_t port, flow::receiver<JobPtr>& to,
+                  std::index_sequence<I...>) {
+  ((port == I ? flow::make_edge(flow::output_port<I>(router), to) : void()), ...);
+}
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Where one verdict sends a job: a router port, and for a bounded edge its bookkeeping.
+struct RouteRule {
+  size_t port = 0;
+  int edge = -1;  // index into Job::edge_uses, -1 when unbounded
+  int max_rounds = 0;
+  size_t exhausted_port = 0;
+};
+
+// Threads of one waiting stage: `concurrency` of them, so that up to that many jobs wait
+// inside the stage at once without holding any TBB worker.
+class WaitPool {
+ public:
+  using Work = std::function<void(const JobPtr&)>;
+
+  WaitPool(int threads, Work work) : work_(std::move(work)) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~WaitPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  void submit(JobPtr job, Gateway& gateway) {
+    gateway.reserve_wait();  // keeps wait_for_all() waiting until the job comes back
+    {
+      std::lock_guard lock(mutex_);
+      queue_.emplace_back(std::move(job), &gateway);
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::pair<JobPtr, Gateway*> item;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        item = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      work_(item.first);
+      item.second->try_put(item.first);
+      item.second->release_wait();
+    }
+  }
+
+  Work work_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::pair<JobPtr, Gateway*>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+struct StageRuntime {
+  const StagePlan* plan = nullptr;
+  const StageKind* kind = nullptr;
+  void* instance = nullptr;
+  std::string cache_prefix;  // kind, plugin version and parameters, for cache keys
+  RouteRule on_pass, on_fail, on_error;
+  std::map<std::string, RouteRule> on_named;
+  std::vector<int> port_targets;  // port -> stage index, or kEnd
+  size_t end_port = 0;            // where cancelled jobs leave
+  std::unique_ptr<RouterNode> router;
+  std::unique_ptr<WaitNode> wait_node;
+  std::unique_ptr<WaitPool> pool;
+
+  // The loader keeps every stage within kMaxRouteTargets distinct targets.
+  size_t port_for(int target) {
+    auto it = std::find(port_targets.begin(), port_targets.end(), target);
+    if (it != port_targets.end()) return static_cast<size_t>(it - port_targets.begin());
+    port_targets.push_back(target);
+    return port_targets.size() - 1;
+  }
+  // 0: unlimited for CPU stages; a waiting stage has that many threads, 16 unless set.
+  int concurrency() const { return plan->concurrency > 0 ? plan->concurrency : (kind->waits() ? 16 : 0); }
+};
+
+// Length-prefixed, so that no two different field lists hash alike.
+std::string field(const std::string& text) { return std::to_string(text.size()) + ":" + text; }
+
+// What a stage's cache_key adds to the key of this job; nullopt when it declines.
+std::optional<std::string> stage_material(const StageRuntime& s, const JobCall& call) {
+  if (s.kind->cache_key == nullptr) return std::string();
+  std::string material(256, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    size_t length = 0;
+    const kf_job* job = reinterpret_cast<const kf_job*>(&call);
+    if (s.kind->cache_key(s.instance, job, material.data(), material.size(), &length) != KF_OK) return std::nullopt;
+    if (length <= material.size()) {
+      material.resize(length);
+      return material;
+    }
+    material.assign(length, '\0');
+  }
+  return std::nullopt;  // it grew again between two calls: not a stable key
+}
+
+}  // namespace
+
+struct Executor::Impl {
+  const Plan& plan;
+  std::vector<StageRuntime> stages;
+  void* source = nullptr;
+  int bounded_edges = 0;  // counters per job: one per stage that bounded edges lead to
+  RunOptions options;
+  CancelToken never_cancelled;  // the run's token when options.cancel is not given
+
+  explicit Impl(const Plan& p) : plan(p) {}
+
+  ~Impl() {
+    for (auto& s : stages) {
+      s.pool.reset();  // threads joined before the instance they call goes away
+      if (s.instance != nullptr) s.kind->destroy(s.instance);
+    }
+    if (source != nullptr) plan.source.kind->destroy(source);
+  }
+
+  const CancelToken& cancel() const { return options.cancel ? *options.cancel : never_cancelled; }
+
+  // Creates the source and every stage; collects a diagnostic per one that fails.
+  void create_all() {
+    std::vector<Diagnostic> problems;
+    {
+      char err[2048] = {0};
+      if (plan.source.kind->create(host_api(), reinterpret_cast<const kf_config*>(&plan.source.config), &source, err,
+                                   sizeof err) != KF_OK) {
+        source = nullptr;
+        problems.push_back(Diagnostic::at(plan.source.where, fmt::format("task source '{}' could not be created: {}",
+                                                                  plan.source.kind->name, err[0] ? err : "no reason given")));
+      }
+    }
+    std::map<int, int> bounded_edge_of_target;
+    stages.resize(plan.stages.size());
+    for (size_t i = 0; i < plan.stages.size(); ++i) {
+      const StagePlan& stage = plan.stages[i];
+      StageRuntime& s = stages[i];
+      s.plan = &stage;
+      s.kind = stage.kind;
+      s.end_port = s.port_for(kEnd);
+      s.cache_prefix = field(stage.kind->name) + field(stage.kind->version);
+      for (const auto& [name, value] : stage.config.values) s.cache_prefix += field(name) + field(value.json);
+      for (const RoutePlan& route : stage.routes) {
+        RouteRule rule;
+        rule.port = s.port_for(route.target);
+        if (route.max_rounds > 0) {
+          // Bounded edges into the same stage share one count per job: "at most 2 fix
+          // rounds" holds whichever stage's failure sends the job to the fix stage.
+          auto [it, fresh] = bounded_edge_of_target.try_emplace(route.target, bounded_edges);
+          if (fresh) ++bounded_edges;
+          rule.edge = it->second;
+          rule.max_rounds = route.max_rounds;
+          rule.exhausted_port = s.port_for(route.exhausted_target);
+        }
+        if (route.on == "pass") {
+          s.on_pass = rule;
+        } else if (route.on == "fail") {
+          s.on_fail = rule;
+        } else if (route.on == "error") {
+          s.on_error = rule;
+        } else {
+          s.on_named[route.on] = rule;
+        }
+      }
+      char err[2048] = {0};
+      if (stage.kind->create(host_api(), reinterpret_cast<const kf_config*>(&stage.config), &s.instance, err,
+                             sizeof err) != KF_OK) {
+        s.instance = nullptr;
+        problems.push_back(Diagnostic::at(stage.where, fmt::format("stage '{}' ({}) could not be created: {}", stage.id,
+                                                            stage.kind->name, err[0] ? err : "no reason given")));
+      }
+    }
+    if (!problems.empty()) throw ConfigError(std::move(problems));
+  }
+
+  std::optional<std::string> cache_key(const StageRuntime& s, const JobCall& call) const {
+    auto material = stage_material(s, call);
+    if (!material) return std::nullopt;
+    const Job& job = *call.job;
+    Sha256 hash;
+    hash.update(s.cache_prefix);
+    for (const auto& [key, text] : job.task->strings) hash.update(field(key)).update(field(text));
+    for (const auto& [key, number] : job.task->numbers) hash.update(field(key)).update(field(fmt::format("{}", number)));
+    for (const char* key : {KF_KEY_CANDIDATE_CODE, KF_KEY_CANDIDATE_LANGUAGE}) {
+      const std::string* text = job.find_string(key);
+      hash.update(field(key)).update(text ? field(*text) : "-");
+    }
+    hash.update(field(*material));
+    return hash.hex();
+  }
+
+  // Answers from the cache when it can; true when it did. A verdict with measurements is
+  // replayed only when the run asks for it: otherwise the stage measures again.
+  bool replay_cached(const std::string& key, Job& job, Verdict& v) {
+    auto hit = options.cache->find(key);
+    if (!hit || (hit->verdict.measured && !options.replay_measurements)) return false;
+    for (const auto& [name, text] : hit->strings) job.strings[name] = text;
+    for (const auto& [name, number] : hit->numbers) job.numbers[name] = number;
+    const Verdict& cached = hit->verdict;
+    v.status = cached.status;
+    v.route = cached.route;
+    v.error_class = cached.error_class;
+    v.message = cached.message;
+    v.log_tail = cached.log_tail;
+    v.metrics = cached.metrics;
+    v.measured = cached.measured;
+    v.cached = true;
+    return true;
+  }
+
+  // Runs one stage call and appends its verdict. Never throws: whatever the plugin does,
+  // the job leaves with a verdict.
+  void run_stage(StageRuntime& s, Job& job, RunObserver& observer) {
+    Verdict v;
+    v.stage = s.plan->id;
+    v.kind = s.kind->name;
+    v.role = s.kind->role;
+    v.round = job.round;
+    if (cancel().requested()) {
+      job.cut_short = true;
+      return;
+    }
+    JobCall call;
+    call.job = &job;
+    call.verdict = &v;
+    call.routes = &s.kind->routes;
+    call.cancel = &cancel();
+    call.run_seed = options.run_seed;
+    const CurrentRun current(cancel());
+    std::optional<std::string> key;
+    if (s.kind->cacheable() && options.cache != nullptr) {
+      key = cache_key(s, call);
+      if (key && replay_cached(*key, job, v)) {
+        observer.verdict(job, v);
+        job.verdicts.push_back(std::move(v));
+        return;
+      }
+    }
+    const double start = now_seconds();
+    const double timeout = s.plan->timeout_seconds;
+    job.deadline = timeout > 0 ? start + timeout : 0;
+    char err[4096] = {0};
+    const kf_status status = s.kind->process(s.instance, reinterpret_cast<kf_job*>(&call), err, sizeof err);
+    v.seconds = now_seconds() - start;
+    job.deadline = 0;
+    // A stage that gave up because the run is stopping (any error or failed status once
+    // the flag is up, KF_CANCELLED included: an abandoned request, a stopped build) judged
+    // nothing about the candidate. The job is cut short rather than finished with that
+    // error, so it is not written and --resume evaluates it again. Without the flag, such
+    // a status is the plugin's error like any other: a job is never dropped silently.
+    const bool gave_up = cancel().requested() &&
+                         (status != KF_OK || !call.problem.empty() || v.status == VerdictStatus::Error);
+    if (gave_up) {
+      job.cut_short = true;
+      return;
+    }
+    if (status != KF_OK) {
+      v.status = VerdictStatus::Error;
+      v.route.clear();
+      v.error_class = KF_ERROR_PLUGIN;
+      v.message = err[0] ? err : fmt::format("stage returned status {}", static_cast<int>(status));
+    } else if (!call.problem.empty()) {
+      v.status = VerdictStatus::Error;
+      v.route.clear();
+      v.error_class = KF_ERROR_PLUGIN;
+      v.message = call.problem;
+    } else if (timeout > 0 && v.seconds > timeout) {
+      v.status = VerdictStatus::Error;
+      v.route.clear();
+      v.error_class = KF_ERROR_STAGE_TIMEOUT;
+      v.message = fmt::format("stage took {:.3f} s, over its timeout of {:.3f} s", v.seconds, timeout);
+    }
+    if (key && v.status != VerdictStatus::Error) {
+      // Errors are trouble of the moment (a dead server, a timeout), not facts about the code.
+      CachedVerdict entry;
+      entry.verdict = v;
+      for (const auto& name : call.written_strings) entry.strings.emplace_back(name, job.strings[name]);
+      for (const auto& name : call.written_numbers) entry.numbers.emplace_back(name, job.numbers[name]);
+      options.cache->put(*key, entry);
+    }
+    observer.verdict(job, v);
+    job.verdicts.push_back(std::move(v));
+  }
+
+  size_t choose_port(StageRuntime& s, Job& job) {
+    const Verdict* v = job.last();
+    if (job.cut_short || v == nullptr) return s.end_port;
+    const RouteRule* rule = nullptr;
+    if (!v->route.empty()) {
+      auto it = s.on_named.find(v->route);
+      rule = it == s.on_named.end() ? nullptr : &it->second;
+    }
+    if (rule == nullptr) {
+      switch (v->status) {
+        case VerdictStatus::Pass:
+          rule = &s.on_pass;
+          break;
+        case VerdictStatus::Fail:
+          rule = &s.on_fail;
+          break;
+        case VerdictStatus::Error:
+          rule = &s.on_error;
+          break;
+      }
+    }
+    if (rule->edge < 0) return rule->port;
+    int& uses = job.edge_uses[static_cast<size_t>(rule->edge)];
+    if (uses >= rule->max_rounds) return rule->exhausted_port;
+    ++uses;
+    ++job.round;
+    return rule->port;
+  }
+};
+
+Executor::Executor(const Plan& plan) : impl_(std::make_unique<Impl>(plan)) { impl_->create_all(); }
+
+Executor::~Executor() = default;
+
+RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
+  Impl& impl = *impl_;
+  impl.options = options;
+  const Plan& pipeline = impl.plan;
+  const SourceKind& source_kind = *pipeline.source.kind;
+  void* source = impl.source;
+  const CancelToken& cancel = impl.cancel();
+  RunSummary summary;
+  const double started = now_seconds();
+
+  flow::graph graph;
+  const int k = std::max(1, pipeline.k);
+  uint64_t expected_tasks = 0;
+  const bool counted = source_kind.count != nullptr && source_kind.count(source, &expected_tasks) == KF_OK;
+  observer.run_started(counted ? expected_tasks * static_cast<uint64_t>(k) : 0);
+  const size_t in_flight = static_cast<size_t>(
+      options.max_in_flight > 0 ? options.max_in_flight : std::max(1, pipeline.max_in_flight));
+
+  // Intake: one task at a time from the source, k jobs per task.
+  std::shared_ptr<const Task> task;
+  int next_sample = k;
+  uint64_t next_sequence = 0;
+  std::map<uint64_t, JobPtr> waiting_for_order;  // the sink's reorder buffer, by sequence
+
+  flow::input_node<JobPtr> intake(graph, [&](tbb::flow_control& control) -> JobPtr {
+    for (;;) {
+      if (cancel.requested()) {
+        summary.cancelled = true;
+        control.stop();
+        return nullptr;
+      }
+      if (next_sample == k) {
+        auto fresh = std::make_shared<Task>();
+        fresh->index = summary.tasks;
+        int has_task = 0;
+        char err[2048] = {0};
+        const CurrentRun current(cancel);
+        if (source_kind.next(source, reinterpret_cast<kf_task*>(fresh.get()), &has_task, err, sizeof err) != KF_OK) {
+          summary.source_error = err[0] ? err : "the task source failed without a message";
+          spdlog::error("task source '{}': {}", source_kind.name, summary.source_error);
+          control.stop();
+          return nullptr;
+        }
+        if (has_task == 0) {
+          control.stop();
+          return nullptr;
+        }
+        ++summary.tasks;
+        task = std::move(fresh);
+        next_sample = 0;
+      }
+      const int sample = next_sample++;
+      if (options.skip && options.skip(*task, sample)) {
+        ++summary.skipped;
+        continue;
+      }
+      auto job = std::make_shared<Job>();
+      job->task = task;
+      job->sample = sample;
+      job->index = task->index * static_cast<uint64_t>(k) + static_cast<uint64_t>(sample);
+      job->edge_uses.assign(static_cast<size_t>(impl.bounded_edges), 0);
+      job->sequence = next_sequence++;
+      return job;
+    }
+  });
+
+  flow::limiter_node<JobPtr> limiter(graph, in_flight);
+
+  // The sink: results leave in intake order, whatever order jobs finish in. A job stays
+  // counted by the limiter until it is written, which bounds the reorder buffer too.
+  uint64_t next_to_write = 0;
+  flow::function_node<JobPtr, flow::continue_msg> sink(
+      graph, flow::serial, [&](const JobPtr& job) -> flow::continue_msg {
+        waiting_for_order.emplace(job->sequence, job);
+        for (auto it = waiting_for_order.begin();
+             it != waiting_for_order.end() && it->first == next_to_write;
+             it = waiting_for_order.erase(it), ++next_to_write) {
+          const Job& done = *it->second;
+          if (done.cut_short) {
+            ++summary.unfinished;
+          } else {
+            const JobOutcome outcome = outcome_of(done);
+            ++summary.jobs;
+            switch (outcome.status) {
+              case VerdictStatus::Pass:
+                ++summary.passed;
+                break;
+              case VerdictStatus::Fail:
+                ++summary.failed;
+                break;
+              case VerdictStatus::Error:
+                ++summary.errors;
+                break;
+            }
+            observer.job_finished(done, outcome);
+          }
+          limiter.decrementer().try_put(flow::continue_msg());
+        }
+        return flow::continue_msg();
+      });
+
+  // Stage nodes: each stage's entry receiver is its router (CPU stages: run + route in one
+  // node) or its async node (waiting stages: run on the pool, then route).
+  for (auto& s : impl.stages) {
+    StageRuntime* stage = &s;
+    const size_t concurrency = s.concurrency() > 0 ? static_cast<size_t>(s.concurrency()) : static_cast<size_t>(flow::unlimited);
+    if (s.kind->waits()) {
+      s.pool = std::make_unique<WaitPool>(s.concurrency(), [&impl, stage, &observer](const JobPtr& job) {
+        impl.run_stage(*stage, *job, observer);
+      });
+      s.wait_node = std::make_unique<WaitNode>(
+          graph, flow::unlimited, [stage](const JobPtr& job, Gateway& gateway) {
+            stage->pool->submit(job, gateway);
+          });
+      s.router = std::make_unique<RouterNode>(
+          graph, flow::unlimited, [&impl, stage](const JobPtr& job, RouterPorts& ports) {
+            put_to_port(ports, impl.choose_port(*stage, *job), job,
+                        std::make_index_sequence<kRouterPorts>{});
+          });
+      flow::make_edge(*s.wait_node, *s.router);
+    } else {
+      s.router = std::make_unique<RouterNode>(
+          graph, concurrency, [&impl, stage, &observer](const JobPtr& job, RouterPorts& ports) {
+            impl.run_stage(*stage, *job, observer);
+            put_to_port(ports, impl.choose_port(*stage, *job), job,
+                        std::make_index_sequence<kRouterPorts>{});
+          });
+    }
+  }
+  auto entry_of = [&](int target) -> flow::receiver<JobPtr>& {
+    if (target == kEnd) return sink;
+    StageRuntime& s = impl.stages[static_cast<size_t>(target)];
+    if (s.kind->waits()) return *s.wait_node;
+    return *s.router;
+  };
+  for (auto& s : impl.stages) {
+    for (size_t port = 0; port < s.port_targets.size(); ++port) {
+      connect_port(*s.router, port, entry_of(s.port_targets[port]),
+                   std::make_index_sequence<kRouterPorts>{});
+    }
+  }
+  flow::make_edge(intake, limiter);
+  if (impl.stages.empty()) {
+    flow::make_edge(limiter, sink);
+  } else {
+    flow::make_edge(limiter, entry_of(0));
+  }
+
+  intake.activate();
+  graph.wait_for_all();
+
+  // The nodes belong to this run's graph: they must go before it does.
+  for (auto& s : impl.stages) {
+    s.pool.reset();
+    s.router.reset();
+    s.wait_node.reset();
+  }
+  summary.cancelled = summary.cancelled || cancel.requested();
+  summary.seconds = now_seconds() - started;
+  return summary;
+}
+
+}  // namespace kforge

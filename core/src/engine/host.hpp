@@ -1,0 +1,39 @@
+// The kf_host_api the runtime hands to every plugin, and the per-call context behind the
+// ABI's opaque kf_job pointer.
+#pragma once
+
+#include <kforge/abi.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/cancel.hpp"
+#include "engine/job.hpp"
+
+namespace kforge {
+
+// What a kf_job* points at during one stage call: the job and the verdict being written.
+struct JobCall {
+  Job* job = nullptr;
+  Verdict* verdict = nullptr;
+  const std::vector<std::string>* routes = nullptr;  // named routes the stage may choose
+  const CancelToken* cancel = nullptr;                 // the run's
+  std::optional<uint64_t> run_seed;                    // the run's secret seed; none in validate
+  std::string problem;  // a misuse of the API by the plugin, reported as the job's error
+  bool verdict_given = false;  // the stage called job_verdict (a call without one passes)
+  // Keys the stage wrote, so a cached verdict can replay them.
+  std::vector<std::string> written_strings;
+  std::vector<std::string> written_numbers;
+};
+
+const kf_host_api* host_api();
+
+// Receives every line plugins log through the host, besides the log itself (the plugin
+// test kit collects them); an empty function removes the listener.
+using PluginLogListener = std::function<void(kf_log_level, const std::string& plugin, const std::string& message)>;
+void set_plugin_log_listener(PluginLogListener listener);
+
+}  // namespace kforge

@@ -1,0 +1,284 @@
+#include "engine/pipeline/values.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/pipeline/loader.hpp"
+#include "engine/pipeline/scalars.hpp"
+#include "engine/registry.hpp"
+
+namespace kforge::loader {
+
+const char* expected(kf_param_type type) {
+  switch (type) {
+    case KF_PARAM_STRING:
+      return "a string";
+    case KF_PARAM_INT:
+      return "an integer";
+    case KF_PARAM_FLOAT:
+      return "a number";
+    case KF_PARAM_BOOL:
+      return "true or false";
+    case KF_PARAM_STRING_LIST:
+      return "a list of strings";
+    case KF_PARAM_OBJECT:
+      return "a mapping";
+    case KF_PARAM_DURATION:
+      return "a duration (90s, 2m, 500ms, 1h, or a number of seconds)";
+  }
+  return "a value";
+}
+
+namespace {
+
+// A typed scalar parameter: its canonical `text`, `json` and typed field, or a problem.
+bool typed_scalar(kf_param_type type, const std::string& text, const std::string& subject,
+                  ParamValue& out, std::string& problem) {
+  out.type = type;
+  switch (type) {
+    case KF_PARAM_STRING:
+      out.text = text;
+      out.json = json_text(Json(text));
+      return true;
+    case KF_PARAM_INT: {
+      bool out_of_range = false;
+      auto value = parse_int64(text, out_of_range);
+      if (!value) {
+        problem = out_of_range
+                      ? fmt::format("{} is out of range: {} does not fit in a 64-bit integer",
+                                    subject, text)
+                      : fmt::format("{} must be an integer, got '{}'", subject, text);
+        return false;
+      }
+      out.text = std::to_string(*value);
+      out.json = json_text(Json(*value));
+      out.integer = *value;
+      out.number = static_cast<double>(*value);
+      return true;
+    }
+    case KF_PARAM_FLOAT: {
+      auto value = parse_finite_double(text);
+      if (!value) {
+        problem = is_number_literal(text)
+                      ? fmt::format("{} is out of range: {} is not a finite double", subject, text)
+                      : fmt::format("{} must be a number, got '{}'", subject, text);
+        return false;
+      }
+      out.text = text;  // as written
+      out.json = json_text(Json(*value));
+      out.number = *value;
+      return true;
+    }
+    case KF_PARAM_DURATION: {
+      auto seconds = parse_duration(text);
+      if (!seconds) {
+        problem = fmt::format("{} must be {}, got '{}'", subject, expected(type), text);
+        return false;
+      }
+      out.text = text;  // as written; the JSON form is seconds, so 2m and 120s are one value
+      out.json = json_text(Json(*seconds));
+      out.number = *seconds;
+      return true;
+    }
+    case KF_PARAM_BOOL:
+      if (text != "true" && text != "false") {
+        problem = fmt::format(
+            "{} must be true or false, got '{}' (only true and false are accepted)", subject, text);
+        return false;
+      }
+      out.text = text;
+      out.json = text;
+      out.boolean = text == "true";
+      return true;
+    default:
+      problem = fmt::format("{} must be {}", subject, expected(type));
+      return false;
+  }
+}
+
+std::optional<Json> to_json(const YAML::Node& node, const std::string& subject,
+                            ValueSource& source) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar: {
+      auto text = source.text(node);
+      if (!text) return std::nullopt;
+      return is_quoted(node) ? Json(*text) : plain_scalar_json(*text);
+    }
+    case YAML::NodeType::Sequence: {
+      Json array = Json::array();
+      bool ok = true;
+      for (const YAML::Node& item : node) {
+        auto value = to_json(item, subject, source);
+        ok = ok && value.has_value();
+        if (value) array.push_back(std::move(*value));
+      }
+      return ok ? std::optional<Json>(std::move(array)) : std::nullopt;
+    }
+    case YAML::NodeType::Map: {
+      Json object = Json::object();
+      bool ok = true;
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        if (!it->first.IsScalar()) {
+          source.error(it->first, fmt::format("{}: mapping keys must be plain names", subject));
+          ok = false;
+          continue;
+        }
+        const std::string& key = it->first.Scalar();
+        if (object.contains(key)) {
+          source.error(it->first, fmt::format("{}: duplicate key '{}'", subject, key));
+          ok = false;
+          continue;
+        }
+        auto value = to_json(it->second, subject, source);
+        ok = ok && value.has_value();
+        if (value) object[key] = std::move(*value);
+      }
+      return ok ? std::optional<Json>(std::move(object)) : std::nullopt;
+    }
+    default:
+      return Json(nullptr);
+  }
+}
+
+}  // namespace
+
+// Converts a YAML value to a parameter of `type`, by the rules docs/pipelines.md gives.
+std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
+                                  const std::string& subject, ValueSource& source) {
+  if (!value.IsDefined() || value.IsNull()) {
+    source.error(value,
+                 type == KF_PARAM_STRING
+                     ? fmt::format("{} has no value (write \"\" for an empty string)", subject)
+                     : fmt::format("{} has no value: expected {}", subject, expected(type)));
+    return std::nullopt;
+  }
+  ParamValue out;
+  out.type = type;
+  if (type == KF_PARAM_STRING_LIST) {
+    if (!value.IsSequence()) {
+      source.error(value, value.IsScalar()
+                              ? fmt::format("{} must be a list of strings, got a single value; "
+                                            "write [x] for a list of one",
+                                            subject)
+                              : fmt::format("{} must be a list of strings, got {}", subject,
+                                            shape_of(value)));
+      return std::nullopt;
+    }
+    Json array = Json::array();
+    bool ok = true;
+    for (const YAML::Node& item : value) {
+      if (!item.IsScalar()) {
+        source.error(
+            item, fmt::format("{}: each item must be a string, got {}", subject, shape_of(item)));
+        ok = false;
+        continue;
+      }
+      auto text = source.text(item);
+      if (!text) {
+        ok = false;
+        continue;
+      }
+      out.items.push_back(*text);
+      array.push_back(*text);
+    }
+    if (!ok) return std::nullopt;
+    out.json = json_text(array);
+    return out;
+  }
+  if (type == KF_PARAM_OBJECT) {
+    if (!value.IsMap()) {
+      source.error(value, fmt::format("{} must be a mapping (key: value, ...), got {}", subject,
+                                      shape_of(value)));
+      return std::nullopt;
+    }
+    auto json = to_json(value, subject, source);
+    if (!json) return std::nullopt;
+    out.json = json_text(*json);
+    return out;
+  }
+  if (!value.IsScalar()) {
+    source.error(value,
+                 fmt::format("{} must be {}, got {}", subject, expected(type), shape_of(value)));
+    return std::nullopt;
+  }
+  auto text = source.text(value);
+  if (!text) return std::nullopt;
+  std::string problem;
+  if (!typed_scalar(type, *text, subject, out, problem)) {
+    source.error(value, problem);
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<YAML::Node> parse_default(const ParamSpec& spec, std::string& problem) {
+  if (spec.type == KF_PARAM_STRING) return YAML::Node(*spec.default_value);
+  try {
+    return YAML::Load(*spec.default_value);
+  } catch (const YAML::Exception& e) {
+    problem = e.msg;
+    return std::nullopt;
+  }
+}
+
+std::optional<std::string> violated_constraint(const ParamSpec& spec, const ParamValue& value,
+                                               const std::string& subject) {
+  auto not_a_choice = [&](const std::string& text) -> std::optional<std::string> {
+    if (spec.choices.empty() || contains(spec.choices, text)) return std::nullopt;
+    auto guess = closest(text, spec.choices);
+    return fmt::format("{} must be {}, got '{}'{}", subject, alternatives(spec.choices), text,
+                       guess ? fmt::format("; did you mean '{}'?", *guess) : "");
+  };
+  switch (spec.type) {
+    case KF_PARAM_STRING:
+      return not_a_choice(value.text);
+    case KF_PARAM_STRING_LIST:
+      for (const std::string& item : value.items) {
+        if (auto problem = not_a_choice(item)) return problem;
+      }
+      return std::nullopt;
+    case KF_PARAM_INT:
+    case KF_PARAM_FLOAT:
+    case KF_PARAM_DURATION: {
+      const double x = value.number;
+      const bool min_exclusive = (spec.range & KF_RANGE_MIN_EXCLUSIVE) != 0;
+      const bool max_exclusive = (spec.range & KF_RANGE_MAX_EXCLUSIVE) != 0;
+      const char* unit = spec.type == KF_PARAM_DURATION ? " s" : "";
+      if ((spec.range & KF_RANGE_MIN) && (min_exclusive ? x <= spec.min : x < spec.min)) {
+        return fmt::format("{} must be {} {:g}{}, got {}", subject, min_exclusive ? "greater than" : "at least",
+                           spec.min, unit, value.text);
+      }
+      if ((spec.range & KF_RANGE_MAX) && (max_exclusive ? x >= spec.max : x > spec.max)) {
+        return fmt::format("{} must be {} {:g}{}, got {}", subject, max_exclusive ? "less than" : "at most",
+                           spec.max, unit, value.text);
+      }
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace kforge::loader
+
+namespace kforge::detail {
+
+std::optional<std::string> default_json(const ParamSpec& spec) {
+  if (!spec.default_value) return std::nullopt;
+  // A throwaway sink: a default that does not convert is simply left out of the schema;
+  // loading a pipeline that uses the kind reports it.
+  class Quiet : public loader::ValueSource {
+   public:
+    std::optional<std::string> text(const YAML::Node& scalar) override { return scalar.Scalar(); }
+    void error(const YAML::Node&, const std::string&) override {}
+  } quiet;
+  std::string problem;
+  auto node = loader::parse_default(spec, problem);
+  if (!node) return std::nullopt;
+  auto value = loader::convert(spec.type, *node, spec.name, quiet);
+  if (!value) return std::nullopt;
+  return value->json;
+}
+
+}  // namespace kforge::detail

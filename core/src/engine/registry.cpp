@@ -1,0 +1,296 @@
+#include "engine/registry.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "util/edit_distance.hpp"
+
+namespace fs = std::filesystem;
+
+namespace kforge {
+
+// A dlopen handle. Never dlclose'd: stage instances and static strings of the plugin may
+// outlive any scope we could tie the handle to, and unloading buys nothing in a CLI run.
+struct Registry::Library {
+  std::string path;
+  void* handle = nullptr;
+  const kf_plugin_descriptor* descriptor = nullptr;
+};
+
+Registry::Registry() = default;
+Registry::~Registry() = default;
+
+namespace {
+
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(path, ec);
+  return ec ? path : p.string();
+}
+
+}  // namespace
+
+const kf_plugin_descriptor* Registry::load(const std::string& path) {
+  const std::string file = canonical(path);
+  for (const auto& lib : libraries_) {
+    if (lib->path == file) return lib->descriptor;
+  }
+  // RTLD_LOCAL keeps each plugin's symbols (its own copy of fmt, the SDK's inline
+  // variables, ...) from binding to another plugin's.
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    throw PluginNotLoadable(fmt::format("cannot load plugin '{}': {}", file, why ? why : "unknown error"));
+  }
+  dlerror();
+  void* symbol = dlsym(handle, KF_PLUGIN_ENTRY_SYMBOL);
+  if (symbol == nullptr) {
+    throw PluginEntryMissing(fmt::format(
+        "'{}' is not a kforge plugin: it does not export '{}' (build it with KFORGE_PLUGIN(...) "
+        "from kforge/sdk.hpp)",
+        file, KF_PLUGIN_ENTRY_SYMBOL));
+  }
+  auto entry = reinterpret_cast<kf_plugin_entry_fn>(symbol);
+  const kf_plugin_descriptor* descriptor = entry();
+  if (descriptor == nullptr) {
+    throw PluginEntryMissing(fmt::format("plugin '{}': {}() returned no descriptor", file,
+                                         KF_PLUGIN_ENTRY_SYMBOL));
+  }
+  add(descriptor, file);
+  auto library = std::make_unique<Library>();
+  library->path = file;
+  library->handle = handle;
+  library->descriptor = descriptor;
+  libraries_.push_back(std::move(library));
+  return descriptor;
+}
+
+namespace {
+
+// Reads one parameter's spec and, where the table has them, its constraints.
+ParamSpec read_param(const kf_param_spec& spec, const kf_param_constraints* constraints, const std::string& where) {
+  ParamSpec p;
+  p.name = spec.name ? spec.name : "";
+  if (p.name.empty()) throw PluginError(fmt::format("{}: a parameter has no name", where));
+  p.type = spec.type;
+  p.required = spec.required != 0;
+  if (spec.default_value != nullptr && !p.required) p.default_value = spec.default_value;
+  p.doc = spec.doc ? spec.doc : "";
+  if (constraints == nullptr) return p;
+  if (constraints->struct_size < KF_PARAM_CONSTRAINTS_V1_SIZE) {
+    throw PluginAbiMismatch(fmt::format("{}: the constraints of parameter '{}' are a table of {} bytes, smaller than "
+                                        "any version of it ({} bytes)",
+                                        where, p.name, constraints->struct_size, KF_PARAM_CONSTRAINTS_V1_SIZE));
+  }
+  for (uint32_t i = 0; i < constraints->choice_count; ++i) p.choices.emplace_back(constraints->choices[i]);
+  p.range = constraints->range;
+  p.min = constraints->min;
+  p.max = constraints->max;
+  return p;
+}
+
+std::vector<ParamSpec> read_params(const kf_param_spec* specs, uint32_t count,
+                                   const kf_param_constraints* const* constraints, const std::string& where) {
+  std::vector<ParamSpec> params;
+  for (uint32_t i = 0; i < count; ++i) {
+    params.push_back(read_param(specs[i], constraints ? constraints[i] : nullptr, where));
+  }
+  return params;
+}
+
+kf_stage_role read_role(uint32_t role) {
+  return role <= KF_ROLE_FIX ? static_cast<kf_stage_role>(role) : KF_ROLE_OTHER;
+}
+
+// What stage and source kinds share: a table no shorter than its first release, the
+// functions every kind needs, identity, doc and parameters.
+template <typename Kind, typename Table>
+Kind read_kind(const Table& k, size_t first_release_size, const char* noun, bool has_functions,
+               const char* functions, const std::string& plugin, const std::string& version,
+               const std::string& origin) {
+  const std::string where = fmt::format("plugin '{}', {} kind '{}'", origin, noun, k.name);
+  if (k.struct_size < first_release_size) {
+    throw PluginAbiMismatch(fmt::format("{}: its table has {} bytes, smaller than any version of it ({} bytes)",
+                                        where, k.struct_size, first_release_size));
+  }
+  if (!has_functions) throw PluginError(fmt::format("{}: {} are required", where, functions));
+  Kind kind;
+  kind.name = k.name;
+  kind.doc = k.doc ? k.doc : "";
+  kind.plugin = plugin;
+  kind.version = version;
+  kind.file = origin;
+  const auto* constraints = KF_HAS_FIELD(&k, Table, param_constraints) ? k.param_constraints : nullptr;
+  kind.params = read_params(k.params, k.param_count, constraints, where);
+  kind.create = k.create;
+  kind.destroy = k.destroy;
+  return kind;
+}
+
+StageKind read_stage(const kf_stage_kind& k, const std::string& plugin, const std::string& version,
+                     const std::string& origin) {
+  StageKind kind = read_kind<StageKind>(k, KF_STAGE_KIND_V1_SIZE, "stage",
+                                        k.create != nullptr && k.process != nullptr && k.destroy != nullptr,
+                                        "create, process and destroy", plugin, version, origin);
+  for (uint32_t r = 0; r < k.route_count; ++r) kind.routes.emplace_back(k.routes[r]);
+  kind.flags = k.flags;
+  kind.process = k.process;
+  if (KF_HAS_FIELD(&k, kf_stage_kind, role)) kind.role = read_role(k.role);
+  if (KF_HAS_FIELD(&k, kf_stage_kind, cache_key)) kind.cache_key = k.cache_key;
+  return kind;
+}
+
+SourceKind read_source(const kf_source_kind& k, const std::string& plugin, const std::string& version,
+                       const std::string& origin) {
+  SourceKind kind = read_kind<SourceKind>(k, KF_SOURCE_KIND_V1_SIZE, "source",
+                                          k.create != nullptr && k.next != nullptr && k.destroy != nullptr,
+                                          "create, next and destroy", plugin, version, origin);
+  kind.next = k.next;
+  kind.count = k.count;
+  return kind;
+}
+
+}  // namespace
+
+void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
+  // abi_version is the first field of every descriptor version: safe to read first.
+  if (d->abi_version < KF_ABI_VERSION_MIN || d->abi_version > KF_ABI_VERSION) {
+    throw PluginAbiMismatch(fmt::format(
+        "plugin '{}' was built for kforge ABI version {}, but this kforge supports versions {} to "
+        "{}: rebuild the plugin against this kforge's SDK",
+        origin, d->abi_version, KF_ABI_VERSION_MIN, KF_ABI_VERSION));
+  }
+  if (d->struct_size < KF_PLUGIN_DESCRIPTOR_V1_SIZE) {
+    throw PluginAbiMismatch(fmt::format(
+        "plugin '{}' has a descriptor of {} bytes, smaller than ABI version {} allows ({} bytes)",
+        origin, d->struct_size, d->abi_version, KF_PLUGIN_DESCRIPTOR_V1_SIZE));
+  }
+  const std::string plugin = d->name ? d->name : "";
+  const std::string version = d->version ? d->version : "";
+  // Read and check every kind before registering any, so a rejected plugin leaves nothing
+  // behind.
+  auto check_unique = [&](const char* name, bool is_source) {
+    if (name == nullptr || *name == '\0') {
+      throw PluginError(fmt::format("plugin '{}' registers a kind without a name", origin));
+    }
+    auto clash = [&](const auto& kinds) -> const std::string* {
+      for (const auto& k : kinds) {
+        if (k.name == name) return &k.file;
+      }
+      return nullptr;
+    };
+    const std::string* other = is_source ? clash(sources_) : clash(stages_);
+    if (other != nullptr) {
+      throw DuplicateKind(fmt::format("{} kind '{}' is registered twice: by '{}' and by '{}'",
+                                      is_source ? "source" : "stage", name, *other, origin));
+    }
+  };
+  std::vector<StageKind> stages;
+  for (uint32_t i = 0; i < d->stage_count; ++i) {
+    check_unique(d->stages[i]->name, false);
+    for (const StageKind& earlier : stages) {
+      if (earlier.name == d->stages[i]->name) {
+        throw DuplicateKind(fmt::format("stage kind '{}' is registered twice by '{}'", earlier.name, origin));
+      }
+    }
+    stages.push_back(read_stage(*d->stages[i], plugin, version, origin));
+  }
+  std::vector<SourceKind> sources;
+  for (uint32_t i = 0; i < d->source_count; ++i) {
+    check_unique(d->sources[i]->name, true);
+    sources.push_back(read_source(*d->sources[i], plugin, version, origin));
+  }
+  for (StageKind& k : stages) stages_.push_back(std::move(k));
+  for (SourceKind& k : sources) sources_.push_back(std::move(k));
+}
+
+std::vector<std::string> Registry::discover(const std::vector<std::string>& directories) {
+  std::vector<std::string> problems;
+  for (const std::string& dir : directories) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_regular_file() && name.starts_with("lib") && name.ends_with(".so")) {
+        files.push_back(entry.path().string());
+      }
+    }
+    std::sort(files.begin(), files.end());  // load order, and so errors, are reproducible
+    for (const std::string& file : files) {
+      try {
+        load(file);
+      } catch (const PluginError& e) {
+        problems.emplace_back(e.what());
+      }
+    }
+  }
+  return problems;
+}
+
+const StageKind* Registry::stage(const std::string& name) const {
+  for (const auto& k : stages_) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const SourceKind* Registry::source(const std::string& name) const {
+  for (const auto& k : sources_) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Registry::closest(const std::string& name, bool sources) const {
+  std::vector<std::pair<size_t, std::string>> scored;
+  auto consider = [&](const std::string& candidate) {
+    size_t d = edit_distance(name, candidate);
+    // Close enough to be a typo, or the same last component ("upper" for "text.upper").
+    bool same_tail = candidate.size() > name.size() && candidate.ends_with("." + name);
+    if (d <= std::max<size_t>(2, name.size() / 3) || same_tail) scored.emplace_back(d, candidate);
+  };
+  if (sources) {
+    for (const auto& k : sources_) consider(k.name);
+  } else {
+    for (const auto& k : stages_) consider(k.name);
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < scored.size() && i < 3; ++i) names.push_back(scored[i].second);
+  return names;
+}
+
+std::vector<std::string> default_plugin_path() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("KFORGE_PLUGIN_PATH")) {
+    std::string value = env;
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t end = value.find(':', start);
+      if (end == std::string::npos) end = value.size();
+      if (end > start) dirs.push_back(value.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  // An installed binary uses the plugins of its own prefix (found from the executable, so
+  // an installed tree can be moved), wherever that prefix is, even inside a build tree; a
+  // binary in the build tree that is not installed uses the build tree's. Never both: the
+  // same plugin in both places would register every kind twice.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return dirs;
+  const fs::path installed = (exe.parent_path().parent_path() / KFORGE_INSTALL_PLUGIN_DIR).lexically_normal();
+  const std::string build_dir = KFORGE_BUILD_DIR;
+  if (fs::is_directory(installed, ec)) {
+    dirs.push_back(installed.string());
+  } else if (exe.string().starts_with(build_dir + "/") && fs::is_directory(KFORGE_BUILD_PLUGIN_DIR, ec)) {
+    dirs.push_back(KFORGE_BUILD_PLUGIN_DIR);
+  }
+  return dirs;
+}
+
+}  // namespace kforge

@@ -1,0 +1,129 @@
+// Loads plugin shared objects and keeps the stage and source kinds they register.
+#pragma once
+
+#include "api.hpp"
+
+#include <kforge/abi.h>
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kforge {
+
+// Why a plugin could not be loaded; each case is its own class so callers and tests
+// can tell them apart.
+class KFORGE_API PluginError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+class KFORGE_API PluginNotLoadable : public PluginError {  // dlopen failed: the message has dlerror()
+ public:
+  using PluginError::PluginError;
+};
+class KFORGE_API PluginEntryMissing : public PluginError {  // no kforge_plugin_entry symbol
+ public:
+  using PluginError::PluginError;
+};
+class KFORGE_API PluginAbiMismatch : public PluginError {  // says the plugin's and the host's versions
+ public:
+  using PluginError::PluginError;
+};
+class KFORGE_API DuplicateKind : public PluginError {  // names both files
+ public:
+  using PluginError::PluginError;
+};
+
+// One parameter of a kind's schema as the host reads it: the ABI's kf_param_spec and, when
+// the plugin declares them (since 0.2), its constraints.
+struct ParamSpec {
+  std::string name;
+  kf_param_type type = KF_PARAM_STRING;
+  std::optional<std::string> default_value;  // YAML text; none when required or absent
+  bool required = false;
+  std::string doc;
+  std::vector<std::string> choices;  // empty: any text
+  uint32_t range = 0;                // KF_RANGE_* bits
+  double min = 0;
+  double max = 0;
+};
+
+// A stage kind as a plugin registered it, read once from its ABI table: the rest of the
+// runtime never touches kf_stage_kind, whatever version of the table the plugin has.
+struct StageKind {
+  std::string name;
+  std::string doc;
+  std::string plugin;   // plugin name
+  std::string version;  // plugin version
+  std::string file;     // shared object it came from
+  std::vector<ParamSpec> params;
+  std::vector<std::string> routes;  // named routes besides pass/fail/error
+  uint32_t flags = 0;               // KF_STAGE_*
+  kf_stage_role role = KF_ROLE_OTHER;
+  decltype(kf_stage_kind::create) create = nullptr;
+  decltype(kf_stage_kind::process) process = nullptr;
+  decltype(kf_stage_kind::destroy) destroy = nullptr;
+  decltype(kf_stage_kind::cache_key) cache_key = nullptr;  // nullptr when the stage adds nothing
+
+  bool waits() const { return (flags & KF_STAGE_WAITS) != 0; }
+  bool cacheable() const { return (flags & KF_STAGE_CACHEABLE) != 0; }
+};
+
+struct SourceKind {
+  std::string name;
+  std::string doc;
+  std::string plugin;
+  std::string version;
+  std::string file;
+  std::vector<ParamSpec> params;
+  decltype(kf_source_kind::create) create = nullptr;
+  decltype(kf_source_kind::next) next = nullptr;
+  decltype(kf_source_kind::destroy) destroy = nullptr;
+  decltype(kf_source_kind::count) count = nullptr;  // nullptr when the source cannot tell
+};
+
+class KFORGE_API Registry {
+ public:
+  Registry();
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // Loads one shared object and registers its kinds; throws a PluginError subclass. Tables
+  // of any size from their first release (KF_*_V1_SIZE) on are accepted: fields a plugin's
+  // table lacks take their defaults, fields this host does not know are left alone.
+  // Loading the same file twice is a no-op. Returns the plugin's descriptor.
+  const kf_plugin_descriptor* load(const std::string& path);
+
+  // Registers a descriptor that is linked into the executable (tests, built-ins).
+  void add(const kf_plugin_descriptor* descriptor, const std::string& origin);
+
+  // Loads every lib*.so in `directories`, in order (see default_plugin_path()).
+  // Problems with single files are returned as messages; the rest still loads.
+  std::vector<std::string> discover(const std::vector<std::string>& directories);
+
+  const StageKind* stage(const std::string& name) const;
+  const SourceKind* source(const std::string& name) const;
+  // In registration order; a deque, so that the kinds a loaded pipeline points at stay put
+  // when more plugins load.
+  const std::deque<StageKind>& stages() const { return stages_; }
+  const std::deque<SourceKind>& sources() const { return sources_; }
+  // Known kind names closest to `name` (edit distance), best first, for "did you mean".
+  std::vector<std::string> closest(const std::string& name, bool sources) const;
+
+ private:
+  struct Library;
+  std::vector<std::unique_ptr<Library>> libraries_;
+  std::deque<StageKind> stages_;
+  std::deque<SourceKind> sources_;
+};
+
+// The default search path: KFORGE_PLUGIN_PATH entries, then the build tree's plugin
+// directory when this binary runs from the build tree, else the install prefix's.
+// Directories that do not exist are left out.
+KFORGE_API std::vector<std::string> default_plugin_path();
+
+}  // namespace kforge

@@ -1,0 +1,468 @@
+#include "report/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+std::string or_dash(const std::optional<double>& value, const char* format) {
+  return value ? fmt::format(fmt::runtime(format), *value) : "-";
+}
+
+std::string share_cell(const Share& share) { return share.total == 0 ? "-" : format_share(share); }
+
+bool has_named(const std::vector<GroupMetrics>& groups) {
+  return std::any_of(groups.begin(), groups.end(), [](const GroupMetrics& g) { return g.name != "(none)"; });
+}
+
+Table summary_table(const Metrics& m) {
+  Table t{"Summary", "pass rate: tasks with a correct candidate; pass@1: correct candidates", {"Metric", "Value"}, {}};
+  auto row = [&](std::string name, std::string value) { t.rows.push_back({std::move(name), std::move(value)}); };
+  row("Strategy", m.label);
+  row("Tasks", std::to_string(m.tasks));
+  row("Candidates", std::to_string(m.candidates.total));
+  row("Pass rate", format_share(m.solved));
+  row("Candidates passed (pass@1)", format_share(m.candidates));
+  row("First pass", std::to_string(m.first_pass));
+  row("Passed after fixing", std::to_string(m.solved_by_fix));
+  row("Fix rounds", std::to_string(m.fix_rounds));
+  row("Compile rate", m.compile_known ? format_share(m.compiled) : "-");
+  row("Geometric mean speedup", m.geomean_speedup ? fmt::format("{} over {} tasks", format_speedup(m.geomean_speedup), m.speedup_tasks) : "-");
+  row("Evaluation time", format_seconds(m.eval_seconds));
+  row("Generation time", format_seconds(m.gen_seconds));
+  row("Tokens in / out", fmt::format("{:.0f} / {:.0f}", m.tokens_in, m.tokens_out));
+  row("Total cost", format_money(m.cost));
+  row("Cost per pass", m.cost_per_pass ? format_money(*m.cost_per_pass) : "-");
+  row("Cache hits", fmt::format("{} of {} stage verdicts", m.cache_hits, m.attempts));
+  return t;
+}
+
+Table models_table(const Metrics& m) {
+  Table t{"Models", "pass rate over the tasks each model had candidates for; fix rounds: back edges taken",
+          {"Model", "Pass rate", "First pass", "Fix rounds", "Passed after fixing", "Candidates passed"}, {}};
+  for (const ModelMetrics& mm : m.models) {
+    t.rows.push_back({mm.model, format_share(mm.solved), std::to_string(mm.first_pass), std::to_string(mm.fix_rounds),
+                      std::to_string(mm.solved_by_fix), format_share(mm.candidates)});
+  }
+  return t;
+}
+
+Table model_complexity_table(const Metrics& m) {
+  Table t{"Pass rate by complexity", "tasks of each class solved by each model", {"Model"}, {}};
+  for (const auto& c : m.complexity_classes) t.columns.push_back(c);
+  for (const ModelMetrics& mm : m.models) {
+    std::vector<std::string> row{mm.model};
+    for (const auto& c : m.complexity_classes) {
+      auto it = mm.by_complexity.find(c);
+      row.push_back(it == mm.by_complexity.end() ? "-" : share_cell(it->second));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+Table group_table(const std::string& title, const std::string& first, const std::vector<GroupMetrics>& groups,
+                  bool compile_known) {
+  Table t{title, "tasks; compiled: some candidate compiled; speedup: mean of the tasks' best",
+          {first, "Tasks", "Compiled", "Passed", "Mean speedup"}, {}};
+  for (const GroupMetrics& g : groups) {
+    t.rows.push_back({g.name, std::to_string(g.solved.total), compile_known ? share_cell(g.compiled) : "-",
+                      share_cell(g.solved), format_speedup(g.mean_speedup)});
+  }
+  return t;
+}
+
+Table errors_table(const Metrics& m) {
+  Table t{"Error classes", fmt::format("final error class of the {} failed candidates", m.failed_candidates),
+          {"Error class", "Candidates", "Share"}, {}};
+  for (const ErrorShare& e : m.errors) t.rows.push_back({e.error_class, std::to_string(e.count), format_percent(e.share)});
+  return t;
+}
+
+Table rounds_table(const Metrics& m) {
+  Table t{"Fix rounds", "every candidate's state after round r (one that ended earlier keeps its final state)",
+          {"Round", "Reached", "Compiled", "Passed", "Mean speedup"}, {}};
+  for (const RoundMetrics& r : m.rounds) {
+    t.rows.push_back({std::to_string(r.round), std::to_string(r.reached), m.compile_known ? share_cell(r.compiled) : "-",
+                      share_cell(r.passed), format_speedup(r.mean_speedup)});
+  }
+  return t;
+}
+
+Table fast_p_table(const Metrics& m) {
+  Table t{"fast_p", "tasks with a correct candidate more than p times as fast as the baseline", {"p", "fast_p"}, {}};
+  for (const FastP& f : m.fast_p) t.rows.push_back({fmt::format("{:g}", f.p), share_cell(f.tasks)});
+  return t;
+}
+
+Table pass_at_k_table(const Metrics& m) {
+  Table t{"pass@k", "unbiased estimator 1 - C(n-c,k)/C(n,k), mean over tasks", {"k", "pass@k"}, {}};
+  for (const PassAtK& p : m.pass_at_k) t.rows.push_back({std::to_string(p.k), format_percent(p.value)});
+  return t;
+}
+
+Table selection_table(const Metrics& m) {
+  Table t{"Model selection", "candidates per chosen model and how they did", {"Model", "Chosen", "Share", "Pass rate"}, {}};
+  for (const SelectionRow& s : m.selection) {
+    t.rows.push_back({s.model, std::to_string(s.chosen), format_percent(s.share), share_cell(s.passed)});
+  }
+  return t;
+}
+
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void markdown_table(std::string& out, const Table& t) {
+  out += fmt::format("## {}\n\n", t.title);
+  if (!t.note.empty()) out += fmt::format("_{}_\n\n", t.note);
+  std::vector<std::string> cells;
+  for (const auto& c : t.columns) cells.push_back(markdown_cell(c));
+  out += fmt::format("| {} |\n|", fmt::join(cells, " | "));
+  for (size_t i = 0; i < t.columns.size(); ++i) out += i == 0 ? "---|" : "---:|";
+  out += "\n";
+  for (const auto& row : t.rows) {
+    cells.clear();
+    for (const auto& c : row) cells.push_back(markdown_cell(c));
+    out += fmt::format("| {} |\n", fmt::join(cells, " | "));
+  }
+  out += "\n";
+}
+
+json share_json(const Share& s) { return {{"count", s.count}, {"total", s.total}, {"rate", s.rate()}}; }
+
+json optional_json(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+json failures_json(const std::vector<CandidateFailure>& failures) {
+  json out = json::array();
+  for (const auto& f : failures) {
+    out.push_back({{"sample", f.sample}, {"round", f.round}, {"error_class", f.error_class}, {"message", f.message}});
+  }
+  return out;
+}
+
+json group_json(const std::vector<GroupMetrics>& groups) {
+  json out = json::array();
+  for (const auto& g : groups) {
+    out.push_back({{"name", g.name}, {"solved", share_json(g.solved)}, {"compiled", share_json(g.compiled)},
+                   {"mean_speedup", optional_json(g.mean_speedup)}});
+  }
+  return out;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("cannot write '{}': {}", path.string(), std::strerror(errno)));
+}
+
+}  // namespace
+
+std::optional<ReportFormat> parse_report_format(const std::string& name) {
+  if (name == "text") return ReportFormat::Text;
+  if (name == "md") return ReportFormat::Markdown;
+  if (name == "json") return ReportFormat::Json;
+  if (name == "html") return ReportFormat::Html;
+  if (name == "junit") return ReportFormat::Junit;
+  return std::nullopt;
+}
+
+Report load_report(const std::string& directory) {
+  Store store((fs::path(directory) / kStoreFileName).string(), StoreMode::ReadOnly);
+  const std::optional<RunRecord> latest = store.latest_run();
+  if (!latest) throw StoreError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
+  Report report;
+  report.directory = directory;
+  report.runs = store.series_runs(latest->series);
+  report.metrics = compute_metrics(store.load_dataset(latest->series));
+  return report;
+}
+
+std::string format_share(const Share& share) {
+  return fmt::format("{}/{} ({})", share.count, share.total, format_percent(share.rate()));
+}
+
+std::string format_percent(double rate) { return fmt::format("{:.1f}%", rate * 100.0); }
+
+std::string format_seconds(double seconds) { return fmt::format("{:.1f} s", seconds); }
+
+std::string format_money(double dollars) {
+  return dollars >= 1.0 ? fmt::format("${:.2f}", dollars) : fmt::format("${:.4f}", dollars);
+}
+
+std::string format_speedup(std::optional<double> speedup) { return or_dash(speedup, "{:.2f}x"); }
+
+std::vector<Table> report_tables(const Metrics& m) {
+  std::vector<Table> tables{summary_table(m), models_table(m)};
+  if (has_named(m.by_complexity)) {
+    tables.push_back(model_complexity_table(m));
+    tables.push_back(group_table("Complexity classes", "Class", m.by_complexity, m.compile_known));
+  }
+  if (has_named(m.by_category)) tables.push_back(group_table("Categories", "Category", m.by_category, m.compile_known));
+  if (!m.errors.empty()) tables.push_back(errors_table(m));
+  if (!m.rounds.empty()) tables.push_back(rounds_table(m));
+  tables.push_back(fast_p_table(m));
+  if (!m.pass_at_k.empty()) tables.push_back(pass_at_k_table(m));
+  if (!m.selection.empty()) tables.push_back(selection_table(m));
+  return tables;
+}
+
+Table task_table(const Metrics& m) {
+  Table t{"Tasks", "best: the fastest correct candidate (best-of-k)",
+          {"Task", "Category", "Class", "Passed", "Best sample", "Best speedup", "First failure"}, {}};
+  for (const TaskResult& r : m.per_task) {
+    t.rows.push_back({r.task_id, r.category.empty() ? "-" : r.category, r.complexity.empty() ? "-" : r.complexity,
+                      format_share(r.candidates), r.best_sample ? std::to_string(*r.best_sample) : "-",
+                      format_speedup(r.best_speedup), r.failures.empty() ? "" : r.failures.front().describe()});
+  }
+  return t;
+}
+
+Table comparison_table(const std::vector<Metrics>& strategies) {
+  Table t{"Strategies", "pass rate: tasks solved; cost per pass: total cost / tasks solved",
+          {"Strategy", "Pass rate", "Evaluation time", "Generation time", "Total cost", "Cost per pass", "fast_1"}, {}};
+  std::vector<std::string> classes;
+  for (const Metrics& m : strategies) {
+    for (const auto& c : m.complexity_classes) {
+      if (c != "(none)" && std::find(classes.begin(), classes.end(), c) == classes.end()) classes.push_back(c);
+    }
+  }
+  std::sort(classes.begin(), classes.end());
+  for (const auto& c : classes) t.columns.push_back(c);
+  for (const Metrics& m : strategies) {
+    std::vector<std::string> row{m.label, format_share(m.solved), format_seconds(m.eval_seconds),
+                                 format_seconds(m.gen_seconds), format_money(m.cost),
+                                 m.cost_per_pass ? format_money(*m.cost_per_pass) : "-",
+                                 share_cell(fast_p(m.per_task, 1.0))};
+    for (const auto& c : classes) {
+      auto it = std::find_if(m.by_complexity.begin(), m.by_complexity.end(), [&](const GroupMetrics& g) { return g.name == c; });
+      row.push_back(it == m.by_complexity.end() ? "-" : share_cell(it->solved));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string render_text(const std::vector<Table>& tables) {
+  std::string out;
+  for (const Table& t : tables) {
+    std::vector<size_t> width(t.columns.size(), 0);
+    auto widen = [&](const std::vector<std::string>& row) {
+      for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    };
+    widen(t.columns);
+    for (const auto& row : t.rows) widen(row);
+    auto line = [&](const std::vector<std::string>& row) {
+      std::string text;
+      for (size_t i = 0; i < width.size(); ++i) {
+        const std::string& cell = i < row.size() ? row[i] : std::string();
+        // The first column names the row; the others are numbers, aligned on the right.
+        text += i == 0 ? fmt::format("{:<{}}", cell, width[i]) : fmt::format("  {:>{}}", cell, width[i]);
+      }
+      while (!text.empty() && text.back() == ' ') text.pop_back();
+      return text + "\n";
+    };
+    out += fmt::format("{}\n", t.title);
+    if (!t.note.empty()) out += fmt::format("({})\n", t.note);
+    out += line(t.columns);
+    size_t total = 0;
+    for (size_t w : width) total += w + 2;
+    out += std::string(total > 2 ? total - 2 : 0, '-') + "\n";
+    for (const auto& row : t.rows) out += line(row);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string render_markdown(const Report& report) {
+  std::string out = fmt::format("# kforge report: {}\n\n", report.metrics.label);
+  for (const RunRecord& r : report.runs) {
+    out += fmt::format("- run {}: `{}` ({}), {} to {}, {}, kforge {}, host {}{}\n", r.id, r.pipeline, r.pipeline_file,
+                       r.started_at, r.ended_at.empty() ? "-" : r.ended_at, r.status, r.kforge_version, r.host,
+                       r.devices.empty() ? "" : ", devices " + r.devices);
+  }
+  out += "\n";
+  std::vector<Table> tables = report_tables(report.metrics);
+  tables.push_back(task_table(report.metrics));
+  return out + render_markdown_tables(tables);
+}
+
+std::string render_markdown_tables(const std::vector<Table>& tables) {
+  std::string out;
+  for (const Table& t : tables) markdown_table(out, t);
+  return out;
+}
+
+std::string render_json(const Report& report) {
+  const Metrics& m = report.metrics;
+  json out;
+  out["kforge_report"] = 1;
+  out["strategy"] = m.label;
+  auto& runs = out["runs"] = json::array();
+  for (const RunRecord& r : report.runs) {
+    runs.push_back({{"id", r.id}, {"pipeline", r.pipeline}, {"pipeline_file", r.pipeline_file},
+                    {"kforge_version", r.kforge_version}, {"host", r.host}, {"devices", r.devices},
+                    {"expected_jobs", r.expected_jobs}, {"started_at", r.started_at}, {"ended_at", r.ended_at},
+                    {"status", r.status}});
+  }
+  out["summary"] = {{"tasks", m.tasks},
+                    {"solved", share_json(m.solved)},
+                    {"candidates", share_json(m.candidates)},
+                    {"first_pass", m.first_pass},
+                    {"solved_by_fix", m.solved_by_fix},
+                    {"fix_rounds", m.fix_rounds},
+                    {"compile_known", m.compile_known},
+                    {"compiled", share_json(m.compiled)},
+                    {"geomean_speedup", optional_json(m.geomean_speedup)},
+                    {"speedup_tasks", m.speedup_tasks},
+                    {"eval_seconds", m.eval_seconds},
+                    {"gen_seconds", m.gen_seconds},
+                    {"tokens_in", m.tokens_in},
+                    {"tokens_out", m.tokens_out},
+                    {"cost", m.cost},
+                    {"cost_per_pass", optional_json(m.cost_per_pass)},
+                    {"attempts", m.attempts},
+                    {"cache_hits", m.cache_hits},
+                    {"failed_candidates", m.failed_candidates}};
+  auto& models = out["models"] = json::array();
+  for (const ModelMetrics& mm : m.models) {
+    json by_class = json::object();
+    for (const auto& [c, s] : mm.by_complexity) by_class[c] = share_json(s);
+    models.push_back({{"model", mm.model}, {"solved", share_json(mm.solved)}, {"candidates", share_json(mm.candidates)},
+                      {"first_pass", mm.first_pass}, {"solved_by_fix", mm.solved_by_fix},
+                      {"fix_rounds", mm.fix_rounds}, {"by_complexity", by_class}});
+  }
+  out["complexity"] = group_json(m.by_complexity);
+  out["categories"] = group_json(m.by_category);
+  auto& errors = out["errors"] = json::array();
+  for (const ErrorShare& e : m.errors) errors.push_back({{"error_class", e.error_class}, {"count", e.count}, {"share", e.share}});
+  auto& rounds = out["rounds"] = json::array();
+  for (const RoundMetrics& r : m.rounds) {
+    rounds.push_back({{"round", r.round}, {"reached", r.reached}, {"compiled", share_json(r.compiled)},
+                      {"passed", share_json(r.passed)}, {"mean_speedup", optional_json(r.mean_speedup)}});
+  }
+  auto& fast = out["fast_p"] = json::array();
+  for (const FastP& f : m.fast_p) fast.push_back({{"p", f.p}, {"tasks", share_json(f.tasks)}});
+  auto& pass = out["pass_at_k"] = json::array();
+  for (const PassAtK& p : m.pass_at_k) pass.push_back({{"k", p.k}, {"value", p.value}});
+  auto& selection = out["selection"] = json::array();
+  for (const SelectionRow& s : m.selection) {
+    selection.push_back({{"model", s.model}, {"chosen", s.chosen}, {"share", s.share}, {"passed", share_json(s.passed)}});
+  }
+  auto& tasks = out["tasks"] = json::array();
+  for (const TaskResult& r : m.per_task) {
+    tasks.push_back({{"task", r.task_id}, {"category", r.category}, {"complexity", r.complexity},
+                     {"candidates", share_json(r.candidates)}, {"solved", r.solved},
+                     {"best_sample", r.best_sample ? json(*r.best_sample) : json(nullptr)},
+                     {"best_speedup", optional_json(r.best_speedup)}, {"failures", failures_json(r.failures)},
+                     {"seconds", r.seconds}});
+  }
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::vector<std::string> write_report_files(const Report& report, const std::string& directory,
+                                            const std::vector<ReportFormat>& formats) {
+  std::vector<std::string> written;
+  auto wants = [&](ReportFormat f) { return std::find(formats.begin(), formats.end(), f) != formats.end(); };
+  auto write = [&](const char* name, const std::string& text) {
+    const fs::path path = fs::path(directory) / name;
+    write_file(path, text);
+    written.push_back(path.string());
+  };
+  if (wants(ReportFormat::Markdown)) write("report.md", render_markdown(report));
+  if (wants(ReportFormat::Json)) write("report.json", render_json(report));
+  if (wants(ReportFormat::Html)) write("report.html", render_html(report));
+  if (wants(ReportFormat::Junit)) write("junit.xml", render_junit(report));
+  return written;
+}
+
+std::pair<double, double> parse_fast_p_threshold(const std::string& text) {
+  const auto colon = text.find(':');
+  auto number = [&](const std::string& part, const char* what) {
+    size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size()) {
+      throw std::invalid_argument(fmt::format("--min-fast-p '{}': {} '{}' is not a number (expected P:SHARE, e.g. 1.0:0.2)", text, what, part));
+    }
+    return value;
+  };
+  if (colon == std::string::npos) {
+    throw std::invalid_argument(fmt::format("--min-fast-p '{}': expected P:SHARE, e.g. 1.0:0.2 (at least 20% of tasks correct and faster than 1.0x)", text));
+  }
+  const double p = number(text.substr(0, colon), "P");
+  const double share = number(text.substr(colon + 1), "SHARE");
+  if (p < 0) throw std::invalid_argument(fmt::format("--min-fast-p '{}': P must be >= 0", text));
+  if (share < 0 || share > 1) throw std::invalid_argument(fmt::format("--min-fast-p '{}': SHARE must be between 0 and 1", text));
+  return {p, share};
+}
+
+std::vector<std::string> missed_thresholds(const Metrics& m, const Thresholds& thresholds) {
+  std::vector<std::string> missed;
+  if (thresholds.min_pass_rate && m.solved.rate() < *thresholds.min_pass_rate) {
+    missed.push_back(fmt::format("pass rate {} is below --min-pass-rate {:g}", format_share(m.solved), *thresholds.min_pass_rate));
+  }
+  for (const auto& [p, share] : thresholds.min_fast_p) {
+    const Share got = fast_p(m.per_task, p);
+    if (got.rate() < share) {
+      missed.push_back(fmt::format("fast_{:g} {} is below --min-fast-p {:g}:{:g}", p, format_share(got), p, share));
+    }
+  }
+  return missed;
+}
+
+std::string markup_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') continue;
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace kforge

@@ -1,0 +1,316 @@
+#include "run/store/store.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "run/store/schema.hpp"
+#include "run/store/statements.hpp"
+#include "util/sha256.hpp"
+
+namespace kforge {
+namespace {
+
+using json = nlohmann::ordered_json;
+using sql::exec_sql;
+using sql::now_iso;
+using sql::Statement;
+using sql::Transaction;
+
+constexpr int kBusyTimeoutMs = 10000;
+
+std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The latest schema: what a ReadWrite store migrates to.
+int current_schema() { return schema_migrations().back().to; }
+
+}  // namespace
+
+Store::Store(const std::string& path, StoreMode mode) : path_(path) {
+  const bool read_only = mode == StoreMode::ReadOnly;
+  if (read_only && !std::filesystem::exists(path)) {
+    throw StoreError(fmt::format("no run store at '{}': is this a kforge output directory (run `kforge run ... --out DIR`)?", path));
+  }
+  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError(fmt::format("cannot open the run store '{}': {}; check that the output directory exists and is {}",
+                                 path, message, read_only ? "readable" : "writable"));
+  }
+  try {
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    if (read_only) {
+      schema_version_ = sql::user_version(db_, path_);
+      if (schema_version_ == 0) {
+        throw StoreError(fmt::format("'{}' is not a kforge run store (it has no kforge schema)", path_));
+      }
+      if (schema_version_ > current_schema()) {
+        throw StoreError(fmt::format("run store '{}' has schema version {}, newer than this kforge knows ({}): use a "
+                                     "newer kforge",
+                                     path_, schema_version_, current_schema()));
+      }
+    } else {
+      exec_sql(db_, path_, "PRAGMA journal_mode = WAL");
+      exec_sql(db_, path_, "PRAGMA synchronous = NORMAL");
+      migrate(db_, schema_migrations(), path_);
+      schema_version_ = current_schema();
+      statements_ = std::make_unique<Statements>(db_, path_);
+    }
+  } catch (...) {
+    statements_.reset();
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Store::Statements& Store::writes() {
+  if (!statements_) throw StoreError(fmt::format("run store '{}' is open read-only", path_));
+  return *statements_;
+}
+
+Store::~Store() {
+  statements_.reset();
+  if (db_ != nullptr) sqlite3_close(db_);
+}
+
+std::optional<RunRecord> Store::latest_run() {
+  std::lock_guard lock(mutex_);
+  Statement q(db_, path_, "SELECT series FROM runs ORDER BY id DESC LIMIT 1");
+  std::optional<int64_t> series;
+  while (q.step()) series = q.integer(0);
+  if (!series) return std::nullopt;
+  return read_series(*series).back();
+}
+
+std::vector<RunRecord> Store::series_runs(int64_t series) {
+  std::lock_guard lock(mutex_);
+  return read_series(series);
+}
+
+std::vector<RunRecord> Store::read_series(int64_t series) {
+  // Schema 1 has no secret seeds.
+  const std::string seed = schema_version_ >= 2 ? "secret_seed" : "NULL";
+  Statement q(db_, path_,
+              ("SELECT id, series, pipeline, strategy, pipeline_file, config, config_hash, kforge_version, host, "
+               "devices, expected_jobs, started_at, ended_at, status, " + seed + " FROM runs WHERE series = ?1 ORDER BY id")
+                  .c_str());
+  q.bind(1, series);
+  std::vector<RunRecord> runs;
+  while (q.step()) {
+    RunRecord r;
+    r.id = q.integer(0);
+    r.series = q.integer(1);
+    r.pipeline = q.text(2);
+    r.label = q.text(3);
+    r.pipeline_file = q.text(4);
+    r.config = q.text(5);
+    r.config_hash = q.text(6);
+    r.kforge_version = q.text(7);
+    r.host = q.text(8);
+    r.devices = q.text(9);
+    r.expected_jobs = static_cast<uint64_t>(q.integer(10));
+    r.started_at = q.text(11);
+    r.ended_at = q.text(12);
+    r.status = q.text(13);
+    if (!q.is_null(14)) r.secret_seed = std::stoull(q.text(14), nullptr, 16);
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+int64_t Store::begin_run(RunRecord run) {
+  std::lock_guard lock(mutex_);
+  Statements& w = writes();
+  Transaction tx(w.begin, w.commit, w.rollback);
+  Statement insert(db_, path_,
+                   "INSERT INTO runs (series, pipeline, strategy, pipeline_file, config, config_hash, kforge_version, "
+                   "host, devices, expected_jobs, started_at, status, secret_seed) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+  const std::string seed = run.secret_seed ? fmt::format("{:016x}", *run.secret_seed) : "";
+  insert.bind(1, run.series)
+      .bind(2, run.pipeline)
+      .bind(3, run.label)
+      .bind(4, run.pipeline_file)
+      .bind(5, run.config)
+      .bind(6, run.config_hash)
+      .bind(7, run.kforge_version)
+      .bind(8, run.host)
+      .bind(9, run.devices)
+      .bind(10, static_cast<int64_t>(run.expected_jobs))
+      .bind(11, run.started_at.empty() ? now_iso() : run.started_at)
+      .bind(12, std::string(to_string(RunStatus::Running)))
+      .bind(13, run.secret_seed ? &seed : nullptr);
+  insert.run();
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  if (run.series == 0) {
+    Statement own(db_, path_, "UPDATE runs SET series = id WHERE id = ?1");
+    own.bind(1, id).run();
+  }
+  tx.commit();
+  return id;
+}
+
+void Store::set_expected_jobs(int64_t run, uint64_t jobs) {
+  std::lock_guard lock(mutex_);
+  writes();
+  Statement update(db_, path_, "UPDATE runs SET expected_jobs = ?2 WHERE id = ?1");
+  update.bind(1, run).bind(2, static_cast<int64_t>(jobs)).run();
+}
+
+void Store::end_run(int64_t run, RunStatus status) {
+  std::lock_guard lock(mutex_);
+  writes();
+  Statement update(db_, path_, "UPDATE runs SET status = ?2, ended_at = ?3 WHERE id = ?1");
+  update.bind(1, run).bind(2, std::string(to_string(status))).bind(3, now_iso()).run();
+}
+
+void Store::put_artifact(const std::string& hash, const char* kind, const std::string& content) {
+  statements_->artifact.bind(1, hash)
+      .bind(2, std::string(kind))
+      .bind(3, static_cast<int64_t>(content.size()))
+      .bind_blob(4, content)
+      .run();
+}
+
+void Store::upsert_task(const Task& task) {
+  auto text = [&](const char* key) {
+    auto it = task.strings.find(key);
+    return it == task.strings.end() ? std::string() : it->second;
+  };
+  auto level = task.numbers.find(KF_KEY_TASK_LEVEL);
+  auto source = task.strings.find(KF_KEY_TASK_SOURCE);
+  Statement& s = statements_->task;
+  s.bind(1, task.id())
+      .bind(2, static_cast<int64_t>(task.index))
+      .bind(3, text(KF_KEY_TASK_NAME))
+      .bind(4, level == task.numbers.end() ? std::nullopt : std::optional<double>(level->second))
+      .bind(5, text(KF_KEY_TASK_CATEGORY))
+      .bind(6, text(KF_KEY_TASK_COMPLEXITY))
+      .bind(7, text(KF_KEY_TASK_FORMAT))
+      .bind(8, text(KF_KEY_TASK_PATH));
+  if (source != task.strings.end()) {
+    s.bind(9, sha256_hex(source->second));
+  } else {
+    s.bind_null(9);
+  }
+  s.run();
+}
+
+void Store::record_attempt(int64_t run, const Job& job, const Verdict& v) {
+  // Hash outside the lock: it is the costly part and needs nothing shared.
+  const std::string* code = job.find_string(KF_KEY_CANDIDATE_CODE);
+  const std::string* diff = job.find_string(KF_KEY_CANDIDATE_DIFF);
+  if (code != nullptr && code->empty()) code = nullptr;
+  if (diff != nullptr && diff->empty()) diff = nullptr;
+  const std::string code_hash = code ? sha256_hex(*code) : "";
+  const std::string diff_hash = diff ? sha256_hex(*diff) : "";
+  const std::string log_hash = v.log_tail.empty() ? "" : sha256_hex(v.log_tail);
+  json metrics = json::object();
+  for (const auto& [name, value] : v.metrics) metrics[name] = value;
+  const std::string metrics_text = dump(metrics);
+
+  std::lock_guard lock(mutex_);
+  Statements& w = writes();
+  Transaction tx(w.begin, w.commit, w.rollback);
+  if (code) put_artifact(code_hash, "code", *code);
+  if (diff) put_artifact(diff_hash, "diff", *diff);
+  if (!log_hash.empty()) put_artifact(log_hash, "log", v.log_tail);
+  Statement& s = w.attempt;
+  s.bind(1, run)
+      .bind(2, job.task->id())
+      .bind(3, static_cast<int64_t>(job.sample))
+      .bind(4, static_cast<int64_t>(v.round))
+      .bind(5, static_cast<int64_t>(job.verdicts.size()))
+      .bind(6, v.stage)
+      .bind(7, v.kind)
+      .bind(8, std::string(to_string(v.status)))
+      .bind(9, v.route)
+      .bind(10, v.error_class)
+      .bind(11, v.message)
+      .bind(12, log_hash.empty() ? nullptr : &log_hash)
+      .bind(13, metrics_text)
+      .bind(14, job.find_string(KF_KEY_CANDIDATE_MODEL))
+      .bind(15, job.find_number(KF_KEY_CANDIDATE_TOKENS_IN))
+      .bind(16, job.find_number(KF_KEY_CANDIDATE_TOKENS_OUT))
+      .bind(17, job.find_number(KF_KEY_CANDIDATE_COST))
+      .bind(18, v.seconds)
+      .bind(19, static_cast<int64_t>(v.cached ? 1 : 0))
+      .bind(20, code ? &code_hash : nullptr)
+      .bind(21, diff ? &diff_hash : nullptr)
+      .bind(22, now_iso())
+      .bind(23, std::string(to_string(v.role)))
+      .bind(24, static_cast<int64_t>(v.measured ? 1 : 0));
+  s.run();
+  tx.commit();
+}
+
+void Store::record_job(int64_t run, const JobOutcome& o) {
+  const std::string code_hash = o.code.empty() ? "" : sha256_hex(o.code);
+  // What the candidate did not say stays NULL, as in the attempts.
+  auto text = [&](const char* key) -> const std::string* {
+    auto it = o.candidate_text.find(key);
+    return it == o.candidate_text.end() ? nullptr : &it->second;
+  };
+  auto number = [&](const char* key) -> std::optional<double> {
+    auto it = o.candidate_numbers.find(key);
+    return it == o.candidate_numbers.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  json rounds = json::array();
+  for (size_t r = 0; r < o.compiled_in_round.size(); ++r) {
+    if (o.compiled_in_round[r] != 0) rounds.push_back(r);
+  }
+  const std::string compiled_rounds = dump(rounds);
+
+  std::lock_guard lock(mutex_);
+  Statements& w = writes();
+  Transaction tx(w.begin, w.commit, w.rollback);
+  if (o.task != nullptr && o.task_id != last_task_) {
+    upsert_task(*o.task);
+    last_task_ = o.task_id;
+  }
+  if (!o.code.empty()) put_artifact(code_hash, "code", o.code);
+  Statement& s = w.job;
+  s.bind(1, run)
+      .bind(2, o.task_id)
+      .bind(3, static_cast<int64_t>(o.sample))
+      .bind(4, static_cast<int64_t>(o.job_index))
+      .bind(5, std::string(to_string(o.status)))
+      .bind(6, static_cast<int64_t>(o.round))
+      .bind(7, o.stage)
+      .bind(8, o.error_class)
+      .bind(9, o.message)
+      .bind(10, text(KF_KEY_CANDIDATE_MODEL))
+      .bind(11, text(KF_KEY_CANDIDATE_LANGUAGE))
+      .bind(12, number(KF_KEY_CANDIDATE_TOKENS_IN))
+      .bind(13, number(KF_KEY_CANDIDATE_TOKENS_OUT))
+      .bind(14, number(KF_KEY_CANDIDATE_COST))
+      .bind(15, o.speedup)
+      .bind(16, o.code.empty() ? nullptr : &code_hash)
+      .bind(17, static_cast<int64_t>(o.attempts))
+      .bind(18, o.seconds)
+      .bind(19, now_iso())
+      .bind(20, text(KF_KEY_CANDIDATE_DEVICE))
+      .bind(21, o.compile_evidence ? &compiled_rounds : nullptr)
+      .bind(22, o.eval_seconds)
+      .bind(23, o.gen_seconds)
+      .bind(24, static_cast<int64_t>(o.cached_attempts));
+  s.run();
+  tx.commit();
+}
+
+std::set<std::pair<std::string, int>> Store::finished_jobs(int64_t series) {
+  std::lock_guard lock(mutex_);
+  Statement q(db_, path_,
+              "SELECT jobs.task_id, jobs.sample FROM jobs JOIN runs ON runs.id = jobs.run_id WHERE runs.series = ?1");
+  q.bind(1, series);
+  std::set<std::pair<std::string, int>> done;
+  while (q.step()) done.emplace(q.text(0), static_cast<int>(q.integer(1)));
+  return done;
+}
+
+
+}  // namespace kforge

@@ -1,0 +1,89 @@
+// The run store: one SQLite database (kforge.db) per output directory, in WAL mode, with
+// runs, tasks, attempts (one row per stage verdict), jobs (one row per finished job),
+// artifacts by content hash, and the verdict cache. docs/reports.md describes the tables.
+//
+// Writes are serialised by one mutex and each is its own transaction, committed before
+// the call returns: a verdict is on disk before its job moves on, so a killed runner loses
+// only work in flight.
+#pragma once
+
+#include "api.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/executor.hpp"
+#include "report/metrics.hpp"
+#include "run/store/run_record.hpp"
+#include "run/store/store_error.hpp"
+
+struct sqlite3;
+
+namespace kforge {
+
+inline constexpr const char* kStoreFileName = "kforge.db";
+
+// How a Store opens its database.
+enum class StoreMode {
+  // Creates the database when missing and migrates it to the current schema: `kforge run`.
+  ReadWrite,
+  // The database must exist; it is neither written nor migrated (a store an older kforge
+  // wrote is read as it is): `kforge report`, `kforge compare`.
+  ReadOnly,
+};
+
+class KFORGE_API Store {
+ public:
+  // Opens the database at `path`. Throws StoreError (a missing file in ReadOnly mode, a
+  // schema newer than this kforge's, SQLite's own errors).
+  explicit Store(const std::string& path, StoreMode mode = StoreMode::ReadWrite);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // ---- runs
+  std::optional<RunRecord> latest_run();
+  // Inserts the run (id assigned; series 0 means a fresh run) and returns its id.
+  int64_t begin_run(RunRecord run);
+  void set_expected_jobs(int64_t run, uint64_t jobs);
+  void end_run(int64_t run, RunStatus status);
+  std::vector<RunRecord> series_runs(int64_t series);
+
+  // ---- what a run writes (thread-safe)
+  void record_attempt(int64_t run, const Job& job, const Verdict& verdict);
+  void record_job(int64_t run, const JobOutcome& outcome);
+
+  // (task id, sample) of every job finished in the series: what --resume skips.
+  std::set<std::pair<std::string, int>> finished_jobs(int64_t series);
+
+  // ---- verdict cache (thread-safe)
+  std::optional<CachedVerdict> find_cached(const std::string& key);
+  void put_cached(const std::string& key, const CachedVerdict& entry);
+
+  // ---- reports: the finished jobs of a series, in job order.
+  Dataset load_dataset(int64_t series);
+
+ private:
+  struct Statements;
+  std::vector<RunRecord> read_series(int64_t series);  // with the mutex held
+  void upsert_task(const Task& task);
+  void put_artifact(const std::string& hash, const char* kind, const std::string& content);
+  Statements& writes();  // throws in ReadOnly mode
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  int schema_version_ = 0;  // what the database holds: older than current only in ReadOnly mode
+  std::mutex mutex_;
+  std::unique_ptr<Statements> statements_;  // ReadWrite mode only
+  std::string last_task_;  // the task upserted last: the k jobs of a task come together
+};
+
+}  // namespace kforge

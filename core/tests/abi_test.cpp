@@ -1,0 +1,149 @@
+// The ABI's growth promise, both ways: a plugin built before the tables grew and one built
+// against a newer header both load and run; a plugin built with this SDK runs on a host that
+// offers only the first release's functions.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "engine/executor.hpp"
+#include "engine/host.hpp"
+#include "engine/pipeline/load.hpp"
+#include "engine/registry.hpp"
+#include "support/hand_built_pipeline.hpp"
+
+namespace {
+
+using kforge::testing::range_pipeline;
+using kforge::testing::stage;
+
+const std::string kPlugins = KFORGE_TEST_EXTRA_PLUGIN_DIR;
+
+class Finished : public kforge::RunObserver {
+ public:
+  void job_finished(const kforge::Job& job, const kforge::JobOutcome& outcome) override {
+    outcomes.push_back(outcome);
+    jobs.push_back(job);
+  }
+  std::vector<kforge::JobOutcome> outcomes;
+  std::vector<kforge::Job> jobs;
+};
+
+kforge::testing::PipelineSpec one_stage(const std::string& source, const std::string& kind) {
+  kforge::testing::PipelineSpec p;
+  p.name = "abi";
+  p.source = source;
+  p.stages = {stage("only", kind)};
+  return p;
+}
+
+TEST(Abi, APluginWithTheFirstReleasesTablesLoadsAndRuns) {
+  kforge::Registry registry;
+  registry.load(kPlugins + "/libtest_short_table.so");
+  const kforge::StageKind* kind = registry.stage("short.pass");
+  ASSERT_NE(kind, nullptr);
+  EXPECT_EQ(kind->role, KF_ROLE_OTHER);  // a field its table does not have: the default
+  EXPECT_EQ(kind->cache_key, nullptr);
+  const kforge::Plan plan = kforge::testing::compile(registry, one_stage("short.tasks", "short.pass"));
+  kforge::Executor executor(plan);
+  Finished finished;
+  const auto summary = executor.run(finished);
+  EXPECT_EQ(summary.passed, 3u);
+  ASSERT_EQ(finished.jobs.size(), 3u);
+  EXPECT_EQ(*finished.jobs[2].find_string("short.seen"), "old-2");
+}
+
+TEST(Abi, APluginWithLongerTablesLoadsAndRunsOnWhatTheHostKnows) {
+  kforge::Registry registry;
+  registry.load(kPlugins + "/libtest_long_table.so");
+  const kforge::StageKind* kind = registry.stage("long.run");
+  ASSERT_NE(kind, nullptr);
+  EXPECT_EQ(kind->role, KF_ROLE_RUN);
+  ASSERT_EQ(kind->params.size(), 1u);
+  EXPECT_EQ(kind->params[0].range, KF_RANGE_MIN);  // read from a longer constraints table
+  ASSERT_NE(registry.source("long.tasks"), nullptr);
+  EXPECT_NE(registry.source("long.tasks")->count, nullptr);
+
+  auto draft = one_stage("long.tasks", "long.run");
+  draft.stages[0].config = kforge::load_params(*kind, "{factor: 4}", ".");
+  const kforge::Plan plan = kforge::testing::compile(registry, draft);
+  kforge::Executor executor(plan);
+  Finished finished;
+  EXPECT_EQ(executor.run(finished).passed, 2u);
+  ASSERT_EQ(finished.outcomes.size(), 2u);
+  EXPECT_EQ(finished.outcomes[0].speedup, 4.0);
+
+  try {
+    kforge::load_params(*kind, "{factor: 0}", ".");
+    ADD_FAILURE() << "factor 0 is below the declared minimum";
+  } catch (const kforge::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("must be at least 1, got 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Abi, ATableShorterThanItsFirstReleaseIsRefused) {
+  kforge::Registry registry;
+  registry.load(kPlugins + "/libtest_short_table.so");  // the real thing loads
+  const kf_plugin_descriptor* d = registry.load(kPlugins + "/libtest_short_table.so");
+  kf_stage_kind truncated{};
+  std::memcpy(&truncated, d->stages[0], KF_STAGE_KIND_V1_SIZE);
+  truncated.struct_size = KF_STAGE_KIND_V1_SIZE - sizeof(void*);
+  truncated.name = "short.truncated";
+  const kf_stage_kind* stages[] = {&truncated};
+  kf_plugin_descriptor broken = *d;
+  broken.stages = stages;
+  broken.source_count = 0;
+  try {
+    registry.add(&broken, "truncated");
+    ADD_FAILURE() << "a table shorter than any version must be refused";
+  } catch (const kforge::PluginAbiMismatch& e) {
+    EXPECT_NE(std::string(e.what()).find("smaller than any version of it"), std::string::npos) << e.what();
+  }
+}
+
+// A host of the first release: the SDK must not touch job_cancelled, job_run_seed or
+// job_measured, and fall back where there is something to fall back to.
+TEST(Abi, AnSdkPluginRunsOnAHostWithTheFirstReleasesTable) {
+  kforge::Registry registry;
+  registry.load(kPlugins + "/libtest_npu.so");
+  registry.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so");
+  kf_host_api old_host = *kforge::host_api();
+  old_host.struct_size = KF_HOST_API_V1_SIZE;
+
+  auto call = [&](const kforge::StageKind& kind, const std::string& params, kforge::Job& job,
+                  const kforge::CancelToken& cancel) {
+    const kforge::StageConfig config = kforge::load_params(kind, params, ".");
+    void* instance = nullptr;
+    char err[256] = {0};
+    EXPECT_EQ(kind.create(&old_host, reinterpret_cast<const kf_config*>(&config), &instance, err, sizeof err), KF_OK);
+    kforge::Verdict verdict;
+    kforge::JobCall c;
+    c.job = &job;
+    c.verdict = &verdict;
+    c.routes = &kind.routes;
+    c.cancel = &cancel;
+    c.run_seed = 1234;
+    {
+      const kforge::CurrentRun current(cancel);
+      EXPECT_EQ(kind.process(instance, reinterpret_cast<kf_job*>(&c), err, sizeof err), KF_OK) << err;
+    }
+    kind.destroy(instance);
+    return verdict;
+  };
+  kforge::Job job;
+  job.task = std::make_shared<kforge::Task>();
+  const kforge::CancelToken running;
+  const kforge::Verdict generated = call(*registry.stage("vllm.generate"), "{}", job, running);
+  EXPECT_EQ(generated.status, kforge::VerdictStatus::Pass);
+  EXPECT_EQ(*job.find_string("npu.seed"), "none") << "the old host offers no seed";
+
+  const kforge::Verdict timed = call(*registry.stage("npu.run"), "{}", job, running);
+  EXPECT_FALSE(timed.measured) << "the old host cannot take the mark";
+
+  kforge::CancelToken cancelled;
+  cancelled.request();
+  const kforge::Verdict slept = call(*registry.stage("demo.sleep"), "{seconds: 30}", job, cancelled);
+  EXPECT_EQ(slept.error_class, "cancelled") << "cancelled() falls back to run_cancelled()";
+}
+
+}  // namespace
