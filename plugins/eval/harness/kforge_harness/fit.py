@@ -61,10 +61,16 @@ MB = footprint.MB
 CPU_WORK_PER_S = 1e9
 DEFAULT_MAX_FORWARD_S = 0.5  # on CPU; accelerators are not limited by work
 MIN_GAIN = 0.01  # a move must lower the need by this share to count
+# What each stage of the search may shrink: (smallest value, kind). "dimension": constants
+# that size tensors (batch, channels, widths, image sides): changing one changes the
+# shapes of the tensors a meta run makes; "any": also counts and structure (layers,
+# repeats: changing one changes only how many tensors of each shape there are), as a last
+# resort for memory.
+STAGES = ((SCALE_THRESHOLD, "dimension"), (2, "dimension"), (2, "any"))
 MAX_VERIFICATIONS = 4
 RUN_TIMEOUT_S = 120.0  # one real run of the reference
 MARGIN = 0.1  # aim this much below the budget after a real run measured more than the meta device
-SLOW_FACTOR = 4.0  # a real forward this many times over max_forward_s makes the search go on
+SLOW_FACTOR = 8.0  # a real forward this many times over max_forward_s makes the search go on
 
 
 class FitError(Exception):
@@ -215,27 +221,36 @@ class _Search:
         self.max_forward_s = max_forward_s
         self.mem_target = budget
         self.on_meta = True
-        self.small_constants_changed = False
+        self.structure = set()  # constants whose change left the tensors' shapes alone
+        self.outcomes = {}  # (on the meta device?, sizes) -> Outcome
+        self.unusual = {}  # constants shrunk below 16 or that are not sizes: {name: stage kind}
+        self.work_stuck = None  # the work no size could lower further, if over the bound
         self.blockers = {}
 
     # ---- evaluating one assignment ----
 
     def evaluate(self, sizes):
-        if self.on_meta:
-            self.evaluations += 1
-            return footprint.on_meta(self.code, sizes, self.budget / 4)
-        return self.real(sizes)
+        """The outcome at `sizes`, once per assignment: later rounds retry constants whose
+        earlier candidates failed, and the same candidates fail the same way."""
+        key = (self.on_meta, tuple(sorted(sizes.items())))
+        if key not in self.outcomes:
+            if self.on_meta:
+                self.evaluations += 1
+                self.outcomes[key] = footprint.on_meta(self.code, sizes, self.budget / 4)
+            else:
+                self.outcomes[key] = self.real(sizes)
+        return self.outcomes[key]
 
     def real(self, sizes):
-        # The address-space limit makes a far too big candidate fail at its first big
-        # allocation instead of swapping the machine; beyond the budget it allows room
-        # for torch's own mappings and workspaces.
+        # The address-space limit makes a too big candidate fail at its first big
+        # allocation, in milliseconds, instead of computing for seconds (or swapping);
+        # beyond the budget it allows room for malloc's arenas and threads' stacks.
         self.evaluations += 1
         timeout_s = RUN_TIMEOUT_S
         if self.max_forward_s:  # far slower than the bound is all a real run must show
             timeout_s = min(timeout_s, 2 * SLOW_FACTOR * self.max_forward_s + 10)
         return footprint.on_device(self.code, sizes, self.device, timeout_s,
-                                   address_limit=2 * self.budget + 512 * MB,
+                                   address_limit=self.budget + 64 * MB,
                                    time_again_over_s=self.max_forward_s)
 
     def need(self, outcome):
@@ -278,7 +293,10 @@ class _Search:
         # real from the start.
         self.on_meta = self.code.format == "kernelbench-torch"
         first = self.evaluate(self.start)
-        if first.kind == "meta_unsupported":
+        if first.kind in ("meta_unsupported", "error") and self.on_meta:
+            # The meta device cannot run it, or it fails there: the meta run feeds zeros
+            # to whatever reads values back (x.max().item()), which may take a path the
+            # real data would not. Only a real run says the task is broken.
             self.on_meta = False
             first = self.evaluate(self.start)
         self._raise_if_broken(first)
@@ -287,12 +305,15 @@ class _Search:
             sizes, outcome = self.shrink(sizes, outcome)
             measured = outcome if not self.on_meta else self.real(sizes)
             if measured.kind == "error":
-                raise TaskBroken(
-                    f"{self.code.path}: at the fitted sizes {_sizes_text(sizes)} the reference "
-                    f"runs on the meta device but fails for real in {measured.phase}: "
-                    f"{measured.error}")
+                # The meta device was wrong about these sizes (values it cannot know): search
+                # again from the start, with real runs.
+                self.on_meta = False
+                self.mem_target = self.budget
+                sizes, outcome = self.start, self.evaluate(self.start)
+                self._raise_if_broken(outcome)
+                continue
             over_memory = not measured.ok or measured.peak_bytes > self.budget
-            too_slow = self._too_slow(measured)
+            too_slow = self._too_slow(measured) and self.work_stuck is None
             if not over_memory and not too_slow:
                 return sizes, measured
             if not self.on_meta:  # the real-run search aimed at the budget itself
@@ -332,39 +353,56 @@ class _Search:
                              f"{outcome.phase}: {outcome.error}")
 
     def shrink(self, sizes, outcome):
-        """Greedy rounds from `sizes` until the need is within the targets."""
+        """Greedy rounds from `sizes`, stage by stage (STAGES), until the need is within
+        the targets. Memory is a hard bound; work is not: where no size lowers it further,
+        the sizes stand and the note says so."""
         need = self.need(outcome)
-        for floor in (SCALE_THRESHOLD, 2):
-            frozen = set()
-            while need is None or need > 1:
-                moved = False
-                for name in self._order(sizes, floor, frozen):
-                    found = self._move(sizes, name, need)
-                    if found is None:
-                        continue
-                    if found == "frozen":
-                        frozen.add(name)
-                        continue
-                    sizes, outcome, need = found
-                    moved = True
-                    if floor < SCALE_THRESHOLD:
-                        self.small_constants_changed = True
-                    if need is not None and need <= 1:
-                        return sizes, outcome
-                if not moved:
-                    break
+        for floor, kind in STAGES:
             if need is not None and need <= 1:
-                return sizes, outcome
-        raise self._cannot_fit(sizes, outcome, None)
+                break
+            if kind == "any" and not self._over_memory(outcome):
+                break  # the model's structure changes for memory only, never for time
+            sizes, outcome, need = self._rounds(sizes, outcome, need, floor, kind)
+        if need is None or need > 1:
+            if self._over_memory(outcome):
+                raise self._cannot_fit(sizes, outcome, None)
+            self.work_stuck = outcome.work
+        return sizes, outcome
 
-    def _order(self, sizes, floor, frozen):
+    def _over_memory(self, outcome):
+        return not outcome.ok or outcome.peak_bytes > self.mem_target
+
+    def _rounds(self, sizes, outcome, need, floor, kind):
+        frozen = set()
+        while need is None or need > 1:
+            moved = False
+            for name in self._order(sizes, floor, kind, frozen):
+                found = self._move(sizes, outcome, name, need, kind)
+                if found is None:
+                    continue
+                if found == "frozen":
+                    frozen.add(name)
+                    continue
+                sizes, outcome, need = found
+                moved = True
+                if floor < SCALE_THRESHOLD or kind == "any":
+                    self.unusual[name] = kind
+                if need is not None and need <= 1:
+                    break
+            if not moved or (need is not None and need <= 1):
+                break
+        return sizes, outcome, need
+
+    def _order(self, sizes, floor, kind, frozen):
         names = [n for n, v in sizes.items()
-                 if n not in self.fixed and n not in frozen and v >= floor]
+                 if n not in self.fixed and n not in frozen and v >= floor
+                 and (kind == "any" or n not in self.structure)]
         return sorted(names, key=lambda n: (-sizes[n], n))
 
-    def _move(self, sizes, name, need):
+    def _move(self, sizes, current, name, need, kind):
         """The first candidate for `name` that runs and lowers the need: (sizes, outcome,
-        need); None if a candidate runs without helping; "frozen" if none runs."""
+        need); None if a candidate runs without helping; "frozen" if none runs, or if
+        `name` turns out to size no tensor while only sizes may shrink (kind)."""
         value = sizes[name]
         together = sorted(n for n, v in sizes.items()
                           if v == value and n not in self.fixed and n != name)
@@ -378,6 +416,12 @@ class _Search:
                 if outcome.kind in ("error", "meta_unsupported", "import"):
                     errors.append(f"{value} -> {candidate}: {outcome.error}")
                     continue
+                if (kind != "any" and self.on_meta and outcome.ok and current.ok
+                        and outcome.shapes == current.shapes):
+                    self.structure.add(name)
+                    self.blockers[name] = (f"{value}: sizes no tensor (a count or the model's "
+                                           "structure), shrunk only when memory needs it")
+                    return "frozen"
                 new_need = self.need(outcome)
                 if need is None or new_need is None or new_need < need * (1 - MIN_GAIN):
                     self.blockers.pop(name, None)
@@ -416,8 +460,17 @@ class _Search:
                 f"peak {measured.peak_bytes / MB:.1f} MB")
         if not changed:
             text += ", no size changed"
-        if self.small_constants_changed:
-            text += "; constants below 16 had to shrink too"
+        small = sorted(n for n, kind in self.unusual.items() if kind == "dimension")
+        structure = sorted(n for n, kind in self.unusual.items() if kind == "any")
+        if small:
+            text += f"; sizes below {SCALE_THRESHOLD} shrank too: {', '.join(small)}"
+        if structure:
+            text += (f"; the model's structure changed (constants that size no tensor): "
+                     f"{', '.join(structure)}")
+        if self.work_stuck is not None:
+            text += (f"; its forward does {self.work_stuck:.3g} units of work, over the "
+                     f"{self.max_work:.3g} of max_forward_s {self.max_forward_s:g} s, and no "
+                     "size lowers it further")
         return text
 
 
@@ -453,7 +506,7 @@ def main(argv=None):
         print(f"{name} = {value}" + (f"  (was {old})" if old != value else ""))
     forward = f", forward {result.forward_s:.3f} s" if result.forward_s is not None else ""
     print(f"peak {result.peak_mb:.1f} MB on {args.device}{forward}; {result.note}; "
-          f"{result.seconds:.2f} s", file=sys.stderr)
+          f"{result.seconds:.2f} s")
     return 0
 
 

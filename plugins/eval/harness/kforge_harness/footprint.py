@@ -58,7 +58,7 @@ class Outcome:
     inputs or forward."""
 
     def __init__(self, kind, peak_bytes=0, work=0, forward_s=None, error="", phase="",
-                 missing=None):
+                 missing=None, shapes=()):
         self.kind = kind
         self.peak_bytes = peak_bytes
         self.work = work
@@ -66,13 +66,14 @@ class Outcome:
         self.error = error
         self.phase = phase
         self.missing = missing
+        self.shapes = frozenset(shapes)  # the distinct tensor shapes a meta run made
 
     @property
     def ok(self):
         return self.kind == "ok"
 
     def to_json(self):
-        return dict(vars(self))
+        return {key: value for key, value in vars(self).items() if key != "shapes"}
 
     @classmethod
     def from_json(cls, data):
@@ -228,9 +229,11 @@ class _LiveBytes(TorchDispatchMode):
         self.peak = 0
         self.work = 0
         self._holders = {}  # storage id -> [bytes, live tensors known to hold it]
+        self.shapes = set()
 
     def hold(self, tensor):
         """Counts `tensor`'s storage until the last tensor known to hold it dies."""
+        self.shapes.add(tuple(tensor.shape))
         storage = _storage(tensor)
         key = storage._cdata
         entry = self._holders.get(key)
@@ -273,9 +276,12 @@ class _LiveBytes(TorchDispatchMode):
         return out
 
 
-def _failure(exc, phase):
+def _failure(exc, phase, path):
+    """An Outcome for an exception the task's code raised; the location is the innermost
+    line of the task file (not of torch's dispatch machinery) where there is one."""
     text = f"{type(exc).__name__}: {exc}".strip()
     frames = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in frames if f.filename == path] or frames
     if frames:
         last = frames[-1]
         text += f" ({os.path.basename(last.filename)}:{last.lineno}, in {last.name})"
@@ -318,7 +324,7 @@ def _reference_run(code, sizes, hold, time_again_over_s=0, sync=lambda: None):
                 forward_s = min(forward_s, time.perf_counter() - start)
             return Outcome("ok", forward_s=forward_s), output
     except Exception as exc:  # noqa: BLE001 - any failure of the task's code is a finding
-        return _failure(exc, phase), None
+        return _failure(exc, phase, code.path), None
 
 
 def on_meta(code, sizes, fallback_bytes):
@@ -328,6 +334,7 @@ def on_meta(code, sizes, fallback_bytes):
     with torch.no_grad(), _OnMeta(), tracker:
         outcome, output = _reference_run(code, sizes, tracker.hold)
         peak, work = tracker.peak, tracker.work
+        outcome.shapes = frozenset(tracker.shapes)
         del output
     if outcome.kind == "error" and _META_UNSUPPORTED.search(outcome.error):
         outcome.kind = "meta_unsupported"
