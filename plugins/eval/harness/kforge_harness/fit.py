@@ -11,27 +11,37 @@ error, an assert or a divisibility error rejects a candidate, and the peak of li
 bytes ranks it. The chosen sizes are then run for real (footprint.on_device) and their
 measured peak must be within the budget.
 
-The search, deterministic (the same task, budget and device give the same sizes):
+The search:
 - the sizes are the task's module-level integer constants (sizes.py's slots);
-- it goes in rounds; each round tries to shrink every constant >= 16 once, the largest
-  value first (names break ties), so big dimensions shrink together and keep their
-  proportions, as size_scale would; values below 16 (kernel sizes, strides, heads, small
-  channel counts) are the model's structure and shrink only when nothing else can;
+- it goes in stages (STAGES), each in rounds; a round tries to shrink every constant of
+  the stage once, the largest value first (names break ties), so big dimensions shrink
+  together and keep their proportions, as size_scale would. First the constants >= 16
+  that size tensors, then the smaller ones that do (a batch of 10, an image side of 14);
+  a constant whose change leaves every tensor's shape as it was sizes nothing (a layer
+  count: it changes how many tensors there are) and waits for the last stage, which
+  runs only when memory is still over the budget; the note names what shrank there;
 - one shrink of a constant v tries, in order, the largest divisors of v that are at most
   v/2 (keeping any divisibility v had: 224 -> 112, 56, 32), then gentler steps (3v/4,
   7v/8), then the same move applied to every constant of the same value together (two
   constants that must stay equal); the first candidate that runs and lowers the need by
   1% or more wins; a constant none of whose candidates runs stays as it is;
-- it stops as soon as the need is within the budget; a round that changes nothing ends
-  the search: the task cannot fit, and the error names each constant that would not
-  shrink, why, and the smallest peak reached.
+- it stops as soon as the need is within the targets; when no move helps any more and
+  memory is still over the budget, the task cannot fit, and the error names each
+  constant that would not shrink, why, and the smallest peak reached.
 
-Besides memory, on CPU a forward must not take hours: the work of a forward (multiply-adds
-of matmuls and convolutions plus elements written by other operators, counted on the meta
-device) is held under `max_forward_s` x a fixed CPU speed (deterministic, unlike a
-measured time). Where the meta device lacks an operator (torch 1.13: 3D max pooling), the
-same search runs on real runs in forked children with an address-space limit, guided by
-their measured peaks and times (then not strictly deterministic).
+Besides memory, on CPU a forward must not take minutes: the work of a forward
+(multiply-adds of matmuls and convolutions plus elements written by other operators,
+counted on the meta device) is held under `max_forward_s` x a fixed CPU speed. Work is a
+soft bound: where no size lowers it further the sizes stand, and the note says so.
+
+Deterministic: the same task, budget and device give the same sizes. Decisions rest on
+meta-device estimates; a real measurement steers only when it shows the estimate was too
+low (memory: allocator workspaces; time: a forward SLOW_FACTOR times slower than the
+work predicts), in quarter-octave steps, so its noise matters only at a step's edge.
+Where the meta device cannot run the reference (it fails there, e.g. a path chosen on a
+value read back from the data, which the meta run sees as zero) or the task is not a
+PyTorch one (kernelbench-numpy, -mindspore), the same search runs on real runs in
+forked children with an address-space limit, and their measurements decide.
 
 size_scale applies first: the search starts from the file's sizes scaled by size_scale
 (base_sizes, a manifest profile's sizes, replace those and are never shrunk). Tasks with
@@ -41,6 +51,7 @@ their task.fit_memory_mb to 0.
 
 import argparse
 import ast
+import dataclasses
 import json
 import math
 import sys
@@ -98,25 +109,24 @@ class CannotFit(FitError):
         self.blockers = blockers
 
 
+@dataclasses.dataclass
 class FitResult:
     """sizes: every module-level integer constant at its chosen value (a complete
     task.sizes); changes: {name: (value in the file, chosen value)} for those that differ;
     peak_mb: the measured peak at the chosen sizes on the device; forward_s: the measured
-    time of one forward there; note: what was done, one line; seconds: time fit() took."""
+    time of one forward there; note: what was done, one line; seconds: time fit() took;
+    evaluations: how many runs of the reference it took (meta and real)."""
 
-    def __init__(self, sizes, changes, peak_mb, forward_s, note, seconds, evaluations):
-        self.sizes = sizes
-        self.changes = changes
-        self.peak_mb = peak_mb
-        self.forward_s = forward_s
-        self.note = note
-        self.seconds = seconds
-        self.evaluations = evaluations
+    sizes: dict
+    changes: dict
+    peak_mb: float
+    forward_s: float
+    note: str
+    seconds: float
+    evaluations: int
 
     def to_json(self):
-        return {"sizes": self.sizes, "changes": {k: list(v) for k, v in self.changes.items()},
-                "peak_mb": self.peak_mb, "forward_s": self.forward_s, "note": self.note,
-                "seconds": self.seconds, "evaluations": self.evaluations}
+        return dataclasses.asdict(self)
 
 
 def fit(path, task_format="kernelbench-torch", budget_mb=256, device="cpu", base_sizes=None,
@@ -324,7 +334,7 @@ class _Search:
             # was measured and search on from here.
             if over_memory:
                 ratio = measured.peak_bytes / self.budget if measured.ok else 2.0
-                self.mem_target /= ratio * (1 + MARGIN)
+                self.mem_target /= _quarter_octave(ratio * (1 + MARGIN))
             if too_slow:
                 slower = measured.forward_s / self.max_forward_s if measured.ok else 8.0
                 self.max_work /= 2 ** math.ceil(math.log2(slower))
@@ -472,6 +482,12 @@ class _Search:
                      f"{self.max_work:.3g} of max_forward_s {self.max_forward_s:g} s, and no "
                      "size lowers it further")
         return text
+
+
+def _quarter_octave(factor):
+    """`factor` rounded up to a power of 2 ** 0.25: the next target depends on a real
+    measurement, and a few percent of noise in it should rarely change the sizes."""
+    return 2 ** (math.ceil(4 * math.log2(factor)) / 4)
 
 
 def _sizes_text(sizes):

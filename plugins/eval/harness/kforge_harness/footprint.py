@@ -18,6 +18,7 @@ its memory): fit.py calls them in a forked child of its caller.
 
 import ast
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -49,31 +50,31 @@ _OUT_OF_MEMORY = re.compile(
     r"failed to allocate|MemoryError", re.IGNORECASE)
 
 
+@dataclasses.dataclass
 class Outcome:
     """What one run of the reference at one size assignment gave.
 
     kind: "ok", "import" (the task's own import failed: `missing` names the module),
     "meta_unsupported", "memory" (allocation failed), "timeout" or "error" (the task
     is invalid at these sizes). `phase` says where it failed: module, init inputs, init,
-    inputs or forward."""
+    inputs or forward. `shapes`: the distinct tensor shapes a meta run made."""
 
-    def __init__(self, kind, peak_bytes=0, work=0, forward_s=None, error="", phase="",
-                 missing=None, shapes=()):
-        self.kind = kind
-        self.peak_bytes = peak_bytes
-        self.work = work
-        self.forward_s = forward_s
-        self.error = error
-        self.phase = phase
-        self.missing = missing
-        self.shapes = frozenset(shapes)  # the distinct tensor shapes a meta run made
+    kind: str
+    peak_bytes: int = 0
+    work: int = 0
+    forward_s: float = None
+    error: str = ""
+    phase: str = ""
+    missing: str = None
+    shapes: frozenset = frozenset()
 
     @property
     def ok(self):
         return self.kind == "ok"
 
     def to_json(self):
-        return {key: value for key, value in vars(self).items() if key != "shapes"}
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
+                if field.name != "shapes"}
 
     @classmethod
     def from_json(cls, data):

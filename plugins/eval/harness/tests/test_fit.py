@@ -3,7 +3,9 @@ size_scale broke real KernelBench tasks (tests/data/tasks/fit/)."""
 
 import contextlib
 import io
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -210,6 +212,37 @@ class FootprintTest(unittest.TestCase):
         self.assertEqual(fit.smaller_values(224), [112, 56, 32, 168, 196])
         self.assertEqual(fit.smaller_values(16), [8, 4, 2, 12, 14])
         self.assertEqual(fit.smaller_values(2), [1])
+
+
+def cuda_device_present():
+    """Without initialising CUDA here: torch.cuda.is_available() would initialise the
+    driver, and no forked child of this process could use the GPU afterwards."""
+    return torch.backends.cuda.is_built() and os.path.exists("/dev/nvidiactl")
+
+
+@unittest.skipUnless(cuda_device_present(), "no CUDA device (/dev/nvidiactl) or torch without CUDA")
+class CudaFitTest(unittest.TestCase):
+    """On a GPU host: the verification runs on the device, in the fitter's child; the
+    fitter runs in a fresh interpreter, as the reference worker would call it before
+    touching the device (this test process may have initialised CUDA already)."""
+
+    def fit_on_cuda(self, name, budget_mb):
+        answer = subprocess.run(
+            [sys.executable, "-m", "kforge_harness.fit", "--device", "cuda:0", "--budget-mb",
+             str(budget_mb), "--json", os.path.join(FIT_TASKS, name + ".py")],
+            cwd=client.HARNESS_DIR, capture_output=True, text=True, timeout=300, check=False)
+        self.assertEqual(answer.returncode, 0, answer.stderr)
+        return json.loads(answer.stdout)
+
+    def test_fits_the_six_gigabyte_activation_into_a_device_budget(self):
+        result = self.fit_on_cuda("huge_activation", 64)
+        self.assertLessEqual(result["peak_mb"], 64)
+        self.assertGreater(result["peak_mb"], 8)  # the allocator's real peak, not nothing
+        self.assertLess(result["sizes"]["batch_size"], 65536)
+
+    def test_grouped_convolution_stays_valid_on_the_device(self):
+        sizes = self.fit_on_cuda("grouped_conv", 16)["sizes"]
+        self.assertEqual((sizes["in_channels"] % 8, sizes["out_channels"] % 8), (0, 0))
 
 
 class ForkedTest(unittest.TestCase):
