@@ -9,10 +9,13 @@ import json
 import os
 import select
 import signal
+import sys
 import time
 import traceback
 
 import torch
+
+from . import isolation
 
 
 class ChildFailed(Exception):
@@ -40,11 +43,16 @@ def call(function, timeout_s):
     ChildFailed when the child ends without a result or runs past `timeout_s`."""
     read_fd, write_fd = os.pipe()
     threaded = len(os.listdir("/proc/self/task")) > 1
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child never returns into the caller's code
         status = 1
         try:
             os.close(read_fd)
+            isolation.die_with_parent(parent)
+            # What the task prints goes to the log (stderr): the caller's stdout may be a
+            # protocol channel (the harness server's).
+            os.dup2(2, 1)
             if threaded:
                 # libgomp's thread pool does not survive fork: the child of a process that
                 # ran parallel CPU work hangs in its first parallel region unless it uses
@@ -55,6 +63,8 @@ def call(function, timeout_s):
         except BaseException:  # noqa: BLE001 - reported by the parent as a death
             traceback.print_exc()
         finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
             os._exit(status)
     os.close(write_fd)
     chunks, deadline = [], time.monotonic() + timeout_s

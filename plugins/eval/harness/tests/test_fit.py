@@ -177,6 +177,15 @@ class FitContractTest(unittest.TestCase):
         self.assertEqual((torch.get_default_dtype(), torch.is_grad_enabled()), (dtype, grad))
         self.assertNotIn("kforge_fit_task", sys.modules)
 
+    def test_what_the_task_prints_stays_off_the_callers_stdout(self):
+        answer = subprocess.run(
+            [sys.executable, "-m", "kforge_harness.fit", "--budget-mb", "16", "--json",
+             os.path.join(FIT_TASKS, "prints.py")],
+            cwd=client.HARNESS_DIR, capture_output=True, text=True, timeout=300, check=False)
+        self.assertEqual(answer.returncode, 0, answer.stderr)
+        self.assertLessEqual(json.loads(answer.stdout)["peak_mb"], 16)
+        self.assertIn("the reference talks on stdout", answer.stderr)
+
     def test_command_line_prints_sizes_and_peak(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
