@@ -111,7 +111,8 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--max-forward-s", type=float, default=None)
     parser.add_argument("--include", default="", help="substring a task's path must contain")
-    parser.add_argument("--trials", type=int, default=2)
+    parser.add_argument("--trials", type=int, default=1,
+                        help="correctness trials: each runs the reference twice and compares")
     parser.add_argument("--timing", action="store_true", help="also time reference and candidate")
     parser.add_argument("--timeout-s", type=float, default=300)
     parser.add_argument("--fit-only", action="store_true", help="skip the run requests")
