@@ -136,6 +136,11 @@ class FitContractTest(unittest.TestCase):
         self.assertIn("size_scale 0.1", str(caught.exception))
         self.assertIn("divide into windows", str(caught.exception))
 
+    def test_a_forward_far_slower_than_its_work_shrinks_further(self):
+        result = fit_task("slow_path", budget_mb=64, max_forward_s=0.05)
+        self.assertLess(result.sizes["batch_size"] * result.sizes["dim"], 1024 * 1024)
+        self.assertLess(result.forward_s, fit.SLOW_FACTOR * 0.05)
+
     def test_a_task_within_the_budget_keeps_its_sizes(self):
         result = fit.fit(client.task_path("relu"), budget_mb=BUDGET_MB)
         self.assertEqual(result.changes, {})
