@@ -9,7 +9,8 @@ weights, fed the same inputs, outputs compared: twice per trial), and report.
 
 KERNELBENCH_DIR holds level1/, level2/, level3/ (or is one level's folder). The files
 are read where they are, never copied. One line of JSON per task goes to --out; a summary
-(counts, fit time median/max, total) is printed at the end. Fitting runs in this process,
+(counts, fit time median/max, total; with --compare, the tasks whose sizes differ from an
+earlier run's) is printed at the end. Fitting runs in this process,
 as the harness's reference worker would run it; the run requests go to a harness server
 (fork mode, one child at a time) on the same device.
 """
@@ -104,6 +105,25 @@ def summarise(rows):
               f"max {max(run_times):.2f} s, total {sum(run_times):.0f} s")
 
 
+def compare(rows, previous_path):
+    """Determinism: the sizes of this run against an earlier run's --out file."""
+    with open(previous_path, encoding="utf-8") as handle:
+        previous = {r["task"]: r for r in map(json.loads, handle)}
+    same, differ = 0, []
+    for row in rows:
+        before = previous.get(row["task"])
+        if before is None:
+            continue
+        if (row["fit"], row.get("sizes")) == (before["fit"], before.get("sizes")):
+            same += 1
+        else:
+            differ.append(row["task"])
+    print(f"same outcome and sizes as {previous_path}: {same} of {same + len(differ)}")
+    for task in differ:
+        print(f"  differs: {task}: {previous[task].get('sizes')} -> "
+              f"{next(r for r in rows if r['task'] == task).get('sizes')}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("kernelbench", help="KernelBench directory (level1/ level2/ level3/)")
@@ -117,6 +137,8 @@ def main():
     parser.add_argument("--timeout-s", type=float, default=300)
     parser.add_argument("--fit-only", action="store_true", help="skip the run requests")
     parser.add_argument("--out", default="", help="one JSON line per task")
+    parser.add_argument("--compare", default="",
+                        help="an earlier run's --out file: report tasks whose sizes differ")
     args = parser.parse_args()
     files = [f for f in task_files(args.kernelbench) if args.include in f]
     server = None if args.fit_only else Server(device=args.device, max_children=1)
@@ -142,6 +164,8 @@ def main():
         if out:
             out.close()
     summarise(rows)
+    if args.compare:
+        compare(rows, args.compare)
     print(f"total wall time: {time.monotonic() - started:.0f} s")
 
 

@@ -446,6 +446,8 @@ class _Search:
         peak = (f"the smallest peak reached is {peak_mb:.1f} MB"
                 f"{' (estimated on the meta device)' if self.on_meta else ''}"
                 if peak_mb is not None else "even the smallest sizes tried ran out of memory or time")
+        if outcome.ok and outcome.weight_bytes:
+            peak += f", of which the model's parameters and buffers take {outcome.weight_bytes / MB:.1f} MB"
         blockers = dict(self.blockers)
         for name, value in sizes.items():
             if name in self.fixed:

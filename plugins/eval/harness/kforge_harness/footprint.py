@@ -57,7 +57,7 @@ class Outcome:
     kind: "ok", "import" (the task's own import failed: `missing` names the module),
     "meta_unsupported", "memory" (allocation failed), "timeout" or "error" (the task
     is invalid at these sizes). `phase` says where it failed: module, init inputs, init,
-    inputs or forward. `shapes`: the distinct tensor shapes a meta run made."""
+    inputs or forward. `shapes`: the distinct tensor shapes a meta run made (not in JSON)."""
 
     kind: str
     peak_bytes: int = 0
@@ -67,6 +67,7 @@ class Outcome:
     phase: str = ""
     missing: str = None
     shapes: frozenset = frozenset()
+    weight_bytes: int = 0  # of the model's parameters and buffers (meta runs)
 
     @property
     def ok(self):
@@ -231,6 +232,7 @@ class _LiveBytes(TorchDispatchMode):
         self.work = 0
         self._holders = {}  # storage id -> [bytes, live tensors known to hold it]
         self.shapes = set()
+        self.weight_bytes = 0
 
     def hold(self, tensor):
         """Counts `tensor`'s storage until the last tensor known to hold it dies."""
@@ -244,6 +246,13 @@ class _LiveBytes(TorchDispatchMode):
             self.peak = max(self.peak, self.live)
         entry[1] += 1
         weakref.finalize(tensor, self._release, key)
+
+    def hold_weight(self, tensor):
+        """hold() for a parameter or buffer of the model, also counted as weights."""
+        new = _storage(tensor)._cdata not in self._holders
+        self.hold(tensor)
+        if new:
+            self.weight_bytes += _storage(tensor).nbytes()
 
     def _release(self, key):
         entry = self._holders.get(key)
@@ -333,9 +342,10 @@ def on_meta(code, sizes, fallback_bytes):
     a meta kernel runs on zeros on the CPU if its inputs take at most `fallback_bytes`."""
     tracker = _LiveBytes(fallback_bytes)
     with torch.no_grad(), _OnMeta(), tracker:
-        outcome, output = _reference_run(code, sizes, tracker.hold)
+        outcome, output = _reference_run(code, sizes, tracker.hold_weight)
         peak, work = tracker.peak, tracker.work
         outcome.shapes = frozenset(tracker.shapes)
+        outcome.weight_bytes = tracker.weight_bytes
         del output
     if outcome.kind == "error" and _META_UNSUPPORTED.search(outcome.error):
         outcome.kind = "meta_unsupported"

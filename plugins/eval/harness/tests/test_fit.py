@@ -154,6 +154,7 @@ class FitContractTest(unittest.TestCase):
         self.assertIn("batch_size", error.blockers)
         self.assertRegex(str(error), r"cannot fit within 16 MB: the smallest peak reached is "
                                      r"6\d\.\d MB .*batch_size=\d+: shrinking it saves less")
+        self.assertIn("the model's parameters and buffers take 64.0 MB", str(error))
 
     def test_missing_import_names_the_module(self):
         with self.assertRaises(fit.TaskBroken) as caught:
