@@ -138,8 +138,8 @@ class FitContractTest(unittest.TestCase):
 
     def test_a_forward_far_slower_than_its_work_shrinks_further(self):
         result = fit_task("slow_path", budget_mb=64, max_forward_s=0.05)
-        self.assertLess(result.sizes["batch_size"] * result.sizes["dim"], 1024 * 1024)
-        self.assertLess(result.forward_s, fit.SLOW_FACTOR * 0.05)
+        # 1 CPU second at its own sizes, 20x the bound: at least 16x smaller
+        self.assertLessEqual(result.sizes["batch_size"] * result.sizes["dim"], 1024 * 1024 // 16)
 
     def test_a_task_within_the_budget_keeps_its_sizes(self):
         result = fit.fit(client.task_path("relu"), budget_mb=BUDGET_MB)

@@ -6,11 +6,13 @@ import torch.nn as nn
 
 class Model(nn.Module):
     """Far slower than its work predicts (level1/18's matmul of two transposed operands
-    takes 16x the time of a plain one on Debian's CPU torch): 1 s per million elements.
-    Small in memory; the fitter's real run must notice the time and shrink it further."""
+    takes 16x the time of a plain one on Debian's CPU torch): one CPU second per million
+    elements. Small in memory; the fitter's real run must notice and shrink it further."""
 
     def forward(self, x):
-        time.sleep(x.numel() * 1e-6)
+        busy_until = time.process_time() + x.numel() * 1e-6
+        while time.process_time() < busy_until:
+            pass
         return x + 1
 
 
