@@ -331,19 +331,25 @@ class _Search:
             if not over_memory and not too_slow:
                 return sizes, measured
             if not self.on_meta:  # the real-run search aimed at the budget itself
-                raise self._cannot_fit(sizes, measured, "its real runs stay over the budget")
+                raise self._cannot_fit(sizes, measured, "its real runs stay over the budget",
+                                       measured=True)
             # The meta device misses what only a real run shows: allocator workspaces
             # (im2col buffers, 2.5x the tensors for CPU depthwise convolutions), slow
             # operator paths (a matmul of two transposed operands: 16x). Aim lower by what
             # was measured and search on from here.
             if over_memory:
-                ratio = measured.peak_bytes / self.budget if measured.ok else 2.0
-                self.mem_target /= _quarter_octave(ratio * (1 + MARGIN))
+                # The meta estimate fell this far short here; the next sizes' estimate
+                # must stay that far below the budget.
+                real = measured.peak_bytes if measured.ok else 2 * self.budget
+                short = real / max(outcome.peak_bytes, 1)
+                self.mem_target = min(self.mem_target, self.budget * HEADROOM
+                                      / _quarter_octave(short * (1 + MARGIN)))
             if too_slow:
                 slower = measured.forward_cpu_s / self.max_forward_s if measured.ok else 8.0
                 self.max_work /= 2 ** math.ceil(math.log2(slower))
             outcome = self.evaluate(sizes)
-        raise self._cannot_fit(sizes, measured, "its measured peak stays above the budget")
+        raise self._cannot_fit(sizes, measured, "its measured peak stays above the budget",
+                               measured=True)
 
     def _too_slow(self, measured):
         """Whether a real forward took far more CPU time than the work bound predicted.
@@ -447,10 +453,10 @@ class _Search:
         self.blockers[name] = f"{value}: {errors[0]}" if errors else f"{value}: cannot shrink"
         return "frozen"
 
-    def _cannot_fit(self, sizes, outcome, reason):
+    def _cannot_fit(self, sizes, outcome, reason, measured=False):
         peak_mb = outcome.peak_bytes / MB if outcome.ok else None
         peak = (f"the smallest peak reached is {peak_mb:.1f} MB"
-                f"{' (estimated on the meta device)' if self.on_meta else ''}"
+                f"{' (measured)' if measured else ' (estimated on the meta device)'}"
                 if peak_mb is not None else "even the smallest sizes tried ran out of memory or time")
         if outcome.ok and outcome.weight_bytes:
             peak += f", of which the model's parameters and buffers take {outcome.weight_bytes / MB:.1f} MB"
