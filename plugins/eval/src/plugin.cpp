@@ -180,7 +180,7 @@ class KernelBenchTasks : public kforge::sdk::Source {
   static constexpr const char* kDoc =
       "KernelBench-format task files (class Model, get_inputs(), get_init_inputs()) from a directory, as "
       "they are, with metadata from an optional manifest beside them. Sets task.id/name/path/source/level/"
-      "category/complexity/complexity_score/format/sizes/size_scale.";
+      "category/complexity/complexity_score/format/sizes/size_scale/fit_memory_mb.";
   static std::vector<Param> params() {
     return {{"path", KF_PARAM_STRING, nullptr, true, "Directory of task files (relative to the pipeline file)."},
             {"manifest", KF_PARAM_STRING, "manifest.yaml", false,
@@ -192,6 +192,10 @@ class KernelBenchTasks : public kforge::sdk::Source {
                   "Factor for every module-level integer size >= 16 of tasks that have no sizes for the profile "
                   "(e.g. 0.01 to run KernelBench's GPU sizes on a CPU)."}
                 .above(0),
+            Param{"fit_memory_mb", KF_PARAM_FLOAT, "0", false,
+                  "Memory budget (MB) the harness shrinks each task's sizes to, keeping the task valid, for tasks "
+                  "that have no sizes for the profile (after size_scale); 0: off."}
+                .at_least(0),
             {"include", KF_PARAM_STRING_LIST, "[]", false, "Task ids or glob patterns to keep; empty: all."},
             {"with_candidates", KF_PARAM_STRING, "", false,
              "Keep only tasks that have a candidate file in this directory (named as candidates.files "
@@ -210,6 +214,7 @@ class KernelBenchTasks : public kforge::sdk::Source {
     options.manifest = cfg.string("manifest");
     options.profile = cfg.string("profile");
     options.size_scale = cfg.number("size_scale");
+    options.fit_memory_mb = cfg.number("fit_memory_mb");
     options.include = cfg.list("include");
     options.with_candidates_in = cfg.path("with_candidates");
     options.limit = cfg.integer("limit");
@@ -235,6 +240,7 @@ class KernelBenchTasks : public kforge::sdk::Source {
     task.set(KF_KEY_TASK_FORMAT, entry.format);
     task.set(eval::kTaskSizes, entry.sizes.dump());
     task.set_number(eval::kTaskSizeScale, entry.size_scale);
+    task.set_number(eval::kTaskFitMemoryMb, entry.fit_memory_mb);
     return true;
   }
   std::optional<uint64_t> count() const override { return tasks_.size(); }

@@ -73,6 +73,7 @@ TaskEntry entry_for_file(const fs::path& file, const TaskListOptions& options) {
   entry.complexity_score = estimate.score;
   entry.category = estimate.category;
   entry.size_scale = options.size_scale;
+  entry.fit_memory_mb = options.fit_memory_mb;
   return entry;
 }
 
@@ -128,8 +129,9 @@ void apply_manifest_entry(const YAML::Node& node, const fs::path& manifest, cons
                               "' must be an integer");
         }
       }
-      // Sizes chosen by hand for the profile are final: scaling applies to the others.
+      // Sizes chosen by hand for the profile are final: scaling and fitting apply to the others.
       entry.size_scale = 1.0;
+      entry.fit_memory_mb = 0;
     }
   }
 }
@@ -203,6 +205,9 @@ std::vector<TaskEntry> list_tasks(const TaskListOptions& options) {
     throw TaskListError("profile must be small or full, got '" + options.profile + "'");
   }
   if (!(options.size_scale > 0)) throw TaskListError("size_scale must be > 0");
+  if (!(options.fit_memory_mb >= 0)) {
+    throw TaskListError("fit_memory_mb must be >= 0 (0: run tasks at their own sizes)");
+  }
   if (options.limit < 0) throw TaskListError("limit must be >= 0 (0: all tasks)");
   if (kFormats.count(options.format) == 0) {
     throw TaskListError("format must be kernelbench-torch, kernelbench-numpy or kernelbench-mindspore, got '" + options.format + "'");

@@ -12,11 +12,16 @@
 
 namespace kforge::eval {
 
+// Task attribute: the memory budget (MB) the harness fits the task's sizes to before
+// running it (kforge_harness/fit.py); 0: sizes as they are.
+inline constexpr const char* kTaskFitMemoryMb = "task.fit_memory_mb";
+
 struct TaskListOptions {
   std::string dir;                            // absolute, or relative to the working directory
   std::string manifest = "manifest.yaml";     // relative to dir; the default may be absent
   std::string profile = "small";              // small | full: which manifest sizes apply
   double size_scale = 1.0;                    // for tasks without sizes in that profile
+  double fit_memory_mb = 0;                   // for tasks without sizes in that profile; 0: off
   std::vector<std::string> include;           // ids or glob patterns; empty: all
   std::string with_candidates_in;             // keep tasks with a candidate file there (candidates.hpp); empty: all
   int64_t limit = 0;                          // 0: all
@@ -34,6 +39,7 @@ struct TaskEntry {
   std::string format;
   nlohmann::json sizes = nlohmann::json::object();  // the chosen profile's overrides
   double size_scale = 1.0;
+  double fit_memory_mb = 0;  // 0 where the profile gives sizes: they are final
 };
 
 // Problems with the directory or the manifest; messages carry file:line where there is one.

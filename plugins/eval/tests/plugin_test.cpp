@@ -61,6 +61,18 @@ TEST(Plugin, TaskSourceEmitsTheBundledSuite) {
   EXPECT_NE(missing.create_error().find("no-such-dir"), std::string::npos) << missing.create_error();
 }
 
+TEST(Plugin, TaskSourceSetsTheFitBudgetWhereTheProfileGivesNoSizes) {
+  SourceUnderTest fitted("tasks.kernelbench", {{"path", "harness/tests/data/tasks/fit"}, {"fit_memory_mb", 256}},
+                         repo_dir() + "/plugins/eval");
+  ASSERT_EQ(fitted.create_error(), "");
+  const auto tasks = fitted.drain();
+  ASSERT_FALSE(tasks.empty());
+  for (const FakeTask& task : tasks) EXPECT_EQ(task.numbers.at("task.fit_memory_mb"), 256);
+  SourceUnderTest profiled("tasks.kernelbench", {{"path", "kernelbench-mini"}, {"fit_memory_mb", 256}},
+                           repo_dir() + "/examples");
+  EXPECT_EQ(profiled.drain().front().numbers.at("task.fit_memory_mb"), 0);  // 001_relu has small sizes
+}
+
 FakeJob job_for_task(const std::string& id, int sample = 0) {
   for (const TaskEntry& task : bundled_tasks()) {
     if (task.id != id) continue;

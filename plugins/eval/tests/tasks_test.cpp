@@ -58,6 +58,26 @@ TEST(ListTasks, TakesMetadataAndProfileSizesFromTheManifest) {
   EXPECT_EQ(find(list_tasks(options), "065_mindspore_layer_norm").format, "kernelbench-mindspore");
 }
 
+TEST(ListTasks, FitMemoryAppliesOnlyToTasksWithoutProfileSizes) {
+  const std::string dir = fresh_temp_dir("fit-memory");
+  write_file(dir + "/a.py", "class Model:\n    pass\nn = 4096\n");
+  write_file(dir + "/b.py", "class Model:\n    pass\nn = 4096\n");
+  write_file(dir + "/manifest.yaml",
+             "tasks:\n  - file: a.py\n    sizes:\n      small: {n: 16}\n  - file: b.py\n    sizes:\n      full: {n: 4096}\n");
+  TaskListOptions options;
+  options.dir = dir;
+  options.fit_memory_mb = 256;
+  const auto tasks = list_tasks(options);
+  EXPECT_DOUBLE_EQ(find(tasks, "a").fit_memory_mb, 0);  // the profile's sizes win
+  EXPECT_DOUBLE_EQ(find(tasks, "b").fit_memory_mb, 256);
+  options.profile = "full";
+  EXPECT_DOUBLE_EQ(find(list_tasks(options), "a").fit_memory_mb, 256);
+  EXPECT_DOUBLE_EQ(find(list_tasks(options), "b").fit_memory_mb, 0);
+  options.fit_memory_mb = -1;
+  EXPECT_THROW(list_tasks(options), TaskListError);
+  EXPECT_DOUBLE_EQ(find(list_tasks(TaskListOptions{dir}), "b").fit_memory_mb, 0);  // off by default
+}
+
 TEST(ListTasks, IncludeAndLimitSelectTasks) {
   TaskListOptions options;
   options.dir = examples_dir();

@@ -9,14 +9,13 @@ setting up the device, which is the harness's. The result goes to the server as 
 {"result": ...} line (child.reference_main): this process is trusted, so its result is a
 verdict."""
 
-import importlib.util
 import sys
 import time
 import traceback
 
 import torch
 
-from . import anticheat, errors, protocol
+from . import anticheat, errors, fit, protocol
 from .outputs import as_tensor, write_leaves
 from .runner import MissingFramework, Side, TaskSession, nan_count
 from .timing import Timer
@@ -29,23 +28,16 @@ class _TaskFailure(Exception):
 
 
 def fitted_sizes(task, device, timeout_s):
-    """THE place the reference worker asks the size fitter (fit.py, the fitter's module)
-    for sizes under task.fit_memory_mb: complete sizes (every module-level integer) to run
-    the task at. Raises protocol.Verdict (task_error) when the task cannot fit or is
-    broken, and when this harness has no fitter."""
-    if importlib.util.find_spec(f"{__package__}.fit") is None:
-        raise protocol.task_error(
-            f"task.fit_memory_mb is {task['fit_memory_mb']:g}, but the size fitter is not "
-            "available in this harness (kforge_harness/fit.py is missing): set "
-            "fit_memory_mb: 0 and give sizes or size_scale instead")
-    from . import fit  # noqa: PLC0415 - another workstream's module, optional here
+    """The one place the reference worker asks the size fitter (fit.py) for sizes under
+    task.fit_memory_mb: complete sizes (every module-level integer) to run the task at. Raises protocol.Verdict (task_error) when the task cannot fit or is
+    broken."""
     try:
         result = fit.fit(task["path"], task["format"], budget_mb=task["fit_memory_mb"],
                          device=device, base_sizes=task["sizes"],
                          size_scale=task["size_scale"], source=task["source"],
                          timeout_s=timeout_s)
     except (fit.FitError, ValueError) as exc:
-        flags = ["out_of_memory"] if isinstance(exc, getattr(fit, "CannotFit", ())) else []
+        flags = ["out_of_memory"] if isinstance(exc, fit.CannotFit) else []
         raise protocol.task_error(f"the task cannot be fitted into "
                                   f"{task['fit_memory_mb']:g} MB: {exc}", flags) from None
     print(f"kforge: fitted sizes {result.sizes}: {result.note}", file=sys.stderr)
@@ -64,6 +56,14 @@ class Worker:
     # ---- steps ----
 
     def compute(self):
+        # The fitter forks children that use the device, so it runs before this process
+        # initialises it.
+        fitted = False
+        if self.task.get("fit_memory_mb"):
+            self.task["sizes"] = fitted_sizes(self.task, self.device,
+                                              float(self.job["limits"]["timeout_s"]))
+            self.task["size_scale"] = 1.0
+            fitted = True
         try:
             self.session = TaskSession(self.task, self.options, self.device)
             self.session.setup_device()
@@ -71,13 +71,6 @@ class Worker:
             traceback.print_exc()
             raise protocol.harness_error(f"device setup failed: {type(exc).__name__}: {exc}") from None
         self.peak.start()
-        fitted = False
-        if self.task.get("fit_memory_mb"):
-            self.task["sizes"] = fitted_sizes(self.task, self.device,
-                                              float(self.job["limits"]["timeout_s"]))
-            self.task["size_scale"] = 1.0
-            self.session.task_spec = self.task
-            fitted = True
         try:
             reference = self._prepare()
             outputs = {str(seed): self._outputs(reference, seed, index == 0 and self.job["check_determinism"])

@@ -8,6 +8,10 @@ Rules (README.md documents them for users):
 - only module-level assignments to plain names whose value is an integer constant or an
   integer constant expression (`4096`, `16 * 1024`, `2 ** 14`) are touched; tuple
   assignments (`M, N = 1024, 2048`) count element by element;
+- so do the integer elements of a tuple or list literal assigned to a name, named
+  `name[i]` (`input_shape = (32768,)` has `input_shape[0]`; in `sizes = [1024] * 16`
+  the literal's element is `sizes[0]`): KernelBench shapes such as HingeLoss's
+  `input_shape` must shrink together with the batch they broadcast against;
 - `sizes[name]` replaces the value of that name (an unknown name is an error: a typo must
   not silently run the full size);
 - otherwise, when `scale != 1`, a value >= 16 becomes max(1, int(value * scale)); values
@@ -45,26 +49,46 @@ def constant_int(node):
     return None
 
 
+def _sequence_literal(node):
+    """The tuple or list literal of `node` (`(3, 224)`, `[1024] * 16`), or None."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return node
+    if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)
+            and isinstance(node.left, (ast.Tuple, ast.List))):
+        return node.left
+    return None
+
+
 def _size_slots(tree):
     """(name, value node, setter) for every module-level integer size assignment."""
     for stmt in tree.body:
+        pairs = []  # (name, holder, field, index): the value is holder.field[index]
         if isinstance(stmt, ast.Assign):
-            pairs = []
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
-                    pairs.append((target, stmt, "value", None))
+                    pairs.append((target.id, stmt, "value", None))
                 elif (isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple)
                       and len(target.elts) == len(stmt.value.elts)):
                     for i, elt in enumerate(target.elts):
                         if isinstance(elt, ast.Name):
-                            pairs.append((elt, stmt.value, "elts", i))
-            for name, holder, field, index in pairs:
-                node = getattr(holder, field) if index is None else holder.elts[index]
-                if constant_int(node) is not None:
-                    yield name.id, node, (holder, field, index)
+                            pairs.append((elt.id, stmt.value, "elts", i))
         elif (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-              and stmt.value is not None and constant_int(stmt.value) is not None):
-            yield stmt.target.id, stmt.value, (stmt, "value", None)
+              and stmt.value is not None):
+            pairs.append((stmt.target.id, stmt, "value", None))
+        for name, holder, field, index in pairs:
+            node = getattr(holder, field) if index is None else holder.elts[index]
+            if constant_int(node) is not None:
+                yield name, node, (holder, field, index)
+                continue
+            sequence = _sequence_literal(node) if index is None else None
+            for i, element in enumerate(sequence.elts if sequence else ()):
+                if constant_int(element) is not None:
+                    yield f"{name}[{i}]", element, (sequence, "elts", i)
+
+
+def module_sizes(tree):
+    """{name: value} of every size constant of a parsed module, in file order."""
+    return {name: constant_int(node) for name, node, _ in _size_slots(tree)}
 
 
 def _replace(slot, old, value):

@@ -3,7 +3,6 @@ own reference is a task_error whatever the candidate, the reference is computed 
 reused, its timing is kept until it is too old, the store keeps to its budget, and the
 candidate's process cannot speak for the judge."""
 
-import importlib.util
 import json
 import unittest
 from unittest import mock
@@ -104,12 +103,31 @@ class ReferenceServiceTest(client.SharedServerTest):
         self.assertEqual((response["status"], response["error_class"]),
                          ("fail", "numerical_mismatch"), response)
 
-    def test_fit_memory_needs_the_fitter(self):
-        if importlib.util.find_spec("kforge_harness.fit") is not None:
-            self.skipTest("this harness has the size fitter (fit.py): its own tests cover it")
-        response = self.server.ask(request("fit", "run", "relu", fit_memory_mb=64))["fit"]
+    def test_fit_memory_runs_every_candidate_at_the_fitted_sizes(self):
+        # 16x64x128x128 floats in and 16x128x128x128 out: ~200 MB of activations at the
+        # task's own sizes; a 64 MB budget makes the fitter shrink them, keeping the channels
+        # divisible by the groups (size_scale alone breaks that, BROKEN_TASKS shows).
+        responses = self.server.ask(
+            request("fit-ref", "run", "fit/grouped_conv", fit_memory_mb=64),
+            request("fit-ref2", "run", "fit/grouped_conv", fit_memory_mb=64), timeout=300)
+        first, second = responses["fit-ref"], responses["fit-ref2"]
+        for response in (first, second):
+            self.assertEqual(response["status"], "pass", response)
+        sizes = first["task_sizes"]
+        self.assertEqual(sizes, second["task_sizes"])
+        self.assertEqual(sizes["groups"], 8)
+        self.assertEqual(sizes["in_channels"] % 8, 0, sizes)
+        self.assertEqual(sizes["out_channels"] % 8, 0, sizes)
+        activations = sizes["batch_size"] * (sizes["in_channels"] + sizes["out_channels"]) \
+            * sizes["height"] * sizes["width"] * 4
+        self.assertLess(activations, 64 << 20, sizes)
+        self.assertEqual(metric_sum([first, second], "reference_computed"), 1)
+
+    def test_a_task_that_cannot_fit_is_a_task_error(self):
+        response = self.server.ask(request("nofit", "run", "fit/fixed_weights", fit_memory_mb=1),
+                                   timeout=300)["nofit"]
         self.assertEqual(response["error_class"], "task_error", response)
-        self.assertIn("fit.py", response["message"])
+        self.assertIn("cannot be fitted into 1 MB", response["message"])
 
 
 class StoreBudgetTest(unittest.TestCase):

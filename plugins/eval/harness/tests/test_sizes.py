@@ -4,7 +4,7 @@ import ast
 import unittest
 
 from kforge_harness import tasks
-from kforge_harness.sizes import constant_int, rewrite_sizes
+from kforge_harness.sizes import constant_int, module_sizes, rewrite_sizes
 from tests import client
 
 SOURCE = """
@@ -58,6 +58,23 @@ class SizeRewriteTest(unittest.TestCase):
     def test_scale_one_changes_nothing(self):
         tree = ast.parse(SOURCE)
         self.assertEqual(rewrite_sizes(tree), {})
+
+    def test_elements_of_tuple_and_list_literals_are_sizes_by_index(self):
+        tree = ast.parse("input_shape = (32768,)\nlayers = [16384, 3]\nwide = [1024] * 16\n"
+                         "kernel = (3, 5)\nmixed = (n, 64)\n")
+        self.assertEqual(module_sizes(tree),
+                         {"input_shape[0]": 32768, "layers[0]": 16384, "layers[1]": 3,
+                          "wide[0]": 1024, "kernel[0]": 3, "kernel[1]": 5, "mixed[1]": 64})
+        changes = rewrite_sizes(tree, sizes={"layers[1]": 2}, scale=1 / 64)
+        namespace = {"n": 7}
+        exec(compile(tree, "<test>", "exec"), namespace)
+        # scaled together with the batch they broadcast against; kernels below 16 stay
+        self.assertEqual(namespace["input_shape"], (512,))
+        self.assertEqual(namespace["layers"], [256, 2])
+        self.assertEqual(namespace["wide"], [16] * 16)
+        self.assertEqual(namespace["kernel"], (3, 5))
+        self.assertEqual(namespace["mixed"], (7, 1))
+        self.assertEqual(changes["input_shape[0]"], (32768, 512))
 
     def test_constant_int_only_evaluates_integer_expressions(self):
         def value(text):
