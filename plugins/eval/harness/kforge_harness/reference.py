@@ -78,6 +78,14 @@ class Worker:
             timing = self._time(reference) if self.job.get("timing") else None
         except _TaskFailure as failure:
             raise self._task_error(str(failure), failure.__cause__) from None
+        except Exception as exc:  # noqa: BLE001 - only running out of memory is the task's
+            # The worker's own work on the task's tensors (checksums, NaN counts, writing
+            # the outputs) ran out of memory: at these sizes the task does not fit here,
+            # and out_of_memory lets the client retry it with the device to itself.
+            if errors.classify(errors.report(exc), None) != protocol.OUT_OF_MEMORY:
+                raise
+            traceback.print_exc()
+            raise self._task_error("the harness's checks of the reference's outputs", exc) from None
         params = []
         if isinstance(reference.model, torch.nn.Module):
             params = [[name, list(p.shape)] for name, p in reference.model.named_parameters()]

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from . import anticheat, tasks
-from .outputs import as_tensor, flat_leaves
+from .outputs import as_tensor, flat_leaves, pieces
 
 
 def seed_everything(seed):
@@ -223,10 +223,13 @@ class TaskSession:
 
 
 def nan_count(values):
-    """NaN elements in a forward's tensor outputs (0 for integer outputs)."""
+    """NaN elements in a forward's tensor outputs (0 for integer outputs). Counted in
+    pieces: a whole-tensor sum of a mask widens it to int64, 8 bytes per element (12 GiB
+    for KernelBench's 6 GiB activations)."""
     count = 0
     for value in values:
         tensor = as_tensor(value)
         if tensor is not None and (tensor.is_floating_point() or tensor.is_complex()):
-            count += int(torch.isnan(tensor).sum())
+            for piece in pieces(tensor.detach(), 1 << 24):
+                count += int(torch.isnan(piece).sum())
     return count

@@ -4,6 +4,7 @@ reused, its timing is kept until it is too old, the store keeps to its budget, a
 candidate's process cannot speak for the judge."""
 
 import json
+import os
 import unittest
 from unittest import mock
 
@@ -140,6 +141,20 @@ class StoreBudgetTest(unittest.TestCase):
             self.assertEqual(response["status"], "pass", response)
             self.assertIn("reference_not_stored", response["flags"])
             self.assertEqual(response["metrics"]["reference_computed"], 1)
+
+
+class HarnessOutOfMemoryTest(unittest.TestCase):
+    def test_the_workers_own_checks_running_out_of_memory_is_the_tasks_out_of_memory(self):
+        # Not a harness_error: the client retries an out_of_memory with the device alone,
+        # and alone it is the task that does not fit.
+        hooks = os.path.join(client.DATA, "hooks", "oom_in_checks")
+        hooked = client.Server(mode="fork", max_children=1,
+                               extra_env={"PYTHONPATH": f"{client.HARNESS_DIR}:{hooks}"})
+        self.addCleanup(hooked.close)
+        response = hooked.ask(request("oom", "run", "relu"))["oom"]
+        self.assertEqual(response["error_class"], "task_error", response)
+        self.assertIn("out_of_memory", response["flags"])
+        self.assertIn("checks of the reference's outputs", response["message"])
 
 
 class ToolchainAttributionTest(unittest.TestCase):
