@@ -18,6 +18,10 @@ import stat
 import numpy as np
 import torch
 
+# Flag of a response whose outputs did not fit on the harness's scratch filesystem (the
+# host's fault; the client retries it with the device, and so the scratch, to itself).
+SCRATCH_FULL = "scratch_full"
+
 CHUNK_BYTES = 64 << 20
 
 # dtype name -> the NumPy dtype its bytes are read and written as. bfloat16 and the

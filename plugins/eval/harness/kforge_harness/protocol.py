@@ -76,9 +76,9 @@ def task_error(message, flags=None):
     return Verdict(TASK_ERROR, message, status="error", flags=flags)
 
 
-def host_error(message):
+def host_error(message, flags=None):
     """A verdict saying the machine lacks something the evaluation needs (status error)."""
-    return Verdict(HOST_ERROR, message, status="error")
+    return Verdict(HOST_ERROR, message, status="error", flags=flags)
 
 
 def verdict_result(verdict):

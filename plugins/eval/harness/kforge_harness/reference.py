@@ -9,6 +9,7 @@ setting up the device, which is the harness's. The result goes to the server as 
 {"result": ...} line (child.reference_main): this process is trusted, so its result is a
 verdict."""
 
+import errno
 import sys
 import time
 import traceback
@@ -16,7 +17,7 @@ import traceback
 import torch
 
 from . import anticheat, errors, fit, protocol
-from .outputs import as_tensor, write_leaves
+from .outputs import SCRATCH_FULL, as_tensor, write_leaves
 from .runner import MissingFramework, Side, TaskSession, nan_count
 from .timing import Timer
 
@@ -82,6 +83,11 @@ class Worker:
             # The worker's own work on the task's tensors (checksums, NaN counts, writing
             # the outputs) ran out of memory: at these sizes the task does not fit here,
             # and out_of_memory lets the client retry it with the device to itself.
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                raise protocol.host_error(
+                    f"the harness's scratch filesystem is full: writing the reference's outputs "
+                    f"failed ({exc}); free space there, or point TMPDIR at a larger filesystem",
+                    flags=[SCRATCH_FULL]) from None
             if errors.classify(errors.report(exc), None) != protocol.OUT_OF_MEMORY:
                 raise
             traceback.print_exc()

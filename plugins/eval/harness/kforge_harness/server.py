@@ -38,6 +38,7 @@ import traceback
 
 from . import child, errors, protocol, sandbox, store, toolchain
 from .compare import ConstantDetector
+from .outputs import SCRATCH_FULL
 from .tasks import read_task_source
 
 HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,6 +51,12 @@ JOB_FILE = "job.json"
 # Candidate outputs waiting on disk for the judge, at most (at least one trial's): trials
 # are commanded ahead while their outputs stay under this.
 WINDOW_BYTES = 256 << 20
+# Scratch space kept free beside the outputs a candidate's trials write: 1 GiB, or a
+# twentieth of a smaller filesystem.
+SCRATCH_RESERVE = 1 << 30
+# The file a server holds locked for its life in its private directory: a directory whose
+# lock can be taken belongs to a server that is gone (killed before it could clean up).
+LOCK_FILE = "server.lock"
 SPEEDUP_FLAG_LIMIT = 10.0
 
 
@@ -182,7 +189,12 @@ class Server:
         self.max_children = max(1, max_children)
         # The server's private directory (mode 0700): the reference store and the
         # children's own directories.
+        _remove_abandoned(scratch or tempfile.gettempdir())
         self.root = tempfile.mkdtemp(prefix="kforge-harness-", dir=scratch)
+        self.lock_fd = os.open(os.path.join(self.root, LOCK_FILE), os.O_CREAT | os.O_RDONLY | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
+        self.scratch_waiting = []  # jobs whose candidate waits for scratch space
+        self.finished_count = 0
         self.work_root = os.path.join(self.root, "work")
         os.makedirs(self.work_root, mode=0o700)
         self.store = store.ReferenceStore(os.path.join(self.root, "store"), store_bytes)
@@ -211,8 +223,12 @@ class Server:
         self.selector.register(0, selectors.EVENT_READ, "stdin")
         self.selector.register(self.wake_r, selectors.EVENT_READ, "wake")
         self._refill_standby()
+        seen_finished = 0
         try:
             while True:
+                if self.scratch_waiting and self.finished_count != seen_finished:
+                    self._retry_scratch_waiting()
+                seen_finished = self.finished_count
                 while self.queue and len(self.jobs) < self.max_children:
                     self._start(self.queue.pop(0))
                 if not self.stdin_open and not self.jobs and not self.queue:
@@ -285,6 +301,7 @@ class Server:
         if job.finished:
             return
         job.finished = True
+        self.finished_count += 1
         self.jobs.discard(job)
         if job.entry is not None:
             if job.entry.worker is job:
@@ -456,7 +473,45 @@ class Server:
                 "file_size_mb": max(sandbox.DEFAULT_LIMITS["file_size_mb"],
                                     max(sizes, default=0) // (1 << 20) + 1)}
 
+    def _trials_ahead(self, job):
+        """How many trials the candidate computes ahead of the judge (their outputs, at
+        most WINDOW_BYTES, wait on the scratch filesystem)."""
+        first = job.entry.outputs[f"{job.weight_seed}-{job.input_seeds()[0]}"]
+        return min(max(1, WINDOW_BYTES // max(1, first["bytes"])), len(job.input_seeds())), first["bytes"]
+
+    def _scratch_free(self):
+        """Bytes the scratch filesystem can still give, less the reserve kept free."""
+        info = os.statvfs(self.root)
+        reserve = min(SCRATCH_RESERVE, info.f_blocks * info.f_frsize // 20)
+        return info.f_bavail * info.f_frsize - reserve
+
+    def _scratch_admits(self, job):
+        """Whether the scratch filesystem has room for the outputs `job`'s candidate keeps
+        there at once. Without room it waits while other jobs run (they free theirs when
+        they end); with none running, the machine cannot evaluate the task: host_error."""
+        ahead, trial_bytes = self._trials_ahead(job)
+        need = ahead * trial_bytes
+        free = self._scratch_free()
+        if need <= free:
+            return True
+        if any(other is not job and other not in self.scratch_waiting for other in self.jobs):
+            self.scratch_waiting.append(job)
+            return False
+        self._finish(job, protocol.verdict_result(protocol.host_error(
+            f"the harness's scratch directory {self.root} has {max(0, free) / (1 << 20):.0f} MiB free "
+            f"(beyond a reserve); the candidate's outputs need {need / (1 << 20):.0f} MiB there: "
+            "free space, or point TMPDIR at a larger filesystem", flags=[SCRATCH_FULL])))
+        return False
+
+    def _retry_scratch_waiting(self):
+        waiting, self.scratch_waiting = self.scratch_waiting, []
+        for job in waiting:
+            if not job.finished:
+                self._start_candidate(job)
+
     def _start_candidate(self, job):
+        if job.action == "run" and not self._scratch_admits(job):
+            return
         network = bool(job.request["limits"]["network"])
         try:
             if self.standby is not None and not network:
@@ -473,9 +528,7 @@ class Server:
         job.detector = ConstantDetector(job.request["options"]["rule"])
         proc.send({"job": JOB_FILE})
         if job.action == "run":
-            first = job.entry.outputs[f"{job.weight_seed}-{job.input_seeds()[0]}"]
-            ahead = max(1, WINDOW_BYTES // max(1, first["bytes"]))
-            for _ in range(min(ahead, len(job.input_seeds()))):
+            for _ in range(self._trials_ahead(job)[0]):
                 self._command_trial(job)
         self._refill_standby()
 
@@ -533,7 +586,8 @@ class Server:
             return
         # From here on, what the child says is data about the candidate's run, no more.
         if "failed" in message:
-            self._decide(job, self._candidate_failure(message["failed"]))
+            self._decide(job, self._scratch_full(job, message["failed"])
+                         or self._candidate_failure(message["failed"]))
         elif message.get("ready") is True:
             job.ready = True
         elif "trial" in message and job.action == "run":
@@ -681,6 +735,17 @@ class Server:
         if error_class == protocol.OUT_OF_MEMORY:
             result["flags"] = ["out_of_memory"]
         return result
+
+    def _scratch_full(self, job, report):
+        """host_error when the candidate's outputs found the scratch filesystem full. Its
+        word is not taken for it: the filesystem must really lack room for one trial."""
+        text = report.get("text") if isinstance(report, dict) else None
+        if (job.action != "run" or not isinstance(text, str) or "No space left on device" not in text
+                or self._scratch_free() >= self._trials_ahead(job)[1]):
+            return None
+        return protocol.verdict_result(protocol.host_error(
+            f"the harness's scratch filesystem ({self.root}) filled up while the candidate wrote "
+            f"its outputs: free space, or point TMPDIR at a larger filesystem", flags=[SCRATCH_FULL]))
 
     def _decide(self, job, result, stop=True):
         """Records `job`'s verdict; it is sent once its candidate child is gone. `stop`
@@ -1007,3 +1072,24 @@ def _tail(path):
             return handle.read().decode("utf-8", errors="replace")[-protocol.MAX_LOG_TAIL_CHARS:]
     except OSError:
         return ""
+
+
+def _remove_abandoned(scratch):
+    """Removes the private directories of servers that died without cleaning up (killed
+    with their run): their reference stores can hold many GB of outputs. A directory whose
+    lock file can be locked has no live server (one just made may not hold it yet: those
+    younger than a minute are left alone)."""
+    for path in glob.glob(os.path.join(scratch, "kforge-harness-*")):
+        try:
+            if time.time() - os.stat(path).st_mtime < 60:
+                continue
+            fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue  # not a server's directory, or not ours to judge
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its server is alive
+        finally:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
