@@ -31,12 +31,13 @@ import os
 import selectors
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
 import traceback
 
-from . import child, errors, protocol, sandbox, store, toolchain
+from . import child, errors, protocol, reporter, sandbox, store, toolchain
 from .compare import ConstantDetector
 from .tasks import read_task_source
 
@@ -533,7 +534,8 @@ class Server:
             return
         # From here on, what the child says is data about the candidate's run, no more.
         if "failed" in message:
-            self._decide(job, self._candidate_failure(message["failed"]))
+            self._decide(job, self._candidate_failure(message["failed"],
+                                                      job.request["candidate"]["language"]))
         elif message.get("ready") is True:
             job.ready = True
         elif "trial" in message and job.action == "run":
@@ -653,14 +655,18 @@ class Server:
         self._decide(job, {"status": "pass", "metrics": metrics, "flags": flags}, stop=False)
 
     @staticmethod
-    def _candidate_failure(report):
-        """The verdict for what the candidate's code raised (report: errors.report data)."""
+    def _candidate_failure(report, language):
+        """The verdict for what the candidate's code raised (report: errors.report data;
+        `language`: the request's, which the candidate does not choose)."""
         if not isinstance(report, dict):
             report = {}
-        data = {"types": [t for t in report.get("types") or [] if isinstance(t, str)][:64],
+        # Every field is checked for its type before use: a list where a name belongs
+        # would raise here, in the server's loop.
+        types = report.get("types") if isinstance(report.get("types"), list) else []
+        data = {"types": [t for t in types if isinstance(t, str)][:64],
                 "text": report["text"] if isinstance(report.get("text"), str) else "",
                 "where": report["where"] if isinstance(report.get("where"), str) else ""}
-        stage = report.get("stage")
+        stage = report["stage"] if isinstance(report.get("stage"), str) else None
         trial = report.get("trial")
         label = {"import": "candidate import", "init": "candidate init",
                  "timing": "candidate timing"}.get(stage)
@@ -672,8 +678,11 @@ class Server:
         message = f"{label}: {errors.describe(data)}"
         if error_class == protocol.COMPILE_ERROR:
             missing = errors.missing_toolchain_header(data["text"])
-            # The child's word is not taken for it: the header must really be missing here.
-            if missing is not None and not toolchain.header_available(missing[0]):
+            # The child's word is not taken for it: the header must really be missing here,
+            # and be one that a candidate of its language builds against (any candidate
+            # can raise a text naming a header the machine lacks).
+            if missing is not None and missing[0] in errors.LANGUAGE_HEADERS[language] \
+                    and not toolchain.header_available(missing[0]):
                 return _error(protocol.HOST_ERROR,
                               f"the candidate's build needs {missing[0]}, which this machine "
                               f"lacks: install {missing[1]} ({label}: {errors.describe(data)})")
@@ -801,11 +810,8 @@ class Server:
             _kill_group(proc.pid)
 
     def _message(self, proc, line):
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(message, dict):
+        message = reporter.decode(line)
+        if message is None:
             return
         if proc.role == "candidate":
             self._candidate_message(proc, message)
@@ -999,11 +1005,24 @@ def _signal_name(sig):
 
 
 def _tail(path):
+    """The end of a child's log. The candidate can replace its log.txt: a link to the
+    server's secrets (/proc/self/environ, the store) is not followed, and a FIFO or a
+    device is not read, so the tail holds nothing but what the candidate wrote itself."""
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        with os.fdopen(fd, "rb") as handle:
+            fd = None
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - 4 * protocol.MAX_LOG_TAIL_CHARS))
             return handle.read().decode("utf-8", errors="replace")[-protocol.MAX_LOG_TAIL_CHARS:]
     except OSError:
         return ""
+    finally:
+        if fd is not None:
+            os.close(fd)
