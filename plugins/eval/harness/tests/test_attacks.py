@@ -89,10 +89,12 @@ class AttackTest(unittest.TestCase):
         cls.run_dir = os.path.join(cls.base, "run")
         os.makedirs(cls.run_dir)
         cls.store_files = {}
+        cls.planted = {}
         cls.open_store = []
         for name, text in (("kforge.db", b"SQLite format 3\0verdicts"),
                            ("results.jsonl", b'{"candidate": "honest", "status": "fail"}\n')):
             path = os.path.join(cls.run_dir, name)
+            cls.planted[path] = text
             with open(path, "wb") as handle:
                 handle.write(text)
             cls.store_files[path] = _digest(path)
@@ -112,7 +114,10 @@ class AttackTest(unittest.TestCase):
         cls.server = client.Server(
             mode="fork", max_children=2, launcher=launcher, cwd=cls.run_dir,
             extra_env={"OPENAI_API_KEY": SECRET, "KFORGE_TEST_API_KEY": SECRET,
-                       "XDG_CACHE_HOME": cls.base, "KFORGE_CPP_CACHE": cls.cache_dir})
+                       "XDG_CACHE_HOME": cls.base, "KFORGE_CPP_CACHE": cls.cache_dir,
+                       # A CUDA toolkit the server does not find: the header a lying
+                       # exception names is really missing, as on a CPU-only CI machine.
+                       "CUDA_HOME": os.path.join(cls.base, "no-cuda")})
 
     @classmethod
     def tearDownClass(cls):
@@ -217,6 +222,10 @@ class AttackTest(unittest.TestCase):
         self.assertNotIn("sandbox_not_entered", response["flags"])
 
     def test_an_exception_whose_text_blames_the_machine(self):
+        if any(os.path.isfile(os.path.join(d, "cuda_runtime.h"))
+               for d in ("/usr/include", "/usr/local/include")):
+            self.skipTest("cuda_runtime.h is in the system's include directories: the lie "
+                          "about a missing header cannot be told on this machine")
         self.attack(hostile("lying-str", "exception_lying_str"))
 
     def test_an_exception_whose_dunders_raise_and_whose_del_exits(self):
@@ -227,8 +236,10 @@ class AttackTest(unittest.TestCase):
 
     # ---- the store, the cache, the secrets, the host ----
 
-    def test_writing_the_store_and_the_results(self):
-        self.attack(hostile("write-store", "write_store"))
+    def test_the_store_and_the_results_cannot_be_reached(self):
+        # Neither written (attack() compares their digests) nor even read.
+        response = self.attack(hostile("write-store", "write_store"))
+        self.assertIn("store reached []", response["log_tail"])
 
     def test_a_log_file_replaced_by_links_to_secrets(self):
         response = self.attack(hostile("log-symlink", "log_symlink"))
@@ -253,6 +264,39 @@ class AttackTest(unittest.TestCase):
         while _processes_named("kfsurvivor") and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertEqual(_processes_named("kfsurvivor"), [])
+
+    # ---- the controls: without the sandbox the same candidates get through ----
+
+    def unsandboxed(self, request_id, name):
+        req = hostile(request_id, name, limits={"network": True})
+        response = self.server.ask(req, timeout=180)[req["id"]]
+        self.assertIn("sandbox_not_entered", response["flags"], response)
+        return response
+
+    def test_control_without_the_sandbox_the_store_is_reached(self):
+        try:
+            response = self.unsandboxed("control-store", "write_store")
+            self.assertNotIn("store reached []", response["log_tail"])
+            changed = [p for p, digest in self.store_files.items() if _digest(p) != digest]
+            self.assertEqual(sorted(changed), sorted(self.store_files))
+        finally:
+            for path, text in self.planted.items():
+                with open(path, "wb") as handle:
+                    handle.write(text)
+
+    def test_control_without_the_sandbox_the_keys_leak(self):
+        response = self.unsandboxed("control-keys", "steal_keys")
+        self.assertIn(SECRET, response["message"])
+
+    def test_control_without_the_sandbox_the_network_is_reached(self):
+        if self.listener.sock is None:
+            self.skipTest(f"no free port in {LISTEN_PORTS} to listen on")
+        try:
+            response = self.unsandboxed("control-netns", "rejoin_netns")
+            self.assertIn(f"reached [{self.listener.port}]", response["log_tail"])
+        finally:
+            time.sleep(0.5)  # the listener's thread records the connection
+            self.listener.connections.clear()
 
     def test_a_300_mb_output_flood(self):
         before = shutil.disk_usage(self.base).used

@@ -1,6 +1,6 @@
 # Hostile: looks for kforge's store (kforge.db, results.jsonl) through /proc (every
 # process' working directory and open files) and in the run directories it can guess,
-# and appends a forged pass to each it finds; returns zeros.
+# says which it could read, and appends a forged pass to each; returns zeros.
 import glob
 import os
 
@@ -26,12 +26,17 @@ def _candidates():
 
 class ModelNew(torch.nn.Module):
     def forward(self, x):
+        reached = []
         for path in _candidates():
             try:
                 if os.path.basename(os.path.realpath(path)) not in NAMES:
                     continue
+                with open(path, "rb") as handle:
+                    handle.read(16)
+                reached.append(path)
                 with open(path, "ab") as handle:
                     handle.write(FORGED)
             except OSError:
                 pass
+        print("store reached", reached, flush=True)
         return torch.zeros_like(x)
