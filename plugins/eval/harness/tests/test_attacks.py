@@ -32,8 +32,6 @@ NOT_THE_CANDIDATES = ("harness_error", "task_error", "host_error")
 LISTEN_PORTS = range(47610, 47620)  # hostile_l3/rejoin_netns.py tries these
 
 
-def hostile(request_id, name, task="relu", language="python", **fields):
-    return request(request_id, "run", task, "hostile_l3/" + name, language=language, **fields)
 
 
 def _digest(path):
@@ -79,7 +77,27 @@ class _Listener:
             self.sock.close()
 
 
-class AttackTest(unittest.TestCase):
+class AttackFixture(unittest.TestCase):
+    """The attacked host (see the module's docstring) and what every attack must come to."""
+
+    DEVICE = "cpu"
+    # How a hostile file becomes a candidate of another kind (test_attacks_gpu.py): code
+    # appended to it, and the request's language; None: as it is.
+    WRAP = None
+    # A CUDA toolkit the server does not find: the header a lying exception names is then
+    # really missing, as on a CPU-only CI machine.
+    HIDE_CUDA_TOOLKIT = True
+    TIMEOUT_S = 30
+
+    def hostile(self, request_id, name, language="python", **fields):
+        limits = {"timeout_s": self.TIMEOUT_S, **fields.pop("limits", {})}
+        req = request(request_id, "run", "relu", "hostile_l3/" + name, language=language,
+                      limits=limits, **fields)
+        if self.WRAP is not None:
+            code, req["candidate"]["language"] = self.WRAP
+            req["candidate"]["code"] += code
+        return req
+
     @classmethod
     def setUpClass(cls):
         cls.base = tempfile.mkdtemp(prefix="kforge-attack-")
@@ -112,12 +130,11 @@ class AttackTest(unittest.TestCase):
         # "$@"; exit: the shell stays the server's parent (no exec of the last command).
         launcher = ["/bin/sh", "-c", '"$@"; exit $?', "kforge"]
         cls.server = client.Server(
-            mode="fork", max_children=2, launcher=launcher, cwd=cls.run_dir,
+            mode="fork", device=cls.DEVICE, max_children=2, launcher=launcher, cwd=cls.run_dir,
             extra_env={"OPENAI_API_KEY": SECRET, "KFORGE_TEST_API_KEY": SECRET,
                        "XDG_CACHE_HOME": cls.base, "KFORGE_CPP_CACHE": cls.cache_dir,
-                       # A CUDA toolkit the server does not find: the header a lying
-                       # exception names is really missing, as on a CPU-only CI machine.
-                       "CUDA_HOME": os.path.join(cls.base, "no-cuda")})
+                       **({"CUDA_HOME": os.path.join(cls.base, "no-cuda")}
+                          if cls.HIDE_CUDA_TOOLKIT else {})})
 
     @classmethod
     def tearDownClass(cls):
@@ -129,8 +146,8 @@ class AttackTest(unittest.TestCase):
 
     # ---- what every attack must come to ----
 
-    def attack(self, req, timeout=180):
-        response = self.server.ask(req, timeout=timeout)[req["id"]]
+    def attack(self, req, timeout=None):
+        response = self.server.ask(req, timeout=timeout or self.TIMEOUT_S + 150)[req["id"]]
         self.assertEqual(response["id"], req["id"])
         self.assert_candidate_failed(response)
         self.assert_nothing_leaked(response)
@@ -142,6 +159,8 @@ class AttackTest(unittest.TestCase):
         detail = {k: response.get(k) for k in ("status", "error_class", "message", "flags")}
         self.assertEqual(response["status"], "fail", detail)
         self.assertNotIn(response["error_class"], NOT_THE_CANDIDATES, detail)
+        # No attack here needs its time: a timeout would mean it never got to attack.
+        self.assertNotEqual(response["error_class"], "timeout", detail)
         if error_class is not None:
             self.assertEqual(response["error_class"], error_class, detail)
 
@@ -153,35 +172,55 @@ class AttackTest(unittest.TestCase):
             self.assertEqual(_digest(path), digest, f"{path} was changed")
         self.assertEqual(self.listener.connections, [], "a candidate reached 127.0.0.1")
 
-    def assert_healthy(self, after):
-        """The next request, an honest C++ candidate from the cache, is answered right."""
-        req = request(f"{after}-next", "run", "relu", "relu_cpp")
+    def honest(self, request_id):
+        """An honest C++ candidate whose library is the cache's."""
+        req = request(request_id, "run", "relu", "relu_cpp")
         req["candidate"]["artifact"] = self.artifact
+        return req
+
+    def honest_at_new_sizes(self, request_id):
+        """An honest candidate of a task at sizes no request used yet: its reference is
+        computed now."""
+        return request(request_id, "run", "linear", "linear_cpp", sizes={"in_features": 40})
+
+    def unsandboxed(self, request_id, name):
+        req = self.hostile(request_id, name, limits={"network": True})
+        response = self.server.ask(req, timeout=180)[req["id"]]
+        self.assertIn("sandbox_not_entered", response["flags"], response)
+        return response
+
+    def assert_healthy(self, after):
+        """The next request, an honest candidate, is answered right."""
+        req = self.honest(f"{after}-next")
         response = self.server.ask(req, timeout=180)[req["id"]]
         self.assertEqual(response["status"], "pass", response)
         self.assertEqual(self.server.pending.strip(), b"", "stray bytes on the server's stdout")
 
+
+
+class AttackTest(AttackFixture):
+    """One hostile candidate per mechanism, on the CPU."""
+
     # ---- patching the judge: it is not in the candidate's process ----
 
     def test_patching_the_comparator(self):
-        self.attack(hostile("patch-compare", "patch_comparator"))
+        self.attack(self.hostile("patch-compare", "patch_comparator"))
 
     def test_patching_the_reporter(self):
-        self.attack(hostile("patch-reporter", "patch_reporter"))
+        self.attack(self.hostile("patch-reporter", "patch_reporter"))
 
     def test_patching_the_rule(self):
-        response = self.attack(hostile("patch-rule", "patch_rule"))
+        response = self.attack(self.hostile("patch-rule", "patch_rule"))
         self.assertEqual(response["error_class"], "numerical_mismatch", response)
 
     def test_patching_the_reference(self):
-        self.attack(hostile("patch-reference", "patch_reference"))
+        self.attack(self.hostile("patch-reference", "patch_reference"))
         # A task whose reference is computed after the attack (other sizes): still right.
-        honest = request("after-patch-reference", "run", "linear", "linear_cpp",
-                         sizes={"in_features": 40})
+        honest = self.honest_at_new_sizes("after-patch-reference")
         self.assertEqual(self.server.ask(honest)[honest["id"]]["status"], "pass")
 
     def test_patching_the_judge_from_cpp_holding_the_gil(self):
-        response = self.attack(hostile("cpp-patch", "cpp_patch_judge", language="cpp"))
+        response = self.attack(self.hostile("cpp-patch", "cpp_patch_judge", language="cpp"))
         self.assertEqual(response["error_class"], "numerical_mismatch", response)
 
     # The candidate's child times itself (candidate.py, timing.py): a patched Timer, or a
@@ -191,7 +230,7 @@ class AttackTest(unittest.TestCase):
     # so the marker below cannot outlive the hole.
     @unittest.expectedFailure
     def test_patching_the_timer(self):
-        req = hostile("patch-timer", "patch_timer",
+        req = self.hostile("patch-timer", "patch_timer",
                       options={"timing": {"enabled": True, "warmup": 1, "trials": 5}})
         response = self.server.ask(req, timeout=180)[req["id"]]
         detail = {k: response.get(k) for k in ("status", "error_class", "message", "metrics")}
@@ -203,22 +242,22 @@ class AttackTest(unittest.TestCase):
     # ---- forging the verdict ----
 
     def test_forging_result_lines_on_the_childs_pipe(self):
-        self.attack(hostile("forge-lines", "forge_result_line"))
+        self.attack(self.hostile("forge-lines", "forge_result_line"))
 
     def test_answering_the_servers_stdout_through_proc(self):
         # Its forged answer carries this id: the first response with it must be the server's.
-        self.attack(hostile("attack-stdout", "answer_server_stdout"))
+        self.attack(self.hostile("attack-stdout", "answer_server_stdout"))
 
     def test_a_line_nested_too_deep_to_decode(self):
-        self.attack(hostile("deep-json", "deep_json_line"))
+        self.attack(self.hostile("deep-json", "deep_json_line"))
 
     def test_a_failure_report_of_the_wrong_shape(self):
-        self.attack(hostile("malformed-failure", "malformed_failure_report"))
+        self.attack(self.hostile("malformed-failure", "malformed_failure_report"))
 
     # ---- shifting the blame ----
 
     def test_shifting_blame_through_phase_lines(self):
-        response = self.attack(hostile("phase-lines", "blame_phase_lines"))
+        response = self.attack(self.hostile("phase-lines", "blame_phase_lines"))
         self.assertNotIn("sandbox_not_entered", response["flags"])
 
     def test_an_exception_whose_text_blames_the_machine(self):
@@ -226,52 +265,46 @@ class AttackTest(unittest.TestCase):
                for d in ("/usr/include", "/usr/local/include")):
             self.skipTest("cuda_runtime.h is in the system's include directories: the lie "
                           "about a missing header cannot be told on this machine")
-        self.attack(hostile("lying-str", "exception_lying_str"))
+        self.attack(self.hostile("lying-str", "exception_lying_str"))
 
     def test_an_exception_whose_dunders_raise_and_whose_del_exits(self):
-        self.attack(hostile("raising-dunders", "exception_raising_dunders"))
+        self.attack(self.hostile("raising-dunders", "exception_raising_dunders"))
 
     def test_an_exception_whose_str_ends_the_process(self):
-        self.attack(hostile("exits-in-str", "exception_exits_in_str"))
+        self.attack(self.hostile("exits-in-str", "exception_exits_in_str"))
 
     # ---- the store, the cache, the secrets, the host ----
 
     def test_the_store_and_the_results_cannot_be_reached(self):
         # Neither written (attack() compares their digests) nor even read.
-        response = self.attack(hostile("write-store", "write_store"))
+        response = self.attack(self.hostile("write-store", "write_store"))
         self.assertIn("store reached []", response["log_tail"])
 
     def test_a_log_file_replaced_by_links_to_secrets(self):
-        response = self.attack(hostile("log-symlink", "log_symlink"))
+        response = self.attack(self.hostile("log-symlink", "log_symlink"))
         self.assertNotIn("SQLite", response["log_tail"])
 
     def test_poisoning_the_compile_cache(self):
-        self.attack(hostile("poison-cache", "poison_compile_cache", language="cpp"))
+        self.attack(self.hostile("poison-cache", "poison_compile_cache", language="cpp"))
 
     def test_reading_api_keys_from_the_environment_and_proc(self):
-        response = self.attack(hostile("steal-keys", "steal_keys"))
+        response = self.attack(self.hostile("steal-keys", "steal_keys"))
         self.assertIn("LEAKED []", response["message"])
 
     def test_rejoining_the_network_namespace(self):
         if self.listener.sock is None:
             self.skipTest(f"no free port in {LISTEN_PORTS} to listen on")
-        response = self.attack(hostile("rejoin-netns", "rejoin_netns"))
+        response = self.attack(self.hostile("rejoin-netns", "rejoin_netns"))
         self.assertIn("reached []", response["log_tail"])
 
     def test_a_setsid_survivor(self):
-        self.attack(hostile("survivor", "setsid_survivor"))
+        self.attack(self.hostile("survivor", "setsid_survivor"))
         deadline = time.monotonic() + 10
         while _processes_named("kfsurvivor") and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertEqual(_processes_named("kfsurvivor"), [])
 
     # ---- the controls: without the sandbox the same candidates get through ----
-
-    def unsandboxed(self, request_id, name):
-        req = hostile(request_id, name, limits={"network": True})
-        response = self.server.ask(req, timeout=180)[req["id"]]
-        self.assertIn("sandbox_not_entered", response["flags"], response)
-        return response
 
     def test_control_without_the_sandbox_the_store_is_reached(self):
         try:
@@ -300,7 +333,7 @@ class AttackTest(unittest.TestCase):
 
     def test_a_300_mb_output_flood(self):
         before = shutil.disk_usage(self.base).used
-        response = self.attack(hostile("flood", "output_flood"), timeout=300)
+        response = self.attack(self.hostile("flood", "output_flood"), timeout=300)
         self.assertLessEqual(len(response["log_tail"]), 8000)
         # Whatever it wrote went with its directory.
         self.assertLess(shutil.disk_usage(self.base).used - before, 64 << 20)
