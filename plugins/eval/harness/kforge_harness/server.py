@@ -45,6 +45,12 @@ HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A child's line longer than this is a flood, not a report.
 MAX_LINE_BYTES = 8 << 20
+# What a candidate's child may write to its pipe: a line per trial and a few more (the
+# marker, ready, flags, timing...), 64 MB in all. Past either it is a flood, however it
+# is cut into lines: every line costs the server's loop a decode, and that loop serves
+# every other request too.
+CANDIDATE_LINES_BEYOND_TRIALS = 32
+MAX_CANDIDATE_BYTES = 64 << 20
 # How long a judge may take for one trial (a multi-GB output compares in seconds).
 JUDGE_TIMEOUT_S = 900.0
 JOB_FILE = "job.json"
@@ -70,6 +76,8 @@ class Proc:
         self.deadline = math.inf
         self.timed_out = False
         self.flooded = False
+        self.received = 0  # bytes read from `read_fd`
+        self.lines = 0  # lines read from `read_fd`
         self.owner = None  # the Job (or, for a judge, the judge slot's current job)
         self.result = None  # a trusted child's {"result"}
 
@@ -790,22 +798,37 @@ class Server:
         self._take(proc, data)
 
     def _take(self, proc, data):
+        if proc.flooded:
+            return
+        proc.received += len(data)
+        if proc.role == "candidate" and proc.received > MAX_CANDIDATE_BYTES:
+            self._flood(proc, f"more than {MAX_CANDIDATE_BYTES} bytes")
+            return
         proc.buffer += data
-        *lines, rest = bytes(proc.buffer).split(b"\n")
-        proc.buffer = bytearray(rest)
-        for line in lines:
-            self._message(proc, line)
-        if len(proc.buffer) > MAX_LINE_BYTES and not proc.flooded:
-            proc.flooded = True
-            proc.buffer = bytearray()
-            self._flood(proc)
+        if b"\n" in data:
+            *lines, rest = bytes(proc.buffer).split(b"\n")
+            proc.buffer = bytearray(rest)
+            for line in lines:
+                proc.lines += 1
+                if proc.role == "candidate" and proc.lines > self._candidate_lines(proc):
+                    self._flood(proc, f"more than {self._candidate_lines(proc)} lines")
+                    return
+                self._message(proc, line)
+        if len(proc.buffer) > MAX_LINE_BYTES:
+            self._flood(proc, f"a line of more than {MAX_LINE_BYTES} bytes")
 
-    def _flood(self, proc):
+    @staticmethod
+    def _candidate_lines(proc):
+        trials = len(proc.owner.input_seeds()) if isinstance(proc.owner, Job) else 0
+        return trials + CANDIDATE_LINES_BEYOND_TRIALS
+
+    def _flood(self, proc, what):
+        proc.flooded = True
+        proc.buffer = bytearray()
         job = proc.owner
         if proc.role == "candidate" and job is not None and job.marker:
             self._decide(job, _fail(protocol.RUNTIME_ERROR,
-                                    f"the candidate's process wrote a line of more than "
-                                    f"{MAX_LINE_BYTES} bytes to the harness's pipe"))
+                                    f"the candidate's process wrote {what} to the harness's pipe"))
         else:
             _kill_group(proc.pid)
 

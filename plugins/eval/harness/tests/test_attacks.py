@@ -331,6 +331,10 @@ class AttackTest(AttackFixture):
             time.sleep(0.5)  # the listener's thread records the connection
             self.listener.connections.clear()
 
+    def test_a_300_mb_flood_of_short_lines(self):
+        response = self.attack(self.hostile("line-flood", "line_flood"))
+        self.assertIn("to the harness's pipe", response["message"])
+
     def test_a_300_mb_output_flood(self):
         before = shutil.disk_usage(self.base).used
         response = self.attack(self.hostile("flood", "output_flood"), timeout=300)
