@@ -81,6 +81,7 @@ class AttackFixture(unittest.TestCase):
     """The attacked host (see the module's docstring) and what every attack must come to."""
 
     DEVICE = "cpu"
+    MODE = "fork"
     # How a hostile file becomes a candidate of another kind (test_attacks_gpu.py): code
     # appended to it, and the request's language; None: as it is.
     WRAP = None
@@ -130,7 +131,7 @@ class AttackFixture(unittest.TestCase):
         # "$@"; exit: the shell stays the server's parent (no exec of the last command).
         launcher = ["/bin/sh", "-c", '"$@"; exit $?', "kforge"]
         cls.server = client.Server(
-            mode="fork", device=cls.DEVICE, max_children=2, launcher=launcher, cwd=cls.run_dir,
+            mode=cls.MODE, device=cls.DEVICE, max_children=2, launcher=launcher, cwd=cls.run_dir,
             extra_env={"OPENAI_API_KEY": SECRET, "KFORGE_TEST_API_KEY": SECRET,
                        "XDG_CACHE_HOME": cls.base, "KFORGE_CPP_CACHE": cls.cache_dir,
                        **({"CUDA_HOME": os.path.join(cls.base, "no-cuda")}
@@ -174,25 +175,26 @@ class AttackFixture(unittest.TestCase):
 
     def honest(self, request_id):
         """An honest C++ candidate whose library is the cache's."""
-        req = request(request_id, "run", "relu", "relu_cpp")
+        req = request(request_id, "run", "relu", "relu_cpp", limits={"timeout_s": self.TIMEOUT_S})
         req["candidate"]["artifact"] = self.artifact
         return req
 
     def honest_at_new_sizes(self, request_id):
         """An honest candidate of a task at sizes no request used yet: its reference is
         computed now."""
-        return request(request_id, "run", "linear", "linear_cpp", sizes={"in_features": 40})
+        return request(request_id, "run", "linear", "linear_cpp", sizes={"in_features": 40},
+                       limits={"timeout_s": self.TIMEOUT_S})
 
     def unsandboxed(self, request_id, name):
         req = self.hostile(request_id, name, limits={"network": True})
-        response = self.server.ask(req, timeout=180)[req["id"]]
+        response = self.server.ask(req, timeout=self.TIMEOUT_S + 150)[req["id"]]
         self.assertIn("sandbox_not_entered", response["flags"], response)
         return response
 
     def assert_healthy(self, after):
         """The next request, an honest candidate, is answered right."""
         req = self.honest(f"{after}-next")
-        response = self.server.ask(req, timeout=180)[req["id"]]
+        response = self.server.ask(req, timeout=self.TIMEOUT_S + 150)[req["id"]]
         self.assertEqual(response["status"], "pass", response)
         self.assertEqual(self.server.pending.strip(), b"", "stray bytes on the server's stdout")
 
@@ -232,7 +234,7 @@ class AttackTest(AttackFixture):
     def test_patching_the_timer(self):
         req = self.hostile("patch-timer", "patch_timer",
                       options={"timing": {"enabled": True, "warmup": 1, "trials": 5}})
-        response = self.server.ask(req, timeout=180)[req["id"]]
+        response = self.server.ask(req, timeout=self.TIMEOUT_S + 150)[req["id"]]
         detail = {k: response.get(k) for k in ("status", "error_class", "message", "metrics")}
         # Its answers are right; the time it reports is not believed.
         self.assertNotEqual(response["status"], "pass", detail)
@@ -341,6 +343,26 @@ class AttackTest(AttackFixture):
         self.assertLessEqual(len(response["log_tail"]), 8000)
         # Whatever it wrote went with its directory.
         self.assertLess(shutil.disk_usage(self.base).used - before, 64 << 20)
+
+
+class SpawnAttackTest(AttackFixture):
+    """The attacks where a spawned child differs from a forked one (it is exec'd with the
+    server's whole environment and arguments before it enters its sandbox), in spawn
+    mode."""
+
+    MODE = "spawn"
+    TIMEOUT_S = 120  # a fresh interpreter imports torch first
+    attacks = AttackTest
+    test_patching_the_comparator = attacks.test_patching_the_comparator
+    test_forging_result_lines_on_the_childs_pipe = attacks.test_forging_result_lines_on_the_childs_pipe
+    test_answering_the_servers_stdout_through_proc = \
+        attacks.test_answering_the_servers_stdout_through_proc
+    test_reading_api_keys_from_the_environment_and_proc = \
+        attacks.test_reading_api_keys_from_the_environment_and_proc
+    test_a_log_file_replaced_by_links_to_secrets = attacks.test_a_log_file_replaced_by_links_to_secrets
+    test_the_store_and_the_results_cannot_be_reached = \
+        attacks.test_the_store_and_the_results_cannot_be_reached
+    test_a_setsid_survivor = attacks.test_a_setsid_survivor
 
 
 class TrustedSideTest(unittest.TestCase):

@@ -77,11 +77,12 @@ class GpuFixture:
     HIDE_CUDA_TOOLKIT = False  # load_inline needs the real one
 
     def honest(self, request_id):
-        return request(request_id, "run", "relu", "triton_relu", language="triton")
+        return request(request_id, "run", "relu", "triton_relu", language="triton",
+                       limits={"timeout_s": 120})
 
     def honest_at_new_sizes(self, request_id):
         return request(request_id, "run", "relu", "triton_relu", language="triton",
-                       sizes={"dim": 320})
+                       sizes={"dim": 320}, limits={"timeout_s": 120})
 
 
 @unittest.skipUnless(HAS_GPU, "needs a CUDA device and triton")
