@@ -637,9 +637,11 @@ class Server:
                 "metrics": self._correctness_metrics(job), "flags": ["reference_near_constant"]}
 
     def _candidate_timing(self, job, timing):
+        # A time is a positive finite number: JSON lets a child send NaN, Infinity or a
+        # negative (an infinite speedup in the response and the store).
         if not isinstance(timing, dict) or not all(
                 isinstance(timing.get(k), (int, float)) and not isinstance(timing.get(k), bool)
-                for k in ("ms", "p90")):
+                and math.isfinite(timing[k]) and timing[k] > 0 for k in ("ms", "p90")):
             self._decide(job, _fail(protocol.RUNTIME_ERROR,
                                     "the candidate's process handed over malformed timings"))
             return

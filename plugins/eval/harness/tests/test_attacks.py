@@ -241,6 +241,12 @@ class AttackTest(AttackFixture):
         self.assert_candidate_failed(response)
         self.assert_healthy(req["id"])
 
+    def test_an_impossible_time(self):
+        req = self.hostile("negative-time", "impossible_timing",
+                           options={"timing": {"enabled": True, "warmup": 1, "trials": 3}})
+        response = self.attack(req)
+        self.assertIn("malformed timings", response["message"])
+
     # ---- forging the verdict ----
 
     def test_forging_result_lines_on_the_childs_pipe(self):
