@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
-"""Per-candidate fixed cost of the harness's isolation: fork server vs spawn.
+"""Per-candidate fixed cost of the harness's isolation: fork server vs spawn, with and
+without the candidate's sandbox.
 
 Starts the harness (plugins/eval/harness) once per mode, then sends the same trivial
 `run` request (a tiny ReLU task, one correctness trial, no timing) N times, one at a time,
 and measures each request from send to response at the client: what one candidate costs
-beyond its own work (a child process, and in spawn mode a fresh interpreter importing
-torch; on a GPU also the child's CUDA initialisation). Prints median and p90 per mode
-and the spawn/fork ratio.
+beyond its own work (a child process, its sandbox, and in spawn mode a fresh interpreter
+importing torch; on a GPU also the child's CUDA initialisation). Prints median and p90
+per row and the spawn/fork ratio.
 
-    /usr/bin/python3 bench/harness_isolation.py                      # CPU
-    python3 bench/harness_isolation.py --device cuda:0               # a CUDA GPU
+"sandbox off" is the protocol's only way around the sandbox: a request with
+`limits.network: true` gets a freshly forked child that does not enter it (flag
+sandbox_not_entered). "sandbox on" is the default request; in fork mode its child is the
+standby, which entered its sandbox (and initialised the device) while the previous
+request ran, so part of the sandbox's cost overlaps with it. The rows measure what a
+client sees per candidate; bench/sandbox_cost.py gives the sandbox's own cost per child.
+
+    /usr/bin/python3 bench/harness_isolation.py                      # CPU, both modes
+    /usr/bin/python3 bench/harness_isolation.py --modes fork --sandbox both
+    python3 bench/harness_isolation.py --device cuda:0 --sandbox both  # a CUDA GPU
     python3 bench/harness_isolation.py --device cuda:0 --candidate triton
 
 --python picks the interpreter that runs the harness (default: this one).
@@ -123,7 +132,8 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def measure(python, device, mode, request, count):
+def measure(python, device, mode, request, count, sandboxed):
+    request = dict(request, limits=dict(request["limits"], network=not sandboxed))
     harness = Harness(python, device, mode)
     try:
         harness.exchange(request)  # warm-up: first-use caches (Triton's on-disk cache)
@@ -134,11 +144,15 @@ def measure(python, device, mode, request, count):
                 raise SystemExit(f"{mode}: the trivial candidate did not pass: "
                                  f"{response['error_class']}: {response['message']}\n"
                                  f"{response['log_tail']}")
+            if ("sandbox_not_entered" in response["flags"]) == sandboxed:
+                raise SystemExit(f"{mode}: asked for sandbox {'on' if sandboxed else 'off'}, "
+                                 f"got flags {response['flags']}")
             latencies.append(seconds)
             child_seconds.append(response["metrics"]["child_seconds"])
     finally:
         harness.close()
-    return {"mode": mode, "requests": count, "startup_s": harness.startup_s,
+    return {"mode": mode, "sandbox": "on" if sandboxed else "off", "requests": count,
+            "startup_s": harness.startup_s,
             "median_s": statistics.median(latencies), "p90_s": percentile(latencies, 0.9),
             "child_median_s": statistics.median(child_seconds),
             "python": harness.ready["python"], "torch": harness.ready["torch"],
@@ -151,6 +165,9 @@ def main():
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--candidate", choices=("torch", "triton"), default="torch")
+    parser.add_argument("--modes", default="fork,spawn", help="comma-separated: fork, spawn")
+    parser.add_argument("--sandbox", choices=("on", "off", "both"), default="on",
+                        help="off: requests with limits.network true, whose child skips it")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
 
@@ -164,22 +181,35 @@ def main():
                                  "language": "triton" if triton else "python"},
                    "options": {"trials": 1, "timing": {"enabled": False}},
                    "limits": {"timeout_s": 300}}
-        rows = [measure(args.python, args.device, mode, request, args.requests)
-                for mode in ("fork", "spawn")]
+        sandboxes = {"on": [True], "off": [False], "both": [True, False]}[args.sandbox]
+        rows = [measure(args.python, args.device, mode, request, args.requests, sandboxed)
+                for mode in args.modes.split(",") for sandboxed in sandboxes]
 
     print(f"harness isolation, device {args.device}, candidate {args.candidate}, "
           f"python {rows[0]['python']} (torch {rows[0]['torch']}, triton {rows[0]['triton']})")
-    print(f"{'mode':<6} {'requests':>8} {'startup_s':>10} {'median_s':>9} {'p90_s':>8} "
-          f"{'child_median_s':>15}")
+    print(f"{'mode':<6} {'sandbox':>7} {'requests':>8} {'startup_s':>10} {'median_s':>9} "
+          f"{'p90_s':>8} {'child_median_s':>15}")
     for row in rows:
-        print(f"{row['mode']:<6} {row['requests']:>8} {row['startup_s']:>10.3f} "
-              f"{row['median_s']:>9.3f} {row['p90_s']:>8.3f} {row['child_median_s']:>15.3f}")
-    ratio = rows[1]["median_s"] / rows[0]["median_s"]
-    print(f"spawn/fork median ratio: {ratio:.1f}x")
+        print(f"{row['mode']:<6} {row['sandbox']:>7} {row['requests']:>8} "
+              f"{row['startup_s']:>10.3f} {row['median_s']:>9.3f} {row['p90_s']:>8.3f} "
+              f"{row['child_median_s']:>15.3f}")
+    ratios = {}
+    for sandbox in ("on", "off"):
+        by_mode = {r["mode"]: r for r in rows if r["sandbox"] == sandbox}
+        if {"fork", "spawn"} <= set(by_mode):
+            ratios[f"spawn_over_fork_sandbox_{sandbox}"] = \
+                by_mode["spawn"]["median_s"] / by_mode["fork"]["median_s"]
+    for mode in ("fork", "spawn"):
+        by_sandbox = {r["sandbox"]: r for r in rows if r["mode"] == mode}
+        if {"on", "off"} <= set(by_sandbox):
+            ratios[f"{mode}_sandbox_cost_s"] = \
+                by_sandbox["on"]["median_s"] - by_sandbox["off"]["median_s"]
+    for name, value in ratios.items():
+        print(f"{name}: {value:.3f}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"device": args.device, "candidate": args.candidate, "rows": rows,
-                       "spawn_over_fork": ratio}, handle, indent=1)
+                       **ratios}, handle, indent=1)
 
 
 if __name__ == "__main__":

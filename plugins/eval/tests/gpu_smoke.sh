@@ -13,6 +13,8 @@
 #    (check -> compile -> timed run), the load_inline CUDA candidates, and the broken
 #    Triton and CUDA candidates (each in its class; an illegal memory access must not
 #    poison the next job). Prints a table.
+#    Then the hostile candidates of issue 9 as Triton and CUDA candidates
+#    (plugins/eval/harness/tests/test_attacks_gpu.py, on $DEVICE seen as cuda:0).
 # 3. The reference service (issue 8, bench/harness_reference.py): device units per task
 #    for k = 1, 4, 8 candidates, and the peak memory of comparing a COMPARE_GB (6) GB
 #    output: against BASELINE_HARNESS (another checkout's plugins/eval/harness, e.g.
@@ -79,6 +81,12 @@ fi
 echo "== harness checks on $device (gpu_check.py)"
 "$python" "$here/gpu_check.py" --device "$device" --profile full --max-children 8 \
   --sections reference,triton,broken_triton,cuda,broken_cuda || status=1
+
+echo "== hostile candidates on cuda:0 as Triton and CUDA candidates (harness tests/test_attacks_gpu.py)"
+# Each attack of tests/data/candidates/hostile_l3 must fail, be blamed on the candidate,
+# leave the store, the cache, the secrets and the host untouched, and the server healthy.
+(cd "$repo/plugins/eval/harness" && CUDA_VISIBLE_DEVICES="${device#cuda:}" \
+   "$python" -m unittest tests.test_attacks_gpu -v 2>&1 | tail -n 60) || status=1
 
 echo "== reference service on $device (bench/harness_reference.py)"
 baseline=()

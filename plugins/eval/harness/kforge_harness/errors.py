@@ -37,6 +37,12 @@ TOOLCHAIN_HEADERS = {
     "cuda_runtime.h": "nvidia-cuda-toolkit (or the CUDA toolkit from NVIDIA)",
     "cuda.h": "nvidia-cuda-toolkit (or the CUDA toolkit from NVIDIA)",
 }
+# The toolchain headers a candidate of each language may build against: `cuda` ones build
+# with load_inline (torch, pybind11, Python, CUDA); `cpp` and `python` ones with kforge_cpp
+# or a CPU load_inline (no CUDA); `triton` ones build no extension of their own.
+_CPU_HEADERS = frozenset(h for h in TOOLCHAIN_HEADERS if not h.startswith("cuda"))
+LANGUAGE_HEADERS = {"cuda": frozenset(TOOLCHAIN_HEADERS), "cpp": _CPU_HEADERS,
+                    "python": _CPU_HEADERS, "triton": frozenset()}
 _MISSING_HEADER = re.compile(r"fatal error: ([\w./+-]+): No such file or directory")
 
 

@@ -150,7 +150,9 @@ class FileLeaf:
     def open(self):
         """The open file, or raises ValueError saying why it is not acceptable."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+            # O_NONBLOCK: a FIFO in the file's place must not hold the judge waiting for a
+            # writer (the fstat below then refuses it); a plain file reads as ever.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError as exc:
             raise ValueError(f"cannot open {os.path.basename(self.path)}: {exc.strerror}") from None
         status = os.fstat(fd)

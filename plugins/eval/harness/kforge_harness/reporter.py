@@ -10,6 +10,11 @@ import os
 
 from . import protocol
 
+# The deepest a child's line may nest. The harness's own messages nest 4 deep; a line
+# nested past Python's recursion limit would raise RecursionError in the decoder (and a
+# little less deep, in the encoder of the judge's command): a crash of the server.
+MAX_DEPTH = 32
+
 
 class Channel:
     def __init__(self, result_fd, command_fd=None):
@@ -32,3 +37,23 @@ class Channel:
             self.pending += chunk
         line, self.pending = self.pending.split(b"\n", 1)
         return json.loads(line)
+
+
+def decode(line):
+    """A line a child wrote, as a JSON object; None for anything else (not JSON, not an
+    object, nested deeper than MAX_DEPTH): a child's line is data to validate, and a
+    malformed one must never raise in the server."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict):
+        return None
+    level = [message]
+    for _ in range(MAX_DEPTH):  # breadth first, without recursion
+        level = [item for container in level
+                 for item in (container.values() if isinstance(container, dict) else container)
+                 if isinstance(item, (dict, list))]
+        if not level:
+            return message
+    return None

@@ -31,12 +31,13 @@ import os
 import selectors
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
 import traceback
 
-from . import child, errors, protocol, sandbox, store, toolchain
+from . import child, errors, protocol, reporter, sandbox, store, toolchain
 from .compare import ConstantDetector
 from .outputs import SCRATCH_FULL
 from .tasks import read_task_source
@@ -45,6 +46,12 @@ HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A child's line longer than this is a flood, not a report.
 MAX_LINE_BYTES = 8 << 20
+# What a candidate's child may write to its pipe: a line per trial and a few more (the
+# marker, ready, flags, timing...), 64 MB in all. Past either it is a flood, however it
+# is cut into lines: every line costs the server's loop a decode, and that loop serves
+# every other request too.
+CANDIDATE_LINES_BEYOND_TRIALS = 32
+MAX_CANDIDATE_BYTES = 64 << 20
 # How long a judge may take for one trial (a multi-GB output compares in seconds).
 JUDGE_TIMEOUT_S = 900.0
 JOB_FILE = "job.json"
@@ -76,6 +83,8 @@ class Proc:
         self.deadline = math.inf
         self.timed_out = False
         self.flooded = False
+        self.received = 0  # bytes read from `read_fd`
+        self.lines = 0  # lines read from `read_fd`
         self.owner = None  # the Job (or, for a judge, the judge slot's current job)
         self.result = None  # a trusted child's {"result"}
 
@@ -587,7 +596,8 @@ class Server:
         # From here on, what the child says is data about the candidate's run, no more.
         if "failed" in message:
             self._decide(job, self._scratch_full(job, message["failed"])
-                         or self._candidate_failure(message["failed"]))
+                         or self._candidate_failure(message["failed"],
+                                                    job.request["candidate"]["language"]))
         elif message.get("ready") is True:
             job.ready = True
         elif "trial" in message and job.action == "run":
@@ -681,9 +691,11 @@ class Server:
                 "metrics": self._correctness_metrics(job), "flags": ["reference_near_constant"]}
 
     def _candidate_timing(self, job, timing):
+        # A time is a positive finite number: JSON lets a child send NaN, Infinity or a
+        # negative (an infinite speedup in the response and the store).
         if not isinstance(timing, dict) or not all(
                 isinstance(timing.get(k), (int, float)) and not isinstance(timing.get(k), bool)
-                for k in ("ms", "p90")):
+                and math.isfinite(timing[k]) and timing[k] > 0 for k in ("ms", "p90")):
             self._decide(job, _fail(protocol.RUNTIME_ERROR,
                                     "the candidate's process handed over malformed timings"))
             return
@@ -707,14 +719,18 @@ class Server:
         self._decide(job, {"status": "pass", "metrics": metrics, "flags": flags}, stop=False)
 
     @staticmethod
-    def _candidate_failure(report):
-        """The verdict for what the candidate's code raised (report: errors.report data)."""
+    def _candidate_failure(report, language):
+        """The verdict for what the candidate's code raised (report: errors.report data;
+        `language`: the request's, which the candidate does not choose)."""
         if not isinstance(report, dict):
             report = {}
-        data = {"types": [t for t in report.get("types") or [] if isinstance(t, str)][:64],
+        # Every field is checked for its type before use: a list where a name belongs
+        # would raise here, in the server's loop.
+        types = report.get("types") if isinstance(report.get("types"), list) else []
+        data = {"types": [t for t in types if isinstance(t, str)][:64],
                 "text": report["text"] if isinstance(report.get("text"), str) else "",
                 "where": report["where"] if isinstance(report.get("where"), str) else ""}
-        stage = report.get("stage")
+        stage = report["stage"] if isinstance(report.get("stage"), str) else None
         trial = report.get("trial")
         label = {"import": "candidate import", "init": "candidate init",
                  "timing": "candidate timing"}.get(stage)
@@ -726,8 +742,11 @@ class Server:
         message = f"{label}: {errors.describe(data)}"
         if error_class == protocol.COMPILE_ERROR:
             missing = errors.missing_toolchain_header(data["text"])
-            # The child's word is not taken for it: the header must really be missing here.
-            if missing is not None and not toolchain.header_available(missing[0]):
+            # The child's word is not taken for it: the header must really be missing here,
+            # and be one that a candidate of its language builds against (any candidate
+            # can raise a text naming a header the machine lacks).
+            if missing is not None and missing[0] in errors.LANGUAGE_HEADERS[language] \
+                    and not toolchain.header_available(missing[0]):
                 return _error(protocol.HOST_ERROR,
                               f"the candidate's build needs {missing[0]}, which this machine "
                               f"lacks: install {missing[1]} ({label}: {errors.describe(data)})")
@@ -846,31 +865,43 @@ class Server:
         self._take(proc, data)
 
     def _take(self, proc, data):
+        if proc.flooded:
+            return
+        proc.received += len(data)
+        if proc.role == "candidate" and proc.received > MAX_CANDIDATE_BYTES:
+            self._flood(proc, f"more than {MAX_CANDIDATE_BYTES} bytes")
+            return
         proc.buffer += data
-        *lines, rest = bytes(proc.buffer).split(b"\n")
-        proc.buffer = bytearray(rest)
-        for line in lines:
-            self._message(proc, line)
-        if len(proc.buffer) > MAX_LINE_BYTES and not proc.flooded:
-            proc.flooded = True
-            proc.buffer = bytearray()
-            self._flood(proc)
+        if b"\n" in data:
+            *lines, rest = bytes(proc.buffer).split(b"\n")
+            proc.buffer = bytearray(rest)
+            for line in lines:
+                proc.lines += 1
+                if proc.role == "candidate" and proc.lines > self._candidate_lines(proc):
+                    self._flood(proc, f"more than {self._candidate_lines(proc)} lines")
+                    return
+                self._message(proc, line)
+        if len(proc.buffer) > MAX_LINE_BYTES:
+            self._flood(proc, f"a line of more than {MAX_LINE_BYTES} bytes")
 
-    def _flood(self, proc):
+    @staticmethod
+    def _candidate_lines(proc):
+        trials = len(proc.owner.input_seeds()) if isinstance(proc.owner, Job) else 0
+        return trials + CANDIDATE_LINES_BEYOND_TRIALS
+
+    def _flood(self, proc, what):
+        proc.flooded = True
+        proc.buffer = bytearray()
         job = proc.owner
         if proc.role == "candidate" and job is not None and job.marker:
             self._decide(job, _fail(protocol.RUNTIME_ERROR,
-                                    f"the candidate's process wrote a line of more than "
-                                    f"{MAX_LINE_BYTES} bytes to the harness's pipe"))
+                                    f"the candidate's process wrote {what} to the harness's pipe"))
         else:
             _kill_group(proc.pid)
 
     def _message(self, proc, line):
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(message, dict):
+        message = reporter.decode(line)
+        if message is None:
             return
         if proc.role == "candidate":
             self._candidate_message(proc, message)
@@ -1064,14 +1095,27 @@ def _signal_name(sig):
 
 
 def _tail(path):
+    """The end of a child's log. The candidate can replace its log.txt: a link to the
+    server's secrets (/proc/self/environ, the store) is not followed, and a FIFO or a
+    device is not read, so the tail holds nothing but what the candidate wrote itself."""
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        with os.fdopen(fd, "rb") as handle:
+            fd = None
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - 4 * protocol.MAX_LOG_TAIL_CHARS))
             return handle.read().decode("utf-8", errors="replace")[-protocol.MAX_LOG_TAIL_CHARS:]
     except OSError:
         return ""
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _remove_abandoned(scratch):

@@ -39,15 +39,17 @@ def request(request_id, action, task, candidate=None, language="cpp", task_forma
 
 class Server:
     def __init__(self, mode="fork", device="cpu", max_children=2, extra_env=None, store_mb=None,
-                 python=sys.executable, harness_dir=HARNESS_DIR):
+                 python=sys.executable, harness_dir=HARNESS_DIR, launcher=(), cwd=None):
+        """`launcher`: a command the server runs under (an ancestor between this process
+        and the server, as kforge is); `cwd`: the server's working directory."""
         env = dict(os.environ)
         env["PYTHONPATH"] = harness_dir
         env.update(extra_env or {})
         store = ["--reference-store-mb", str(store_mb)] if store_mb is not None else []
         self.process = subprocess.Popen(
-            [python, "-m", "kforge_harness", "serve", "--device", device,
+            [*launcher, python, "-m", "kforge_harness", "serve", "--device", device,
              "--mode", mode, "--max-children", str(max_children), *store],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
         self.pending = b""
         # Read with os.read only: a buffered readline could swallow later responses.
         self.ready = self.receive(1, timeout=60)[0]

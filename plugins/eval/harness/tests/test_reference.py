@@ -168,7 +168,7 @@ class ToolchainAttributionTest(unittest.TestCase):
 
     def verdict(self, available):
         with mock.patch.object(server.toolchain, "header_available", return_value=available):
-            return server.Server._candidate_failure(self.REPORT)
+            return server.Server._candidate_failure(self.REPORT, "cuda")
 
     def test_missing_header_names_the_package(self):
         verdict = self.verdict(False)

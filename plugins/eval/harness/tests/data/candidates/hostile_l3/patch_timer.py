@@ -1,0 +1,23 @@
+# Hostile: a right answer, computed slowly, with the harness's timer replaced so that
+# it reports a call of a nanosecond: a 10^6x "speedup". The candidate's own process
+# measures it, so the trusted side must not take the number on faith.
+import time
+
+import torch
+
+from kforge_harness import candidate, timing
+
+
+def _instant(self, call):
+    call()
+    return 1e-6, 1e-6
+
+
+timing.Timer.measure = _instant
+candidate.Timer.measure = _instant
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        time.sleep(0.02)
+        return torch.relu(x)

