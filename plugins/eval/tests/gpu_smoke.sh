@@ -12,7 +12,8 @@
 #    bundled task at the full profile as its own candidate, the Triton candidates
 #    (check -> compile -> timed run), the load_inline CUDA candidates, and the broken
 #    Triton and CUDA candidates (each in its class; an illegal memory access must not
-#    poison the next job). Prints a table.
+#    poison the next job), and the timing's hostile candidates (a private stream,
+#    memoizing, a lazy tensor: each must be rejected). Prints a table.
 # 3. The reference service (issue 8, bench/harness_reference.py): device units per task
 #    for k = 1, 4, 8 candidates, and the peak memory of comparing a COMPARE_GB (6) GB
 #    output: against BASELINE_HARNESS (another checkout's plugins/eval/harness, e.g.
@@ -78,7 +79,7 @@ fi
 
 echo "== harness checks on $device (gpu_check.py)"
 "$python" "$here/gpu_check.py" --device "$device" --profile full --max-children 8 \
-  --sections reference,triton,broken_triton,cuda,broken_cuda || status=1
+  --sections reference,triton,broken_triton,cuda,broken_cuda,timing || status=1
 
 echo "== reference service on $device (bench/harness_reference.py)"
 baseline=()
