@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""What the timing's guards (issue 12: input pools, spot checks, the server's brackets,
+the thread count, confirmation) cost per candidate, on the CPU or a GPU.
+
+Bundled tasks of examples/kernelbench-mini with their candidates (cpp on the CPU, triton
+on a GPU) through one harness server, timing on (warm-up 3, 20 timed calls: the
+defaults). Each candidate runs --repeat times after a first request that computes and
+stores the reference (outputs and timing), so what is measured is the candidate's own
+request: its `child_seconds` (the median over the repeats). With --baseline-harness (a
+checkout's plugins/eval/harness, e.g. main's, whose timing has none of the guards) the
+same requests through that harness too, and the difference.
+
+    /usr/bin/python3 bench/harness_timing.py --baseline-harness /work/main/plugins/eval/harness
+    python3 bench/harness_timing.py --device cuda:0 --profile full --language triton \\
+        --baseline-harness MAIN/plugins/eval/harness
+"""
+
+import argparse
+import os
+import statistics
+import sys
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HARNESS_DIR = os.path.join(REPO, "plugins", "eval", "harness")
+SUITE = os.path.join(REPO, "examples", "kernelbench-mini")
+sys.path.insert(0, HARNESS_DIR)
+from tests import client  # noqa: E402 - the harness tests' protocol client
+
+
+def suite_task(task_id, profile):
+    with open(os.path.join(SUITE, "manifest.yaml"), encoding="utf-8") as handle:
+        for entry in yaml.safe_load(handle)["tasks"]:
+            if os.path.basename(entry["file"])[:-3] == task_id:
+                return {"path": os.path.join(SUITE, entry["file"]),
+                        "sizes": (entry.get("sizes") or {}).get(profile, {})}
+    raise SystemExit(f"no task {task_id} in the suite")
+
+
+def run_side(harness_dir, args):
+    server = client.Server(device=args.device, max_children=1, python=args.python,
+                           harness_dir=harness_dir)
+    seconds = {}
+    try:
+        for task_id in args.tasks:
+            with open(os.path.join(SUITE, "candidates", args.language, task_id + ".py"),
+                      encoding="utf-8") as handle:
+                code = handle.read()
+            request = {"action": "run", "task": suite_task(task_id, args.profile),
+                       "candidate": {"code": code, "language": args.language},
+                       "options": {"timing": {"enabled": True}}, "limits": {"timeout_s": 600}}
+            times = []
+            for index in range(args.repeat + 1):
+                response = server.ask(dict(request, id=str(index)), timeout=1800)[str(index)]
+                if response["status"] != "pass":
+                    raise SystemExit(f"{harness_dir}: {task_id} did not pass: {response['message']}")
+                if index:  # the first request also computed the reference
+                    times.append(response["metrics"]["child_seconds"])
+            seconds[task_id] = statistics.median(times)
+    finally:
+        server.close()
+    return seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--profile", default="small", choices=("small", "full"))
+    parser.add_argument("--language", default="cpp", choices=("cpp", "triton", "cuda"))
+    parser.add_argument("--tasks", nargs="+",
+                        default=["001_relu", "019_softmax", "032_square_matmul", "043_conv2d"])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--baseline-harness")
+    args = parser.parse_args()
+    guarded = run_side(HARNESS_DIR, args)
+    baseline = run_side(args.baseline_harness, args) if args.baseline_harness else {}
+    print(f"candidate request seconds (median of {args.repeat}), device {args.device}, "
+          f"profile {args.profile}, {args.language} candidates, timing 3 + 20 calls")
+    print(f"{'task':22} {'guarded s':>10} {'baseline s':>11} {'added s':>8}")
+    for task_id in args.tasks:
+        base = baseline.get(task_id)
+        added = f"{guarded[task_id] - base:8.2f}" if base is not None else f"{'-':>8}"
+        base_text = f"{base:11.2f}" if base is not None else f"{'-':>11}"
+        print(f"{task_id:22} {guarded[task_id]:10.2f} {base_text} {added}")
+
+
+if __name__ == "__main__":
+    main()
