@@ -3,12 +3,12 @@
 the thread count, confirmation) cost per candidate, on the CPU or a GPU.
 
 Bundled tasks of examples/kernelbench-mini with their candidates (cpp on the CPU, triton
-on a GPU) through one harness server, timing on (warm-up 3, 20 timed calls: the
-defaults). Each candidate runs --repeat times after a first request that computes and
+on a GPU) through one harness server, with timing (warm-up 3, 20 timed calls: the
+defaults) and without. Each runs --repeat times after a first request that computes and
 stores the reference (outputs and timing), so what is measured is the candidate's own
-request: its `child_seconds` (the median over the repeats). With --baseline-harness (a
-checkout's plugins/eval/harness, e.g. main's, whose timing has none of the guards) the
-same requests through that harness too, and the difference.
+request: its `child_seconds` (the median over the repeats); what timing costs is the
+difference between the two. With --baseline-harness (a checkout's plugins/eval/harness,
+e.g. main's, whose timing has none of the guards) the same through that harness too.
 
     /usr/bin/python3 bench/harness_timing.py --baseline-harness /work/main/plugins/eval/harness
     python3 bench/harness_timing.py --device cuda:0 --profile full --language triton \\
@@ -47,17 +47,19 @@ def run_side(harness_dir, args):
             with open(os.path.join(SUITE, "candidates", args.language, task_id + ".py"),
                       encoding="utf-8") as handle:
                 code = handle.read()
-            request = {"action": "run", "task": suite_task(task_id, args.profile),
-                       "candidate": {"code": code, "language": args.language},
-                       "options": {"timing": {"enabled": True}}, "limits": {"timeout_s": 600}}
-            times = []
-            for index in range(args.repeat + 1):
-                response = server.ask(dict(request, id=str(index)), timeout=1800)[str(index)]
-                if response["status"] != "pass":
-                    raise SystemExit(f"{harness_dir}: {task_id} did not pass: {response['message']}")
-                if index:  # the first request also computed the reference
-                    times.append(response["metrics"]["child_seconds"])
-            seconds[task_id] = statistics.median(times)
+            for timed in (True, False):
+                request = {"action": "run", "task": suite_task(task_id, args.profile),
+                           "candidate": {"code": code, "language": args.language},
+                           "options": {"timing": {"enabled": timed}}, "limits": {"timeout_s": 600}}
+                times = []
+                for index in range(args.repeat + 1):
+                    response = server.ask(dict(request, id=str(index)), timeout=1800)[str(index)]
+                    if response["status"] != "pass":
+                        raise SystemExit(f"{harness_dir}: {task_id} did not pass: "
+                                         f"{response['message']}")
+                    if index:  # the first request also computed the reference
+                        times.append(response["metrics"]["child_seconds"])
+                seconds[task_id, timed] = statistics.median(times)
     finally:
         server.close()
     return seconds
@@ -79,12 +81,12 @@ def main():
     baseline = run_side(args.baseline_harness, args) if args.baseline_harness else {}
     print(f"candidate request seconds (median of {args.repeat}), device {args.device}, "
           f"profile {args.profile}, {args.language} candidates, timing 3 + 20 calls")
-    print(f"{'task':22} {'guarded s':>10} {'baseline s':>11} {'added s':>8}")
+    print(f"{'task':22} {'harness':9} {'untimed s':>10} {'timed s':>8} {'timing s':>9}")
     for task_id in args.tasks:
-        base = baseline.get(task_id)
-        added = f"{guarded[task_id] - base:8.2f}" if base is not None else f"{'-':>8}"
-        base_text = f"{base:11.2f}" if base is not None else f"{'-':>11}"
-        print(f"{task_id:22} {guarded[task_id]:10.2f} {base_text} {added}")
+        for name, seconds in (("guarded", guarded), ("baseline", baseline)):
+            if seconds:
+                untimed, timed = seconds[task_id, False], seconds[task_id, True]
+                print(f"{task_id:22} {name:9} {untimed:10.2f} {timed:8.2f} {timed - untimed:9.2f}")
 
 
 if __name__ == "__main__":

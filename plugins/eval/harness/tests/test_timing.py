@@ -18,9 +18,11 @@ from . import client
 TIMED = {"enabled": True, "warmup": 1, "trials": 5}
 
 
-def timed_run(request_id, candidate, language="python", task="relu", **timing_options):
+def timed_run(request_id, candidate, language="python", task="relu", sizes=None,
+              **timing_options):
     return client.request(request_id, "run", task, candidate, language=language,
-                          options={"timing": dict(TIMED, **timing_options)})
+                          options={"timing": dict(TIMED, **timing_options)},
+                          **({"sizes": sizes} if sizes else {}))
 
 
 # (candidate under timing_cpu/, language, the words the rejection must contain)
@@ -104,6 +106,31 @@ class TimingGuardsTest(unittest.TestCase):
         response = self.server.ask(timed_run("bad", "python_relu", spot_checks=-1))["bad"]
         self.assertEqual(response["error_class"], "harness_error")
         self.assertIn("options.timing.spot_checks", response["message"])
+
+
+class ThreadPoolsTest(unittest.TestCase):
+    """torch's CPU pool (OpenMP) starts at its first parallel operation, which may be the
+    candidate's first forward: the child starts it before the server's baseline count,
+    so an honest candidate with a pool of two threads is not taken for one that starts
+    threads (OpenMP in a cpp candidate shares that pool)."""
+
+    def test_torch_and_openmp_pools_are_not_counted_against_honest_candidates(self):
+        cache = tempfile.mkdtemp(prefix="kforge-test-cpp-")
+        server = client.Server(mode="fork", max_children=2,
+                               extra_env={"KFORGE_CPP_CACHE": cache, "OMP_NUM_THREADS": "2"})
+        try:
+            # 1M elements: above torch's grain size, so its forward runs on the pool.
+            big = {"batch_size": 256, "dim": 4096}
+            responses = server.ask(timed_run("python", "python_relu", sizes=big),
+                                   timed_run("cpp", "relu_cpp", language="cpp", sizes=big),
+                                   timed_run("thread", "timing_cpu/cpp_thread", language="cpp"),
+                                   timeout=600)
+        finally:
+            server.close()
+            shutil.rmtree(cache, ignore_errors=True)
+        for name in ("python", "cpp"):
+            self.assertEqual(responses[name]["status"], "pass", responses[name])
+        self.assertEqual(responses["thread"]["error_class"], "cheat_detected", responses["thread"])
 
 
 class InputPoolTest(unittest.TestCase):
