@@ -7,7 +7,8 @@ on a GPU) through one harness server, with timing (warm-up 3, 20 timed calls: th
 defaults) and without. Each runs --repeat times after a first request that computes and
 stores the reference (outputs and timing), so what is measured is the candidate's own
 request: its `child_seconds` (the median over the repeats); what timing costs is the
-difference between the two. With --baseline-harness (a checkout's plugins/eval/harness,
+difference between the two, and for this harness also its metric `timing_seconds` (the
+server's time from the first timed loop to the verdict: less noisy on a loaded host). With --baseline-harness (a checkout's plugins/eval/harness,
 e.g. main's, whose timing has none of the guards) the same through that harness too.
 
     /usr/bin/python3 bench/harness_timing.py --baseline-harness /work/main/plugins/eval/harness
@@ -42,6 +43,7 @@ def run_side(harness_dir, args):
     server = client.Server(device=args.device, max_children=1, python=args.python,
                            harness_dir=harness_dir)
     seconds = {}
+    loops = {}  # task -> the guarded harness's timing_seconds
     try:
         for task_id in args.tasks:
             with open(os.path.join(SUITE, "candidates", args.language, task_id + ".py"),
@@ -59,7 +61,11 @@ def run_side(harness_dir, args):
                                          f"{response['message']}")
                     if index:  # the first request also computed the reference
                         times.append(response["metrics"]["child_seconds"])
+                        if timed and "timing_seconds" in response["metrics"]:
+                            loops.setdefault(task_id, []).append(response["metrics"]["timing_seconds"])
                 seconds[task_id, timed] = statistics.median(times)
+        for task_id, values in loops.items():
+            seconds[task_id, "loop"] = statistics.median(values)
     finally:
         server.close()
     return seconds
@@ -81,12 +87,16 @@ def main():
     baseline = run_side(args.baseline_harness, args) if args.baseline_harness else {}
     print(f"candidate request seconds (median of {args.repeat}), device {args.device}, "
           f"profile {args.profile}, {args.language} candidates, timing 3 + 20 calls")
-    print(f"{'task':22} {'harness':9} {'untimed s':>10} {'timed s':>8} {'timing s':>9}")
+    print(f"{'task':22} {'harness':9} {'untimed s':>10} {'timed s':>8} {'timing s':>9} "
+          f"{'timing_seconds':>15}")
     for task_id in args.tasks:
         for name, seconds in (("guarded", guarded), ("baseline", baseline)):
             if seconds:
                 untimed, timed = seconds[task_id, False], seconds[task_id, True]
-                print(f"{task_id:22} {name:9} {untimed:10.2f} {timed:8.2f} {timed - untimed:9.2f}")
+                loop = seconds.get((task_id, "loop"))
+                loop_text = f"{loop:15.2f}" if loop is not None else f"{'-':>15}"
+                print(f"{task_id:22} {name:9} {untimed:10.2f} {timed:8.2f} "
+                      f"{timed - untimed:9.2f} {loop_text}")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,7 @@ class Job:
         self.loop = None  # the timed loop running (timing_plan.Loop)
         self.first_loop = None  # the timing loop, once a confirmation loop follows it
         self.spot_seeds = []  # input seeds of the timed calls checked (the task's, per run)
+        self.timing_started = 0.0  # when the first timed loop was commanded
         self.max_diffs, self.mean_diffs = [], []
         self.detector = None
         self.decided = None  # the verdict, once known (sent when the child is gone)
@@ -632,6 +633,7 @@ class Server:
             self._decide(job, verdict)
         elif job.timing() is not None:
             job.awaiting_timing = True
+            job.timing_started = time.monotonic()
             self._start_loop(job, "timing")
         else:
             self._decide(job, {"status": "pass", "metrics": self._correctness_metrics(job)}, stop=False)
@@ -784,6 +786,7 @@ class Server:
         metrics.update(loop_metrics or job.loop.metrics("timing"))
         metrics.update(reference_ms=reference["ms"], reference_ms_p90=reference["p90"],
                        candidate_ms=cand_ms, candidate_ms_p90=cand_p90,
+                       timing_seconds=time.monotonic() - job.timing_started,
                        speedup=reference["ms"] / cand_ms if cand_ms > 0 else math.inf,
                        reference_age_s=time.time() - reference["measured_at"])
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
