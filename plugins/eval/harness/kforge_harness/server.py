@@ -362,7 +362,6 @@ class Server:
         if timing is not None and not job.spot_seeds:
             job.spot_seeds = self._spot_seeds(job)
         missing = entry.missing(job.weight_seed, job.input_seeds() + job.spot_seeds)
-
         stale_timing = timing is not None and not job.reference_timed and entry.stored_timing(
             self._timing_key(job), float(timing["reference_max_age_s"])) is None
         if entry.facts is None or missing or stale_timing:
@@ -499,6 +498,8 @@ class Server:
         ModelNew, and the first trials are commanded."""
         job.marker = True
         job.thread_baseline = threads.tree_threads(job.proc.pid)
+        if job.thread_baseline is None and job.timing() is not None:
+            job.flags.append("threads_not_counted")
         job.proc.send({"build": True})
         if job.action == "run":
             first = job.entry.outputs[f"{job.weight_seed}-{job.input_seeds()[0]}"]
