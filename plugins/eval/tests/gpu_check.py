@@ -11,6 +11,11 @@ Sections (--sections, comma-separated):
   cuda, broken_cuda  the same for the load_inline CUDA candidates (their build is
                  load_inline's, inside the child: the C++ stage eval.compile.cuda is not used)
   cpp, broken    the same for the C++ candidates (a CPU dry run of this script)
+  timing         the harness's tests/data/candidates/timing_gpu: hostile Triton and CUDA
+                 candidates that fool a naive timing (a private stream, memoizing by
+                 pointer or shape, a lazy tensor subclass): compile -> timed run, no L1
+                 check (L1 rejects some of them; the timing's own guards are checked
+                 here), each must land in its `# expect:` class; skipped on a CPU device
 
   python3 gpu_check.py --device cuda:0 --profile full
   /usr/bin/python3 gpu_check.py --device cpu --profile small --sections reference,cpp,broken
@@ -112,12 +117,12 @@ class Checker:
             body["options"] = options
         return self.client.request(body, self.args.timeout + 120)
 
-    def ladder(self, task_id, code, language, timing):
+    def ladder(self, task_id, code, language, timing, stages=("check", "compile", "run")):
         """check -> compile -> run, stopping at the first verdict that is not pass."""
         task = self.tasks[task_id]
         started = time.monotonic()
         response = None
-        for stage in ("check", "compile", "run"):
+        for stage in stages:
             options = {"timing": {"enabled": timing, "trials": self.args.timing_trials}} if stage == "run" else None
             response = self.call(stage, task, code, language, options)
             if response["status"] != "pass":
@@ -142,6 +147,9 @@ def run_section(checker, pool, section):
                                     {"timing": {"enabled": False}})
             return row(section, task_id, "run", response, "pass", time.monotonic() - started)
         return list(pool.map(one, sorted(checker.tasks)))
+
+    if section == "timing":
+        return run_timing_section(checker, pool)
 
     language = {"triton": "triton", "broken_triton": "triton", "cuda": "cuda", "broken_cuda": "cuda",
                 "cpp": "cpp", "broken": "cpp"}[section]
@@ -168,6 +176,26 @@ def run_section(checker, pool, section):
     return rows
 
 
+def run_timing_section(checker, pool):
+    if checker.args.device == "cpu":
+        print("timing section skipped: it needs a CUDA device (its candidates are Triton and CUDA)")
+        return []
+    directory = os.path.join(HARNESS_DIR, "tests", "data", "candidates", "timing_gpu")
+
+    def one(file_name):
+        with open(os.path.join(directory, file_name), encoding="utf-8") as handle:
+            code = handle.read()
+        match = EXPECT.search(code)
+        expected = match.group(1) if match else "pass"
+        kind, task_id = file_name[:-3].split("__", 1)
+        language = "triton" if kind.endswith("_triton") else "cuda"
+        stage, response, seconds = checker.ladder(task_id, code, language, timing=True,
+                                                  stages=("compile", "run"))
+        return row("timing", file_name[:-3], stage, response, expected, seconds)
+
+    return list(pool.map(one, sorted(f for f in os.listdir(directory) if f.endswith(".py"))))
+
+
 def fmt(value):
     if value is None:
         return "-"
@@ -177,6 +205,8 @@ def fmt(value):
 
 
 def print_table(rows):
+    if not rows:
+        return
     columns = ["section", "candidate", "stage", "got", "expected", "max_abs_diff", "speedup", "seconds"]
     cells = [[fmt(r[c]) for c in columns] + ["" if r["ok"] else "MISMATCH " + r["message"]] for r in rows]
     header = columns + ["note"]

@@ -12,7 +12,8 @@
 #    bundled task at the full profile as its own candidate, the Triton candidates
 #    (check -> compile -> timed run), the load_inline CUDA candidates, and the broken
 #    Triton and CUDA candidates (each in its class; an illegal memory access must not
-#    poison the next job). Prints a table.
+#    poison the next job), and the timing's hostile candidates (a private stream,
+#    memoizing, a lazy tensor: each must be rejected). Prints a table.
 #    Then the hostile candidates of issue 9 as Triton and CUDA candidates
 #    (plugins/eval/harness/tests/test_attacks_gpu.py, on $DEVICE seen as cuda:0).
 # 3. The reference service (issue 8, bench/harness_reference.py): device units per task
@@ -80,7 +81,7 @@ fi
 
 echo "== harness checks on $device (gpu_check.py)"
 "$python" "$here/gpu_check.py" --device "$device" --profile full --max-children 8 \
-  --sections reference,triton,broken_triton,cuda,broken_cuda || status=1
+  --sections reference,triton,broken_triton,cuda,broken_cuda,timing || status=1
 
 echo "== hostile candidates on cuda:0 as Triton and CUDA candidates (harness tests/test_attacks_gpu.py)"
 # Each attack of tests/data/candidates/hostile_l3 must fail, be blamed on the candidate,

@@ -10,13 +10,17 @@ What it sends (Channel, JSON lines), all of it data:
 - {"ready": true}: ModelNew is built;
 - {"trial": i, "outputs": [...], "changed_inputs": [...], "aliased": [o, i] | null}: trial
   i's outputs are in this child's directory (outputs.write_leaves, prefix "out-i");
-- {"compiled": true} (compile action), {"timing": {"ms": .., "p90": ..}};
+- {"compiled": true} (compile action);
+- the timed loop's lines {"prepared": k, "outputs": [...] | null} and {"called": k, "ms",
+  "synced_ms", "types"} (timing_plan.py has the exchange);
 - {"failed": {"stage": "import" | "init" | "forward" | "timing", "trial": i, "types": [..],
   "text": .., "where": ..}}: the candidate's code raised (errors.report).
 
-It runs trial i only after the server's command {"go": i} (the server commands trials
-ahead only while their outputs fit its window, so outputs waiting on disk for the judge
-stay bounded), and times itself after {"time": true}; EOF on the command pipe ends it."""
+After the marker it waits for {"build": true} (the server counts this process tree's
+threads first: the baseline of the thread guard). It runs trial i only after the
+server's command {"go": i} (the server commands trials ahead only while their outputs
+fit its window, so outputs waiting on disk for the judge stay bounded), and runs a timed
+loop on each {"time": plan}, one call per {"call": k}; EOF on the command pipe ends it."""
 
 import os
 import sys
@@ -25,9 +29,9 @@ import traceback
 import torch
 
 from . import anticheat, errors, tasks
-from .outputs import write_leaves
+from .outputs import flat_leaves, write_leaves
 from .runner import TaskSession
-from .timing import Timer
+from .timing import Clock, InputPool
 
 
 class _Failed(Exception):
@@ -52,6 +56,8 @@ class CandidateChild:
             self.channel.send({"harness_failed": errors.describe(errors.report(exc))})
             return
         self.channel.send({"candidate_code": "start"})
+        if self.channel.command() is None:  # {"build": true}: the server counted threads
+            return
         try:
             model = self._build()
             self.channel.send({"ready": True})
@@ -72,6 +78,9 @@ class CandidateChild:
         self.session.setup_device()
         self.session.load()
         self.session.make_init_inputs()
+        # torch's CPU thread pool starts at its first parallel operation: started here,
+        # before the server's thread count, so an honest forward adds no thread.
+        torch.ones(1 << 20).add_(1)
 
     # ---- the candidate's part ----
 
@@ -120,8 +129,11 @@ class CandidateChild:
                 return
             report = self._guarded("forward", lambda: self._trial(model, index, seed), trial=index)
             self.channel.send(report)
-        if (self.channel.command() or {}).get("time"):
-            self._time(model)
+        while True:
+            command = self.channel.command()
+            if command is None or not isinstance(command.get("time"), dict):
+                return
+            self._timed_loop(model, command["time"])
 
     def _trial(self, model, index, seed):
         inputs = model.feed(self.session.make_inputs(seed))
@@ -131,14 +143,40 @@ class CandidateChild:
         leaves = write_leaves(out, self.workdir, f"out-{index}")
         return {"trial": index, "outputs": leaves, "changed_inputs": changed, "aliased": aliased}
 
-    def _time(self, model):
-        timing = self.job["timing"]
-        timer = Timer(torch, self.device, int(timing["warmup"]), int(timing["trials"]),
-                      bool(timing["flush_l2"]))
-        seed = self.job["timing_seed"]
-        inputs = model.feed(self._guarded("timing", lambda: self.session.make_inputs(seed)))
-        ms, p90 = self._guarded("timing", lambda: timer.measure(lambda: model(inputs)))
-        self.channel.send({"timing": {"ms": ms, "p90": p90}})
+    def _timed_loop(self, model, plan):
+        """One timed loop (timing_plan.py): a pool of input sets made before it, one call
+        per command, each call's outputs checked for their exact type, handed over when
+        the server asks after the call, the pool slot refilled with the next seed."""
+        clock = Clock(torch, self.device, bool(plan["flush_l2"]))
+        pool = self._guarded("timing", lambda: InputPool(
+            lambda seed: model.feed(self.session.make_inputs(seed)), plan["pool"]))
+        clock.idle()
+        self.channel.send({"prepared": -1})
+        out = None
+        for _ in range(3 * int(plan["calls"])):
+            command = self.channel.command()
+            if command is None:
+                return
+            if "ping" in command:
+                self.channel.send({"pong": command["ping"]})
+            elif "call" in command:
+                inputs = pool.inputs(command["call"])
+                out, event_ms, synced_ms = self._guarded(
+                    "timing", lambda: clock.call(lambda: model(inputs)))
+                types = [f"{type(v).__module__}.{type(v).__qualname__}" for v in flat_leaves(out)]
+                self.channel.send({"called": command["call"], "ms": event_ms,
+                                   "synced_ms": synced_ms, "types": types})
+            else:
+                call = command["after"]
+                handed = None
+                if command.get("hand"):
+                    handed = self._guarded("timing", lambda: write_leaves(
+                        out, self.workdir, f"spot-{call}"))
+                out = inputs = None  # the refill below frees this call's set first
+                if command.get("refill") is not None:
+                    self._guarded("timing", lambda: pool.refill(call, command["refill"]))
+                clock.idle()
+                self.channel.send({"prepared": call, "outputs": handed})
 
 
 def run(job, device, workdir, channel):

@@ -41,8 +41,20 @@ DEFAULT_RULE = {
     "rtol": {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2},
 }
 
+# The timing's guards (README.md "Timing"): pool_mb bounds the input sets made before a
+# timed loop; spot_checks timed calls are compared with the reference; a loop is
+# rejected when the device-synchronised time (max_sync_gap_ms) or the server's clock
+# (max_wall_gap_ms) exceeds the device-event time by more than that plus max_gap_share
+# of it; a speedup over confirm_speedup is re-measured with other inputs and rejected
+# when that is more than confirm_tolerance slower; max_new_threads threads may appear.
 DEFAULT_TIMING = {"enabled": True, "warmup": 3, "trials": 20, "flush_l2": True,
-                  "baseline": "eager", "reference_max_age_s": 600.0}
+                  "baseline": "eager", "reference_max_age_s": 600.0, "pool_mb": 1024.0,
+                  "spot_checks": 3, "max_sync_gap_ms": 0.1, "max_wall_gap_ms": 0.5,
+                  "max_gap_share": 0.2, "confirm_speedup": 3.0, "confirm_tolerance": 0.5,
+                  "max_new_threads": 0}
+_TIMING_INTEGERS = ("warmup", "trials", "spot_checks", "max_new_threads")
+_TIMING_NUMBERS = ("reference_max_age_s", "pool_mb", "max_sync_gap_ms", "max_wall_gap_ms",
+                   "max_gap_share", "confirm_speedup", "confirm_tolerance")
 
 DEFAULT_OPTIONS = {"trials": 5, "seed": 42, "inputs_on_device": True, "rules_file": None}
 
@@ -181,6 +193,13 @@ def normalise_request(request):
     options["timing"] = merged(DEFAULT_TIMING, options.get("timing"))
     if options["timing"]["baseline"] not in ("eager", "compile"):
         raise ValueError("options.timing.baseline must be 'eager' or 'compile'")
+    for name in _TIMING_INTEGERS + _TIMING_NUMBERS:
+        value = options["timing"][name]
+        kinds = int if name in _TIMING_INTEGERS else (int, float)
+        if not isinstance(value, kinds) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"options.timing.{name} must be a number >= 0, got {value!r}")
+    if options["timing"]["trials"] < 1:
+        raise ValueError("options.timing.trials must be at least 1")
     if not isinstance(options["trials"], int) or options["trials"] < 1:
         raise ValueError("options.trials must be a positive integer")
     if not isinstance(options["seed"], int):

@@ -19,7 +19,7 @@ import torch
 from . import anticheat, errors, fit, protocol
 from .outputs import SCRATCH_FULL, as_tensor, write_leaves
 from .runner import MissingFramework, Side, TaskSession, nan_count
-from .timing import Timer
+from .timing import InputPool, Timer, input_bytes, pool_size
 
 MB = 1 << 20
 
@@ -53,6 +53,7 @@ class Worker:
         self.options = job["options"]
         self.session = None
         self.peak = _PeakMemory(device)
+        self.input_bytes = 0  # one input set's, for the size of the timing's input pools
 
     # ---- steps ----
 
@@ -98,6 +99,7 @@ class Worker:
         return {"status": "pass", "task_sizes": self.session.sizes, "fitted": fitted,
                 "peak_mb": self.peak.peak_mb(), "device_memory_mb": self.peak.device_mb(),
                 "outputs": outputs, "timing": timing, "params": params,
+                "input_bytes": self.input_bytes,
                 "flags": list(self.session.flags)}
 
     def _step(self, name, call):
@@ -123,6 +125,7 @@ class Worker:
         session = self.session
         label = f"input seed {seed}"
         inputs = self._step(f"get_inputs() ({label})", lambda: session.make_inputs(seed))
+        self.input_bytes = max(self.input_bytes, input_bytes(inputs))
         if check_determinism:
             again = self._step(f"get_inputs() ({label})", lambda: session.make_inputs(seed))
             if anticheat.input_digests(inputs) != anticheat.input_digests(again):
@@ -151,13 +154,20 @@ class Worker:
                 "bytes": sum(leaf.get("nbytes", 0) for leaf in leaves)}
 
     def _time(self, reference):
+        """The reference timed like the candidate: every call on an input set of a pool
+        made before the loop (seeds timing_seed, timing_seed + 1, ...), sized alike."""
         timing = self.job["timing"]
-        timer = Timer(torch, self.device, int(timing["warmup"]), int(timing["trials"]),
-                      bool(timing["flush_l2"]))
+        warmup, trials = int(timing["warmup"]), int(timing["trials"])
+        timer = Timer(torch, self.device, warmup, trials, bool(timing["flush_l2"]))
         seed = self.job["timing_seed"]
-        inputs = reference.feed(self._step("get_inputs() (timing)",
-                                           lambda: self.session.make_inputs(seed)))
-        ms, p90 = self._step("timing the reference", lambda: timer.measure(lambda: reference(inputs)))
+        first = self._step("get_inputs() (timing)", lambda: self.session.make_inputs(seed))
+        self.input_bytes = max(self.input_bytes, input_bytes(first))
+        del first
+        count = pool_size(self.input_bytes, warmup + trials, float(timing["pool_mb"]))
+        pool = self._step("get_inputs() (timing)", lambda: InputPool(
+            lambda s: reference.feed(self.session.make_inputs(s)),
+            [seed + i for i in range(count)]))
+        ms, p90 = self._step("timing the reference", lambda: timer.measure(reference, pool))
         result = {"ms": ms, "p90": p90, "measured_at": time.time()}
         if timing["baseline"] == "compile":
             if self.session.numpy_task or not hasattr(torch, "compile"):
@@ -166,7 +176,7 @@ class Worker:
                 compiled = Side(torch.compile(reference.model), "torch", self.session.torch_device)
                 result["compile_ms"], _ = self._step(
                     "timing the torch.compile baseline",
-                    lambda: timer.measure(lambda: compiled(inputs)))
+                    lambda: timer.measure(compiled, pool))
         return result
 
     # ---- what went wrong ----

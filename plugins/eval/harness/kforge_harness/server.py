@@ -37,7 +37,7 @@ import tempfile
 import time
 import traceback
 
-from . import child, errors, protocol, reporter, sandbox, store, toolchain
+from . import child, errors, protocol, reporter, sandbox, store, threads, timing_plan, toolchain
 from .compare import ConstantDetector
 from .outputs import SCRATCH_FULL
 from .tasks import read_task_source
@@ -133,6 +133,11 @@ class Job:
         self.judging = False
         self.judge_started = 0.0
         self.awaiting_timing = False
+        self.thread_baseline = None  # the child's process tree's threads at the marker
+        self.loop = None  # the timed loop running (timing_plan.Loop)
+        self.first_loop = None  # the timing loop, once a confirmation loop follows it
+        self.spot_seeds = []  # input seeds of the timed calls checked (the task's, per run)
+        self.timing_started = 0.0  # when the first timed loop was commanded
         self.max_diffs, self.mean_diffs = [], []
         self.detector = None
         self.decided = None  # the verdict, once known (sent when the child is gone)
@@ -207,6 +212,7 @@ class Server:
         self.work_root = os.path.join(self.root, "work")
         os.makedirs(self.work_root, mode=0o700)
         self.store = store.ReferenceStore(os.path.join(self.root, "store"), store_bytes)
+        self.spot_seeds = {}  # (entry key, weight seed, count) -> seeds (_spot_seeds)
         self.queue = []
         self.jobs = set()  # jobs holding a slot
         self.procs = {}  # pid -> Proc
@@ -378,14 +384,27 @@ class Server:
         if entry.worker is not None and entry.worker is not job:
             entry.waiters.append(job)
             return
-        missing = entry.missing(job.weight_seed, job.input_seeds())
         timing = job.timing()
+        if timing is not None and not job.spot_seeds:
+            job.spot_seeds = self._spot_seeds(job)
+        missing = entry.missing(job.weight_seed, job.input_seeds() + job.spot_seeds)
         stale_timing = timing is not None and not job.reference_timed and entry.stored_timing(
             self._timing_key(job), float(timing["reference_max_age_s"])) is None
         if entry.facts is None or missing or stale_timing:
             self._start_reference(job, missing, timing if stale_timing else None)
             return
         self._start_candidate(job)
+
+    def _spot_seeds(self, job):
+        """The input seeds of the timed calls checked against the reference: drawn once
+        per task, weight seed and count in this run (their outputs are computed once),
+        from the server's secret randomness, never from the request. The first half
+        serves the timing loop, the second the confirmation loop."""
+        count = timing_plan.spot_seed_count(job.timing())
+        key = (job.entry.key, job.weight_seed, count)
+        if key not in self.spot_seeds:
+            self.spot_seeds[key] = [timing_plan.draw_seed() for _ in range(2 * count)]
+        return self.spot_seeds[key]
 
     def _timing_key(self, job):
         return store.timing_key(job.weight_seed, job.timing_seed(), job.timing())
@@ -475,7 +494,6 @@ class Server:
                 "options": {"seed": job.weight_seed,
                             "inputs_on_device": request["options"]["inputs_on_device"]},
                 "limits": request["limits"], "input_seeds": job.input_seeds(),
-                "timing": job.timing(), "timing_seed": job.timing_seed(),
                 "poison_bytes": sizes,
                 # Each output goes to a file of its own: the largest the reference has, and
                 # never less than the sandbox's default, is what the child may write.
@@ -536,10 +554,20 @@ class Server:
         proc.deadline = proc.started + float(job.request["limits"]["timeout_s"])
         job.detector = ConstantDetector(job.request["options"]["rule"])
         proc.send({"job": JOB_FILE})
+        self._refill_standby()
+
+    def _candidate_starts(self, job):
+        """The child reported the marker and waits: its threads now are the baseline of
+        the thread guard (none of the candidate's code has run); then it may build
+        ModelNew, and the first trials are commanded."""
+        job.marker = True
+        job.thread_baseline = threads.tree_threads(job.proc.pid)
+        if job.thread_baseline is None and job.timing() is not None:
+            job.flags.append("threads_not_counted")
+        job.proc.send({"build": True})
         if job.action == "run":
             for _ in range(self._trials_ahead(job)[0]):
                 self._command_trial(job)
-        self._refill_standby()
 
     @staticmethod
     def _command_trial(job):
@@ -582,6 +610,7 @@ class Server:
         os.execve(sys.executable, argv, env)
 
     def _candidate_message(self, proc, message):
+        now = time.monotonic()  # a timed call's end, as the server's clock sees it
         job = proc.owner
         if job is None or job.decided is not None or job.finished:
             return
@@ -591,9 +620,11 @@ class Server:
             elif isinstance(message.get("harness_failed"), str):
                 job.harness_failed = message["harness_failed"]
             elif message.get("candidate_code") == "start":
-                job.marker = True
+                self._candidate_starts(job)
             return
         # From here on, what the child says is data about the candidate's run, no more.
+        if self._threads_started(job, message):
+            return
         if "failed" in message:
             self._decide(job, self._scratch_full(job, message["failed"])
                          or self._candidate_failure(message["failed"],
@@ -604,8 +635,12 @@ class Server:
             self._candidate_trial(job, message)
         elif message.get("compiled") is True and job.action == "compile" and job.ready:
             self._decide(job, {"status": "pass"}, stop=False)
-        elif "timing" in message and job.awaiting_timing:
-            self._candidate_timing(job, message["timing"])
+        elif job.loop is not None and "pong" in message:
+            self._loop_ponged(job, message, now)
+        elif job.loop is not None and "called" in message:
+            self._loop_called(job, message, now)
+        elif job.loop is not None and "prepared" in message:
+            self._loop_prepared(job, message)
 
     def _candidate_trial(self, job, message):
         expected = job.next_trial + len(job.reports) + (1 if job.judging else 0)
@@ -663,7 +698,8 @@ class Server:
             self._decide(job, verdict)
         elif job.timing() is not None:
             job.awaiting_timing = True
-            proc.send({"time": True})
+            job.timing_started = time.monotonic()
+            self._start_loop(job, "timing")
         else:
             self._decide(job, {"status": "pass", "metrics": self._correctness_metrics(job)}, stop=False)
 
@@ -690,23 +726,134 @@ class Server:
                            "output vary",
                 "metrics": self._correctness_metrics(job), "flags": ["reference_near_constant"]}
 
-    def _candidate_timing(self, job, timing):
-        # A time is a positive finite number: JSON lets a child send NaN, Infinity or a
-        # negative (an infinite speedup in the response and the store).
-        if not isinstance(timing, dict) or not all(
-                isinstance(timing.get(k), (int, float)) and not isinstance(timing.get(k), bool)
-                and math.isfinite(timing[k]) and timing[k] > 0 for k in ("ms", "p90")):
-            self._decide(job, _fail(protocol.RUNTIME_ERROR,
-                                    "the candidate's process handed over malformed timings"))
+    # ---- the candidate's timing (timing_plan.py has the exchange) ----
+
+    def _threads_started(self, job, message):
+        """Rejects a timed job whose child's process tree runs more threads than at the
+        marker (beyond options.timing.max_new_threads): a thread the candidate started
+        can work outside the timed calls. Returns True when it rejected."""
+        timing = job.timing()
+        if timing is None or job.thread_baseline is None:
+            return False
+        now = threads.tree_threads(job.proc.pid)
+        if now is None or now - job.thread_baseline <= int(timing["max_new_threads"]):
+            return False
+        phase = ("building ModelNew" if message.get("ready") is True
+                 else f"trial {message['trial'] + 1}" if isinstance(message.get("trial"), int)
+                 else "a timed call" if "called" in message or "prepared" in message
+                 else "its code ran")
+        self._decide(job, timing_plan.rejection(
+            f"the candidate's process runs {now - job.thread_baseline} thread(s) more after "
+            f"{phase} than before its code ran ({job.thread_baseline} -> {now}; allowed: "
+            f"{int(timing['max_new_threads'])}): threads it starts (std::thread, pthreads, "
+            "Python threads) can work outside the timed calls; do the work inside forward",
+            self._correctness_metrics(job) if job.max_diffs else None))
+        return True
+
+    def _start_loop(self, job, label):
+        timing = job.timing()
+        half = len(job.spot_seeds) // 2
+        seeds = job.spot_seeds[:half] if label == "timing" else job.spot_seeds[half:]
+        job.loop = timing_plan.Loop(label, timing, seeds, job.entry.facts.get("input_bytes", 0))
+        job.proc.send(job.loop.start_command())
+
+    def _loop_called(self, job, message, now):
+        try:
+            job.loop.called(message, now)
+        except timing_plan.LoopRejected as exc:
+            self._decide(job, timing_plan.rejection(str(exc), self._correctness_metrics(job)))
+            return
+        except ValueError as exc:
+            self._decide(job, _fail(protocol.RUNTIME_ERROR, str(exc)))
+            return
+        job.proc.send(job.loop.after_command(message["called"]))
+
+    def _loop_ponged(self, job, message, now):
+        try:
+            job.loop.ponged(message, now)
+        except ValueError as exc:
+            self._decide(job, _fail(protocol.RUNTIME_ERROR, str(exc)))
+            return
+        job.proc.send(job.loop.call_command())
+
+    def _loop_prepared(self, job, message):
+        loop = job.loop
+        try:
+            handed = loop.prepared_report(message)
+        except ValueError as exc:
+            self._decide(job, _fail(protocol.RUNTIME_ERROR, str(exc)))
+            return
+        if handed is None:
+            self._loop_next(job)
+            return
+        call = loop.handed
+        prefix = f"{job.weight_seed}-{loop.spots[call]}"
+        command = {"label": loop.label_of(call), "rule": job.request["options"]["rule"],
+                   "reference": dict(job.entry.outputs[prefix], dir=job.entry.dir, prefix=prefix),
+                   "candidate": {"dir": job.proc.workdir, "prefix": f"spot-{call}",
+                                 "report": {"outputs": handed["outputs"]}}}
+        job.judge_started = time.monotonic()
+        self.judges.submit(job, command, self._spot_judged)
+
+    def _spot_judged(self, job, result):
+        """A judge's result for the timed call whose outputs were handed over: anything
+        but a pass rejects (the trials passed, so a timed call that differs computed
+        something else when timed: memoized, stale or deferred outputs)."""
+        if job.finished or job.decided is not None:
+            return
+        loop = job.loop
+        job.proc.deadline += time.monotonic() - job.judge_started
+        for path in glob.glob(os.path.join(job.proc.workdir, f"spot-{loop.handed}-*.bin")):
+            os.unlink(path)
+        if result["status"] == "error":
+            self._decide(job, result)
+            return
+        if result["status"] != "pass":
+            self._decide(job, timing_plan.rejection(
+                f"spot check failed: {result.get('message', '')} (its trials passed: the "
+                "timed call's output was not computed from that call's inputs)",
+                dict(self._correctness_metrics(job), **(result.get("metrics") or {}))))
+            return
+        self._loop_next(job)
+
+    def _loop_next(self, job):
+        if not job.loop.finished:
+            job.proc.send(job.loop.ping_command())
+            return
+        try:
+            ms, p90 = job.loop.measured()
+        except timing_plan.LoopRejected as exc:
+            self._decide(job, timing_plan.rejection(str(exc), self._correctness_metrics(job)))
             return
         reference = job.entry.stored_timing(self._timing_key(job), math.inf)
-        cand_ms = float(timing["ms"])
+        if job.first_loop is None:
+            speedup = reference["ms"] / ms if ms > 0 else math.inf
+            if timing_plan.confirmation_needed(job.timing(), speedup):
+                job.first_loop = (job.loop, ms, p90)
+                self._start_loop(job, "confirm")
+                return
+            self._timed_pass(job, reference, ms, p90, [])
+            return
+        first, first_ms, first_p90 = job.first_loop
+        speedup = reference["ms"] / first_ms if first_ms > 0 else math.inf
+        message = timing_plan.unconfirmed(job.timing(), first_ms, ms, speedup)
+        if message is not None:
+            self._decide(job, timing_plan.rejection(message, self._correctness_metrics(job)))
+            return
+        # The slower of the two measurements counts.
+        if ms < first_ms:
+            ms, p90 = first_ms, first_p90
+        self._timed_pass(job, reference, ms, p90, ["speedup_confirmed"],
+                         dict(job.loop.metrics("confirm"), **first.metrics("timing")))
+
+    def _timed_pass(self, job, reference, cand_ms, cand_p90, flags, loop_metrics=None):
         metrics = self._correctness_metrics(job)
+        metrics.update(loop_metrics or job.loop.metrics("timing"))
         metrics.update(reference_ms=reference["ms"], reference_ms_p90=reference["p90"],
-                       candidate_ms=cand_ms, candidate_ms_p90=float(timing["p90"]),
+                       candidate_ms=cand_ms, candidate_ms_p90=cand_p90,
+                       timing_seconds=time.monotonic() - job.timing_started,
                        speedup=reference["ms"] / cand_ms if cand_ms > 0 else math.inf,
                        reference_age_s=time.time() - reference["measured_at"])
-        flags = []
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
             flags.append("speedup_over_10x")
         if job.timing()["baseline"] == "compile":
@@ -985,8 +1132,10 @@ class JudgePool:
         self.queue = []
         self.next_id = 0
 
-    def submit(self, job, command):
-        self.queue.append((job, command))
+    def submit(self, job, command, on_result=None):
+        """Queues `command` for a judge; its result goes to on_result(job, result), by
+        default the server's judged() (a trial)."""
+        self.queue.append((job, command, on_result or self.server.judged))
         self._dispatch()
 
     def _dispatch(self):
@@ -998,18 +1147,18 @@ class JudgePool:
                     proc = self.server.fork_child("judge", lambda p: child.judge_main(
                         p["command_r"], p["result_w"], self.threads), commands=True)
                 except OSError as exc:
-                    job, _ = self.queue.pop(0)
-                    self.server.judged(job, _error(protocol.HARNESS_ERROR, f"cannot start a judge: {exc}"))
+                    job, _, on_result = self.queue.pop(0)
+                    on_result(job, _error(protocol.HARNESS_ERROR, f"cannot start a judge: {exc}"))
                     continue
             else:
                 return
-            job, command = self.queue.pop(0)
+            job, command, on_result = self.queue.pop(0)
             if job.finished or job.decided is not None:
                 self.idle.append(proc)
                 continue
             self.next_id += 1
             command = dict(command, id=self.next_id)
-            proc.owner = (job, self.next_id)
+            proc.owner = (job, self.next_id, on_result)
             proc.deadline = time.monotonic() + JUDGE_TIMEOUT_S
             self.busy[proc.pid] = proc
             if not proc.send(command):
@@ -1018,26 +1167,26 @@ class JudgePool:
     def message(self, proc, message):
         if proc.pid not in self.busy or not isinstance(message.get("result"), dict):
             return
-        job, command_id = proc.owner
+        job, command_id, on_result = proc.owner
         if message.get("id") != command_id:
             return
         del self.busy[proc.pid]
         proc.owner = None
         proc.deadline = math.inf
         self.idle.append(proc)
-        self.server.judged(job, message["result"])
+        on_result(job, message["result"])
         self._dispatch()
 
     def died(self, proc, status):
         if proc in self.idle:
             self.idle.remove(proc)
         if self.busy.pop(proc.pid, None) is not None:
-            job, _ = proc.owner
+            job, _, on_result = proc.owner
             what = (f"did not finish within {JUDGE_TIMEOUT_S:g} s" if proc.timed_out
                     else _death_text(proc, status, None, ""))
             tail = _tail(os.path.join(proc.workdir, "log.txt"))
-            self.server.judged(job, _error(protocol.HARNESS_ERROR,
-                                           f"the judge {what}; its log ends with: {tail[-1000:]}"))
+            on_result(job, _error(protocol.HARNESS_ERROR,
+                                  f"the judge {what}; its log ends with: {tail[-1000:]}"))
         shutil.rmtree(proc.workdir, ignore_errors=True)
         self._dispatch()
 

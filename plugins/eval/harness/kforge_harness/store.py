@@ -28,7 +28,7 @@ def entry_key(task, source, device_name, inputs_on_device):
 
 def timing_key(weight_seed, timing_seed, timing):
     return json.dumps([weight_seed, timing_seed, int(timing["warmup"]), int(timing["trials"]),
-                       bool(timing["flush_l2"]), timing["baseline"]])
+                       bool(timing["flush_l2"]), timing["baseline"], float(timing["pool_mb"])])
 
 
 class Entry:

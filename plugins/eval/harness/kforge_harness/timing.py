@@ -1,51 +1,149 @@
-"""Timing a forward call the way KernelBench does: warm-up, then per trial synchronize,
-flush the L2 cache, device events on the current stream around the call; the median of
-the trials is what counts. On the CPU the clock is time.perf_counter_ns."""
+"""Measuring forward calls: what the reference worker and the candidate child run.
+
+Every timed call gets its own input set from a pool made before the loop (`InputPool`),
+so a kernel that memoizes by pointer, shape or content, or works only in its first
+calls, gains nothing. Per call, the L2 cache is flushed and the whole device is idle
+before the clock starts; the call is bracketed by device events on the current stream
+(KernelBench's measure) and by a wall clock read after the whole device is synchronised
+(all streams): work hidden on a private stream shows as a gap between the two. On the
+CPU both are time.perf_counter_ns around the call. The candidate's numbers are data: the
+server (timing_plan.py) brackets each call with its own clock and decides."""
 
 import statistics
 import time
 
+import numpy as np
+
 # Larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB): writing it evicts the
 # inputs and weights the previous call left in the cache.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+MB = 1 << 20
 
 
-class Timer:
-    def __init__(self, torch, device, warmup, trials, flush_l2):
+def pool_size(set_bytes, calls, budget_mb):
+    """How many input sets a pool holds: as many as `budget_mb` fits, never fewer than 2
+    (consecutive calls always see different memory) nor more than half the calls (every
+    slot is refilled in place at least once: a kernel that caches by pointer returns a
+    stale output there, and the late spot check falls among those calls)."""
+    fits = int(budget_mb * MB) // max(1, int(set_bytes))
+    return max(2, min((int(calls) + 1) // 2, fits))
+
+
+def input_bytes(inputs):
+    """Bytes of the tensors and arrays among one input set."""
+    total = 0
+    for value in inputs:
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+        elif hasattr(value, "element_size") and hasattr(value, "numel"):
+            total += value.element_size() * value.numel()
+    return total
+
+
+class Clock:
+    """One device's timed call: (outputs, event ms, device-synchronised wall ms)."""
+
+    def __init__(self, torch, device, flush_l2):
         self.torch = torch
         self.device = device
-        self.warmup = warmup
-        self.trials = trials
+        self.module = device.module(torch) if device.is_accelerator else None
         self.flush_buffer = None
         if device.is_accelerator and flush_l2:
             self.flush_buffer = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8,
                                             device=device.name)
 
-    def measure(self, call):
-        """Milliseconds per call: (median, p90) over `trials` timed calls."""
-        for _ in range(self.warmup):
-            call()
-        self.device.synchronize(self.torch)
-        samples = [self._timed(call) for _ in range(self.trials)]
-        return summarise(samples)
-
-    def _timed(self, call):
-        if not self.device.is_accelerator:
-            start = time.perf_counter_ns()
-            call()
-            return (time.perf_counter_ns() - start) / 1e6
-        module = self.device.module(self.torch)
-        module.synchronize()
+    def idle(self):
+        """Flushes L2 and waits for the whole device: what precedes every timed call."""
         if self.flush_buffer is not None:
             self.flush_buffer.zero_()
-        # Events are recorded on the current stream: work a candidate hides on a side
-        # stream is not waited for (the L1 rules reject side streams for that reason).
-        start, end = module.Event(enable_timing=True), module.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end)
+        self.device.synchronize(self.torch)
+
+    def call(self, call):
+        if self.module is None:
+            start = time.perf_counter_ns()
+            out = call()
+            elapsed = (time.perf_counter_ns() - start) / 1e6
+            return out, elapsed, elapsed
+        start_event = self.module.Event(enable_timing=True)
+        end_event = self.module.Event(enable_timing=True)
+        wall_start = time.perf_counter_ns()
+        start_event.record()
+        out = call()
+        end_event.record()
+        # The whole device, every stream: what the call left running counts here.
+        self.module.synchronize()
+        wall = (time.perf_counter_ns() - wall_start) / 1e6
+        return out, start_event.elapsed_time(end_event), wall
+
+
+class InputPool:
+    """Input sets for timed calls, `size` slots: call k uses slot k % size; `refill`
+    writes the set of another seed into a slot's memory (same pointers, new values), or
+    replaces the set where shapes differ; at most `size` + 1 sets live."""
+
+    def __init__(self, make, seeds):
+        self.make = make
+        self.sets = [make(seed) for seed in seeds]
+
+    def __len__(self):
+        return len(self.sets)
+
+    def inputs(self, call_index):
+        return self.sets[call_index % len(self.sets)]
+
+    def refill(self, call_index, seed):
+        slot = call_index % len(self.sets)
+        new = self.make(seed)
+        if not _copy_into(self.sets[slot], new):
+            self.sets[slot] = new
+
+
+def _copy_into(old, new):
+    """Copies input set `new` into `old`'s memory; False (nothing copied) when they differ
+    in length, kinds, shapes, dtypes or devices, or in a non-tensor value."""
+    if len(old) != len(new):
+        return False
+    for a, b in zip(old, new):
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, np.ndarray):
+            if a.shape != b.shape or a.dtype != b.dtype or not a.flags.writeable:
+                return False
+        elif hasattr(a, "copy_"):
+            if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+                return False
+        elif not (a == b) is True:
+            return False
+    try:
+        for a, b in zip(old, new):
+            if isinstance(a, np.ndarray):
+                np.copyto(a, b)
+            elif hasattr(a, "copy_"):
+                a.copy_(b)
+    except RuntimeError:  # a leaf that requires grad, say: the caller takes `new` whole
+        return False
+    return True
+
+
+class Timer:
+    """The reference worker's timing (trusted code, so no brackets from outside):
+    `warmup` calls, then `trials` timed calls, rotating over an InputPool."""
+
+    def __init__(self, torch, device, warmup, trials, flush_l2):
+        self.warmup = warmup
+        self.trials = trials
+        self.clock = Clock(torch, device, flush_l2)
+
+    def measure(self, call, pool):
+        """Milliseconds per call of call(inputs): (median, p90) over the timed calls."""
+        samples = []
+        for index in range(self.warmup + self.trials):
+            inputs = pool.inputs(index)
+            self.clock.idle()
+            _, event_ms, _ = self.clock.call(lambda: call(inputs))
+            if index >= self.warmup:
+                samples.append(event_ms)
+        return summarise(samples)
 
 
 def summarise(samples):

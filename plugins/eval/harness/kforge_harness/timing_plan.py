@@ -1,0 +1,222 @@
+"""The trusted side of a candidate's timing: the server plans each timed loop, brackets
+every call with its own clock, picks the calls whose outputs are checked, and decides.
+Nothing here runs candidate code; what the candidate child reports is data, checked
+against what the server saw itself.
+
+A loop of `warmup + trials` calls goes (server -> child, child -> server):
+    {"time": {"label", "calls", "pool": [seed per slot], "flush_l2"}}  -> {"prepared": -1}
+    per call k: {"ping": k} -> {"pong": k}   (the server times the exchange: its overhead)
+                {"call": k}          (the server's clock starts)
+                -> {"called": k, "ms", "synced_ms", "types"}   (the server's clock stops)
+                {"after": k, "hand": bool, "refill": seed | null}
+                -> {"prepared": k, "outputs": leaves | null}
+`hand` asks for call k's outputs (files spot-k-*), which a judge compares with the
+reference's outputs for that call's input seed: the child learns whether a call is
+checked only after the call returned. `refill` replaces call k's pool slot with the
+input set of call k + pool size. Every call's input seed is distinct; the checked ones
+come from seeds drawn once per task (the reference worker computes their outputs, once),
+the others are drawn per call; the child sees a seed only when it makes that set."""
+
+import math
+import secrets
+import statistics
+import time
+
+from . import protocol
+from .timing import pool_size, summarise
+
+# Output types a timed call may return: plain tensors (the exact type, so a lazy
+# subclass that computes on first access is refused), and arrays for a NumPy reference
+# timed as its own candidate.
+PLAIN_TYPES = ("torch.Tensor", "numpy.ndarray")
+LABELS = ("timing", "confirm")
+
+
+def draw_seed():
+    return secrets.randbelow(1 << 62)
+
+
+def spot_seed_count(timing):
+    return min(int(timing["spot_checks"]), int(timing["trials"]))
+
+
+def spot_positions(warmup, trials, count):
+    """`count` distinct timed-call indices, drawn unpredictably: one among the last
+    quarter of the calls (real work only in the first calls is caught), the rest among
+    all timed calls."""
+    if count <= 0:
+        return []
+    calls = warmup + trials
+    late = range(calls - max(1, trials // 4), calls)
+    chosen = {late[secrets.randbelow(len(late))]}
+    timed = [k for k in range(warmup, calls) if k not in chosen]
+    while len(chosen) < count and timed:
+        chosen.add(timed.pop(secrets.randbelow(len(timed))))
+    return sorted(chosen)
+
+
+class LoopRejected(Exception):
+    """The loop's evidence rejects the candidate: the message says why."""
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class Loop:
+    """One timed loop of a candidate child, as the server runs it."""
+
+    def __init__(self, label, timing, spot_seeds, set_bytes):
+        self.label = label
+        self.timing = timing
+        self.warmup = int(timing["warmup"])
+        self.calls = self.warmup + int(timing["trials"])
+        self.pool = pool_size(set_bytes, self.calls, float(timing["pool_mb"]))
+        self.seeds = [draw_seed() for _ in range(self.calls)]
+        self.spots = {}
+        for position, seed in zip(spot_positions(self.warmup, int(timing["trials"]),
+                                                 len(spot_seeds)), spot_seeds):
+            self.seeds[position] = seed
+            self.spots[position] = seed
+        self.event_ms, self.synced_ms, self.wall_ms, self.ping_ms = [], [], [], []
+        self.prepared = -2  # the last call whose aftermath the child finished
+        self.commanded_at = None
+        self.handed = None  # the call whose outputs were asked for
+
+    # ---- commands ----
+
+    def start_command(self):
+        return {"time": {"label": self.label, "calls": self.calls,
+                         "pool": self.seeds[:self.pool],
+                         "flush_l2": bool(self.timing["flush_l2"])}}
+
+    def ping_command(self):
+        self.commanded_at = time.monotonic()
+        return {"ping": len(self.event_ms)}
+
+    def ponged(self, message, now):
+        """Takes a {"pong": k} line: how long a bare exchange with the child takes now
+        (pipes, JSON, waking two processes), which the call's bracket pays too."""
+        if self.commanded_at is None or message.get("pong") != len(self.event_ms) \
+                or len(self.ping_ms) != len(self.event_ms):
+            raise ValueError("the candidate's process answered a ping it was not sent")
+        self.ping_ms.append((now - self.commanded_at) * 1e3)
+
+    def call_command(self):
+        self.commanded_at = time.monotonic()
+        return {"call": len(self.event_ms)}
+
+    def after_command(self, call):
+        refill = self.seeds[call + self.pool] if call + self.pool < self.calls else None
+        self.handed = call if call in self.spots else None
+        return {"after": call, "hand": self.handed is not None, "refill": refill}
+
+    @property
+    def finished(self):
+        return self.prepared == self.calls - 1
+
+    def label_of(self, call):
+        what = "warm-up call" if call < self.warmup else "timed call"
+        loop = "the confirmation" if self.label == "confirm" else "the timing"
+        return f"{what} {call + 1} of {self.calls} in {loop} (input seed {self.seeds[call]})"
+
+    # ---- what the child reported ----
+
+    def called(self, message, now):
+        """Takes a {"called": k, ...} line; raises LoopRejected, or ValueError for a
+        report out of turn or malformed."""
+        call = message.get("called")
+        if self.commanded_at is None or call != len(self.event_ms) \
+                or len(self.ping_ms) != call + 1:
+            raise ValueError("the candidate's process reported a timed call it was not asked for")
+        wall = (now - self.commanded_at) * 1e3
+        self.commanded_at = None
+        event, synced, types = message.get("ms"), message.get("synced_ms"), message.get("types")
+        if not (_number(event) and _number(synced) and event >= 0 and synced >= 0
+                and isinstance(types, list) and all(isinstance(t, str) for t in types)):
+            raise ValueError("the candidate's process handed over malformed timings")
+        for index, name in enumerate(types):
+            if name not in PLAIN_TYPES:
+                raise LoopRejected(
+                    f"{self.label_of(call)} returned output #{index} as a {name[:200]}, not a "
+                    "plain torch.Tensor: a tensor subclass can defer its work past the timed "
+                    "call; return plain tensors")
+        self.event_ms.append(float(event))
+        self.synced_ms.append(float(synced))
+        self.wall_ms.append(wall)
+
+    def prepared_report(self, message):
+        """Takes a {"prepared": k, "outputs": ...} line; returns the leaves to judge when
+        call k's outputs were asked for, else None. ValueError when out of turn."""
+        call = message.get("prepared")
+        expected = len(self.event_ms) - 1
+        if call != expected or self.prepared != expected - 1:
+            raise ValueError("the candidate's process finished a call it was not asked for")
+        self.prepared = call
+        if self.handed is not None and call == self.handed:
+            if not isinstance(message.get("outputs"), list):
+                raise ValueError("the candidate's process handed over no outputs of a checked call")
+            return message
+        return None
+
+    # ---- the verdict ----
+
+    def measured(self):
+        """(median, p90) of the timed calls' event times; LoopRejected when what the
+        device and the server's clock saw disagree with them beyond the stated bounds."""
+        event = self.event_ms[self.warmup:]
+        synced = self.synced_ms[self.warmup:]
+        wall = self.wall_ms[self.warmup:]
+        median = statistics.median(event)
+        ratio = float(self.timing["max_gap_share"])
+        sync_gap = statistics.median(s - e for s, e in zip(synced, event))
+        sync_bound = float(self.timing["max_sync_gap_ms"]) + ratio * median
+        if sync_gap > sync_bound:
+            raise LoopRejected(
+                f"{self.label}: the device-synchronised time per call (median "
+                f"{statistics.median(synced):.4g} ms) exceeds the device-event time (median "
+                f"{median:.4g} ms) by {sync_gap:.4g} ms, more than the bound of "
+                f"{sync_bound:.4g} ms: work outside the current stream (a private stream, "
+                "work left running) is not counted by the events")
+        # What an honest call's bracket adds: a bare exchange's cost, paired call by call
+        # (load comes and goes), and how much exchanges vary on this machine now (a
+        # loaded host wakes processes late): every call counts, warm-up calls included.
+        gaps = [w - p - e for w, p, e in zip(self.wall_ms, self.ping_ms, self.event_ms)]
+        wall_gap = statistics.median(gaps)
+        ping_median = statistics.median(self.ping_ms)
+        spread = statistics.median(abs(p - ping_median) for p in self.ping_ms)
+        wall_bound = float(self.timing["max_wall_gap_ms"]) + ratio * median + 3 * spread
+        if wall_gap > wall_bound:
+            raise LoopRejected(
+                f"{self.label}: the server's clock saw {statistics.median(wall):.4g} ms per "
+                f"timed call (median), {wall_gap:.4g} ms more than the candidate's own "
+                f"{median:.4g} ms plus a bare exchange with its process ({ping_median:.4g} ms, "
+                f"varying by {spread:.3g} ms), beyond the bound of {wall_bound:.4g} ms: its "
+                "process did work its timings do not show")
+        return summarise(event)
+
+    def metrics(self, prefix):
+        return {f"{prefix}_wall_ms": statistics.median(self.wall_ms[self.warmup:]),
+                f"{prefix}_exchange_ms": statistics.median(self.ping_ms[self.warmup:]),
+                f"{prefix}_synced_ms": statistics.median(self.synced_ms[self.warmup:]),
+                f"{prefix}_pool_sets": self.pool, f"{prefix}_spot_checks": len(self.spots)}
+
+
+def confirmation_needed(timing, speedup):
+    return speedup > float(timing["confirm_speedup"])
+
+
+def unconfirmed(timing, first_ms, second_ms, speedup):
+    """The rejection's message when a second loop with other inputs does not confirm the
+    first loop's time, else None."""
+    tolerance = float(timing["confirm_tolerance"])
+    if second_ms <= first_ms * (1.0 + tolerance):
+        return None
+    return (f"the speedup of {speedup:.3g}x was not confirmed: a second measurement with "
+            f"other inputs took {second_ms:.4g} ms per call against {first_ms:.4g} ms (more "
+            f"than {tolerance:.0%} slower): its speed depends on inputs it has seen before")
+
+
+def rejection(message, metrics=None):
+    return {"status": "fail", "error_class": protocol.CHEAT_DETECTED,
+            "message": f"timing: {message}", "metrics": metrics or {}}

@@ -1,0 +1,176 @@
+"""Timing that cannot be fooled (issue 12): every hostile class is rejected when timing
+is on, through the real server (tests/client.py) on the CPU, and honest candidates still
+pass. GPU-only classes (a private stream, CUDA and Triton memoizers, lazy tensors on a
+device) are in plugins/eval/tests/gpu_check.py's `timing` section."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+from kforge_harness import timing, timing_plan
+
+from . import client
+
+TIMED = {"enabled": True, "warmup": 1, "trials": 5}
+
+
+def timed_run(request_id, candidate, language="python", task="relu", sizes=None,
+              **timing_options):
+    return client.request(request_id, "run", task, candidate, language=language,
+                          options={"timing": dict(TIMED, **timing_options)},
+                          **({"sizes": sizes} if sizes else {}))
+
+
+# (candidate under timing_cpu/, language, the words the rejection must contain)
+HOSTILE = [
+    ("memo_data_ptr", "python", "spot check failed: timed call"),
+    ("memo_shape", "python", "spot check failed: timed call"),
+    ("first_n_calls", "python", "spot check failed: timed call"),
+    ("global_cache", "python", "spot check failed: timed call"),
+    ("lazy_subclass", "python", "not a plain torch.Tensor"),
+    ("python_thread", "python", "thread(s) more after building ModelNew"),
+    ("cpp_thread", "cpp", "thread(s) more after building ModelNew"),
+    ("fake_clock", "python", "the server's clock saw"),
+]
+
+
+class TimingGuardsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cache = tempfile.mkdtemp(prefix="kforge-test-cpp-")
+        cls.server = client.Server(mode="fork", max_children=2,
+                                   extra_env={"KFORGE_CPP_CACHE": cls.cache})
+        requests = [timed_run(name, f"timing_cpu/{name}", language) for name, language, _ in HOSTILE]
+        requests += [
+            timed_run("slower_on_new_inputs", "timing_cpu/slower_on_new_inputs", confirm_speedup=0),
+            timed_run("honest-python", "python_relu"),
+            timed_run("honest-cpp", "relu_cpp", language="cpp"),
+            timed_run("honest-linear", "linear_cpp", language="cpp", task="linear"),
+            timed_run("honest-confirmed", "python_relu", confirm_speedup=0, trials=10),
+            # The same hostile candidates without timing: only the timing's guards
+            # reject them (each guard is what fails it above).
+            client.request("untimed-memo", "run", "relu", "timing_cpu/memo_shape", language="python"),
+            client.request("untimed-thread", "run", "relu", "timing_cpu/cpp_thread", language="cpp"),
+        ]
+        cls.responses = cls.server.ask(*requests, timeout=600)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+        shutil.rmtree(cls.cache, ignore_errors=True)
+
+    def test_each_hostile_class_is_rejected(self):
+        for name, _, words in HOSTILE:
+            with self.subTest(candidate=name):
+                response = self.responses[name]
+                self.assertEqual(response["status"], "fail", response)
+                self.assertEqual(response["error_class"], "cheat_detected", response)
+                self.assertTrue(response["message"].startswith("timing: "), response["message"])
+                self.assertIn(words, response["message"])
+
+    def test_spot_check_names_the_timed_call_and_its_seed(self):
+        message = self.responses["global_cache"]["message"]
+        self.assertRegex(message, r"timed call \d+ of 6 in the timing \(input seed \d+\)")
+
+    def test_a_speedup_not_confirmed_by_other_inputs_is_rejected(self):
+        response = self.responses["slower_on_new_inputs"]
+        self.assertEqual(response["error_class"], "cheat_detected", response)
+        self.assertIn("was not confirmed", response["message"])
+
+    def test_honest_candidates_pass_with_timing_on(self):
+        for name in ("honest-python", "honest-cpp", "honest-linear", "honest-confirmed"):
+            with self.subTest(candidate=name):
+                response = self.responses[name]
+                self.assertEqual(response["status"], "pass", response)
+                metrics = response["metrics"]
+                self.assertGreater(metrics["candidate_ms"], 0)
+                self.assertGreaterEqual(metrics["timing_pool_sets"], 2)
+                self.assertGreater(metrics["timing_spot_checks"], 0)
+                self.assertGreater(metrics["timing_wall_ms"], 0)
+
+    def test_a_confirmed_speedup_says_so(self):
+        response = self.responses["honest-confirmed"]
+        self.assertIn("speedup_confirmed", response["flags"])
+        self.assertIn("confirm_wall_ms", response["metrics"])
+
+    def test_only_timing_rejects_them(self):
+        for name in ("untimed-memo", "untimed-thread"):
+            with self.subTest(request=name):
+                self.assertEqual(self.responses[name]["status"], "pass", self.responses[name])
+
+    def test_bad_timing_options_are_refused(self):
+        response = self.server.ask(timed_run("bad", "python_relu", spot_checks=-1))["bad"]
+        self.assertEqual(response["error_class"], "harness_error")
+        self.assertIn("options.timing.spot_checks", response["message"])
+
+
+class ThreadPoolsTest(unittest.TestCase):
+    """torch's CPU pool (OpenMP) starts at its first parallel operation, which may be the
+    candidate's first forward: the child starts it before the server's baseline count,
+    so an honest candidate with a pool of two threads is not taken for one that starts
+    threads (OpenMP in a cpp candidate shares that pool)."""
+
+    def test_torch_and_openmp_pools_are_not_counted_against_honest_candidates(self):
+        cache = tempfile.mkdtemp(prefix="kforge-test-cpp-")
+        server = client.Server(mode="fork", max_children=2,
+                               extra_env={"KFORGE_CPP_CACHE": cache, "OMP_NUM_THREADS": "2"})
+        try:
+            # 1M elements: above torch's grain size, so its forward runs on the pool.
+            big = {"batch_size": 256, "dim": 4096}
+            responses = server.ask(timed_run("python", "python_relu", sizes=big),
+                                   timed_run("cpp", "relu_cpp", language="cpp", sizes=big),
+                                   timed_run("thread", "timing_cpu/cpp_thread", language="cpp"),
+                                   timeout=600)
+        finally:
+            server.close()
+            shutil.rmtree(cache, ignore_errors=True)
+        for name in ("python", "cpp"):
+            self.assertEqual(responses[name]["status"], "pass", responses[name])
+        self.assertEqual(responses["thread"]["error_class"], "cheat_detected", responses["thread"])
+
+
+class InputPoolTest(unittest.TestCase):
+    def test_pool_size_is_bounded_by_bytes_and_reuses_every_slot(self):
+        self.assertEqual(timing.pool_size(1 << 20, 23, 1024), 12)  # at most half the calls
+        self.assertEqual(timing.pool_size(300 << 20, 23, 1024), 3)  # what 1 GB holds
+        self.assertEqual(timing.pool_size(6 << 30, 23, 1024), 2)  # never fewer than two
+        self.assertEqual(timing.pool_size(0, 3, 1024), 2)
+
+    def test_refill_keeps_pointers_and_changes_values(self):
+        def make(seed):
+            generator = torch.Generator().manual_seed(seed)
+            return [torch.randn(8, 8, generator=generator), np.full(4, seed, dtype=np.float32), 3]
+        pool = timing.InputPool(make, [1, 2])
+        tensor, array = pool.inputs(0)[0], pool.inputs(0)[1]
+        pointer = tensor.data_ptr()
+        pool.refill(0, 5)
+        self.assertEqual(pool.inputs(2)[0].data_ptr(), pointer)
+        self.assertTrue(torch.equal(pool.inputs(2)[0], make(5)[0]))
+        self.assertIs(pool.inputs(2)[1], array)
+        self.assertEqual(float(array[0]), 5.0)
+
+    def test_refill_replaces_a_set_of_another_shape(self):
+        pool = timing.InputPool(lambda seed: [torch.zeros(seed)], [1, 2])
+        pool.refill(0, 3)
+        self.assertEqual(pool.inputs(0)[0].shape, (3,))
+
+
+class SpotPositionsTest(unittest.TestCase):
+    def test_one_spot_is_always_late_and_all_are_timed_calls(self):
+        for _ in range(200):
+            positions = timing_plan.spot_positions(3, 20, 3)
+            self.assertEqual(len(positions), 3)
+            self.assertTrue(all(3 <= p < 23 for p in positions))
+            self.assertTrue(any(p >= 18 for p in positions))
+
+    def test_positions_vary(self):
+        drawn = {tuple(timing_plan.spot_positions(3, 20, 3)) for _ in range(50)}
+        self.assertGreater(len(drawn), 5)
+
+
+if __name__ == "__main__":
+    unittest.main()
