@@ -7,7 +7,7 @@ import unittest
 
 import torch
 
-from kforge_harness import kbx, protocol
+from kforge_harness import checker, kbx, protocol
 from tests import client
 from tests.client import request
 
@@ -163,3 +163,52 @@ class LeafCheckTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+TRITON_LEAKY = open(client.os.path.join(client.DATA, "candidates", "kbx", "leaky_relu_triton.py"),
+                    encoding="utf-8").read()
+TRITON_HEAD, TRITON_LAUNCH = TRITON_LEAKY.split("def leaky_relu(", 1)
+
+
+class KbxCheckerTest(unittest.TestCase):
+    """L1 for a function-entry task: the candidate's function is what the harness calls."""
+
+    TASK = client.task_path("kbx/Activation/leaky_relu")
+
+    def check(self, code):
+        return checker.check(code, "triton", self.TASK, task_format=kbx.FORMAT)
+
+    def rules(self, code):
+        return {f["rule"] for f in self.check(code)["findings"] if f["severity"] == "error"}
+
+    def test_an_honest_triton_function_passes_and_its_test_part_is_ignored(self):
+        result = self.check(TRITON_LEAKY)
+        self.assertEqual(result["status"], "pass", result)
+        alias = TRITON_LEAKY.replace("def leaky_relu(", "def kernel_function(")
+        self.assertEqual(self.check(alias)["status"], "pass")
+
+    def test_the_function_is_checked_as_forward_is(self):
+        torch_work = TRITON_HEAD + "def leaky_relu(input, negative_slope=0.01):\n" \
+            "    return torch.nn.functional.leaky_relu(input, negative_slope)\n"
+        self.assertIn("torch-compute", self.rules(torch_work))
+        self.assertIn("triton-launch-missing", self.rules(torch_work))
+        fallback = TRITON_HEAD + "def leaky_relu(input, negative_slope=0.01):\n" \
+            "    try:\n        return input\n    except Exception:\n        return input\n"
+        self.assertIn("output-not-from-kernel", self.rules(fallback))
+
+    def test_missing_rebound_or_decorated_functions_are_rejected(self):
+        missing = TRITON_LEAKY.replace("def leaky_relu(", "def leaky(")
+        self.assertIn("entry-function-missing", self.rules(missing))
+        rebound = TRITON_LEAKY.split("#" * 146)[0] + "leaky_relu = torch.nn.functional.leaky_relu\n"
+        self.assertIn("modelnew-rebound", self.rules(rebound))
+        # Only assigned, the name is what runs even beside an honest kernel_function.
+        assigned = rebound.replace("def leaky_relu(", "def kernel_function(")
+        self.assertIn("entry-function-missing", self.rules(assigned))
+        decorated = TRITON_LEAKY.replace("def leaky_relu(", "@torch.no_grad()\ndef leaky_relu(")
+        self.assertIn("modelnew-rebound", self.rules(decorated))
+
+    def test_modelnew_is_not_asked_for(self):
+        self.assertNotIn("modelnew-missing", self.rules(TRITON_LEAKY))
+        # and a KernelBench task still asks for it
+        self.assertIn("modelnew-missing", {f["rule"] for f in checker.check(
+            TRITON_LEAKY, "triton", client.task_path("broken_nan_output"))["findings"]})
