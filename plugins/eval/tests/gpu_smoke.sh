@@ -12,12 +12,14 @@
 #    bundled task at the full profile as its own candidate, the Triton candidates
 #    (check -> compile -> timed run), the load_inline CUDA candidates, and the broken
 #    Triton and CUDA candidates (each in its class; an illegal memory access must not
-#    poison the next job). Prints a table.
+#    poison the next job), and the kernelbenchx tasks' references and Triton candidates.
+#    Prints a table.
 # 3. The reference service (issue 8, bench/harness_reference.py): device units per task
 #    for k = 1, 4, 8 candidates, and the peak memory of comparing a COMPARE_GB (6) GB
 #    output: against BASELINE_HARNESS (another checkout's plugins/eval/harness, e.g.
 #    main's, for the numbers before) when it is set.
-# 4. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` end to end, and every
+# 4. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` and
+#    `pipelines/kernelbenchx.yaml` end to end, and every
 #    bundled task's reference at full size eight at a time (data/reference-gpu.yaml),
 #    with memory-aware admission and without it (MEMORY_GB=100000): every job must pass,
 #    none may run out of memory; the wall times are printed.
@@ -78,7 +80,7 @@ fi
 
 echo "== harness checks on $device (gpu_check.py)"
 "$python" "$here/gpu_check.py" --device "$device" --profile full --max-children 8 \
-  --sections reference,triton,broken_triton,cuda,broken_cuda || status=1
+  --sections reference,triton,broken_triton,cuda,broken_cuda,kbx || status=1
 
 echo "== reference service on $device (bench/harness_reference.py)"
 baseline=()
@@ -111,6 +113,15 @@ for row in bad:
 sys.exit(1 if bad else 0)
 PY
   done
+  echo "== kforge run pipelines/kernelbenchx.yaml"
+  out_dir="$(mktemp -d "${TMPDIR:-/tmp}/kforge-kernelbenchx.XXXXXX")"
+  if KFORGE_PYTHON="$python" "$kforge" run "$repo/pipelines/kernelbenchx.yaml" --set device="$device" \
+       --out "$out_dir" ; then
+    echo "kforge run: ok (results in $out_dir)"
+  else
+    echo "kforge run: exit status $? (results in $out_dir)"
+    status=1
+  fi
   echo "== kforge run pipelines/triton-gpu.yaml"
   out_dir="$(mktemp -d "${TMPDIR:-/tmp}/kforge-triton-run.XXXXXX")"
   if KFORGE_PYTHON="$python" "$kforge" run "$repo/pipelines/triton-gpu.yaml" --set device="$device" \

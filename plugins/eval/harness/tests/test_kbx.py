@@ -165,7 +165,8 @@ if __name__ == "__main__":
     unittest.main()
 
 
-TRITON_LEAKY = open(client.os.path.join(client.DATA, "candidates", "kbx", "leaky_relu_triton.py"),
+# The Triton candidates of pipelines/kernelbenchx.yaml (run on a GPU by plugins/eval/tests/gpu_check.py).
+TRITON_LEAKY = open(client.os.path.join(client.HARNESS_DIR, "..", "tests", "data", "kbx-triton", "leaky_relu.py"),
                     encoding="utf-8").read()
 TRITON_HEAD, TRITON_LAUNCH = TRITON_LEAKY.split("def leaky_relu(", 1)
 
