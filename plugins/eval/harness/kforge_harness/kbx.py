@@ -25,7 +25,7 @@ import os
 import numpy as np
 import torch
 
-from . import protocol
+from . import anticheat, protocol
 from .runner import NoEntry, TaskSession, seed_everything
 
 FORMAT = "kernelbenchx"
@@ -240,32 +240,48 @@ class KbxSession(TaskSession):
         return [TestRun(seed)]
 
     def forward(self, side, inputs, seed):
-        (run,) = inputs
-        names, tensors, values = self.run_tests(side, run, record=False)
-        self.last_facts = {"names": names, "values": values}
-        return tensors
+        return self.observe(side, inputs, seed)[0]
 
     def observe(self, side, inputs, seed):
-        # The test code makes its inputs itself: there are none to watch for mutation
-        # or aliasing; what a forward does to them shows in the compared results.
-        return self.forward(side, inputs, seed), [], None
+        """The test run's tensor leaves, the indices of the function's calls that changed
+        a tensor argument in place, and [call, argument] of the first call whose result
+        shares memory with an argument (or None): the anti-cheat observations, per call
+        of the function rather than per input of a forward."""
+        (run,) = inputs
+        names, tensors, values, changed, aliased = self.run_tests(side, run, record=False)
+        self.last_facts = {"names": names, "values": values}
+        return tensors, changed, aliased
 
     def output_facts(self):
         return dict(self.last_facts)
 
     def run_tests(self, side, run, record):
-        """Runs the test code with the task's name bound to the side's function (calls
-        recorded into `run` when `record`); returns flatten(test_results)."""
+        """Runs the test code with the task's name bound to the side's function; returns
+        flatten(test_results) and, unless `record`, the anti-cheat observations of
+        observe(). With `record`, the calls are recorded into `run` (for timing)."""
         function = side.model
-        calls = []
-        bound = function
-        if record:
-            def bound(*args, **kwargs):
-                calls.append((args, kwargs))
-                return function(*args, **kwargs)
+        calls, changed, aliased = [], [], []
+
+        def recorded(*args, **kwargs):
+            calls.append((args, kwargs))
+            return function(*args, **kwargs)
+
+        def watched(*args, **kwargs):
+            index = len(calls)
+            calls.append(None)
+            arguments = anticheat.tensors_in([list(args), dict(kwargs)])
+            before = anticheat.input_digests(arguments)
+            out = function(*args, **kwargs)
+            if anticheat.input_digests(arguments) != before:
+                changed.append(index)
+            shared = anticheat.aliasing(out, arguments) if not aliased else None
+            if shared is not None:
+                aliased.extend([index, shared[1]])
+            return out
+
         namespace = dict(vars(self.module))
         namespace.update(__name__="__main__", __file__=self.task_spec["path"])
-        namespace[self.entry] = bound
+        namespace[self.entry] = recorded if record else watched
         seed_everything(run.seed)
         exec(self.test_code, namespace)  # noqa: S102 - the task's own test code
         self.device.synchronize(torch)
@@ -273,7 +289,8 @@ class KbxSession(TaskSession):
             raise NameError(f"the task's test code left no {RESULTS_NAME}")
         if record:
             run.calls = calls
-        return flatten(namespace[RESULTS_NAME])
+            return flatten(namespace[RESULTS_NAME])
+        return (*flatten(namespace[RESULTS_NAME]), changed, aliased or None)
 
 
 def _load_reference(reference, path, source):

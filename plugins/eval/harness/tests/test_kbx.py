@@ -39,6 +39,8 @@ class KbxServerTest(client.SharedServerTest):
             "addmm": ("kbx/MatrixMultiply/addmm_relu", "addmm_relu_honest"),
             "fp16": ("kbx/Activation/scale_shift_fp16", "scale_shift_fp16_honest"),
             "ref-values": ("kbx/Activation/describe_dtype", None),
+            # In place, as the reference: changing and returning its argument is allowed.
+            "in-place": ("kbx/Index/fill_rows_", "fill_rows_honest"),
         }
         got = self.verdicts(*[kbx_request(key, task, cand) for key, (task, cand) in cases.items()])
         for key in cases:
@@ -66,6 +68,8 @@ class KbxServerTest(client.SharedServerTest):
                        protocol.NUMERICAL_MISMATCH, "test_results.fp16 is 'float', the reference's 'half'"),
             "fp16": ("kbx/Activation/scale_shift_fp16", "scale_shift_fp16_off",
                      protocol.NUMERICAL_MISMATCH, "beyond atol=0.005, rtol=0.005"),
+            "in-place": ("kbx/Activation/leaky_relu", "leaky_relu_inplace",
+                         protocol.CHEAT_DETECTED, "changed input #0 in place"),
         }
         got = self.verdicts(*[kbx_request(key, task, cand) for key, (task, cand, _, _) in cases.items()])
         for key, (_, _, error_class, text) in cases.items():
