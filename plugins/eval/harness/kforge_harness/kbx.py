@@ -20,13 +20,18 @@ timing seed), in order, as one timed unit: the sum over the test's calls, as Ker
 sums its per-input-size timings before dividing reference by candidate."""
 
 import ast
+import itertools
+import linecache
 import os
+import sys
+import types
 
 import numpy as np
 import torch
 
 from . import anticheat, protocol
 from .runner import NoEntry, TaskSession, seed_everything
+from .tasks import REFERENCE_MODULE
 
 FORMAT = "kernelbenchx"
 # A separator is a line of only '#', at least this long (KernelBenchX and TritonBench
@@ -162,26 +167,25 @@ def flatten(results):
 # ---- the sides and the session ----
 
 class TestRun:
-    """One run of the task's test code on a seed, bound to a side by `feed`. Calling the
-    side with it (timing) replays the calls the run made to the function, recording them
-    first by running the test code."""
+    """A trial's "inputs": one run of the task's test code on a seed. `calls`: the
+    function's calls that run made (args, kwargs), once recorded for timing."""
 
-    def __init__(self, seed, side=None):
+    def __init__(self, seed):
         self.seed = seed
-        self.side = side
         self.calls = None
 
 
 class FunctionSide:
-    """A function (the reference's or the candidate's) in the place of runner.Side."""
+    """A function (the reference's or the candidate's) in the place of runner.Side.
+    Called with test runs (timing), it replays their calls to the function, recording
+    them first by running the test code."""
 
     def __init__(self, function, session):
         self.model = function
-        self.kind = FORMAT
         self.session = session
 
     def feed(self, master):
-        return [TestRun(run.seed, self) for run in master]
+        return [TestRun(run.seed) for run in master]  # this side's own recordings
 
     def __call__(self, inputs):
         for run in inputs:
@@ -257,18 +261,18 @@ class KbxSession(TaskSession):
 
     def run_tests(self, side, run, record):
         """Runs the test code with the task's name bound to the side's function; returns
-        flatten(test_results) and, unless `record`, the anti-cheat observations of
-        observe(). With `record`, the calls are recorded into `run` (for timing)."""
+        flatten(test_results) and the anti-cheat observations of observe() (none with
+        `record`, which records the calls into `run` instead, for timing)."""
         function = side.model
         calls, changed, aliased = [], [], []
+        counter = itertools.count()
 
         def recorded(*args, **kwargs):
             calls.append((args, kwargs))
             return function(*args, **kwargs)
 
         def watched(*args, **kwargs):
-            index = len(calls)
-            calls.append(None)
+            index = next(counter)
             arguments = anticheat.tensors_in([list(args), dict(kwargs)])
             before = anticheat.input_digests(arguments)
             out = function(*args, **kwargs)
@@ -289,17 +293,12 @@ class KbxSession(TaskSession):
             raise NameError(f"the task's test code left no {RESULTS_NAME}")
         if record:
             run.calls = calls
-            return flatten(namespace[RESULTS_NAME])
         return (*flatten(namespace[RESULTS_NAME]), changed, aliased or None)
 
 
 def _load_reference(reference, path, source):
-    import linecache  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-    import types  # noqa: PLC0415
-
-    from .tasks import REFERENCE_MODULE  # noqa: PLC0415
-
+    """The reference part executed as the task's module, under the task's file name (its
+    lines in linecache, so tracebacks show the real file's)."""
     linecache.cache[path] = (len(source), None, source.splitlines(True), path)
     module = types.ModuleType(REFERENCE_MODULE)
     module.__file__ = path
