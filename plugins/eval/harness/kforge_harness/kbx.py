@@ -161,6 +161,9 @@ def flatten(results):
             tensors.append(tensor)
 
     walk(results, RESULTS_NAME)
+    if len(names) > MAX_LEAVES:  # what the judge accepts from a candidate's process
+        raise ValueError(f"{RESULTS_NAME} has {len(names)} leaves, more than the {MAX_LEAVES} "
+                         "a comparison takes")
     return names, tensors, values
 
 

@@ -126,6 +126,10 @@ class FlattenTest(unittest.TestCase):
         self.assertEqual(values, {"test_results.7": "text", "test_results.a.z": None})
         self.assertEqual([t.dtype for t in tensors], [torch.bool, torch.float32, torch.int64, torch.float64])
 
+    def test_more_leaves_than_a_comparison_takes_raise(self):
+        with self.assertRaises(ValueError):
+            kbx.flatten(list(range(kbx.MAX_LEAVES + 1)))
+
     def test_the_separator_is_a_long_line_of_hashes(self):
         reference, test = kbx.split_task("def f(x):\n    return x\n" + "#" * 146 + "\nprint(1)\n", "f.py")
         self.assertEqual(reference, "def f(x):\n    return x\n")
