@@ -908,6 +908,10 @@ def check(code, language, task_path=None, rules_file=None, task_format=None):
         rules = load_rules(rules_file)
     except ValueError as exc:
         raise protocol.harness_error(str(exc)) from None
+    entry = None
+    if task_format == kbx.FORMAT and task_path:
+        entry = kbx.entry_name(kbx.split_task(tasks.read_task_source(task_path), task_path)[0], task_path)
+        code = kbx.candidate_part(code)
     try:
         tree = ast.parse(code, filename=tasks.CANDIDATE_FILE)
     except SyntaxError as exc:
@@ -916,11 +920,6 @@ def check(code, language, task_path=None, rules_file=None, task_format=None):
                 "findings": [{"line": exc.lineno or 0, "col": exc.offset or 0, "rule": "syntax",
                               "severity": "error", "message": exc.msg,
                               "hint": "fix the Python syntax at that line"}]}
-    entry = None
-    if task_format == kbx.FORMAT and task_path:
-        entry = kbx.entry_name(kbx.split_task(tasks.read_task_source(task_path), task_path)[0], task_path)
-        code = kbx.candidate_part(code)
-        tree = ast.parse(code, filename=tasks.CANDIDATE_FILE)
     reference = reference_init(task_path) if task_path and entry is None else None
     try:
         facts = ModuleFacts(tree, code, entry)

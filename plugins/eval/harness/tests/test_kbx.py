@@ -195,6 +195,7 @@ class KbxCheckerTest(unittest.TestCase):
         self.assertEqual(result["status"], "pass", result)
         alias = TRITON_LEAKY.replace("def leaky_relu(", "def kernel_function(")
         self.assertEqual(self.check(alias)["status"], "pass")
+        self.assertEqual(self.check(TRITON_LEAKY + "this test part does not parse(\n")["status"], "pass")
 
     def test_the_function_is_checked_as_forward_is(self):
         torch_work = TRITON_HEAD + "def leaky_relu(input, negative_slope=0.01):\n" \
