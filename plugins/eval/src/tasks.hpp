@@ -12,9 +12,10 @@
 
 namespace kforge::eval {
 
-// Task attribute: the memory budget (MB) the harness fits the task's sizes to before
-// running it (kforge_harness/fit.py); 0: sizes as they are.
-inline constexpr const char* kTaskFitMemoryMb = "task.fit_memory_mb";
+// KernelBenchX / TritonBench task files: a reference function, a separator line of '#',
+// test code filling test_results (kforge_harness/kbx.py runs them). A directory of them
+// holds one folder per category.
+inline constexpr const char* kFormatKernelBenchX = "kernelbenchx";
 
 struct TaskListOptions {
   std::string dir;                            // absolute, or relative to the working directory
@@ -25,7 +26,8 @@ struct TaskListOptions {
   std::vector<std::string> include;           // ids or glob patterns; empty: all
   std::string with_candidates_in;             // keep tasks with a candidate file there (candidates.hpp); empty: all
   int64_t limit = 0;                          // 0: all
-  std::string format = "kernelbench-torch";   // for tasks the manifest gives no format
+  std::string format = "kernelbench-torch";   // for tasks the manifest gives no format; kernelbenchx also
+                                              // lists the category folders' files
 };
 
 struct TaskEntry {
