@@ -191,6 +191,7 @@ class ModuleFacts:
         """`entry`: the function the harness calls for a function-entry task format
         (kernelbenchx); None: the candidate supplies ModelNew."""
         self.tree = tree
+        self.requested_entry = entry  # the task's name for it (entry may become the alias)
         self.entry = entry
         self.entry_function = None
         self._lines = source.splitlines()

@@ -623,7 +623,7 @@ def _match_modelnew_present(facts, rule, context):
 def _match_entry_function(facts, rule, context):
     """A function-entry task (kernelbenchx) calls the candidate's function by name."""
     if facts.entry is not None and facts.entry_function is None:
-        yield (1, 1), facts.entry
+        yield (1, 1), facts.requested_entry
 
 
 def _match_modelnew_binding(facts, rule, context):

@@ -209,6 +209,7 @@ class KbxCheckerTest(unittest.TestCase):
     def test_missing_rebound_or_decorated_functions_are_rejected(self):
         missing = TRITON_LEAKY.replace("def leaky_relu(", "def leaky(")
         self.assertIn("entry-function-missing", self.rules(missing))
+        self.assertIn("defines no function leaky_relu()", self.check(missing)["message"])
         rebound = TRITON_LEAKY.split("#" * 146)[0] + "leaky_relu = torch.nn.functional.leaky_relu\n"
         self.assertIn("modelnew-rebound", self.rules(rebound))
         # Only assigned, the name is what runs even beside an honest kernel_function.
