@@ -55,6 +55,54 @@ std::vector<GroupMetrics> by_group(const std::vector<TaskTally>& tasks,
   return rows;
 }
 
+// The task format whose task sets are reported with KernelBenchX's rates
+// (docs/kernelbenchx.md): a task attribute's value, like KF_KEY_TASK_FORMAT's others.
+constexpr const char* kKernelBenchXFormat = "kernelbenchx";
+
+// The error classes of a run stage's comparison (the harness protocol's vocabulary, beside
+// KF_ERROR_COMPILE and KF_ERROR_SYNTAX): the candidate's code ran to the end and its
+// outputs were compared.
+constexpr const char* kComparisonErrors[] = {"shape_mismatch", "dtype_mismatch", "numerical_mismatch",
+                                             "cheat_detected"};
+
+// Whether the candidate's code ran to the end: it passed, or only the comparison of its
+// outputs failed it (KernelBenchX's call accuracy).
+bool ran_to_the_end(const JobOutcome& job) {
+  if (job.passed()) return true;
+  if (job.status != VerdictStatus::Fail) return false;
+  return std::any_of(std::begin(kComparisonErrors), std::end(kComparisonErrors),
+                     [&](const char* compared) { return job.error_class == compared; });
+}
+
+std::vector<CategoryRates> category_rates(const Dataset& data) {
+  const bool kernelbenchx = std::any_of(data.tasks.begin(), data.tasks.end(), [](const auto& item) {
+    return item.second.format == kKernelBenchXFormat;
+  });
+  if (!kernelbenchx) return {};
+  std::map<std::string, CategoryRates> rows;
+  std::map<std::string, std::pair<double, uint64_t>> speedups;
+  for (const JobOutcome& job : data.jobs) {
+    if (job.status == VerdictStatus::Error) continue;
+    const auto task = data.tasks.find(job.task_id);
+    const std::string name = or_none(task == data.tasks.end() ? std::string() : task->second.category);
+    CategoryRates& row = rows[name];
+    row.name = name;
+    count(row.called, ran_to_the_end(job));
+    count(row.correct, job.passed());
+    if (job.passed() && job.speedup) {
+      count(row.faster, *job.speedup > 1.0);
+      speedups[name].first += *job.speedup;
+      ++speedups[name].second;
+    }
+  }
+  std::vector<CategoryRates> out;
+  for (auto& [name, row] : rows) {
+    row.mean_speedup = mean(speedups[name].first, speedups[name].second);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string CandidateFailure::describe() const {
@@ -189,6 +237,7 @@ Metrics compute_metrics(const Dataset& data) {
   // Groups.
   m.by_complexity = by_group(tasks, &TaskResult::complexity);
   m.by_category = by_group(tasks, &TaskResult::category);
+  m.category_rates = category_rates(data);
   for (const GroupMetrics& g : m.by_complexity) m.complexity_classes.push_back(g.name);
 
   // Models, best first.

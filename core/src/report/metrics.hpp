@@ -54,6 +54,16 @@ struct GroupMetrics {
   std::optional<double> mean_speedup;  // arithmetic mean of the tasks' best speedups
 };
 
+// KernelBenchX's rates for one category, over the candidates with a verdict on them
+// (pass or fail; an error verdict blames the task, the harness or the machine instead).
+struct CategoryRates {
+  std::string name;        // "(none)" for tasks without a category
+  Share called;            // ran to the end: passed, or failed only by the comparison
+  Share correct;           // passed (execution accuracy)
+  Share faster;            // of the correct timed candidates: speedup above 1
+  std::optional<double> mean_speedup;  // arithmetic mean over the correct timed candidates
+};
+
 struct ErrorShare {
   std::string error_class;  // "(unclassified)" when the verdict had none
   uint64_t count = 0;
@@ -123,6 +133,8 @@ struct Metrics {
   std::vector<std::string> complexity_classes;  // sorted, the columns of by_complexity
   std::vector<GroupMetrics> by_complexity;
   std::vector<GroupMetrics> by_category;
+  // Only for task sets of format kernelbenchx (a task.format value), else empty.
+  std::vector<CategoryRates> category_rates;
   std::vector<ErrorShare> errors;
   uint64_t failed_candidates = 0;
   std::vector<RoundMetrics> rounds;

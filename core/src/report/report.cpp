@@ -83,6 +83,18 @@ Table group_table(const std::string& title, const std::string& first, const std:
   return t;
 }
 
+Table category_rates_table(const Metrics& m) {
+  Table t{"KernelBenchX rates by category",
+          "candidates with a verdict; call: ran to the end (passed, or failed only by the comparison); "
+          "execution: correct; faster: correct and timed faster than the reference",
+          {"Category", "Candidates", "Call accuracy", "Execution accuracy", "Faster", "Mean speedup"}, {}};
+  for (const CategoryRates& r : m.category_rates) {
+    t.rows.push_back({r.name, std::to_string(r.called.total), share_cell(r.called), share_cell(r.correct),
+                      share_cell(r.faster), format_speedup(r.mean_speedup)});
+  }
+  return t;
+}
+
 Table errors_table(const Metrics& m) {
   Table t{"Error classes", fmt::format("final error class of the {} failed candidates", m.failed_candidates),
           {"Error class", "Candidates", "Share"}, {}};
@@ -221,6 +233,7 @@ std::vector<Table> report_tables(const Metrics& m) {
     tables.push_back(group_table("Complexity classes", "Class", m.by_complexity, m.compile_known));
   }
   if (has_named(m.by_category)) tables.push_back(group_table("Categories", "Category", m.by_category, m.compile_known));
+  if (!m.category_rates.empty()) tables.push_back(category_rates_table(m));
   if (!m.errors.empty()) tables.push_back(errors_table(m));
   if (!m.rounds.empty()) tables.push_back(rounds_table(m));
   tables.push_back(fast_p_table(m));
@@ -356,6 +369,11 @@ std::string render_json(const Report& report) {
   }
   out["complexity"] = group_json(m.by_complexity);
   out["categories"] = group_json(m.by_category);
+  auto& rates = out["category_rates"] = json::array();
+  for (const CategoryRates& r : m.category_rates) {
+    rates.push_back({{"name", r.name}, {"called", share_json(r.called)}, {"correct", share_json(r.correct)},
+                     {"faster", share_json(r.faster)}, {"mean_speedup", optional_json(r.mean_speedup)}});
+  }
   auto& errors = out["errors"] = json::array();
   for (const ErrorShare& e : m.errors) errors.push_back({{"error_class", e.error_class}, {"count", e.count}, {"share", e.share}});
   auto& rounds = out["rounds"] = json::array();

@@ -38,9 +38,14 @@ json tolerance_rule(const std::string& preset) {
   if (preset == "kernelbench-v0") {
     return {{"kind", "allclose"}, {"atol", dtype_table(1e-2, 1e-2)}, {"rtol", dtype_table(1e-2, 1e-2)}};
   }
+  // KernelBenchX's torch.testing.assert_close tolerances (EVAL/1_exe_acc.py).
+  if (preset == "kernelbenchx") {
+    return {{"kind", "allclose"}, {"atol", dtype_table(1e-5, 5e-3)}, {"rtol", dtype_table(1e-5, 5e-3)}};
+  }
   throw std::invalid_argument("unknown tolerance preset '" + preset +
-                              "': use default (allclose 1e-4), seed000 (max_abs_diff 1e-3) or "
-                              "kernelbench-v0 (allclose 1e-2), or give a rule object");
+                              "': use default (allclose 1e-4), seed000 (max_abs_diff 1e-3), "
+                              "kernelbench-v0 (allclose 1e-2) or kernelbenchx (allclose 1e-5, fp16/bf16 5e-3), "
+                              "or give a rule object");
 }
 
 void validate_rule(const json& rule) {

@@ -179,8 +179,10 @@ class KernelBenchTasks : public kforge::sdk::Source {
   static constexpr const char* kName = "tasks.kernelbench";
   static constexpr const char* kDoc =
       "KernelBench-format task files (class Model, get_inputs(), get_init_inputs()) from a directory, as "
-      "they are, with metadata from an optional manifest beside them. Sets task.id/name/path/source/level/"
-      "category/complexity/complexity_score/format/sizes/size_scale/fit_memory_mb.";
+      "they are, with metadata from an optional manifest beside them; with format kernelbenchx, KernelBenchX/"
+      "TritonBench files (a function, a '#' separator line, test code) from the directory and its category "
+      "folders (the folder is the category). Sets task.id/name/path/source/level/category/complexity/"
+      "complexity_score/format/sizes/size_scale/fit_memory_mb.";
   static std::vector<Param> params() {
     return {{"path", KF_PARAM_STRING, nullptr, true, "Directory of task files (relative to the pipeline file)."},
             {"manifest", KF_PARAM_STRING, "manifest.yaml", false,
@@ -203,9 +205,9 @@ class KernelBenchTasks : public kforge::sdk::Source {
             Param{"limit", KF_PARAM_INT, "0", false, "At most this many tasks (after include and with_candidates); 0: all."}
                 .at_least(0),
             Param{"format", KF_PARAM_STRING, "kernelbench-torch", false,
-                  "Format of tasks the manifest does not describe: kernelbench-torch, kernelbench-numpy or "
-                  "kernelbench-mindspore."}
-                .one_of({"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore"})};
+                  "Format of tasks the manifest does not describe: kernelbench-torch, kernelbench-numpy, "
+                  "kernelbench-mindspore or kernelbenchx (then also the files of path's category folders)."}
+                .one_of({"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore", "kernelbenchx"})};
   }
 
   explicit KernelBenchTasks(const Config& cfg) {
@@ -462,8 +464,9 @@ class Run : public kforge::sdk::Stage {
         {"seed", KF_PARAM_INT, "42", false, "Base seed (weights; trial t uses seed + 1 + t)."},
         Param{"tolerance", KF_PARAM_STRING, "default", false,
               "Comparison preset: default (allclose atol=rtol=1e-4 fp32, 1e-2 fp16/bf16), seed000 (max abs diff "
-              "< 1e-3), kernelbench-v0 (allclose 1e-2)."}
-            .one_of({"default", "seed000", "kernelbench-v0"}),
+              "< 1e-3), kernelbench-v0 (allclose 1e-2), kernelbenchx (allclose atol=rtol=1e-5 fp32/fp64, 5e-3 "
+              "fp16/bf16)."}
+            .one_of({"default", "seed000", "kernelbench-v0", "kernelbenchx"}),
         {"rule", KF_PARAM_OBJECT, nullptr, false,
          "Comparison rule, overriding tolerance: {kind: allclose, atol, rtol} (numbers or per-dtype maps), "
          "{kind: max_abs_diff, limit}, {kind: share_over_limit, rtol, atol, max_share}."},

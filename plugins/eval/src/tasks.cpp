@@ -19,7 +19,9 @@ namespace kforge::eval {
 namespace fs = std::filesystem;
 namespace {
 
-const std::set<std::string> kFormats = {"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore"};
+const std::set<std::string> kFormats = {"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore",
+                                        kFormatKernelBenchX};
+const char* const kFormatList = "kernelbench-torch, kernelbench-numpy, kernelbench-mindspore or kernelbenchx";
 const std::set<std::string> kCategories = {
     "Fusion", "Math", "LinearAlgebra", "Activation", "MatrixMultiply", "Reduce", "Index", "Loss",
     "Quantization", "Normalization", "Optimizer", "SpatialOps", "Convolution", "Random", "Pooling"};
@@ -59,21 +61,38 @@ bool included(const std::string& id, const std::vector<std::string>& include) {
                      [&](const std::string& pattern) { return ::fnmatch(pattern.c_str(), id.c_str(), 0) == 0; });
 }
 
-// Fills what the file itself tells: id, name, level, automatic complexity and category.
-TaskEntry entry_for_file(const fs::path& file, const TaskListOptions& options) {
+// KernelBenchX keeps its tasks in one folder per category (data/kernelbenchx/Activation/gelu.py):
+// the category of a file below the task directory is its folder's name.
+std::string category_folder(const fs::path& file, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path parent = fs::weakly_canonical(fs::absolute(file.parent_path()), ec);
+  return parent == fs::weakly_canonical(fs::absolute(dir), ec) ? std::string() : parent.filename().string();
+}
+
+// Fills what the file itself tells: id, name, level, automatic complexity and category
+// (a kernelbenchx task's category is its folder's).
+TaskEntry entry_for_file(const fs::path& file, const fs::path& dir, const TaskListOptions& options,
+                         const std::string& format) {
   TaskEntry entry;
   std::error_code ec;
   entry.path = fs::weakly_canonical(fs::absolute(file), ec).string();
   entry.id = file.stem().string();
   entry.name = display_name(entry.id);
   entry.level = level_from_dir(file);
-  entry.format = options.format;
+  entry.format = format;
   const ComplexityEstimate estimate = estimate_complexity(read_text(file), entry.id);
   entry.complexity = estimate.complexity;
   entry.complexity_score = estimate.score;
   entry.category = estimate.category;
   entry.size_scale = options.size_scale;
   entry.fit_memory_mb = options.fit_memory_mb;
+  if (format == kFormatKernelBenchX) {
+    // Its test code runs as written: there are no size constants to scale or fit.
+    entry.size_scale = 1.0;
+    entry.fit_memory_mb = 0;
+    const std::string folder = category_folder(file, dir);
+    if (!folder.empty()) entry.category = folder;
+  }
   return entry;
 }
 
@@ -111,13 +130,10 @@ void apply_manifest_entry(const YAML::Node& node, const fs::path& manifest, cons
     }
     entry.complexity = *complexity;
   }
-  if (auto format = text("format")) {
-    if (kFormats.count(*format) == 0) {
-      throw TaskListError(where(manifest, node["format"]) + ": format must be kernelbench-torch, kernelbench-numpy or kernelbench-mindspore");
-    }
-    entry.format = *format;
-  }
   if (const YAML::Node sizes = node["sizes"]) {
+    if (entry.format == kFormatKernelBenchX) {
+      throw TaskListError(where(manifest, sizes) + ": a kernelbenchx task runs its test code as written: it takes no sizes");
+    }
     if (!sizes.IsMap()) throw TaskListError(where(manifest, sizes) + ": sizes must map profiles to {name: int}");
     if (const YAML::Node chosen = sizes[options.profile]) {
       if (!chosen.IsMap()) throw TaskListError(where(manifest, chosen) + ": sizes." + options.profile + " must be a map");
@@ -134,6 +150,17 @@ void apply_manifest_entry(const YAML::Node& node, const fs::path& manifest, cons
       entry.fit_memory_mb = 0;
     }
   }
+}
+
+std::vector<fs::path> task_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& item : fs::directory_iterator(dir, ec)) {
+    if (item.is_regular_file() && item.path().extension() == ".py" && item.path().filename() != "__init__.py") {
+      files.push_back(item.path());
+    }
+  }
+  return files;
 }
 
 std::vector<TaskEntry> from_manifest(const fs::path& manifest, const TaskListOptions& options) {
@@ -166,7 +193,14 @@ std::vector<TaskEntry> from_manifest(const fs::path& manifest, const TaskListOpt
     if (!fs::is_regular_file(path, ec)) {
       throw TaskListError(where(manifest, file) + ": task file " + path.string() + " does not exist");
     }
-    TaskEntry entry = entry_for_file(path, options);
+    std::string format = options.format;
+    if (const YAML::Node given = node["format"]) {
+      if (!given.IsScalar() || kFormats.count(given.as<std::string>()) == 0) {
+        throw TaskListError(where(manifest, given) + ": format must be " + kFormatList);
+      }
+      format = given.as<std::string>();
+    }
+    TaskEntry entry = entry_for_file(path, manifest.parent_path(), options, format);
     apply_manifest_entry(node, manifest, options, entry);
     if (!ids.insert(entry.id).second) throw TaskListError(where(manifest, node) + ": duplicate task id '" + entry.id + "'");
     entries.push_back(std::move(entry));
@@ -210,7 +244,10 @@ std::vector<TaskEntry> list_tasks(const TaskListOptions& options) {
   }
   if (options.limit < 0) throw TaskListError("limit must be >= 0 (0: all tasks)");
   if (kFormats.count(options.format) == 0) {
-    throw TaskListError("format must be kernelbench-torch, kernelbench-numpy or kernelbench-mindspore, got '" + options.format + "'");
+    throw TaskListError(std::string("format must be ") + kFormatList + ", got '" + options.format + "'");
+  }
+  if (options.format == kFormatKernelBenchX && (options.size_scale != 1.0 || options.fit_memory_mb != 0)) {
+    throw TaskListError("kernelbenchx tasks run their test code as written: size_scale and fit_memory_mb do not apply");
   }
   const fs::path dir(options.dir);
   std::error_code ec;
@@ -227,16 +264,25 @@ std::vector<TaskEntry> list_tasks(const TaskListOptions& options) {
     if (!options.manifest.empty() && options.manifest != "manifest.yaml") {
       throw TaskListError("manifest " + manifest.string() + " does not exist");
     }
-    std::vector<fs::path> files;
-    for (const auto& item : fs::directory_iterator(dir, ec)) {
-      if (item.is_regular_file() && item.path().extension() == ".py" && item.path().filename() != "__init__.py") {
-        files.push_back(item.path());
+    std::vector<fs::path> files = task_files(dir);
+    if (options.format == kFormatKernelBenchX) {
+      // A KernelBenchX checkout's data/kernelbenchx: one folder per category.
+      for (const auto& item : fs::directory_iterator(dir, ec)) {
+        if (!item.is_directory()) continue;
+        for (fs::path& file : task_files(item.path())) files.push_back(std::move(file));
       }
     }
-    std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
-      return natural_less(a.filename().string(), b.filename().string());
+    std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
+      return natural_less(fs::relative(a, dir, ec).string(), fs::relative(b, dir, ec).string());
     });
-    for (const fs::path& file : files) all.push_back(entry_for_file(file, options));
+    std::set<std::string> ids;
+    for (const fs::path& file : files) {
+      all.push_back(entry_for_file(file, dir, options, options.format));
+      if (!ids.insert(all.back().id).second) {
+        throw TaskListError("two task files are named " + file.filename().string() + " (the second: " + file.string() +
+                            "): task ids are file names, so they must be unique; list them in a manifest with ids");
+      }
+    }
   }
 
   std::vector<TaskEntry> chosen;

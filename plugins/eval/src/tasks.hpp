@@ -12,6 +12,11 @@
 
 namespace kforge::eval {
 
+// KernelBenchX / TritonBench task files: a reference function, a separator line of '#',
+// test code filling test_results (kforge_harness/kbx.py runs them). A directory of them
+// holds one folder per category.
+inline constexpr const char* kFormatKernelBenchX = "kernelbenchx";
+
 struct TaskListOptions {
   std::string dir;                            // absolute, or relative to the working directory
   std::string manifest = "manifest.yaml";     // relative to dir; the default may be absent
@@ -21,7 +26,8 @@ struct TaskListOptions {
   std::vector<std::string> include;           // ids or glob patterns; empty: all
   std::string with_candidates_in;             // keep tasks with a candidate file there (candidates.hpp); empty: all
   int64_t limit = 0;                          // 0: all
-  std::string format = "kernelbench-torch";   // for tasks the manifest gives no format
+  std::string format = "kernelbench-torch";   // for tasks the manifest gives no format; kernelbenchx also
+                                              // lists the category folders' files
 };
 
 struct TaskEntry {

@@ -16,6 +16,10 @@ Sections (--sections, comma-separated):
                  pointer or shape, a lazy tensor subclass): compile -> timed run, no L1
                  check (L1 rejects some of them; the timing's own guards are checked
                  here), each must land in its `# expect:` class; skipped on a CPU device
+  kbx            kernelbenchx tasks (the harness's tests/data/tasks/kbx, whose test code runs
+                 on cuda when there is one): every reference as its own candidate, and the
+                 Triton candidates of pipelines/kernelbenchx.yaml (tests/data/kbx-triton):
+                 check -> compile -> run (timed) under KernelBenchX's tolerances: must pass
 
   python3 gpu_check.py --device cuda:0 --profile full
   /usr/bin/python3 gpu_check.py --device cpu --profile small --sections reference,cpp,broken
@@ -38,6 +42,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 HARNESS_DIR = os.path.join(REPO, "plugins", "eval", "harness")
 SUITE = os.path.join(REPO, "examples", "kernelbench-mini")
 EXPECT = re.compile(r"^# expect: (\w+)", re.MULTILINE)
+KBX_TASKS = os.path.join(HARNESS_DIR, "tests", "data", "tasks", "kbx")
+KBX_TRITON = os.path.join(HERE, "data", "kbx-triton")
+# eval.run's tolerance preset kernelbenchx.
+KBX_RULE = {"kind": "allclose",
+            "atol": {"float64": 1e-5, "float32": 1e-5, "float16": 5e-3, "bfloat16": 5e-3},
+            "rtol": {"float64": 1e-5, "float32": 1e-5, "float16": 5e-3, "bfloat16": 5e-3}}
 
 
 class HarnessClient:
@@ -117,13 +127,15 @@ class Checker:
             body["options"] = options
         return self.client.request(body, self.args.timeout + 120)
 
-    def ladder(self, task_id, code, language, timing, stages=("check", "compile", "run")):
+    def ladder(self, task_id, code, language, timing, rule=None, stages=("check", "compile", "run")):
         """check -> compile -> run, stopping at the first verdict that is not pass."""
         task = self.tasks[task_id]
         started = time.monotonic()
         response = None
         for stage in stages:
             options = {"timing": {"enabled": timing, "trials": self.args.timing_trials}} if stage == "run" else None
+            if options is not None and rule is not None:
+                options["rule"] = rule
             response = self.call(stage, task, code, language, options)
             if response["status"] != "pass":
                 break
@@ -139,7 +151,33 @@ def row(section, name, stage, response, expected, seconds):
             "message": (response.get("message") or "").splitlines()[0][:100] if response.get("message") else ""}
 
 
+def kbx_section(checker, pool):
+    tasks = {}
+    for category in sorted(os.listdir(KBX_TASKS)):
+        for name in sorted(os.listdir(os.path.join(KBX_TASKS, category))):
+            if name.endswith(".py"):
+                tasks[name[:-3]] = {"path": os.path.join(KBX_TASKS, category, name), "format": "kernelbenchx"}
+    checker.tasks.update(tasks)
+
+    def reference(task_id):
+        started = time.monotonic()
+        response = checker.call("run", tasks[task_id], None, "python",
+                                {"timing": {"enabled": False}, "rule": KBX_RULE})
+        return row("kbx", f"{task_id} (reference)", "run", response, "pass", time.monotonic() - started)
+
+    def candidate(file_name):
+        with open(os.path.join(KBX_TRITON, file_name), encoding="utf-8") as handle:
+            code = handle.read()
+        stage, response, seconds = checker.ladder(file_name[:-3], code, "triton", timing=True, rule=KBX_RULE)
+        return row("kbx", f"kbx-triton/{file_name[:-3]}", stage, response, "pass", seconds)
+
+    rows = list(pool.map(reference, sorted(tasks)))
+    return rows + list(pool.map(candidate, sorted(f for f in os.listdir(KBX_TRITON) if f.endswith(".py"))))
+
+
 def run_section(checker, pool, section):
+    if section == "kbx":
+        return kbx_section(checker, pool)
     if section == "reference":
         def one(task_id):
             started = time.monotonic()

@@ -12,15 +12,17 @@
 #    bundled task at the full profile as its own candidate, the Triton candidates
 #    (check -> compile -> timed run), the load_inline CUDA candidates, and the broken
 #    Triton and CUDA candidates (each in its class; an illegal memory access must not
-#    poison the next job), and the timing's hostile candidates (a private stream,
-#    memoizing, a lazy tensor: each must be rejected). Prints a table.
+#    poison the next job), the timing's hostile candidates (a private stream,
+#    memoizing, a lazy tensor: each must be rejected), and the kernelbenchx tasks'
+#    references and Triton candidates. Prints a table.
 #    Then the hostile candidates of issue 9 as Triton and CUDA candidates
 #    (plugins/eval/harness/tests/test_attacks_gpu.py, on $DEVICE seen as cuda:0).
 # 3. The reference service (issue 8, bench/harness_reference.py): device units per task
 #    for k = 1, 4, 8 candidates, and the peak memory of comparing a COMPARE_GB (6) GB
 #    output: against BASELINE_HARNESS (another checkout's plugins/eval/harness, e.g.
 #    main's, for the numbers before) when it is set.
-# 4. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` end to end, and every
+# 4. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` and
+#    `pipelines/kernelbenchx.yaml` end to end, and every
 #    bundled task's reference at full size eight at a time (data/reference-gpu.yaml),
 #    with memory-aware admission and without it (MEMORY_GB=100000): every job must pass,
 #    none may run out of memory; the wall times are printed.
@@ -81,7 +83,7 @@ fi
 
 echo "== harness checks on $device (gpu_check.py)"
 "$python" "$here/gpu_check.py" --device "$device" --profile full --max-children 8 \
-  --sections reference,triton,broken_triton,cuda,broken_cuda,timing || status=1
+  --sections reference,triton,broken_triton,cuda,broken_cuda,timing,kbx || status=1
 
 echo "== hostile candidates on cuda:0 as Triton and CUDA candidates (harness tests/test_attacks_gpu.py)"
 # Each attack of tests/data/candidates/hostile_l3 must fail, be blamed on the candidate,
@@ -120,6 +122,15 @@ for row in bad:
 sys.exit(1 if bad else 0)
 PY
   done
+  echo "== kforge run pipelines/kernelbenchx.yaml"
+  out_dir="$(mktemp -d "${TMPDIR:-/tmp}/kforge-kernelbenchx.XXXXXX")"
+  if KFORGE_PYTHON="$python" "$kforge" run "$repo/pipelines/kernelbenchx.yaml" --set device="$device" \
+       --out "$out_dir" ; then
+    echo "kforge run: ok (results in $out_dir)"
+  else
+    echo "kforge run: exit status $? (results in $out_dir)"
+    status=1
+  fi
   echo "== kforge run pipelines/triton-gpu.yaml"
   out_dir="$(mktemp -d "${TMPDIR:-/tmp}/kforge-triton-run.XXXXXX")"
   if KFORGE_PYTHON="$python" "$kforge" run "$repo/pipelines/triton-gpu.yaml" --set device="$device" \

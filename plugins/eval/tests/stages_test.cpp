@@ -218,6 +218,10 @@ TEST(ToleranceRule, PresetsAndValidation) {
   EXPECT_EQ(tolerance_rule("default")["rtol"]["float16"], 1e-2);
   EXPECT_EQ(tolerance_rule("seed000"), (json{{"kind", "max_abs_diff"}, {"limit", 1e-3}}));
   EXPECT_EQ(tolerance_rule("kernelbench-v0")["atol"]["float32"], 1e-2);
+  EXPECT_EQ(tolerance_rule("kernelbenchx")["atol"]["float32"], 1e-5);
+  EXPECT_EQ(tolerance_rule("kernelbenchx")["rtol"]["float64"], 1e-5);
+  EXPECT_EQ(tolerance_rule("kernelbenchx")["atol"]["bfloat16"], 5e-3);
+  EXPECT_EQ(tolerance_rule("kernelbenchx")["rtol"]["float16"], 5e-3);
   EXPECT_THROW(tolerance_rule("loose"), std::invalid_argument);
   EXPECT_NO_THROW(validate_rule({{"kind", "allclose"}, {"atol", 1e-3}, {"rtol", {{"float32", 1e-3}}}}));
   EXPECT_NO_THROW(validate_rule({{"kind", "share_over_limit"}, {"rtol", 1e-2}, {"max_share", 0.01}}));

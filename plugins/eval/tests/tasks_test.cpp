@@ -9,6 +9,7 @@ namespace kforge::eval {
 namespace {
 
 using testing::examples_dir;
+using testing::harness_dir;
 using testing::fresh_temp_dir;
 using testing::write_file;
 
@@ -126,6 +127,60 @@ TEST(ListTasks, WithoutManifestReadsPyFilesInNaturalOrderAndScoresThem) {
   EXPECT_EQ(tasks[1].id, "10_Conv");
   EXPECT_EQ(tasks[1].complexity, "C4");
   EXPECT_EQ(tasks[1].category, "Convolution");
+}
+
+TEST(ListTasks, KernelBenchXReadsCategoryFoldersAndTakesTheCategoryFromTheFolder) {
+  TaskListOptions options;
+  options.dir = harness_dir() + "/tests/data/tasks/kbx";
+  options.format = kFormatKernelBenchX;
+  const auto tasks = list_tasks(options);
+  std::vector<std::string> ids;
+  for (const TaskEntry& task : tasks) {
+    ids.push_back(task.id);
+    EXPECT_EQ(task.format, "kernelbenchx");
+    EXPECT_DOUBLE_EQ(task.size_scale, 1.0);
+  }
+  // Natural order of category/file.
+  EXPECT_EQ(ids, (std::vector<std::string>{"describe_dtype", "leaky_relu", "scale_shift_fp16", "fill_rows_",
+                                           "addmm_relu", "row_sum"}));
+  EXPECT_EQ(find(tasks, "fill_rows_").category, "Index");
+  EXPECT_EQ(find(tasks, "leaky_relu").category, "Activation");
+  EXPECT_EQ(find(tasks, "row_sum").category, "Reduce");
+  EXPECT_EQ(find(tasks, "addmm_relu").category, "MatrixMultiply");
+
+  // Other formats read only the directory's own files.
+  options.format = "kernelbench-torch";
+  EXPECT_TRUE(list_tasks(options).empty());
+
+  // Sizes do not apply: the test code runs as written.
+  options.format = kFormatKernelBenchX;
+  options.size_scale = 0.5;
+  EXPECT_THROW(list_tasks(options), TaskListError);
+}
+
+TEST(ListTasks, KernelBenchXTaskIdsMustBeUnique) {
+  const std::string dir = fresh_temp_dir("kbx-dup");
+  const std::string task = "def f(x):\n    return x\n" + std::string(146, '#') + "\ntest_results = {}\n";
+  write_file(dir + "/Math/f.py", task);
+  write_file(dir + "/Fusion/f.py", task);
+  TaskListOptions options;
+  options.dir = dir;
+  options.format = kFormatKernelBenchX;
+  try {
+    list_tasks(options);
+    FAIL() << "expected TaskListError";
+  } catch (const TaskListError& e) {
+    EXPECT_NE(std::string(e.what()).find("two task files are named f.py"), std::string::npos) << e.what();
+  }
+  // A manifest names the format per task; a kernelbenchx task takes no sizes.
+  write_file(dir + "/manifest.yaml", "tasks:\n  - file: Math/f.py\n    format: kernelbenchx\n    sizes: {small: {n: 1}}\n");
+  options.format = "kernelbench-torch";
+  EXPECT_THROW(list_tasks(options), TaskListError);
+  write_file(dir + "/manifest.yaml", "tasks:\n  - file: Math/f.py\n    format: kernelbenchx\n");
+  const auto tasks = list_tasks(options);
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].format, "kernelbenchx");
+  EXPECT_EQ(tasks[0].category, "Math");
 }
 
 TEST(ListTasks, ManifestErrorsNameFileAndLine) {

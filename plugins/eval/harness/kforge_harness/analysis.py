@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 MODEL_NEW = "ModelNew"
+# A kernelbenchx candidate may supply its function under this name instead (kbx.ALIAS).
+ENTRY_ALIAS = "kernel_function"
 
 TRITON_DECORATORS = ("triton.jit", "triton.language.jit")
 CPP_LOADERS = ("kforge_cpp.load",)
@@ -185,8 +187,13 @@ class _Binding:
 
 
 class ModuleFacts:
-    def __init__(self, tree, source=""):
+    def __init__(self, tree, source="", entry=None):
+        """`entry`: the function the harness calls for a function-entry task format
+        (kernelbenchx); None: the candidate supplies ModelNew."""
         self.tree = tree
+        self.requested_entry = entry  # the task's name for it (entry may become the alias)
+        self.entry = entry
+        self.entry_function = None
         self._lines = source.splitlines()
         self.parents = {}
         self.scope_of = {}   # id(node) -> the innermost scope node around it
@@ -212,6 +219,9 @@ class ModuleFacts:
         self._bases = {}
         self._collect()
         self.model_new = self.classes.get(MODEL_NEW)
+        if entry is not None:
+            self.entry = entry if self.module_bindings(entry) else ENTRY_ALIAS
+            self.entry_function = self.functions.get(self.entry)
         self.jit_functions = {name for name, fn in self.functions.items() if self._is_jit(fn)}
         self._cache.clear()
         self._held_cache.clear()
@@ -727,6 +737,8 @@ class ModuleFacts:
             return True
         if fn.name.startswith("__") and fn.name.endswith("__") and fn.name not in _IMPLICIT_METHODS:
             return True
+        if fn is self.entry_function:  # the harness calls it
+            return True
         return fn.name in _IMPLICIT_METHODS and cls is not None and self.model_new is not None \
             and any(c is self.model_new for c in self._subclasses.get(id(cls), [cls]))
 
@@ -1008,17 +1020,24 @@ class ModuleFacts:
         included), ModelNew, and every function, method, lambda and class they refer to,
         transitively."""
         if self._candidate_nodes is None:
-            roots = [self.tree] + ([self.model_new] if self.model_new is not None else [])
+            roots = [self.tree] + [u for u in (self.model_new, self.entry_function) if u is not None]
             self._candidate_nodes = self._unit_nodes(self._reachable(roots))
         return self._candidate_nodes
 
     def forward_nodes(self):
-        """ModelNew.forward and what it refers to, transitively (construction excluded)."""
+        """ModelNew.forward (or the entry function) and what it refers to, transitively
+        (construction excluded)."""
         if self._forward_nodes is None:
-            forward = self.method(self.model_new, "forward")
+            forward = self.forward_function()
             self._forward_nodes = self._unit_nodes(
                 self._reachable([forward] if forward is not None else []))
         return self._forward_nodes
+
+    def forward_function(self):
+        """What the harness calls per trial: ModelNew.forward, or the entry function."""
+        if self.entry is not None:
+            return self.entry_function
+        return self.method(self.model_new, "forward")
 
     def _unit_nodes(self, units):
         seen, nodes = set(), []

@@ -30,7 +30,7 @@ import torch
 
 from . import anticheat, errors, tasks
 from .outputs import flat_leaves, write_leaves
-from .runner import TaskSession
+from .runner import NoEntry, task_session
 from .timing import Clock, InputPool
 
 
@@ -46,7 +46,7 @@ class CandidateChild:
         self.channel = channel
         self.options = job["options"]
         self.candidate_path = None
-        self.session = TaskSession(job["task"], self.options, device)
+        self.session = task_session(job["task"], self.options, device)
 
     def run(self):
         try:
@@ -105,14 +105,15 @@ class CandidateChild:
                 os.environ["KFORGE_CPP_ARTIFACT"] = artifact
             else:
                 os.environ.pop("KFORGE_CPP_ARTIFACT", None)
+            code = self.session.candidate_code(code)
             self.candidate_path = os.path.abspath(tasks.write_candidate(code, self.workdir))
             module = self._guarded("import", lambda: tasks.import_candidate(self.candidate_path))
-            cls, kind = getattr(module, "ModelNew", None), "torch"
-            if cls is None:
-                self.channel.send({"failed": {"stage": "init", "types": ["NoModelNew"],
-                                              "text": "the candidate defines no ModelNew class",
-                                              "where": ""}})
-                raise _Failed()
+            try:
+                cls, kind = self.session.candidate_entry(module)
+            except NoEntry as missing:
+                self.channel.send({"failed": {"stage": "init", "types": ["NoEntry"],
+                                              "text": str(missing), "where": ""}})
+                raise _Failed() from None
         return self._guarded("init", lambda: self.session.build(cls, kind))
 
     def _compile(self, model):
@@ -141,7 +142,8 @@ class CandidateChild:
         anticheat.poison_allocator(self.job["poison_bytes"], self.session.torch_device)
         out, changed, aliased = self.session.observe(model, inputs, seed)
         leaves = write_leaves(out, self.workdir, f"out-{index}")
-        return {"trial": index, "outputs": leaves, "changed_inputs": changed, "aliased": aliased}
+        return {"trial": index, "outputs": leaves, "changed_inputs": changed, "aliased": aliased,
+                **self.session.output_facts()}
 
     def _timed_loop(self, model, plan):
         """One timed loop (timing_plan.py): a pool of input sets made before it, one call

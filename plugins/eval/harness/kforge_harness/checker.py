@@ -15,7 +15,7 @@ import re
 
 import yaml
 
-from . import protocol, tasks
+from . import kbx, protocol, tasks
 from .analysis import (CPP_LOADERS, CUDA_LOADERS, MODEL_NEW, Cls, Func, Inst, Instance,
                        Launcher, Mod, ModuleFacts, Native, Opaque, dotted)
 from .native_source import looks_native, native_texts
@@ -416,7 +416,7 @@ def _match_forward_output(facts, rule, context):
     a Triton launch's result, or a buffer handed to one (or to the candidate's own
     function), possibly through `options.views`; or a buffer only allocated
     (`options.allocations`); not torch arithmetic on inputs, not a stored table."""
-    forward = facts.method(facts.model_new, "forward")
+    forward = facts.forward_function()
     if forward is None:
         return
     provenance = _Provenance(facts, set(rule.option_list("views")),
@@ -616,26 +616,33 @@ def _match_native_source_unresolved(facts, rule, context):
 # ---- structural matchers: what a candidate of a language must contain ----
 
 def _match_modelnew_present(facts, rule, context):
-    if facts.model_new is None:
+    if facts.entry is None and facts.model_new is None:
         yield (1, 1), MODEL_NEW
 
 
+def _match_entry_function(facts, rule, context):
+    """A function-entry task (kernelbenchx) calls the candidate's function by name."""
+    if facts.entry is not None and facts.entry_function is None:
+        yield (1, 1), facts.requested_entry
+
+
 def _match_modelnew_binding(facts, rule, context):
-    """ModelNew bound once, by a class statement without decorators or keywords: an
-    assignment after it, a class decorator or a metaclass could hand the harness another
-    object than the class L1 read."""
-    bindings = facts.module_bindings(MODEL_NEW)
-    classes = [node for kind, node in bindings if kind == "class"]
+    """ModelNew (or a function-entry task's function) bound once, by a class (def)
+    statement without decorators or keywords: an assignment after it, a decorator or a
+    metaclass could hand the harness another object than the one L1 read."""
+    name, statement = (MODEL_NEW, "class") if facts.entry is None else (facts.entry, "def")
+    bindings = facts.module_bindings(name)
+    defined = [node for kind, node in bindings if kind == statement]
     for kind, node in bindings:
-        if kind != "class":
-            yield (node if hasattr(node, "lineno") else (1, 1)), f"a {kind} binding"
-    for node in classes[1:]:
-        yield node, "a second class statement"
-    for node in classes:
+        if kind != statement:
+            yield (node if hasattr(node, "lineno") else (1, 1)), {"name": f"a {kind} binding", "entry": name}
+    for node in defined[1:]:
+        yield node, {"name": f"a second {statement} statement", "entry": name}
+    for node in defined:
         for decorator in node.decorator_list:
-            yield decorator, "a class decorator"
-        for keyword in node.keywords:
-            yield keyword.value, f"the class keyword {keyword.arg}"
+            yield decorator, {"name": f"a {statement} decorator", "entry": name}
+        for keyword in getattr(node, "keywords", []):
+            yield keyword.value, {"name": f"the class keyword {keyword.arg}", "entry": name}
 
 
 def _match_kernel_body(facts, rule, context):
@@ -669,7 +676,7 @@ def _match_constructor_signature(facts, rule, context):
 
 
 def _forward_node(facts):
-    forward = facts.method(facts.model_new, "forward")
+    forward = facts.forward_function()
     return forward if forward is not None else (1, 1)
 
 
@@ -684,7 +691,7 @@ def _launches(facts):
 
 
 def _match_triton_launch(facts, rule, context):
-    if facts.model_new is not None and facts.jit_functions and not _launches(facts):
+    if facts.forward_function() is not None and facts.jit_functions and not _launches(facts):
         yield _forward_node(facts), ", ".join(sorted(facts.jit_functions))
 
 
@@ -718,7 +725,7 @@ def _match_cpp_load(facts, rule, context):
 
 
 def _match_cpp_call(facts, rule, context):
-    if facts.model_new is not None and _loader_calls(facts, CPP_LOADERS) \
+    if facts.forward_function() is not None and _loader_calls(facts, CPP_LOADERS) \
             and not _native_calls(facts, "cpp"):
         yield _forward_node(facts), "kforge_cpp"
 
@@ -734,7 +741,7 @@ def _match_cuda_load(facts, rule, context):
 
 
 def _match_cuda_call(facts, rule, context):
-    if facts.model_new is not None and _loader_calls(facts, CUDA_LOADERS) \
+    if facts.forward_function() is not None and _loader_calls(facts, CUDA_LOADERS) \
             and not _native_calls(facts, "cuda"):
         yield _forward_node(facts), "load_inline"
 
@@ -761,6 +768,7 @@ MATCHERS = {
     "native_source_unresolved": _match_native_source_unresolved,
     "modelnew_present": _match_modelnew_present,
     "modelnew_binding": _match_modelnew_binding,
+    "entry_function": _match_entry_function,
     "kernel_body": _match_kernel_body,
     "constructor_signature": _match_constructor_signature,
     "triton_kernel": _match_triton_kernel,
@@ -892,12 +900,18 @@ def _run_rules(facts, rules, language, context):
     return findings
 
 
-def check(code, language, task_path=None, rules_file=None):
-    """The `check` action's result (a response dict without id)."""
+def check(code, language, task_path=None, rules_file=None, task_format=None):
+    """The `check` action's result (a response dict without id). A kernelbenchx task's
+    candidate supplies a function, not ModelNew: its implementation part is checked, with
+    that function as the entry (kbx.py)."""
     try:
         rules = load_rules(rules_file)
     except ValueError as exc:
         raise protocol.harness_error(str(exc)) from None
+    entry = None
+    if task_format == kbx.FORMAT and task_path:
+        entry = kbx.entry_name(kbx.split_task(tasks.read_task_source(task_path), task_path)[0], task_path)
+        code = kbx.candidate_part(code)
     try:
         tree = ast.parse(code, filename=tasks.CANDIDATE_FILE)
     except SyntaxError as exc:
@@ -906,9 +920,9 @@ def check(code, language, task_path=None, rules_file=None):
                 "findings": [{"line": exc.lineno or 0, "col": exc.offset or 0, "rule": "syntax",
                               "severity": "error", "message": exc.msg,
                               "hint": "fix the Python syntax at that line"}]}
-    reference = reference_init(task_path) if task_path else None
+    reference = reference_init(task_path) if task_path and entry is None else None
     try:
-        facts = ModuleFacts(tree, code)
+        facts = ModuleFacts(tree, code, entry)
         findings = _run_rules(facts, rules, language, {"reference_init": reference,
                                                        "value_uses": _value_uses(facts)})
     except RecursionError:

@@ -128,5 +128,6 @@ def check_main(request, result_fd, device, memory_base):
     def compute():
         apply_job_limits(request["limits"], device, memory_base)
         return checker.check(candidate["code"], candidate["language"],
-                             task["path"] if task else None, request["options"].get("rules_file"))
+                             task["path"] if task else None, request["options"].get("rules_file"),
+                             task["format"] if task else None)
     _answer(result_fd, "the checker", compute)

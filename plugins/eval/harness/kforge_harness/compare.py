@@ -213,17 +213,18 @@ def _verdict(stats, rule, numel, where):
                    intervals=[(numel, stats.interval())])
 
 
-def compare_leaves(ref_leaves, cand_leaves, rule):
+def compare_leaves(ref_leaves, cand_leaves, rule, names=None):
     """Compares a forward's outputs leaf by leaf; the first failing leaf decides.
     `cand_leaves` items are leaves or, for outputs that are not tensors, the name of what
-    they are (a string)."""
+    they are (a string). `names`: what messages call each leaf (default "output #i")."""
     if len(ref_leaves) != len(cand_leaves):
         return Outcome(protocol.SHAPE_MISMATCH,
                        f"the reference returns {len(ref_leaves)} output(s), the candidate "
                        f"{len(cand_leaves)}")
     worst_max, mean_sum, compared, intervals = 0.0, 0.0, 0, []
     for index, (ref, cand) in enumerate(zip(ref_leaves, cand_leaves)):
-        where = f"output #{index}" if len(ref_leaves) > 1 else "the output"
+        where = (names[index] if names else f"output #{index}" if len(ref_leaves) > 1
+                 else "the output")
         if isinstance(cand, str):
             return Outcome(protocol.DTYPE_MISMATCH,
                            f"{where} is a {cand}; the reference returns a tensor of "

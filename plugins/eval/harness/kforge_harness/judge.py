@@ -16,7 +16,7 @@ import traceback
 
 import torch
 
-from . import anticheat, compare, protocol
+from . import anticheat, compare, kbx, protocol
 from .outputs import FileLeaf, torch_dtype
 
 _MAX_LEAVES = 4096
@@ -73,10 +73,16 @@ def judge_trial(command):
     cheat = anticheat.verdict(reference, observed, label)
     if cheat is not None:
         return _fail(cheat.error_class, cheat.message)
+    names = None
+    if "names" in reference:  # a kernelbenchx task's test_results, leaf by named leaf
+        mismatch = kbx.leaf_mismatch(reference, candidate["report"])
+        if mismatch is not None:
+            return _fail(mismatch[0], f"{label}: {mismatch[1]}")
+        names = kbx.tensor_names(reference)
     ref_leaves = [FileLeaf(reference["dir"], reference["prefix"], index, info)
                   for index, info in enumerate(reference["leaves"])]
     try:
-        outcome = compare.compare_leaves(ref_leaves, cand_leaves, command["rule"])
+        outcome = compare.compare_leaves(ref_leaves, cand_leaves, command["rule"], names)
     except compare.CandidateOutputError as exc:
         return _fail(protocol.RUNTIME_ERROR,
                      f"{label}: the candidate's process handed over an unreadable output: {exc}")

@@ -26,7 +26,7 @@ HOST_ERROR = "host_error"
 
 ACTIONS = ("check", "compile", "run")
 LANGUAGES = ("triton", "cpp", "cuda", "python")
-TASK_FORMATS = ("kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore")
+TASK_FORMATS = ("kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore", "kernelbenchx")
 # Tasks whose get_inputs() returns NumPy arrays (framework-neutral master inputs).
 ARRAY_INPUT_FORMATS = ("kernelbench-numpy", "kernelbench-mindspore")
 
@@ -176,6 +176,10 @@ def normalise_request(request):
             raise ValueError("task.size_scale must be a positive number")
         if not isinstance(task["fit_memory_mb"], (int, float)) or task["fit_memory_mb"] < 0:
             raise ValueError("task.fit_memory_mb must be a number >= 0 (0: no fitting)")
+        if task["format"] == "kernelbenchx" and (task["sizes"] or task["size_scale"] != 1
+                                                 or task["fit_memory_mb"]):
+            raise ValueError("a kernelbenchx task runs its test code as written: it takes no "
+                             "task.sizes, size_scale or fit_memory_mb")
     elif action != "check":
         raise ValueError(f"action {action!r} needs a 'task'")
 

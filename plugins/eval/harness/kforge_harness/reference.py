@@ -18,7 +18,7 @@ import torch
 
 from . import anticheat, errors, fit, protocol
 from .outputs import SCRATCH_FULL, as_tensor, write_leaves
-from .runner import MissingFramework, Side, TaskSession, nan_count
+from .runner import MissingFramework, Side, nan_count, task_session
 from .timing import InputPool, Timer, input_bytes, pool_size
 
 MB = 1 << 20
@@ -67,7 +67,7 @@ class Worker:
             self.task["size_scale"] = 1.0
             fitted = True
         try:
-            self.session = TaskSession(self.task, self.options, self.device)
+            self.session = task_session(self.task, self.options, self.device)
             self.session.setup_device()
         except Exception as exc:  # noqa: BLE001
             traceback.print_exc()
@@ -151,7 +151,8 @@ class Worker:
         leaves = write_leaves(out, self.job["entry_dir"], f"{self.options['seed']}-{seed}")
         return {"leaves": leaves, "mutates_inputs": bool(changed),
                 "aliases_inputs": aliased is not None,
-                "bytes": sum(leaf.get("nbytes", 0) for leaf in leaves)}
+                "bytes": sum(leaf.get("nbytes", 0) for leaf in leaves),
+                **self.session.output_facts()}
 
     def _time(self, reference):
         """The reference timed like the candidate: every call on an input set of a pool

@@ -122,6 +122,18 @@ class MissingFramework(Exception):
     """The task needs a framework this interpreter lacks and has no fallback."""
 
 
+class NoEntry(Exception):
+    """The candidate lacks what the task's format calls (ModelNew, or a function)."""
+
+
+def task_session(task, options, device):
+    """The session for the task's format: kernelbenchx tasks have their own (kbx.py)."""
+    from . import kbx  # noqa: PLC0415 - kbx builds on this module
+
+    cls = kbx.KbxSession if task["format"] == kbx.FORMAT else TaskSession
+    return cls(task, options, device)
+
+
 class TaskSession:
     """One task at its sizes in this process, on this device."""
 
@@ -172,6 +184,21 @@ class TaskSession:
             "this kernelbench-mindspore task needs MindSpore, which "
             f"{sys.executable} cannot import, and defines no PyTorch fallback: install "
             "MindSpore, or add class TorchModel to the task file")
+
+    def candidate_code(self, code):
+        """The part of the candidate's file that is its implementation."""
+        return code
+
+    def candidate_entry(self, module):
+        """(what the candidate supplies, its kind); NoEntry when it lacks it."""
+        cls = getattr(module, "ModelNew", None)
+        if cls is None:
+            raise NoEntry("the candidate defines no ModelNew class")
+        return cls, "torch"
+
+    def output_facts(self):
+        """What the last forward's outputs carry beyond their leaves (kbx: leaf names)."""
+        return {}
 
     def build(self, cls, kind):
         """Seeds before the constructor, so equal parameter shapes get equal weights."""

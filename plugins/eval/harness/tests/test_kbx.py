@@ -1,0 +1,225 @@
+"""KernelBenchX / TritonBench-style tasks (task.format kernelbenchx) through a real server:
+the task's test code runs against the reference function in the reference worker and
+against the candidate's function in the candidate child, and the judge compares
+test_results leaf by named leaf; plus the flattening and the leaf check on their own."""
+
+import unittest
+
+import torch
+
+from kforge_harness import checker, kbx, protocol
+from tests import client
+from tests.client import request
+
+# KernelBenchX's tolerances (what eval.run's tolerance preset kernelbenchx sends).
+KBX_RULE = {"kind": "allclose",
+            "atol": {"float64": 1e-5, "float32": 1e-5, "float16": 5e-3, "bfloat16": 5e-3},
+            "rtol": {"float64": 1e-5, "float32": 1e-5, "float16": 5e-3, "bfloat16": 5e-3}}
+
+
+def kbx_request(request_id, task, candidate=None, rule=KBX_RULE, timing=False, **fields):
+    options = {"rule": rule}
+    if timing:
+        options["timing"] = {"enabled": True, "warmup": 1, "trials": 3}
+    return request(request_id, "run", task, f"kbx/{candidate}" if candidate else None,
+                   language="python", task_format=kbx.FORMAT, options=options, **fields)
+
+
+class KbxServerTest(client.SharedServerTest):
+    def verdicts(self, *requests):
+        responses = self.server.ask(*requests, timeout=300)
+        return {key: (r["status"], r["error_class"], r["message"], r) for key, r in responses.items()}
+
+    def test_references_and_honest_candidates_pass_in_every_category(self):
+        cases = {
+            "ref-leaky": ("kbx/Activation/leaky_relu", None),
+            "leaky": ("kbx/Activation/leaky_relu", "leaky_relu_honest"),
+            "alias": ("kbx/Activation/leaky_relu", "leaky_relu_alias"),
+            "sum": ("kbx/Reduce/row_sum", "row_sum_honest"),
+            "addmm": ("kbx/MatrixMultiply/addmm_relu", "addmm_relu_honest"),
+            "fp16": ("kbx/Activation/scale_shift_fp16", "scale_shift_fp16_honest"),
+            "ref-values": ("kbx/Activation/describe_dtype", None),
+            # In place, as the reference: changing and returning its argument is allowed.
+            "in-place": ("kbx/Index/fill_rows_", "fill_rows_honest"),
+        }
+        got = self.verdicts(*[kbx_request(key, task, cand) for key, (task, cand) in cases.items()])
+        for key in cases:
+            with self.subTest(key):
+                status, error_class, message, response = got[key]
+                self.assertEqual((status, error_class), ("pass", ""), response)
+                self.assertEqual(response["metrics"]["trials"], 2, response)
+        # fp16 rounding differences stay within KernelBenchX's 5e-3.
+        self.assertGreater(got["fp16"][3]["metrics"]["max_abs_diff"], 0)
+
+    def test_each_failure_names_the_leaf_and_blames_the_candidate(self):
+        cases = {
+            # (task, candidate): (error class, text in the message)
+            "wrong": ("kbx/Activation/leaky_relu", "leaky_relu_wrong",
+                      protocol.NUMERICAL_MISMATCH, "test_results.test_case_1: 2 of 5 elements"),
+            "shape": ("kbx/Reduce/row_sum", "row_sum_wrong_shape",
+                      protocol.SHAPE_MISMATCH, "test_results.test_case_3 has shape [3], the reference's [3, 1]"),
+            "raises": ("kbx/Activation/leaky_relu", "leaky_relu_raises",
+                       protocol.RUNTIME_ERROR, "does not support negative_slope=0 (kforge_candidate.py:6"),
+            "missing-leaf": ("kbx/Activation/leaky_relu", "leaky_relu_tuple",
+                             protocol.SHAPE_MISMATCH, "lacks test_results.test_case_1,"),
+            "no-function": ("kbx/Activation/leaky_relu", "leaky_relu_missing",
+                            protocol.INIT_ERROR, "defines no function leaky_relu() (or kernel_function())"),
+            "inline": ("kbx/Activation/describe_dtype", "describe_dtype_wrong",
+                       protocol.NUMERICAL_MISMATCH, "test_results.fp16 is 'float', the reference's 'half'"),
+            "fp16": ("kbx/Activation/scale_shift_fp16", "scale_shift_fp16_off",
+                     protocol.NUMERICAL_MISMATCH, "beyond atol=0.005, rtol=0.005"),
+            "in-place": ("kbx/Activation/leaky_relu", "leaky_relu_inplace",
+                         protocol.CHEAT_DETECTED, "changed input #0 in place"),
+        }
+        got = self.verdicts(*[kbx_request(key, task, cand) for key, (task, cand, _, _) in cases.items()])
+        for key, (_, _, error_class, text) in cases.items():
+            with self.subTest(key):
+                status, got_class, message, response = got[key]
+                self.assertEqual((status, got_class), ("fail", error_class), response)
+                self.assertIn(text, message)
+
+    def test_the_tolerance_is_the_rule_s_per_dtype(self):
+        # The same fp16 candidate, 8e-3 off, passes under the default preset's 1e-2.
+        got = self.verdicts(kbx_request("default", "kbx/Activation/scale_shift_fp16",
+                                        "scale_shift_fp16_off", rule=None))
+        self.assertEqual(got["default"][:2], ("pass", ""), got["default"][3])
+
+    def test_timing_covers_the_function_s_calls_of_the_test_code(self):
+        got = self.verdicts(kbx_request("timed", "kbx/MatrixMultiply/addmm_relu", "addmm_relu_honest",
+                                        timing=True))
+        metrics = got["timed"][3]["metrics"]
+        self.assertEqual(got["timed"][:2], ("pass", ""), got["timed"][3])
+        for name in ("reference_ms", "candidate_ms", "speedup"):
+            self.assertGreater(metrics[name], 0, metrics)
+
+    def test_a_task_that_fails_as_its_own_reference_is_a_task_error(self):
+        cases = {
+            "no_separator": "no separator line",
+            "missing_helper": "kforge_no_such_helpers, which",
+            "no_results": "left no test_results",
+            "nan_result": "NaN",
+        }
+        requests = []
+        for task in cases:
+            requests.append(kbx_request(f"{task}-ref", f"kbx_broken/{task}"))
+            requests.append(kbx_request(f"{task}-cand", f"kbx_broken/{task}", "leaky_relu_honest"))
+        got = self.verdicts(*requests)
+        for task, text in cases.items():
+            for who in ("ref", "cand"):
+                with self.subTest(task=task, who=who):
+                    status, error_class, message, response = got[f"{task}-{who}"]
+                    self.assertEqual((status, error_class), ("error", protocol.TASK_ERROR), response)
+                    self.assertIn(text, message)
+
+    def test_sizes_are_refused_for_this_format(self):
+        got = self.verdicts(kbx_request("sized", "kbx/Reduce/row_sum", size_scale=0.5))
+        self.assertEqual(got["sized"][:2], ("error", protocol.HARNESS_ERROR), got["sized"][3])
+        self.assertIn("takes no task.sizes", got["sized"][2])
+
+
+class FlattenTest(unittest.TestCase):
+    def test_leaves_are_named_by_path_in_sorted_key_order(self):
+        names, tensors, values = kbx.flatten(
+            {"b": [torch.ones(2), (3, 2.5)], "a": {"z": None, "y": True}, 7: "text"})
+        self.assertEqual(names, ["test_results.7", "test_results.a.y", "test_results.a.z",
+                                 "test_results.b[0]", "test_results.b[1][0]", "test_results.b[1][1]"])
+        self.assertEqual(values, {"test_results.7": "text", "test_results.a.z": None})
+        self.assertEqual([t.dtype for t in tensors], [torch.bool, torch.float32, torch.int64, torch.float64])
+
+    def test_more_leaves_than_a_comparison_takes_raise(self):
+        with self.assertRaises(ValueError):
+            kbx.flatten(list(range(kbx.MAX_LEAVES + 1)))
+
+    def test_the_separator_is_a_long_line_of_hashes(self):
+        reference, test = kbx.split_task("def f(x):\n    return x\n" + "#" * 146 + "\nprint(1)\n", "f.py")
+        self.assertEqual(reference, "def f(x):\n    return x\n")
+        self.assertEqual(test, "\n\n\nprint(1)\n")  # line numbers stay the file's
+        self.assertEqual(kbx.candidate_part("def f(): pass\n"), "def f(): pass\n")
+
+    def test_the_entry_is_named_like_the_file_or_is_the_only_function(self):
+        self.assertEqual(kbx.entry_name("def helper(): pass\ndef gelu(x): pass\n", "/t/gelu.py"), "gelu")
+        self.assertEqual(kbx.entry_name("import torch\ngelu = torch.nn.functional.gelu\n", "/t/gelu.py"), "gelu")
+        self.assertEqual(kbx.entry_name("def fused(x): pass\n", "/t/other.py"), "fused")
+        with self.assertRaises(protocol.Verdict):
+            kbx.entry_name("def a(): pass\ndef b(): pass\n", "/t/other.py")
+
+
+class LeafCheckTest(unittest.TestCase):
+    REFERENCE = {"names": ["r.a", "r.b", "r.c"], "values": {"r.c": "x"}}
+
+    def check(self, names, values):
+        return kbx.leaf_mismatch(self.REFERENCE, {"names": names, "values": values})
+
+    def test_equal_leaves_pass(self):
+        self.assertIsNone(self.check(["r.a", "r.b", "r.c"], {"r.c": "x"}))
+
+    def test_missing_extra_kind_and_value_fail_with_the_name(self):
+        self.assertEqual(self.check(["r.a", "r.c"], {"r.c": "x"}),
+                         (protocol.SHAPE_MISMATCH, "the candidate's test_results lacks r.b"))
+        self.assertEqual(self.check(["r.a", "r.b", "r.c", "r.d"], {"r.c": "x"})[0], protocol.SHAPE_MISMATCH)
+        self.assertEqual(self.check(["r.a", "r.b", "r.c"], {"r.c": "x", "r.b": None})[0],
+                         protocol.DTYPE_MISMATCH)
+        self.assertEqual(self.check(["r.a", "r.b", "r.c"], {})[0], protocol.DTYPE_MISMATCH)
+        self.assertEqual(self.check(["r.a", "r.b", "r.c"], {"r.c": "y"})[0], protocol.NUMERICAL_MISMATCH)
+
+    def test_a_malformed_hand_over_is_the_candidate_s_runtime_error(self):
+        for names, values in ((None, {}), (["r.a", "r.a"], {}), (["r.a", 3], {}), (["r.a"], {"r.z": "x"}),
+                              (["r.a"], {"r.a": 5})):
+            with self.subTest(names=names, values=values):
+                self.assertEqual(self.check(names, values)[0], protocol.RUNTIME_ERROR)
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+# The Triton candidates of pipelines/kernelbenchx.yaml (run on a GPU by plugins/eval/tests/gpu_check.py).
+TRITON_LEAKY = open(client.os.path.join(client.HARNESS_DIR, "..", "tests", "data", "kbx-triton", "leaky_relu.py"),
+                    encoding="utf-8").read()
+TRITON_HEAD, TRITON_LAUNCH = TRITON_LEAKY.split("def leaky_relu(", 1)
+
+
+class KbxCheckerTest(unittest.TestCase):
+    """L1 for a function-entry task: the candidate's function is what the harness calls."""
+
+    TASK = client.task_path("kbx/Activation/leaky_relu")
+
+    def check(self, code):
+        return checker.check(code, "triton", self.TASK, task_format=kbx.FORMAT)
+
+    def rules(self, code):
+        return {f["rule"] for f in self.check(code)["findings"] if f["severity"] == "error"}
+
+    def test_an_honest_triton_function_passes_and_its_test_part_is_ignored(self):
+        result = self.check(TRITON_LEAKY)
+        self.assertEqual(result["status"], "pass", result)
+        alias = TRITON_LEAKY.replace("def leaky_relu(", "def kernel_function(")
+        self.assertEqual(self.check(alias)["status"], "pass")
+        self.assertEqual(self.check(TRITON_LEAKY + "this test part does not parse(\n")["status"], "pass")
+
+    def test_the_function_is_checked_as_forward_is(self):
+        torch_work = TRITON_HEAD + "def leaky_relu(input, negative_slope=0.01):\n" \
+            "    return torch.nn.functional.leaky_relu(input, negative_slope)\n"
+        self.assertIn("torch-compute", self.rules(torch_work))
+        self.assertIn("triton-launch-missing", self.rules(torch_work))
+        fallback = TRITON_HEAD + "def leaky_relu(input, negative_slope=0.01):\n" \
+            "    try:\n        return input\n    except Exception:\n        return input\n"
+        self.assertIn("output-not-from-kernel", self.rules(fallback))
+
+    def test_missing_rebound_or_decorated_functions_are_rejected(self):
+        missing = TRITON_LEAKY.replace("def leaky_relu(", "def leaky(")
+        self.assertIn("entry-function-missing", self.rules(missing))
+        self.assertIn("defines no function leaky_relu()", self.check(missing)["message"])
+        rebound = TRITON_LEAKY.split("#" * 146)[0] + "leaky_relu = torch.nn.functional.leaky_relu\n"
+        self.assertIn("modelnew-rebound", self.rules(rebound))
+        # Only assigned, the name is what runs even beside an honest kernel_function.
+        assigned = rebound.replace("def leaky_relu(", "def kernel_function(")
+        self.assertIn("entry-function-missing", self.rules(assigned))
+        decorated = TRITON_LEAKY.replace("def leaky_relu(", "@torch.no_grad()\ndef leaky_relu(")
+        self.assertIn("modelnew-rebound", self.rules(decorated))
+
+    def test_modelnew_is_not_asked_for(self):
+        self.assertNotIn("modelnew-missing", self.rules(TRITON_LEAKY))
+        # and a KernelBench task still asks for it
+        self.assertIn("modelnew-missing", {f["rule"] for f in checker.check(
+            TRITON_LEAKY, "triton", client.task_path("broken_nan_output"))["findings"]})

@@ -1,0 +1,6 @@
+# expect: shape_mismatch (keepdim ignored)
+import torch
+
+
+def row_sum(input, dim=-1, keepdim=False):
+    return input.sum(dim=dim)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# End to end through the real CLI: pipelines/kernelbenchx.yaml on the CPU with Python
+# candidates (issue 13 item 2). Each task of plugins/eval/harness/tests/data/tasks/kbx has
+# two candidates in plugins/eval/tests/data/kbx-candidates: sample 0 is correct, sample 1
+# names in its first line the error class it must end in. Checks every verdict, and the
+# report's KernelBenchX rates per category (report.json and the text table).
+# Usage: kernelbenchx_pipeline_test.sh KFORGE REPO. Exit 77 (skipped) without a Python with torch.
+set -euo pipefail
+kforge=$1 repo=$2
+python=""
+for p in "${KFORGE_PYTHON:-}" /usr/bin/python3 python3; do
+  if [[ -n $p ]] && "$p" -c 'import torch' 2>/dev/null; then python=$p; break; fi
+done
+[[ -n $python ]] || { echo "skipped: no python that imports torch"; exit 77; }
+export KFORGE_PYTHON=$python
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+candidates=$repo/plugins/eval/tests/data/kbx-candidates
+
+"$kforge" run "$repo/pipelines/kernelbenchx.yaml" --out "$work/out" --progress off --log-level warn \
+  --set device=cpu --set language=python --set candidates="$candidates" --set k=2 \
+  --report-format text,json >"$work/run.log" 2>&1 || { cat "$work/run.log"; exit 1; }
+
+"$python" - "$work" "$candidates" <<'PY'
+import json, os, re, sys
+work, candidates = sys.argv[1], sys.argv[2]
+with open(os.path.join(work, "out", "results.jsonl")) as f:
+    results = [json.loads(line) for line in f]
+assert len(results) == 10, f"{len(results)} jobs, expected 5 tasks x 2 samples"
+failures = []
+for r in results:
+    want = ("pass", "")
+    if r["sample"] == 1:
+        first = open(os.path.join(candidates, f"{r['task']}.1.py")).readline()
+        want = ("fail", re.match(r"# expect: (\S+)", first).group(1))
+    got = (r["status"], r["error_class"])
+    print(f"{r['task']:18} sample {r['sample']}: {got[0]:5} {got[1]:20} {r.get('message', '')[:90]}")
+    if got != want:
+        failures.append(f"{r['task']} sample {r['sample']}: expected {want}, got {got}")
+assert not failures, "\n".join(failures)
+
+report = json.load(open(os.path.join(work, "out", "report.json")))
+rates = {row["name"]: row for row in report["category_rates"]}
+share = lambda s: (s["count"], s["total"])
+# Activation: leaky_relu, scale_shift_fp16, describe_dtype; describe_dtype.1 never ran (L1).
+expected = {"Activation": ((5, 6), (3, 6)), "MatrixMultiply": ((1, 2), (1, 2)), "Reduce": ((2, 2), (1, 2))}
+for name, (called, correct) in expected.items():
+    row = rates[name]
+    assert (share(row["called"]), share(row["correct"])) == (called, correct), (name, row)
+    assert share(row["faster"])[1] == correct[0], (name, row)  # every correct candidate was timed
+    assert row["mean_speedup"] is not None and row["mean_speedup"] > 0, (name, row)
+assert set(rates) == set(expected), rates
+print("category rates:", {n: (share(r["called"]), share(r["correct"])) for n, r in rates.items()})
+PY
+grep -q "KernelBenchX rates by category" "$work/run.log" || { echo "the text report lacks the rates table"; cat "$work/run.log"; exit 1; }
