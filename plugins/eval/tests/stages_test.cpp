@@ -224,6 +224,13 @@ TEST(ToleranceRule, PresetsAndValidation) {
   EXPECT_THROW(validate_rule({{"kind", "max_abs_diff"}, {"limt", 1e-3}}), std::invalid_argument);
   EXPECT_THROW(validate_rule({{"kind", "close_enough"}}), std::invalid_argument);
   EXPECT_THROW(validate_rule(json::array()), std::invalid_argument);
+  // The whole-output checks: in the default preset, and allowed in every kind's rule.
+  EXPECT_EQ(tolerance_rule("default")["max_rel_l2"]["float32"], 1e-2);
+  EXPECT_EQ(tolerance_rule("default")["max_coarse_share"], 0.01);
+  EXPECT_FALSE(tolerance_rule("kernelbench-v0").contains("max_rel_l2"));
+  EXPECT_NO_THROW(validate_rule({{"kind", "max_abs_diff"}, {"limit", 1e-3}, {"max_rel_l2", {{"float32", 1e-3}}},
+                                 {"max_coarse_share", 0.01}, {"coarse_atol", 1e-5}, {"coarse_rtol", 1e-2}}));
+  EXPECT_THROW(validate_rule({{"kind", "allclose"}, {"max_rel_l2", {{"float32", "tight"}}}}), std::invalid_argument);
 }
 
 TEST(RequestBudget, FitsTheChildIntoTheStageTimeout) {
@@ -265,6 +272,57 @@ TEST(RunStage, ReportsTimingMetricsWhenAsked) {
   }
   ASSERT_NE(result.attribute(kAttrRunDevice), nullptr);
   EXPECT_EQ(*result.attribute(kAttrRunDevice), "cpu");
+}
+
+TEST(RunStage, TheRunsSecretSeedReachesTheRequest) {
+  auto pool = std::make_shared<HarnessPool>(testing::test_harness_settings());
+  const RunStage stage(pool, {});
+  EvalJob job = bundled_task_job("001_relu");
+  job.run_seed = 0xFEDCBA9876543210ULL;
+  const json request = stage.request(job);
+  EXPECT_EQ(request["options"]["seed"].get<uint64_t>(), 0xFEDCBA9876543210ULL);
+  EXPECT_EQ(request["task"]["id"], "001_relu");  // the harness derives per-task seeds from it
+
+  RunStage::Options pinned;  // a pipeline's `seed` reproduces a recorded run
+  pinned.seed = 0xFEDCBA9876543210ULL;
+  EvalJob other_run = job;
+  other_run.run_seed = 7;
+  EXPECT_EQ(RunStage(pool, pinned).request(other_run)["options"]["seed"].get<uint64_t>(), 0xFEDCBA9876543210ULL);
+
+  // Outside a run: one seed drawn per stage, shared by its jobs, never a public constant.
+  EvalJob outside = bundled_task_job("001_relu");
+  const auto seed = stage.request(outside)["options"]["seed"].get<uint64_t>();
+  EXPECT_EQ(stage.request(bundled_task_job("002_gelu"))["options"]["seed"].get<uint64_t>(), seed);
+  EXPECT_NE(RunStage(pool, {}).request(outside)["options"]["seed"].get<uint64_t>(), seed);
+}
+
+// What the candidate's inputs were, as the digest candidate prints them.
+std::string input_digests(const StageResult& result) {
+  std::string found;
+  const std::regex digest("input-digest \\S+ \\S+");
+  for (auto it = std::sregex_iterator(result.log_tail.begin(), result.log_tail.end(), digest);
+       it != std::sregex_iterator(); ++it) {
+    found += it->str() + "\n";
+  }
+  return found;
+}
+
+TEST(RunStage, TheRunSeedDecidesTheInputs) {
+  KFORGE_REQUIRE_TORCH();
+  const RunStage stage(std::make_shared<HarnessPool>(testing::test_harness_settings()), {});
+  const std::string code =
+      read_file(testing::harness_dir() + "/tests/data/candidates/correct/input_digest_relu.py");
+  auto run = [&](uint64_t seed) {
+    EvalJob job = bundled_task_job("001_relu", code, "python");
+    job.run_seed = seed;
+    const StageResult result = stage.process(job);
+    EXPECT_EQ(result.status, KF_VERDICT_PASS) << result.message << result.log_tail;
+    return input_digests(result);
+  };
+  const std::string first = run(11), again = run(11), other = run(12);
+  EXPECT_FALSE(first.empty());
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first, other);
 }
 
 }  // namespace

@@ -50,15 +50,17 @@ COARSE_BOUND = {
 WHOLE_OUTPUT_FIELDS = ("max_rel_l2", "coarse_atol", "coarse_rtol", "max_coarse_share")
 
 # The default preset: allclose per element, and over the whole output an RMS error at
-# most 1e-3 of the reference's RMS for fp32 (1e-2 fp16, 2e-2 bf16: a few times what one
-# rounding of the output costs; an honest fp32 kernel is near 1e-6) and at most 1% of the
-# elements beyond the coarse bound (rounding noise on elements that cancel to ~0 stays
-# far below that). README.md, "Comparison", says what each catches.
+# most 1e-2 of the reference's RMS (counted as at least atol) for fp32 (5e-2 fp16/bf16),
+# and at most 1% of the elements beyond the coarse bound. An honest fp32 kernel is near
+# 1e-6 of the RMS where the output is of order one; where the whole output is rounding
+# noise below atol (values that cancel), its error is at most ~1e-6, 1e-2 of atol. The
+# partial garbage allclose lets through is 0.1 and more. PROTOCOL.md, "Comparison rules",
+# says more.
 DEFAULT_RULE = {
     "kind": "allclose",
     "atol": {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2},
     "rtol": {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2},
-    "max_rel_l2": {"float64": 1e-3, "float32": 1e-3, "float16": 1e-2, "bfloat16": 2e-2},
+    "max_rel_l2": {"float64": 1e-2, "float32": 1e-2, "float16": 5e-2, "bfloat16": 5e-2},
     "max_coarse_share": 0.01,
 }
 
