@@ -3,7 +3,8 @@
 whole-output statistics (issue 12: rel_l2_error, share_over_coarse, max/mean relative
 error) add: the same comparison timed with this harness's compare.py and with a
 baseline harness's (e.g. main's before the statistics), each in a fresh process, on the
-same float32 outputs held in memory (no file reading: the arithmetic alone).
+same float32 outputs held in memory (no file reading: the arithmetic alone). CPU time is
+reported beside wall time: on a loaded machine it is the steadier of the two.
 
     /usr/bin/python3 bench/compare_cost.py --baseline-harness /work/main/plugins/eval/harness
     /usr/bin/python3 bench/compare_cost.py --mb 64 256 --repeats 5
@@ -31,12 +32,13 @@ ref = torch.randn(int(mb * (1 << 20)) // 4)
 cand = ref + torch.randn(ref.numel()) * 1e-7
 rule = protocol.normalise_request({"id": 1, "action": "check", "candidate": {"code": ""}})["options"]["rule"]
 compare.compare_tensors(ref[:1 << 20], cand[:1 << 20], rule)  # loads the kernels
-times = []
+times, cpu = [], []
 for _ in range(repeats):
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     outcome = compare.compare_tensors(ref, cand, rule)
     times.append(time.perf_counter() - start)
-print(json.dumps({"seconds": statistics.median(times), "passed": outcome.passed,
+    cpu.append(time.process_time() - start_cpu)
+print(json.dumps({"seconds": statistics.median(times), "cpu": statistics.median(cpu), "passed": outcome.passed,
                   "metrics": sorted(getattr(outcome, "metrics", {}) or {})}))
 """
 
@@ -64,10 +66,11 @@ def main():
         rows = {name: measure(harness, mb, args.repeats, args.threads) for name, harness in sides}
         line = f"{mb:6.0f} MB:"
         for name, row in rows.items():
-            line += f"  {name} {row['seconds'] * 1000 / mb:6.2f} ms/MB ({row['seconds']:.3f} s)"
+            line += (f"  {name}: wall {row['seconds'] * 1000 / mb:6.2f} ms/MB, "
+                     f"CPU {row['cpu'] * 1000 / mb:6.2f} ms/MB")
         if len(rows) == 2:
-            extra = (rows["this harness"]["seconds"] - rows["baseline"]["seconds"]) * 1000 / mb
-            line += f"  extra {extra:+.2f} ms/MB"
+            extra = (rows["this harness"]["cpu"] - rows["baseline"]["cpu"]) * 1000 / mb
+            line += f"  (extra CPU {extra:+.2f} ms/MB)"
         print(line, flush=True)
 
 

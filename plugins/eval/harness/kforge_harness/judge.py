@@ -8,7 +8,7 @@ Commands arrive as JSON lines on its command pipe, one trial each:
    "reference": {"dir", "prefix", "leaves", "mutates_inputs", "aliases_inputs"},
    "candidate": {"dir", "prefix", "report": the child's trial line}}
 and each gets one answer line {"id": n, "result": {"status", "error_class", "message",
-"metrics", "intervals"}}; the metrics are compare.TRIAL_METRICS (per-element and
+"metrics"}}; the metrics are compare.TRIAL_METRICS (per-element and
 whole-output statistics, all of one pass). The comparison works in chunks (compare.py),
 so the judge's memory stays bounded whatever the outputs' size."""
 
@@ -84,8 +84,7 @@ def judge_trial(command):
     metrics = outcome.metrics
     if not outcome.passed:
         return _fail(outcome.error_class, f"{label}: {outcome.message}", metrics)
-    return {"status": "pass", "metrics": metrics,
-            "intervals": [[numel, interval] for numel, interval in outcome.intervals]}
+    return {"status": "pass", "metrics": metrics}
 
 
 def _fail(error_class, message, metrics=None):

@@ -258,14 +258,21 @@ def _redrawn(default, generator):
     running_var or a positive scale stays positive, a kaiming-uniform weight stays
     within 1.5x its bound) while no element keeps its default value: ones become
     U(0.5, 1.5), and an all-zero default (a bias, a running mean) becomes U(-0.5, 0.5)."""
-    flat = default.detach().reshape(-1).to("cpu", torch.float64)
+    # On the CPU, whatever the model's device: the same seed gives the same weights
+    # everywhere. In float32 (float64 for float64 tensors) with int32 positions, so that
+    # redrawing a 100M-element weight takes four copies of it at most, not eight.
+    work = torch.float64 if default.dtype == torch.float64 else torch.float32
+    flat = default.detach().reshape(-1).to("cpu", work)
     count = flat.numel()
     if not bool(flat.any()):
-        fresh = torch.rand(count, generator=generator, dtype=torch.float64) - 0.5
+        fresh = torch.rand(count, generator=generator, dtype=work).sub_(0.5)
     else:
-        order = torch.randperm(count, generator=generator)
-        fresh = flat[order] * (0.5 + torch.rand(count, generator=generator, dtype=torch.float64))
-    return fresh.reshape(default.shape).to(default.dtype)
+        order = torch.randperm(count, generator=generator,
+                               dtype=torch.int32 if count < 2**31 else torch.int64)
+        fresh = torch.index_select(flat, 0, order)
+        del order
+        fresh.mul_(torch.rand(count, generator=generator, dtype=work).add_(0.5))
+    return fresh.reshape(default.shape)
 
 
 def reinitialise(model, seed):
