@@ -36,7 +36,7 @@ class ComparisonThroughTheServerTest(unittest.TestCase):
             req("tiny-default", "tiny_output", "tiny_output_honest"),
             client.request("unvariable", "run", "near_constant", "zeros_near_constant"),
             client.request("unvariable-reference", "run", "near_constant"),
-            timeout=400)
+            timeout=900)
 
     @classmethod
     def tearDownClass(cls):

@@ -24,7 +24,7 @@ class SeedsThroughTheServerTest(unittest.TestCase):
             client.request("table", "run", "relu", "correct/seed_table_relu", language="python",
                            options={"seed": 42}),
             digest_run("first", secret), digest_run("again", secret),
-            digest_run("other", secret + 1), timeout=300)
+            digest_run("other", secret + 1), timeout=900)
 
     @classmethod
     def tearDownClass(cls):

@@ -26,7 +26,7 @@ class WeightsThroughTheServerTest(unittest.TestCase):
             req("renamed", "layernorm", "layernorm_renamed"),
             req("reference", "layernorm"),
             client.request("linear", "run", "linear", "linear_cpp"),
-            timeout=300)
+            timeout=900)
 
     @classmethod
     def tearDownClass(cls):
