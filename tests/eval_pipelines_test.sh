@@ -31,7 +31,13 @@ def results(name):
 manifest = open(os.path.join(repo, "examples/kernelbench-mini/manifest.yaml")).read()
 tasks = len(re.findall(r"^  - file: ", manifest, re.M))
 reference = results("reference")
-bad = [(r["task"], r["error_class"], r["message"][:200]) for r in reference if r["status"] != "pass"]
+def expected_class(task_id):
+    """`# expect: CLASS` on a task file's first line (027: task_error), else pass."""
+    path = os.path.join(repo, "examples/kernelbench-mini/tasks", task_id + ".py")
+    found = re.match(r"# expect: (\S+)", open(path).readline())
+    return found.group(1) if found else "pass"
+bad = [(r["task"], r["error_class"], r["message"][:200]) for r in reference
+       if (r["status"] if r["status"] == "pass" else r["error_class"]) != expected_class(r["task"])]
 assert len(reference) == tasks, f"{len(reference)} reference jobs for {tasks} tasks"
 assert not bad, f"references that did not pass as their own candidate: {bad}"
 print(f"reference as candidate: {len(reference)}/{tasks} pass")

@@ -1,3 +1,4 @@
+# expect: task_error (its output is near-constant whatever the input: a comparison proves nothing)
 import torch
 import torch.nn as nn
 
@@ -6,8 +7,9 @@ class Model(nn.Module):
     """Standardizes each row (zero mean, unit standard deviation), then takes the row mean.
 
     The exact answer is 0 for every row, so the reference output is near-constant (rounding
-    noise around 1e-8). A kernel that returns zeros would match it: anti-cheat tests use
-    this task to check that such a pass is rejected.
+    noise around 1e-8) whatever the input, scaled or shifted: a kernel that returns zeros
+    would match it, so no comparison can judge a kernel for it. The harness says so as a
+    task_error (tests use this task to check that such a pass never happens).
     """
 
     def __init__(self):

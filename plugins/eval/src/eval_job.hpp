@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <limits>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,6 +46,8 @@ struct EvalJob {
   double task_size_scale = 1.0;
   double task_fit_memory_mb = 0;
   std::optional<std::string> code;  // absent: the reference runs as its own candidate
+  // The run's secret seed (Job::run_seed()); absent outside a run. Never logged.
+  std::optional<uint64_t> run_seed;
   std::string language;
   std::map<std::string, std::string> attributes;  // check.cpp_source, compile.artifact, ...
   double seconds_left = std::numeric_limits<double>::infinity();

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <random>
 #include <stdexcept>
 
 namespace kforge::eval {
@@ -32,7 +33,12 @@ std::string findings_text(const json& findings) {
 
 json tolerance_rule(const std::string& preset) {
   if (preset == "default") {
-    return {{"kind", "allclose"}, {"atol", dtype_table(1e-4, 1e-2)}, {"rtol", dtype_table(1e-4, 1e-2)}};
+    // The whole-output bounds: harness/kforge_harness/protocol.py DEFAULT_RULE says why.
+    return {{"kind", "allclose"},
+            {"atol", dtype_table(1e-4, 1e-2)},
+            {"rtol", dtype_table(1e-4, 1e-2)},
+            {"max_rel_l2", dtype_table(1e-2, 5e-2)},
+            {"max_coarse_share", 0.01}};
   }
   if (preset == "seed000") return {{"kind", "max_abs_diff"}, {"limit", 1e-3}};
   if (preset == "kernelbench-v0") {
@@ -53,18 +59,30 @@ void validate_rule(const json& rule) {
     throw std::invalid_argument("rule must be an object with a kind (allclose, max_abs_diff, share_over_limit)");
   }
   const std::string kind = rule["kind"];
+  // Every kind takes the whole-output checks, as numbers or per-dtype maps.
+  static const std::initializer_list<const char*> whole_output = {"max_rel_l2", "coarse_atol", "coarse_rtol",
+                                                                  "max_coarse_share"};
   auto numbers_only = [&](std::initializer_list<const char*> allowed) {
     for (const auto& [key, value] : rule.items()) {
       if (key == "kind") continue;
-      bool known = false;
+      bool known = false, whole = false;
       for (const char* name : allowed) known = known || key == name;
-      if (!known) throw std::invalid_argument("rule kind " + kind + " takes no '" + key + "'");
+      for (const char* name : whole_output) whole = whole || key == name;
+      if (!known && !whole) throw std::invalid_argument("rule kind " + kind + " takes no '" + key + "'");
       const bool per_dtype = value.is_object();
+      const bool maps_allowed = kind == "allclose" || whole;
       if (!value.is_number() && !per_dtype) {
         throw std::invalid_argument("rule field '" + key + "' must be a number" +
-                                    std::string(kind == "allclose" ? " or a map dtype -> number" : ""));
+                                    std::string(maps_allowed ? " or a map dtype -> number" : ""));
       }
-      if (per_dtype && kind != "allclose") throw std::invalid_argument("rule field '" + key + "' must be a number");
+      if (per_dtype && !maps_allowed) throw std::invalid_argument("rule field '" + key + "' must be a number");
+      if (per_dtype) {
+        for (const auto& [dtype, number] : value.items()) {
+          if (!number.is_number()) {
+            throw std::invalid_argument("rule field '" + key + "." + dtype + "' must be a number");
+          }
+        }
+      }
     }
   };
   if (kind == "allclose") {
@@ -137,7 +155,8 @@ json harness_request(const std::string& action, const EvalJob& job, const std::s
                      const ChildLimits& limits) {
   json request = {{"action", action}};
   if (!job.task_path.empty()) {
-    request["task"] = {{"path", job.task_path},
+    request["task"] = {{"id", job.task_id},
+                       {"path", job.task_path},
                        {"format", job.task_format},
                        {"sizes", job.task_sizes.is_object() ? job.task_sizes : json::object()},
                        {"size_scale", job.task_size_scale},
@@ -189,6 +208,8 @@ StageResult TritonCompileStage::process(const EvalJob& job) const {
 
 RunStage::RunStage(std::shared_ptr<HarnessPool> pool, Options options)
     : pool_(std::move(pool)), options_(std::move(options)) {
+  std::random_device entropy;
+  unseeded_ = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
   validate_rule(options_.rule);
   if (options_.trials < 1) throw std::invalid_argument("trials must be >= 1");
   if (options_.warmup < 0 || options_.timing_trials < 1) {
@@ -200,20 +221,17 @@ RunStage::RunStage(std::shared_ptr<HarnessPool> pool, Options options)
   if (options_.reference_max_age_s < 0) throw std::invalid_argument("reference_max_age_s must be >= 0");
 }
 
-StageResult RunStage::process(const EvalJob& job) const {
+json RunStage::request(const EvalJob& job) const {
   json request = harness_request("run", job, language_of(job, ""), options_.limits);
-  std::string note;
   if (const std::string* artifact = job.attribute(kAttrArtifact)) {
     std::error_code ec;
-    if (std::filesystem::exists(*artifact, ec)) {
-      request["candidate"]["artifact"] = *artifact;
-    } else {
-      // A verdict cache can outlive the artifact cache; the harness then compiles itself.
-      note = "compile.artifact " + *artifact + " no longer exists; the harness compiled the source itself\n";
-    }
+    if (std::filesystem::exists(*artifact, ec)) request["candidate"]["artifact"] = *artifact;
   }
+  // The harness derives the model, weight and input seeds from this and the task id:
+  // the run's secret unless the pipeline pins a seed to reproduce a run.
+  const uint64_t seed = options_.seed ? *options_.seed : job.run_seed.value_or(unseeded_);
   request["options"] = {{"trials", options_.trials},
-                        {"seed", options_.seed},
+                        {"seed", seed},
                         {"rule", options_.rule},
                         {"timing",
                          {{"enabled", options_.timing},
@@ -222,6 +240,16 @@ StageResult RunStage::process(const EvalJob& job) const {
                           {"baseline", options_.baseline},
                           {"reference_max_age_s", options_.reference_max_age_s}}},
                         {"inputs_on_device", options_.inputs_on_device}};
+  return request;
+}
+
+StageResult RunStage::process(const EvalJob& job) const {
+  const json request = this->request(job);
+  std::string note;
+  if (const std::string* artifact = job.attribute(kAttrArtifact); artifact && !request["candidate"].contains("artifact")) {
+    // A verdict cache can outlive the artifact cache; the harness then compiles itself.
+    note = "compile.artifact " + *artifact + " no longer exists; the harness compiled the source itself\n";
+  }
   const DeviceUse use = options_.timing ? DeviceUse::Exclusive : DeviceUse::Shared;
   const HarnessResponse response = pool_->call(request, use, call_budget(job, options_.limits), admission_key(job));
   StageResult result = result_from_response(response);

@@ -22,8 +22,9 @@ struct ChildLimits {
 };
 
 // The comparison rule of a tolerance preset: default (allclose, fp32 1e-4, fp16/bf16
-// 1e-2), seed000 (max_abs_diff 1e-3), kernelbench-v0 (allclose 1e-2 for every dtype).
-// Throws std::invalid_argument for other names.
+// 1e-2, plus the whole-output checks max_rel_l2 and max_coarse_share), seed000
+// (max_abs_diff 1e-3), kernelbench-v0 (allclose 1e-2 for every dtype): the last two as
+// their benchmarks judged. Throws std::invalid_argument for other names.
 nlohmann::json tolerance_rule(const std::string& preset);
 // Checks a user-given rule object (kind and its numbers) so that typos fail at load.
 void validate_rule(const nlohmann::json& rule);
@@ -63,7 +64,10 @@ class RunStage {
  public:
   struct Options {
     int64_t trials = 5;
-    int64_t seed = 42;
+    // The seed the harness derives every seed of a request from: set, it reproduces a
+    // recorded run; unset, the job's run seed (the run's secret), else one drawn at random
+    // for this stage.
+    std::optional<uint64_t> seed;
     nlohmann::json rule = tolerance_rule("default");
     bool timing = false;
     int64_t warmup = 3;
@@ -79,10 +83,13 @@ class RunStage {
   StageResult process(const EvalJob& job) const;
   // The verdict cache's key material: what judges (HarnessPool::judge_identity).
   std::string judge_identity() const { return pool_->judge_identity(); }
+  // The harness request for `job` (before the client adds its id).
+  nlohmann::json request(const EvalJob& job) const;
 
  private:
   std::shared_ptr<HarnessPool> pool_;
   Options options_;
+  uint64_t unseeded_;  // the seed of jobs without a run seed (outside a run): drawn once
 };
 
 // The request body shared by all actions (the client adds the id and cuts

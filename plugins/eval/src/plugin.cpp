@@ -147,6 +147,7 @@ eval::EvalJob read_job(const Job& job) {
   data.task_fit_memory_mb = job.number(eval::kTaskFitMemoryMb).value_or(0.0);
   if (auto code = job.get(KF_KEY_CANDIDATE_CODE)) data.code = std::string(*code);
   data.language = job.get_or(KF_KEY_CANDIDATE_LANGUAGE);
+  data.run_seed = job.run_seed();
   for (const char* key : {eval::kAttrCppSource, eval::kAttrCudaSource, eval::kAttrArtifact}) {
     if (auto value = job.get(key)) data.attributes[key] = std::string(*value);
   }
@@ -428,7 +429,7 @@ class CompileCuda : public kforge::sdk::Stage {
 eval::RunStage::Options run_options(const Config& cfg) {
   eval::RunStage::Options options;
   options.trials = cfg.integer("trials");
-  options.seed = cfg.integer("seed");
+  if (cfg.has("seed")) options.seed = static_cast<uint64_t>(cfg.integer("seed"));
   if (cfg.has("rule")) {
     options.rule = nlohmann::json::parse(cfg.json("rule"));
   } else {
@@ -451,25 +452,33 @@ class Run : public kforge::sdk::Stage {
   static constexpr const char* kDoc =
       "L3: the harness's reference worker computes the task's reference outputs once per run (self-testing "
       "the task first: a task that fails as its own reference is a task_error), the candidate runs in a child "
-      "of its own on the same fresh inputs (trials with per-trial seeds, identical weights), a judge compares "
+      "of its own on the same inputs (seeds derived from the run's secret seed; the reference's weights "
+      "re-initialised and copied into ModelNew), a judge compares "
       "by the rule and applies the dynamic anti-cheat checks; both are timed when asked. Jobs share a device "
       "while their memory needs fit. Without candidate.code the reference runs as its own candidate. Sets "
-      "candidate.device and run.task_sizes. Metrics max_abs_diff, mean_abs_diff, candidate_ms, reference_ms, "
+      "candidate.device and run.task_sizes. Metrics max_abs_diff, mean_abs_diff, rel_l2_error, share_over_coarse, "
+      "max_rel_error, mean_rel_error, candidate_ms, reference_ms, "
       "speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, retried_alone.";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
     auto params = concat(concat(server_params("cpu"), limit_params("60")), admission_params());
     const std::vector<Param> own = {
         Param{"trials", KF_PARAM_INT, "5", false, "Correctness trials, each with fresh inputs."}.at_least(1),
-        {"seed", KF_PARAM_INT, "42", false, "Base seed (weights; trial t uses seed + 1 + t)."},
+        {"seed", KF_PARAM_INT, nullptr, false,
+         "The seed the harness derives the model, weight and input seeds from (with the task id). Default: the "
+         "run's secret seed (runs.secret_seed in the store), so inputs and weights cannot be predicted; set it "
+         "to reproduce a recorded run's inputs."},
         Param{"tolerance", KF_PARAM_STRING, "default", false,
-              "Comparison preset: default (allclose atol=rtol=1e-4 fp32, 1e-2 fp16/bf16), seed000 (max abs diff "
-              "< 1e-3), kernelbench-v0 (allclose 1e-2), kernelbenchx (allclose atol=rtol=1e-5 fp32/fp64, 5e-3 "
-              "fp16/bf16)."}
+              "Comparison preset: default (allclose atol=rtol=1e-4 fp32, 1e-2 fp16/bf16; whole output: RMS error "
+              "<= 1e-2 of the reference's (5e-2 fp16/bf16), <= 1% of elements beyond the coarse bound), "
+              "seed000 (max abs diff < 1e-3), kernelbench-v0 (allclose 1e-2), kernelbenchx (allclose "
+              "atol=rtol=1e-5 fp32/fp64, 5e-3 fp16/bf16)."}
             .one_of({"default", "seed000", "kernelbench-v0", "kernelbenchx"}),
         {"rule", KF_PARAM_OBJECT, nullptr, false,
          "Comparison rule, overriding tolerance: {kind: allclose, atol, rtol} (numbers or per-dtype maps), "
-         "{kind: max_abs_diff, limit}, {kind: share_over_limit, rtol, atol, max_share}."},
+         "{kind: max_abs_diff, limit}, {kind: share_over_limit, rtol, atol, max_share}; every kind also takes "
+         "the whole-output checks max_rel_l2, max_coarse_share, coarse_atol, coarse_rtol (numbers or per-dtype "
+         "maps)."},
         {"timing", KF_PARAM_BOOL, "false", false,
          "Time candidate and reference after a correct run (the device is then held exclusively)."},
         Param{"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."}.at_least(0),

@@ -1,7 +1,7 @@
-# expect: cheat_detected
+# expect: task_error
 # Returns zeros without looking at the input. The reference output of this task is ~1e-8
-# everywhere, so the zeros are within atol=1e-4 and a plain allclose passes them; the
-# harness must reject the pass because the reference output is near-constant.
+# everywhere, whatever the input, so the zeros are within atol=1e-4 and a plain allclose
+# passes them; the harness must not pass them: the task cannot judge anyone (task_error).
 import ctypes
 
 import torch

@@ -8,6 +8,9 @@ What it sends (Channel, JSON lines), all of it data:
 - {"candidate_code": "start"}: the marker; from here on candidate code runs here, and
   the server believes nothing this process says about who is to blame;
 - {"ready": true}: ModelNew is built;
+- {"weights": {"copied": n, "not_copied": [..], "unused": [..]}}: the reference's
+  re-initialised weights (files in its directory) loaded into ModelNew
+  (runner.load_weights);
 - {"trial": i, "outputs": [...], "changed_inputs": [...], "aliased": [o, i] | null}: trial
   i's outputs are in this child's directory (outputs.write_leaves, prefix "out-i");
 - {"compiled": true} (compile action);
@@ -29,8 +32,8 @@ import traceback
 import torch
 
 from . import anticheat, errors, tasks
-from .outputs import flat_leaves, write_leaves
-from .runner import NoEntry, task_session
+from .outputs import FileLeaf, flat_leaves, write_leaves
+from .runner import NoEntry, load_weights, task_session
 from .timing import Clock, InputPool
 
 
@@ -61,6 +64,8 @@ class CandidateChild:
         try:
             model = self._build()
             self.channel.send({"ready": True})
+            if self.job.get("weights"):
+                self.channel.send({"weights": self._guarded("init", lambda: self._load_weights(model))})
             if self.job["action"] == "compile":
                 self._compile(model)
             else:
@@ -124,11 +129,27 @@ class CandidateChild:
                 model, model.feed(self.session.make_inputs(seed)), seed), trial=0)
         self.channel.send({"compiled": True})
 
+    def _load_weights(self, model):
+        """The harness's step after ModelNew's constructor: the reference's weights
+        into ModelNew. (Runs in this process, so a candidate could undo it; what it
+        computes with is then its own default weights, which the comparison fails.)"""
+        weights = self.job["weights"]
+        leaves = [(name, FileLeaf(self.workdir, weights["prefix"], index, info))
+                  for index, (name, info) in enumerate(zip(weights["names"], weights["leaves"]))]
+        copied, not_copied, unused = load_weights(model.model, leaves)
+        if not_copied or unused:
+            print(f"kforge: the reference's weights reached {copied} of ModelNew's tensors; "
+                  f"ModelNew's {not_copied} got no copy (their shapes match no reference weight "
+                  f"left), the reference's {unused} went nowhere", file=sys.stderr)
+        return {"copied": copied, "not_copied": not_copied, "unused": unused}
+
     def _trials(self, model):
-        for index, seed in enumerate(self.job["input_seeds"]):
+        transforms = self.job.get("input_transforms") or [None] * len(self.job["input_seeds"])
+        for index, (seed, transform) in enumerate(zip(self.job["input_seeds"], transforms)):
             if self.channel.command() is None:
                 return
-            report = self._guarded("forward", lambda: self._trial(model, index, seed), trial=index)
+            report = self._guarded("forward", lambda: self._trial(model, index, seed, transform),
+                                   trial=index)
             self.channel.send(report)
         while True:
             command = self.channel.command()
@@ -136,8 +157,8 @@ class CandidateChild:
                 return
             self._timed_loop(model, command["time"])
 
-    def _trial(self, model, index, seed):
-        inputs = model.feed(self.session.make_inputs(seed))
+    def _trial(self, model, index, seed, transform=None):
+        inputs = model.feed(self.session.make_inputs(seed, transform))
         # What an uninitialised output would read: poison, not an earlier trial's values.
         anticheat.poison_allocator(self.job["poison_bytes"], self.session.torch_device)
         out, changed, aliased = self.session.observe(model, inputs, seed)

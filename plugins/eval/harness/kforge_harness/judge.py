@@ -8,8 +8,9 @@ Commands arrive as JSON lines on its command pipe, one trial each:
    "reference": {"dir", "prefix", "leaves", "mutates_inputs", "aliases_inputs"},
    "candidate": {"dir", "prefix", "report": the child's trial line}}
 and each gets one answer line {"id": n, "result": {"status", "error_class", "message",
-"metrics", "intervals"}}. The comparison works in chunks (compare.py), so the judge's
-memory stays bounded whatever the outputs' size."""
+"metrics"}}; the metrics are compare.TRIAL_METRICS (per-element and
+whole-output statistics, all of one pass). The comparison works in chunks (compare.py),
+so the judge's memory stays bounded whatever the outputs' size."""
 
 import sys
 import traceback
@@ -86,13 +87,10 @@ def judge_trial(command):
     except compare.CandidateOutputError as exc:
         return _fail(protocol.RUNTIME_ERROR,
                      f"{label}: the candidate's process handed over an unreadable output: {exc}")
-    metrics = {}
-    if outcome.max_abs_diff is not None:
-        metrics = {"max_abs_diff": outcome.max_abs_diff, "mean_abs_diff": outcome.mean_abs_diff}
+    metrics = outcome.metrics
     if not outcome.passed:
         return _fail(outcome.error_class, f"{label}: {outcome.message}", metrics)
-    return {"status": "pass", "metrics": metrics,
-            "intervals": [[numel, interval] for numel, interval in outcome.intervals]}
+    return {"status": "pass", "metrics": metrics}
 
 
 def _fail(error_class, message, metrics=None):

@@ -35,10 +35,33 @@ ARRAY_INPUT_FORMATS = ("kernelbench-numpy", "kernelbench-mindspore")
 DEFAULT_LIMITS = {"timeout_s": 60.0, "memory_mb": 16384, "cpu_s": 300, "network": False,
                   "device_memory_mb": None}
 
+# The coarse bound share_over_coarse counts elements beyond, |c - r| > coarse_atol +
+# coarse_rtol * |r|, when a rule names none: 1% of the element (5% fp16, 10% bf16, whose
+# own rounding is 0.05% and 0.4% per operation), with an absolute part ten times below
+# the default atol, so that elements within atol but wrong by a large fraction of
+# themselves (small softmax outputs) count.
+COARSE_BOUND = {
+    "coarse_atol": {"float64": 1e-5, "float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-3},
+    "coarse_rtol": {"float64": 1e-2, "float32": 1e-2, "float16": 5e-2, "bfloat16": 1e-1},
+}
+
+# The rule fields every kind takes, besides its own: the whole-output checks (compare.py,
+# WholeOutput). Absent: not checked (the statistics are measured anyway).
+WHOLE_OUTPUT_FIELDS = ("max_rel_l2", "coarse_atol", "coarse_rtol", "max_coarse_share")
+
+# The default preset: allclose per element, and over the whole output an RMS error at
+# most 1e-2 of the reference's RMS (counted as at least atol) for fp32 (5e-2 fp16/bf16),
+# and at most 1% of the elements beyond the coarse bound. An honest fp32 kernel is near
+# 1e-6 of the RMS where the output is of order one; where the whole output is rounding
+# noise below atol (values that cancel), its error is at most ~1e-6, 1e-2 of atol. The
+# partial garbage allclose lets through is 0.1 and more. PROTOCOL.md, "Comparison rules",
+# says more.
 DEFAULT_RULE = {
     "kind": "allclose",
     "atol": {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2},
     "rtol": {"float64": 1e-4, "float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2},
+    "max_rel_l2": {"float64": 1e-2, "float32": 1e-2, "float16": 5e-2, "bfloat16": 5e-2},
+    "max_coarse_share": 0.01,
 }
 
 # The timing's guards (README.md "Timing"): pool_mb bounds the input sets made before a
@@ -164,8 +187,10 @@ def normalise_request(request):
     if task is not None:
         if not isinstance(task, dict) or not isinstance(task.get("path"), str):
             raise ValueError("'task' must be an object with a string 'path'")
-        task = merged({"format": "kernelbench-torch", "sizes": {}, "size_scale": 1.0,
+        task = merged({"id": "", "format": "kernelbench-torch", "sizes": {}, "size_scale": 1.0,
                        "fit_memory_mb": 0}, task)
+        if not isinstance(task["id"], str):
+            raise ValueError("task.id must be a string (the task's id: seeds are derived from it)")
         if task["format"] not in TASK_FORMATS:
             raise ValueError(f"task.format must be one of {', '.join(TASK_FORMATS)}, "
                              f"got {task['format']!r}")
@@ -206,8 +231,9 @@ def normalise_request(request):
         raise ValueError("options.timing.trials must be at least 1")
     if not isinstance(options["trials"], int) or options["trials"] < 1:
         raise ValueError("options.trials must be a positive integer")
-    if not isinstance(options["seed"], int):
-        raise ValueError("options.seed must be an integer")
+    if isinstance(options["seed"], bool) or not isinstance(options["seed"], int) or not (
+            0 <= options["seed"] < 2**64):
+        raise ValueError("options.seed must be an integer in [0, 2**64) (the run's secret seed)")
 
     limits = merged(DEFAULT_LIMITS, request.get("limits"))
     device_mb = limits["device_memory_mb"]
@@ -220,16 +246,41 @@ def normalise_request(request):
 def _normalise_rule(rule):
     if rule is None:
         return json.loads(json.dumps(DEFAULT_RULE))
+    if not isinstance(rule, dict):
+        raise ValueError("options.rule must be an object with a 'kind'")
     kind = rule.get("kind")
     if kind == "allclose":
-        return {"kind": kind,
-                "atol": merged(DEFAULT_RULE["atol"], rule.get("atol")),
-                "rtol": merged(DEFAULT_RULE["rtol"], rule.get("rtol"))}
-    if kind == "max_abs_diff":
-        return {"kind": kind, "limit": float(rule.get("limit", 1e-3))}
-    if kind == "share_over_limit":
-        return {"kind": kind, "rtol": float(rule.get("rtol", 1e-2)),
-                "atol": float(rule.get("atol", 1e-5)),
-                "max_share": float(rule.get("max_share", 0.01))}
-    raise ValueError("options.rule.kind must be allclose, max_abs_diff or share_over_limit, "
-                     f"got {kind!r}")
+        normalised = {"kind": kind,
+                      "atol": merged(DEFAULT_RULE["atol"], _dtype_map(rule, "atol")),
+                      "rtol": merged(DEFAULT_RULE["rtol"], _dtype_map(rule, "rtol"))}
+    elif kind == "max_abs_diff":
+        normalised = {"kind": kind, "limit": float(rule.get("limit", 1e-3))}
+    elif kind == "share_over_limit":
+        normalised = {"kind": kind, "rtol": float(rule.get("rtol", 1e-2)),
+                      "atol": float(rule.get("atol", 1e-5)),
+                      "max_share": float(rule.get("max_share", 0.01))}
+    else:
+        raise ValueError("options.rule.kind must be allclose, max_abs_diff or share_over_limit, "
+                         f"got {kind!r}")
+    for field in WHOLE_OUTPUT_FIELDS:
+        if rule.get(field) is not None:
+            normalised[field] = _number_or_dtype_map(rule[field], f"options.rule.{field}")
+    return normalised
+
+
+def _dtype_map(rule, field):
+    """An allclose atol/rtol as a dtype map (a plain number applies to every dtype)."""
+    value = rule.get(field)
+    if value is None or isinstance(value, dict):
+        return value
+    return {name: value for name in DEFAULT_RULE[field]}
+
+
+def _number_or_dtype_map(value, where):
+    def number(item):
+        if isinstance(item, bool) or not isinstance(item, (int, float)) or item < 0:
+            raise ValueError(f"{where} must be a number >= 0 or a map dtype -> number, got {item!r}")
+        return float(item)
+    if isinstance(value, dict):
+        return {str(name): number(item) for name, item in value.items()}
+    return number(value)

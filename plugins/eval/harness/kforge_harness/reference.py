@@ -17,11 +17,27 @@ import traceback
 import torch
 
 from . import anticheat, errors, fit, protocol
+from .compare import ConstantDetector
 from .outputs import SCRATCH_FULL, as_tensor, write_leaves
-from .runner import MissingFramework, Side, nan_count, task_session
+from .runner import MissingFramework, Side, all_finite, nan_count, reinitialise, task_session
 from .timing import InputPool, Timer, input_bytes, pool_size
 
 MB = 1 << 20
+
+# The (scale, shift) of the extra trials that make a near-constant reference vary, tried
+# in this order until no constant passes every trial: bigger and smaller inputs (outputs
+# that round to zero, or saturate), then shifted ones (outputs that centring erases).
+VARIATIONS = ((10.0, 0.0), (0.1, 0.0), (1.0, 1.0), (100.0, 0.0), (0.01, 0.0), (1.0, -1.0),
+              (10.0, 5.0))
+
+
+def input_key(seed, transform=None):
+    """How a trial's inputs are named in the store: the seed, and the transform of a
+    varied trial."""
+    if transform is None:
+        return str(seed)
+    scale, shift = transform
+    return f"{seed}x{scale:g}{shift:+g}"
 
 
 class _TaskFailure(Exception):
@@ -73,10 +89,16 @@ class Worker:
             traceback.print_exc()
             raise protocol.harness_error(f"device setup failed: {type(exc).__name__}: {exc}") from None
         self.peak.start()
+        plan = self.job.get("plan")
+        detector = ConstantDetector(plan["rule"]) if plan else None
         try:
             reference = self._prepare()
-            outputs = {str(seed): self._outputs(reference, seed, index == 0 and self.job["check_determinism"])
-                       for index, seed in enumerate(self.job["input_seeds"])}
+            weights = self._weights(reference)
+            outputs = {}
+            for index, seed in enumerate(self.job["input_seeds"]):
+                outputs[input_key(seed)] = self._outputs(
+                    reference, seed, index == 0 and self.job["check_determinism"], detector)
+            varied = self._vary(reference, plan, detector, outputs) if plan else None
             timing = self._time(reference) if self.job.get("timing") else None
         except _TaskFailure as failure:
             raise self._task_error(str(failure), failure.__cause__) from None
@@ -98,9 +120,56 @@ class Worker:
             params = [[name, list(p.shape)] for name, p in reference.model.named_parameters()]
         return {"status": "pass", "task_sizes": self.session.sizes, "fitted": fitted,
                 "peak_mb": self.peak.peak_mb(), "device_memory_mb": self.peak.device_mb(),
-                "outputs": outputs, "timing": timing, "params": params,
-                "input_bytes": self.input_bytes,
+                "outputs": outputs, "timing": timing, "params": params, "weights": weights,
+                "varied": varied, "input_bytes": self.input_bytes,
                 "flags": list(self.session.flags)}
+
+    def _weights(self, reference):
+        """Re-initialises the reference's weights from the weight seed (runner.reinitialise)
+        and, when the store lacks them, writes them beside its outputs for the candidate
+        child: {"names", "leaves", "bytes"} or None when they are stored already."""
+        found = []
+        if isinstance(reference.model, torch.nn.Module):
+            found = self._step("re-initialising Model's weights",
+                               lambda: reinitialise(reference.model, self.job["weights_seed"]))
+        if not self.job.get("write_weights"):
+            return None
+        leaves = write_leaves([tensor for _, tensor in found], self.job["entry_dir"],
+                              f"w{self.options['seed']}")
+        return {"names": [name for name, _ in found], "leaves": leaves,
+                "bytes": sum(leaf.get("nbytes", 0) for leaf in leaves)}
+
+    def _vary(self, reference, plan, detector, outputs):
+        """The extra trials of a near-constant reference: when one constant would pass
+        every trial under the request's rule (KernelBench issue #165: any kernel that
+        returns it would pass), trials with scaled and shifted inputs (VARIATIONS) are
+        added until the reference's output varies. Returns [[seed, scale, shift], ...]
+        (empty when the output varies already); a reference that no variation moves is a
+        task_error. Variations that make the reference fail or overflow are skipped."""
+        for seed in plan["stored_seeds"]:  # base trials computed by an earlier worker
+            self._outputs(reference, seed, False, detector, write=False)
+        chosen = []
+        for seed, transform in zip(plan["varied_seeds"], VARIATIONS):
+            if detector.constant() is None:
+                return chosen
+            try:
+                record = self._outputs(reference, seed, False, detector, transform=transform)
+            except (_TaskFailure, protocol.Verdict) as exc:
+                print(f"kforge: inputs x*{transform[0]:g}{transform[1]:+g} do not work for the "
+                      f"reference ({exc}); trying the next variation", file=sys.stderr)
+                continue
+            outputs[input_key(seed, transform)] = record
+            chosen.append([seed, transform[0], transform[1]])
+        constant = detector.constant()
+        if constant is None:
+            return chosen
+        tried = ", ".join(f"x*{s:g}{b:+g}" for s, b in VARIATIONS)
+        raise protocol.task_error(
+            f"the task's output is (near-)constant: returning {constant:.6g} for every "
+            f"element would pass every trial under the comparison rule, also with inputs "
+            f"scaled and shifted ({tried}), so no comparison can tell a correct kernel from "
+            "that constant (KernelBench issue #165); change the task so that its output "
+            "depends on its inputs")
 
     def _step(self, name, call):
         try:
@@ -121,10 +190,11 @@ class Worker:
             raise protocol.task_error(str(exc)) from None
         return self._step("building Model(*get_init_inputs())", lambda: session.build(cls, kind))
 
-    def _outputs(self, reference, seed, check_determinism):
+    def _outputs(self, reference, seed, check_determinism, detector=None, transform=None,
+                 write=True):
         session = self.session
-        label = f"input seed {seed}"
-        inputs = self._step(f"get_inputs() ({label})", lambda: session.make_inputs(seed))
+        label = f"input seed {seed}" + (f", inputs x*{transform[0]:g}{transform[1]:+g}" if transform else "")
+        inputs = self._step(f"get_inputs() ({label})", lambda: session.make_inputs(seed, transform))
         self.input_bytes = max(self.input_bytes, input_bytes(inputs))
         if check_determinism:
             again = self._step(f"get_inputs() ({label})", lambda: session.make_inputs(seed))
@@ -148,7 +218,14 @@ class Worker:
             raise protocol.task_error(
                 f"the task's reference output contains {nans} NaN value(s) ({label}): NaN "
                 "never passes, so no candidate could; fix the task's inputs or sizes")
-        leaves = write_leaves(out, self.job["entry_dir"], f"{self.options['seed']}-{seed}")
+        if transform is not None and not all_finite(out):
+            raise protocol.task_error(f"the reference's output overflows ({label})")
+        if detector is not None:
+            detector.observe(out)
+        if not write:
+            return None
+        leaves = write_leaves(out, self.job["entry_dir"],
+                              f"{self.options['seed']}-{input_key(seed, transform)}")
         return {"leaves": leaves, "mutates_inputs": bool(changed),
                 "aliases_inputs": aliased is not None,
                 "bytes": sum(leaf.get("nbytes", 0) for leaf in leaves),

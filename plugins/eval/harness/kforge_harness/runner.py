@@ -222,9 +222,14 @@ class TaskSession:
                 return make()
         return make()
 
-    def make_inputs(self, seed):
+    def make_inputs(self, seed, transform=None):
+        """Trial inputs from `seed`; `transform` (scale, shift), when given, maps every
+        floating-point input x to x * scale + shift (the varied trials of a task whose
+        reference is near-constant; integer inputs such as indices stay as they are)."""
         seed_everything(seed)
         inputs = list(self.with_default_device(self.module.get_inputs))
+        if transform is not None:
+            inputs = [_scaled(value, *transform) for value in inputs]
         return inputs if self.numpy_task else to_torch(inputs, self.torch_device)
 
     def forward(self, side, inputs, seed):
@@ -249,6 +254,113 @@ class TaskSession:
         self.device.synchronize(torch)
 
 
+def _scaled(value, scale, shift):
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value * scale + shift
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
+        return (value * scale + shift).astype(value.dtype)
+    return value
+
+
+def weight_tensors(model):
+    """The model's state that the harness re-initialises and hands to ModelNew, as
+    (name, tensor) in registration order: every floating-point parameter, and the
+    running statistics of batch/instance norms (which a model in eval mode reads).
+    Other buffers (masks, tables the task built) keep their values: re-drawing them
+    would change what the task computes."""
+    found = [(name, p) for name, p in model.named_parameters() if p.is_floating_point()]
+    for module_name, module in model.named_modules():
+        if isinstance(module, torch.nn.modules.batchnorm._NormBase):
+            for buffer in ("running_mean", "running_var"):
+                tensor = getattr(module, buffer, None)
+                if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                    found.append((f"{module_name}.{buffer}" if module_name else buffer, tensor))
+    return found
+
+
+def _redrawn(default, generator):
+    """New values for a tensor whose default initialisation is `default`, drawn with
+    `generator`: the default's own values in a random order, each scaled by a factor
+    from U(0.5, 1.5). That keeps each tensor's scale, sign and support (a positive
+    running_var or a positive scale stays positive, a kaiming-uniform weight stays
+    within 1.5x its bound) while no element keeps its default value: ones become
+    U(0.5, 1.5), and an all-zero default (a bias, a running mean) becomes U(-0.5, 0.5)."""
+    # On the CPU, whatever the model's device: the same seed gives the same weights
+    # everywhere. In float32 (float64 for float64 tensors) with int32 positions, so that
+    # redrawing a 100M-element weight takes four copies of it at most, not eight.
+    work = torch.float64 if default.dtype == torch.float64 else torch.float32
+    flat = default.detach().reshape(-1).to("cpu", work)
+    count = flat.numel()
+    if not bool(flat.any()):
+        fresh = torch.rand(count, generator=generator, dtype=work).sub_(0.5)
+    else:
+        order = torch.randperm(count, generator=generator,
+                               dtype=torch.int32 if count < 2**31 else torch.int64)
+        fresh = torch.index_select(flat, 0, order)
+        del order
+        fresh.mul_(torch.rand(count, generator=generator, dtype=work).add_(0.5))
+    return fresh.reshape(default.shape)
+
+
+def reinitialise(model, seed):
+    """Re-initialises weight_tensors(model) in place from `seed`; returns them. With the
+    default initialisation (ones and zeros for norms, the same draws as ModelNew's from
+    the same seed) a candidate that ignores a weight, or uses its own instead of the
+    ones it was given, would pass."""
+    generator = torch.Generator().manual_seed(seed)
+    found = weight_tensors(model)
+    with torch.no_grad():
+        for _, tensor in found:
+            tensor.copy_(_redrawn(tensor, generator))
+    return found
+
+
+def load_weights(model, weights):
+    """Copies the reference's re-initialised weights into ModelNew. `weights`: (name,
+    leaf) pairs (outputs.FileLeaf). A ModelNew tensor takes the reference's tensor of the
+    same name and shape; those left over are matched in order, each to the first unused
+    reference tensor of its shape (ModelNew naming its layers differently). Returns
+    (copied, ModelNew names that got nothing, reference names nobody took)."""
+    targets = weight_tensors(model) if isinstance(model, torch.nn.Module) else []
+    sources = dict(weights)
+    pairs, free_targets = [], []
+    for name, tensor in targets:
+        leaf = sources.get(name)
+        if leaf is not None and tuple(leaf.shape) == tuple(tensor.shape):
+            pairs.append((tensor, leaf))
+            del sources[name]
+        else:
+            free_targets.append((name, tensor))
+    not_copied = []
+    for name, tensor in free_targets:
+        match = next((key for key, leaf in sources.items() if tuple(leaf.shape) == tuple(tensor.shape)), None)
+        if match is None:
+            not_copied.append(name)
+            continue
+        pairs.append((tensor, sources.pop(match)))
+    with torch.no_grad():
+        for tensor, leaf in pairs:
+            _fill(tensor, leaf)
+    return len(pairs), not_copied, list(sources)
+
+
+def _fill(tensor, leaf):
+    """tensor <- the leaf's values, read in chunks."""
+    flat = tensor.view(-1) if tensor.is_contiguous() else torch.empty(tensor.numel(), dtype=tensor.dtype,
+                                                                      device=tensor.device)
+    handle = leaf.open()
+    try:
+        offset = 0
+        for chunk in leaf.chunks(handle, 1 << 22):
+            flat[offset:offset + chunk.numel()].copy_(chunk)
+            offset += chunk.numel()
+    finally:
+        if handle is not None:
+            handle.close()
+    if not tensor.is_contiguous():
+        tensor.copy_(flat.view(tensor.shape))
+
+
 def nan_count(values):
     """NaN elements in a forward's tensor outputs (0 for integer outputs). Counted in
     pieces: a whole-tensor sum of a mask widens it to int64, 8 bytes per element (12 GiB
@@ -260,3 +372,13 @@ def nan_count(values):
             for piece in pieces(tensor.detach(), 1 << 24):
                 count += int(torch.isnan(piece).sum())
     return count
+
+
+def all_finite(values):
+    """Whether every floating-point element of a forward's tensor outputs is finite."""
+    for value in values:
+        tensor = as_tensor(value)
+        if tensor is not None and (tensor.is_floating_point() or tensor.is_complex()):
+            if not bool(torch.isfinite(tensor).all()):
+                return False
+    return True

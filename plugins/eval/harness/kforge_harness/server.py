@@ -37,9 +37,10 @@ import tempfile
 import time
 import traceback
 
-from . import child, errors, protocol, reporter, sandbox, store, threads, timing_plan, toolchain
-from .compare import ConstantDetector
-from .outputs import SCRATCH_FULL
+from . import child, compare, errors, protocol, reporter, sandbox, store, threads, timing_plan, toolchain
+from .outputs import SCRATCH_FULL, leaf_file
+from .reference import VARIATIONS, input_key
+from .seeds import RequestSeeds
 from .tasks import read_task_source
 
 HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,26 +139,35 @@ class Job:
         self.first_loop = None  # the timing loop, once a confirmation loop follows it
         self.spot_seeds = []  # input seeds of the timed calls checked (the task's, per run)
         self.timing_started = 0.0  # when the first timed loop was commanded
-        self.max_diffs, self.mean_diffs = [], []
-        self.detector = None
+        self.trial_metrics = []  # the judge's metrics of each passed trial
+        self.trials = []  # (input seed, transform or None) of each trial, once the plan is known
         self.decided = None  # the verdict, once known (sent when the child is gone)
+        task = request.get("task") or {}
+        self.seeds = RequestSeeds(request["options"]["seed"], task.get("id") or os.path.splitext(
+            os.path.basename(task.get("path") or ""))[0])
 
     @property
     def weight_seed(self):
-        return self.request["options"]["seed"]
+        """The model seed: both constructors run right after seeding with it; the stored
+        outputs and weights are keyed by it."""
+        return self.seeds.model
 
     def input_seeds(self):
-        options = self.request["options"]
-        count = options["trials"] if self.action == "run" else 1
-        return [options["seed"] + 1 + t for t in range(count)]
+        """The input seeds of the request's own trials (not the varied ones)."""
+        count = self.request["options"]["trials"] if self.action == "run" else 1
+        return self.seeds.inputs(count)
+
+    def plan_key(self):
+        """What the varied trials of a near-constant reference depend on."""
+        return json.dumps([self.weight_seed, self.request["options"]["rule"], self.input_seeds()],
+                          sort_keys=True)
 
     def timing(self):
         timing = self.request["options"]["timing"]
         return timing if self.action == "run" and timing["enabled"] else None
 
     def timing_seed(self):
-        options = self.request["options"]
-        return options["seed"] + 1 + options["trials"]
+        return self.seeds.timing
 
 
 def _set_nonblocking(fd):
@@ -390,8 +400,10 @@ class Server:
         missing = entry.missing(job.weight_seed, job.input_seeds() + job.spot_seeds)
         stale_timing = timing is not None and not job.reference_timed and entry.stored_timing(
             self._timing_key(job), float(timing["reference_max_age_s"])) is None
-        if entry.facts is None or missing or stale_timing:
-            self._start_reference(job, missing, timing if stale_timing else None)
+        no_weights = str(job.weight_seed) not in entry.weights
+        no_plan = job.action == "run" and job.plan_key() not in entry.plans
+        if entry.facts is None or missing or stale_timing or no_weights or no_plan:
+            self._start_reference(job, missing, timing if stale_timing else None, no_weights, no_plan)
             return
         self._start_candidate(job)
 
@@ -409,13 +421,19 @@ class Server:
     def _timing_key(self, job):
         return store.timing_key(job.weight_seed, job.timing_seed(), job.timing())
 
-    def _start_reference(self, job, input_seeds, timing):
+    def _start_reference(self, job, input_seeds, timing, write_weights, plan):
         request = job.request
+        if plan:  # the worker decides whether the trials need varied inputs
+            plan = {"rule": request["options"]["rule"],
+                    "stored_seeds": [s for s in job.input_seeds() if s not in input_seeds],
+                    "varied_seeds": [job.seeds.varied(k) for k in range(len(VARIATIONS))]}
         worker_job = {
             "task": dict(request["task"], source=job.source),
             "options": {"seed": job.weight_seed,
                         "inputs_on_device": request["options"]["inputs_on_device"]},
             "limits": request["limits"], "input_seeds": input_seeds,
+            "weights_seed": job.seeds.weights, "write_weights": write_weights,
+            "plan": plan or None,
             "check_determinism": job.entry.facts is None, "timing": timing,
             "timing_seed": job.timing_seed(), "entry_dir": job.entry.dir}
         try:
@@ -440,6 +458,8 @@ class Server:
         if result.get("status") == "pass":
             if job.timing() is not None:
                 result["timing_key"] = self._timing_key(job)
+            if result.get("varied") is not None:
+                result["plan_key"] = job.plan_key()
             if not self.store.record(entry, result, job.weight_seed):
                 for each in [job] + waiters:
                     each.flags.append("reference_not_stored")
@@ -486,14 +506,17 @@ class Server:
         task = dict(request["task"], source=job.source)
         if facts.get("fitted"):  # run at the sizes the fitter chose for the reference
             task.update(sizes=facts["task_sizes"], size_scale=1.0, fit_memory_mb=0)
-        first = job.entry.outputs.get(f"{job.weight_seed}-{job.input_seeds()[0]}") or {}
+        first = job.entry.outputs.get(f"{job.weight_seed}-{input_key(*job.trials[0])}") or {}
         sizes = [leaf["nbytes"] for leaf in first.get("leaves", []) if leaf.get("kind") == "tensor"]
         return {"action": job.action, "task": task,
                 "candidate": dict(request["candidate"],
                                   artifact=_copy_artifact(request["candidate"].get("artifact"), workdir)),
                 "options": {"seed": job.weight_seed,
                             "inputs_on_device": request["options"]["inputs_on_device"]},
-                "limits": request["limits"], "input_seeds": job.input_seeds(),
+                "limits": request["limits"],
+                "input_seeds": [seed for seed, _ in job.trials],
+                "input_transforms": [transform for _, transform in job.trials],
+                "weights": self._hand_weights(job, workdir),
                 "poison_bytes": sizes,
                 # Each output goes to a file of its own: the largest the reference has, and
                 # never less than the sandbox's default, is what the child may write.
@@ -503,8 +526,8 @@ class Server:
     def _trials_ahead(self, job):
         """How many trials the candidate computes ahead of the judge (their outputs, at
         most WINDOW_BYTES, wait on the scratch filesystem)."""
-        first = job.entry.outputs[f"{job.weight_seed}-{job.input_seeds()[0]}"]
-        return min(max(1, WINDOW_BYTES // max(1, first["bytes"])), len(job.input_seeds())), first["bytes"]
+        first = job.entry.outputs[f"{job.weight_seed}-{input_key(*job.trials[0])}"]
+        return min(max(1, WINDOW_BYTES // max(1, first["bytes"])), len(job.trials)), first["bytes"]
 
     def _scratch_free(self):
         """Bytes the scratch filesystem can still give, less the reserve kept free."""
@@ -536,9 +559,27 @@ class Server:
             if not job.finished:
                 self._start_candidate(job)
 
+    def _hand_weights(self, job, workdir):
+        """The reference's re-initialised weights, copied into the candidate's directory
+        (the only place its sandbox shows; copies, not links, so that a child writing
+        into them cannot change what the next candidate gets): {"prefix", "names",
+        "leaves"}, which the child loads into ModelNew (runner.load_weights)."""
+        weights = job.entry.weights[str(job.weight_seed)]
+        for index, leaf in enumerate(weights["leaves"]):
+            if leaf.get("kind") == "tensor":
+                shutil.copyfile(os.path.join(job.entry.dir, leaf_file(f"w{job.weight_seed}", index)),
+                                os.path.join(workdir, leaf_file("weights", index)))
+        return {"prefix": "weights", "names": weights["names"], "leaves": weights["leaves"]}
+
     def _start_candidate(self, job):
-        if job.action == "run" and not self._scratch_admits(job):
-            return
+        job.trials = [(seed, None) for seed in job.input_seeds()]
+        if job.action == "run":
+            varied = job.entry.plans[job.plan_key()]
+            job.trials += [(seed, (scale, shift)) for seed, scale, shift in varied]
+            if varied and "inputs_varied" not in job.flags:
+                job.flags.append("inputs_varied")
+            if not self._scratch_admits(job):
+                return
         network = bool(job.request["limits"]["network"])
         try:
             if self.standby is not None and not network:
@@ -552,7 +593,6 @@ class Server:
         proc.owner, job.proc = job, proc
         proc.started = time.monotonic()
         proc.deadline = proc.started + float(job.request["limits"]["timeout_s"])
-        job.detector = ConstantDetector(job.request["options"]["rule"])
         proc.send({"job": JOB_FILE})
         self._refill_standby()
 
@@ -641,6 +681,17 @@ class Server:
             self._loop_called(job, message, now)
         elif job.loop is not None and "prepared" in message:
             self._loop_prepared(job, message)
+        elif isinstance(message.get("weights"), dict):
+            self._candidate_weights(job, message["weights"])
+
+    @staticmethod
+    def _candidate_weights(job, report):
+        """What the child says it copied of the reference's weights into ModelNew: data
+        for a flag (a parameter that got no copy keeps its default values, and the
+        comparison then fails unless the candidate does not use it), never a verdict."""
+        missed = report.get("not_copied"), report.get("unused")
+        if any(isinstance(names, list) and names for names in missed):
+            job.flags.append("weights_not_copied")
 
     def _candidate_trial(self, job, message):
         expected = job.next_trial + len(job.reports) + (1 if job.judging else 0)
@@ -656,8 +707,12 @@ class Server:
             return
         message = job.reports.popleft()
         entry = job.entry
-        prefix = f"{job.weight_seed}-{job.input_seeds()[job.next_trial]}"
-        command = {"label": f"trial {job.next_trial + 1}", "rule": job.request["options"]["rule"],
+        seed, transform = job.trials[job.next_trial]
+        prefix = f"{job.weight_seed}-{input_key(seed, transform)}"
+        label = f"trial {job.next_trial + 1}"
+        if transform is not None:
+            label += f" (inputs varied: x*{transform[0]:g}{transform[1]:+g})"
+        command = {"label": label, "rule": job.request["options"]["rule"],
                    "reference": dict(entry.outputs[prefix], dir=entry.dir, prefix=prefix),
                    "candidate": {"dir": job.proc.workdir, "prefix": f"out-{job.next_trial}",
                                  "report": message}}
@@ -684,47 +739,27 @@ class Server:
             metrics = dict(metrics, failed_trial=trial + 1)
             self._decide(job, dict(result, metrics=metrics))
             return
-        job.max_diffs.append(metrics.get("max_abs_diff", 0.0))
-        job.mean_diffs.append(metrics.get("mean_abs_diff", 0.0))
-        job.detector.merge(result.get("intervals") or [])
+        job.trial_metrics.append(metrics)
         job.next_trial += 1
-        if job.commanded < len(job.input_seeds()):
+        if job.commanded < len(job.trials):
             self._command_trial(job)
-        if job.next_trial < len(job.input_seeds()):
+        if job.next_trial < len(job.trials):
             self._judge_next(job)
             return
-        verdict = self._near_constant(job)
-        if verdict is not None:
-            self._decide(job, verdict)
-        elif job.timing() is not None:
+        if job.timing() is not None:
             job.awaiting_timing = True
             job.timing_started = time.monotonic()
             self._start_loop(job, "timing")
         else:
             self._decide(job, {"status": "pass", "metrics": self._correctness_metrics(job)}, stop=False)
 
-    def _correctness_metrics(self, job):
-        return {"max_abs_diff": max(job.max_diffs),
-                "mean_abs_diff": sum(job.mean_diffs) / len(job.mean_diffs),
-                "trials": len(job.max_diffs)}
-
-    def _near_constant(self, job):
-        """A cheat_detected verdict when one constant would have passed every trial (the
-        pass proves nothing), or None; a flag when that is no evidence of a cheat."""
-        constant = job.detector.constant()
-        if constant is None:
-            return None
-        if job.request["candidate"]["code"] is None or not job.detector.elementwise:
-            # The task's self-test passes (it runs and is deterministic), and a scalar
-            # output that hardly varies is no proof of cheating: flag, do not reject.
-            job.flags.append("reference_near_constant")
-            return None
-        return {"status": "fail", "error_class": protocol.CHEAT_DETECTED,
-                "message": "the reference output is (near-)constant: returning the constant "
-                           f"{constant:.6g} would pass every trial, so this pass proves nothing "
-                           "(KernelBench issue #165); the task needs inputs that make its "
-                           "output vary",
-                "metrics": self._correctness_metrics(job), "flags": ["reference_near_constant"]}
+    @staticmethod
+    def _correctness_metrics(job):
+        """The judge's statistics over the trials: the worst of each (the mean of the
+        means), and the number of trials."""
+        metrics = compare.combined([m for m in job.trial_metrics if m])
+        metrics["trials"] = len(job.trial_metrics)
+        return metrics
 
     # ---- the candidate's timing (timing_plan.py has the exchange) ----
 
@@ -747,7 +782,7 @@ class Server:
             f"{phase} than before its code ran ({job.thread_baseline} -> {now}; allowed: "
             f"{int(timing['max_new_threads'])}): threads it starts (std::thread, pthreads, "
             "Python threads) can work outside the timed calls; do the work inside forward",
-            self._correctness_metrics(job) if job.max_diffs else None))
+            self._correctness_metrics(job) if job.trial_metrics else None))
         return True
 
     def _start_loop(self, job, label):

@@ -4,8 +4,9 @@ server's device, kept for the whole run in the server's private scratch director
 An entry is one task at its sizes (its source's hash, format, sizes, size_scale,
 fit_memory_mb, inputs_on_device; the device is the server's): the self-test's facts
 (the sizes it ran at, its peak memory, the device's memory, flags), the reference's
-outputs per (weight seed, input seed) as files (outputs.py), and the reference's timings
-per timing setup with the time they were measured. Outputs take space, so the store
+outputs per (model seed, input seed) and its re-initialised weights as files
+(outputs.py), the varied trials chosen for a near-constant reference, and the reference's
+timings per timing setup with the time they were measured. Outputs take space, so the store
 holds at most `budget_bytes` of them: the least recently used entries lose their outputs
 first (their facts stay), entries in use are never touched, and an entry that cannot fit
 even alone is transient: its outputs serve the requests in flight and are deleted after
@@ -37,7 +38,9 @@ class Entry:
         self.dir = directory
         self.facts = None  # the last self-test's result, less outputs and timing
         self.failure = None  # a task_error that will not change (the task is broken)
-        self.outputs = {}  # "weight_seed-input_seed" -> {leaves, mutates_inputs, aliases_inputs, bytes}
+        self.outputs = {}  # "model_seed-input_key" -> {leaves, mutates_inputs, aliases_inputs, bytes}
+        self.weights = {}  # "model_seed" -> {names, leaves, bytes}: the re-initialised weights
+        self.plans = {}  # plan key -> the varied trials [[seed, scale, shift], ...] (may be [])
         self.timings = {}  # timing_key -> {ms, p90, compile_ms?, measured_at}
         self.last_used = 0.0
         self.pins = 0
@@ -47,10 +50,15 @@ class Entry:
 
     @property
     def bytes(self):
-        return sum(item["bytes"] for item in self.outputs.values())
+        return (sum(item["bytes"] for item in self.outputs.values())
+                + sum(item["bytes"] for item in self.weights.values()))
 
-    def missing(self, weight_seed, input_seeds):
-        return [s for s in input_seeds if f"{weight_seed}-{s}" not in self.outputs]
+    def missing(self, model_seed, input_seeds):
+        return [s for s in input_seeds if f"{model_seed}-{s}" not in self.outputs]
+
+    def prefixes(self):
+        """The file-name prefixes of what the entry holds (outputs and weights)."""
+        return list(self.outputs) + [f"w{seed}" for seed in self.weights]
 
     def stored_timing(self, key, max_age_s):
         """The stored timing for `key` when it is younger than max_age_s, else None."""
@@ -76,14 +84,20 @@ class ReferenceStore:
         entry.last_used = time.monotonic()
         return entry
 
-    def record(self, entry, result, weight_seed):
+    def record(self, entry, result, model_seed):
         """Takes a reference worker's successful result into `entry`; returns True when
         the entry's outputs could be kept within the budget (else it is transient)."""
         outputs = result.pop("outputs", {}) or {}
         timing = result.pop("timing", None)
+        weights = result.pop("weights", None)
+        varied = result.pop("varied", None)
         entry.facts = result
-        for seed, item in outputs.items():
-            entry.outputs[f"{weight_seed}-{seed}"] = item
+        for key, item in outputs.items():
+            entry.outputs[f"{model_seed}-{key}"] = item
+        if weights is not None:
+            entry.weights[str(model_seed)] = weights
+        if varied is not None:
+            entry.plans[result["plan_key"]] = varied
         if timing is not None:
             entry.timings[result["timing_key"]] = timing
         entry.last_used = time.monotonic()
@@ -102,14 +116,15 @@ class ReferenceStore:
         return not newest.transient
 
     def drop_outputs(self, entry):
-        """Deletes the entry's output files (its facts and timings stay)."""
-        entry.outputs = {}
+        """Deletes the entry's output and weight files, and the plans of varied trials
+        whose outputs they were (its facts and timings stay)."""
+        entry.outputs, entry.weights, entry.plans = {}, {}, {}
         self.discard_unrecorded(entry)
 
     @staticmethod
     def discard_unrecorded(entry):
         """Deletes files of the entry no recorded output owns (a failed worker's)."""
-        owned = tuple(f"{prefix}-" for prefix in entry.outputs)
+        owned = tuple(f"{prefix}-" for prefix in entry.prefixes())
         for name in os.listdir(entry.dir):
             if not (owned and name.startswith(owned)):
                 os.unlink(os.path.join(entry.dir, name))

@@ -205,15 +205,6 @@ class ConstantDetectorTest(unittest.TestCase):
         detector.observe([torch.randn(64)])
         self.assertIsNone(detector.constant())
 
-    def test_only_outputs_with_many_elements_count_as_elementwise(self):
-        detector = ConstantDetector(ALLCLOSE)
-        detector.observe([torch.tensor(0.5)])
-        detector.observe([torch.tensor(0.5 + 1e-6)])
-        self.assertIsNotNone(detector.constant())
-        self.assertFalse(detector.elementwise)
-        detector.observe([torch.full((4,), 0.5)])
-        self.assertTrue(detector.elementwise)
-
     def test_scalar_outputs_that_vary_across_trials_are_not(self):
         # A loss returns one number per trial: constant within a trial, not across.
         detector = ConstantDetector(ALLCLOSE)

@@ -54,8 +54,8 @@ CASES = [
     ("zeros-wrong", request("zeros-wrong", "run", "relu", "zeros_output"),
      "fail", "numerical_mismatch", "max abs diff"),
     ("zeros-near-constant", request("zeros-near-constant", "run", "near_constant",
-                                    "zeros_near_constant"), "fail", "cheat_detected",
-     "constant"),
+                                    "zeros_near_constant"), "error", "task_error",
+     "(near-)constant"),
     ("mutate-input", request("mutate-input", "run", "relu", "mutate_input"),
      "fail", "cheat_detected", "changed input #0"),
     # The dynamic checks cannot see a fallback that is never taken: L1 rejects it.
@@ -151,9 +151,6 @@ class ForkServerTest(VerdictsMixin, unittest.TestCase):
             self.assertGreater(response["metrics"][key], 0, response)
         if not hasattr(torch, "compile"):  # Debian's torch 1.13
             self.assertIn("compile_baseline_unavailable", response["flags"])
-
-    def test_near_constant_reference_is_flagged(self):
-        self.assertIn("reference_near_constant", self.responses["zeros-near-constant"]["flags"])
 
     def test_check_extracts_cpp_source(self):
         extracted = self.responses["fallback-check"]["extracted"]

@@ -1,0 +1,91 @@
+"""The comparison's whole-output statistics, presets and near-constant references,
+through the real server: each class of candidate the per-element rule alone let through
+(or wrongly rejected)."""
+
+import json
+import os
+import unittest
+
+from tests import client
+
+KERNELBENCH_V0 = {"kind": "allclose", "atol": 1e-2, "rtol": 1e-2}
+# Per element only: the whole-output check alone would already reject a constant 0 for
+# tiny_output (its RMS error is 1e-2 of atol), so the near-constant tests use this.
+PER_ELEMENT = {"kind": "allclose", "atol": 1e-4, "rtol": 1e-4}
+
+
+def req(request_id, task, candidate=None, **options):
+    return client.request(request_id, "run", task, candidate and f"correct/{candidate}",
+                          language="python", options=options)
+
+
+class ComparisonThroughTheServerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(max_children=2)
+        cls.responses = cls.server.ask(
+            req("garbage", "softmax", "softmax_partial_garbage"),
+            req("garbage-per-element", "softmax", "softmax_partial_garbage", rule=PER_ELEMENT),
+            req("softmax-honest", "softmax", "softmax_honest"),
+            req("fp16-v0", "relu", "relu_fp16", rule=KERNELBENCH_V0),
+            req("fp16-default", "relu", "relu_fp16"),
+            client.request("fp32", "run", "relu", "python_relu", language="python"),
+            req("tiny-honest", "tiny_output", "tiny_output_honest", rule=PER_ELEMENT),
+            req("tiny-zeros", "tiny_output", "tiny_output_zeros", rule=PER_ELEMENT),
+            req("tiny-reference", "tiny_output", rule=PER_ELEMENT),
+            req("tiny-default", "tiny_output", "tiny_output_honest"),
+            client.request("unvariable", "run", "near_constant", "zeros_near_constant"),
+            client.request("unvariable-reference", "run", "near_constant"),
+            timeout=900)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def check(self, case, status, error_class="", text=""):
+        response = self.responses[case]
+        detail = json.dumps(response, indent=1)[:3000]
+        self.assertEqual(response["status"], status, detail)
+        self.assertEqual(response["error_class"], error_class, detail)
+        self.assertIn(text, response["message"], detail)
+        return response
+
+    def test_partial_garbage_within_atol_fails_the_default_preset(self):
+        # Every element is within atol=1e-4, so the per-element rule passes it (the
+        # control); over the whole output it is wrong by far more than rounding.
+        self.check("garbage-per-element", "pass")
+        response = self.check("garbage", "fail", "numerical_mismatch", "off as a whole")
+        metrics = response["metrics"]
+        self.assertGreater(metrics["rel_l2_error"], 0.05, metrics)
+        self.assertGreater(metrics["share_over_coarse"], 0.3, metrics)
+        honest = self.check("softmax-honest", "pass")["metrics"]
+        self.assertLess(honest["rel_l2_error"], 1e-5, honest)
+        self.assertEqual(honest["share_over_coarse"], 0.0, honest)
+
+    def test_fp16_compute_of_an_fp32_task_shows_in_the_metrics(self):
+        loose = self.check("fp16-v0", "pass")["metrics"]
+        # fp16 keeps 11 bits: relative errors up to 2**-11 ~ 4.9e-4, not fp32's ~6e-8.
+        self.assertGreater(loose["max_rel_error"], 1e-4, loose)
+        self.assertLess(loose["max_rel_error"], 1e-3, loose)
+        self.assertGreater(loose["mean_rel_error"], 1e-5, loose)
+        self.assertGreater(loose["rel_l2_error"], 1e-5, loose)
+        self.check("fp16-default", "fail", "numerical_mismatch")
+        exact = self.check("fp32", "pass")["metrics"]
+        self.assertEqual(exact["max_rel_error"], 0.0, exact)
+
+    def test_a_near_constant_reference_is_judged_with_varied_inputs(self):
+        honest = self.check("tiny-honest", "pass")
+        self.assertIn("inputs_varied", honest["flags"], honest)
+        self.assertGreater(honest["metrics"]["trials"], 2, honest)
+        self.check("tiny-reference", "pass")
+        self.check("tiny-default", "pass")
+        self.check("tiny-zeros", "fail", "numerical_mismatch", "inputs varied")
+
+    def test_an_output_no_input_makes_vary_is_a_task_error(self):
+        # (x - mean(x)).mean() is rounding noise whatever x is scaled or shifted by.
+        for case in ("unvariable", "unvariable-reference"):
+            self.check(case, "error", "task_error", "(near-)constant")
+
+
+if __name__ == "__main__":
+    unittest.main()
