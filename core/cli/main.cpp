@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 #include <tbb/global_control.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -79,7 +81,9 @@ kforge::Overrides parse_overrides(const std::vector<std::string>& sets) {
   for (const auto& s : sets) {
     const auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {
-      throw CLI::ValidationError("--set", "expected key=value, got '" + s + "'");
+      // Reported as every pipeline problem is: where (the argument), then what to write.
+      throw kforge::ConfigError({{{"--set " + s, 0, 0},
+                                  "expected NAME=value (a variable) or STAGE.PARAM=value (a stage parameter)"}});
     }
     overrides.values[s.substr(0, eq)] = s.substr(eq + 1);
   }
@@ -111,13 +115,23 @@ std::string default_out_dir(const kforge::Plan& pipeline) {
   return (fs::path("kforge-out") / pipeline.name).string();
 }
 
-void print_summary(const kforge::RunSummary& s, const std::string& out_dir) {
+// "1 job", "3 jobs"
+std::string count_of(uint64_t n, const char* noun) { return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s"); }
+
+void print_summary(const kforge::SessionResult& result, const std::string& out_dir) {
+  const kforge::RunSummary& s = result.summary;
   fmt::print("\n{} tasks, {} jobs: {} passed, {} failed, {} errors", s.tasks, s.jobs, s.passed,
              s.failed, s.errors);
   if (s.skipped) fmt::print(", {} skipped (done before)", s.skipped);
   if (s.unfinished) fmt::print(", {} unfinished", s.unfinished);
   fmt::print(" in {:.2f} s\nresults: {}/results.jsonl\n", s.seconds, out_dir);
-  if (s.cancelled) fmt::print("interrupted: results of finished jobs are saved; `--resume` continues\n");
+  if (!result.write_failure.empty()) {
+    // The counts above are what ran; these are what was kept.
+    fmt::print("stopped by a write failure (below); saved: {} in {}, {} in results.jsonl\n",
+               count_of(result.saved_jobs, "job"), kforge::kStoreFileName, count_of(result.results_lines, "line"));
+  } else if (s.cancelled) {
+    fmt::print("interrupted: results of finished jobs are saved; `--resume` continues\n");
+  }
 }
 
 // "text,md" -> formats; throws CLI::ValidationError naming the bad one.
@@ -155,7 +169,12 @@ int report_and_gate(const kforge::Report& report, const std::string& out_dir,
   if (std::find(formats.begin(), formats.end(), kforge::ReportFormat::Text) != formats.end()) {
     fmt::print("\n{}", kforge::render_text(kforge::report_tables(report.metrics)));
   }
-  for (const auto& path : kforge::write_report_files(report, out_dir, formats)) spdlog::info("report: {}", path);
+  if (::access(out_dir.c_str(), W_OK) != 0) {
+    // A run's directory on a read-only mount or in an archive: the tables are the report.
+    spdlog::warn("'{}' is not writable ({}): report files are not written", out_dir, std::strerror(errno));
+  } else {
+    for (const auto& path : kforge::write_report_files(report, out_dir, formats)) spdlog::info("report: {}", path);
+  }
   const auto missed = kforge::missed_thresholds(report.metrics, thresholds);
   for (const auto& m : missed) spdlog::error("threshold missed: {}", m);
   return missed.empty() ? kExitOk : kExitThresholds;
@@ -364,8 +383,20 @@ int main(int argc, char** argv) {
     const kforge::SessionResult result = session.run(&progress_display);
     progress_display.finish();
 
-    print_summary(result.summary, session_options.out_dir);
-    if (!result.store_failure.empty()) return kExitRuntime;  // the store cannot be trusted for a report
+    print_summary(result, session_options.out_dir);
+    if (!result.no_tasks.empty()) {
+      std::cerr << result.no_tasks << "\n";
+      return kExitConfig;
+    }
+    if (!result.write_failure.empty()) {
+      spdlog::error("{}", result.write_failure);
+      return kExitRuntime;  // the store cannot be trusted for a report
+    }
+    if (!result.disagreement.empty()) {
+      spdlog::error("{}: the run's records cannot be trusted; run it again into a fresh --out",
+                    result.disagreement);
+      return kExitRuntime;
+    }
     const int gate = report_and_gate(kforge::load_report(session_options.out_dir), session_options.out_dir, formats,
                                      thresholds);
     if (result.summary.cancelled) return kExitInterrupted;
@@ -375,9 +406,6 @@ int main(int argc, char** argv) {
     std::cerr << e.what() << "\n";
     return kExitConfig;
   } catch (const kforge::RunSetupError& e) {
-    spdlog::error("{}", e.what());
-    return kExitConfig;
-  } catch (const CLI::Error& e) {  // a malformed --set
     spdlog::error("{}", e.what());
     return kExitConfig;
   } catch (const std::exception& e) {

@@ -202,7 +202,8 @@ std::optional<ReportFormat> parse_report_format(const std::string& name) {
 }
 
 Report load_report(const std::string& directory) {
-  Store store((fs::path(directory) / kStoreFileName).string(), StoreMode::ReadOnly);
+  const std::unique_ptr<Store> opened = open_store_read_only(directory);
+  Store& store = *opened;
   const std::optional<RunRecord> latest = store.latest_run();
   if (!latest) throw StoreError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
   Report report;

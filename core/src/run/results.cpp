@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -50,38 +53,72 @@ std::string result_line(const JobOutcome& o) {
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-namespace {
-
-void drop_partial_last_line(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size == 0) return;
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.back() == '\n') return;
-  const size_t keep = text.find_last_of('\n');
-  std::filesystem::resize_file(path, keep == std::string::npos ? 0 : keep + 1, ec);
-}
-
-}  // namespace
-
-ResultsWriter::ResultsWriter(const std::string& path, Mode mode) {
-  if (mode == Mode::Append) drop_partial_last_line(path);
-  file_ = std::fopen(path.c_str(), mode == Mode::Append ? "a" : "w");
-  if (file_ == nullptr) {
+ResultsWriter::ResultsWriter(const std::string& path, Mode mode) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (mode == Mode::Append ? O_APPEND : O_TRUNC), 0644);
+  if (fd_ < 0) {
     throw std::runtime_error(fmt::format("cannot write results to '{}': {}", path, std::strerror(errno)));
   }
+  struct stat info {};
+  if (::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode)) good_length_ = static_cast<uint64_t>(info.st_size);
 }
 
 ResultsWriter::~ResultsWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
-void ResultsWriter::job_finished(const Job&, const JobOutcome& outcome) {
-  const std::string line = result_line(outcome);
-  std::fwrite(line.data(), 1, line.size(), file_);
-  std::fputc('\n', file_);
-  std::fflush(file_);
+bool ResultsWriter::append(const JobOutcome& outcome) {
+  if (!failure_.empty()) return false;
+  const std::string line = result_line(outcome) + "\n";
+  // One write() for the whole line: a reader (or a crash) never sees two jobs' bytes
+  // interleaved. A short write (the disk filled up mid-line) is finished or undone.
+  size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      failure_ = fmt::format("cannot write a result line to '{}': {}; fix that (free space) and run again with --resume",
+                             path_, n < 0 ? std::strerror(errno) : "nothing was written");
+      // Cut the torn line off, so every line in the file stays a whole job.
+      if (written > 0 && ::ftruncate(fd_, static_cast<off_t>(good_length_)) != 0) {
+        failure_ += fmt::format("; its last line is torn and could not be cut off ({}): --resume drops it",
+                                std::strerror(errno));
+      }
+      return false;
+    }
+    written += static_cast<size_t>(n);
+  }
+  good_length_ += line.size();
+  ++lines_;
+  return true;
+}
+
+std::set<std::pair<std::string, int>> reconcile_results(const std::string& path,
+                                                        const std::set<std::pair<std::string, int>>& done) {
+  std::set<std::pair<std::string, int>> kept;
+  const std::string fresh = path + ".reconciled";
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::ofstream out(fresh, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("cannot write '{}': {}", fresh, std::strerror(errno)));
+    std::string line;
+    while (in && std::getline(in, line)) {
+      if (in.eof()) break;  // no newline: a line torn by a crash
+      const auto job = nlohmann::json::parse(line, nullptr, false);
+      if (job.is_discarded() || !job.is_object() || !job.contains("task") || !job.contains("sample")) continue;
+      if (!job["task"].is_string() || !job["sample"].is_number_integer()) continue;
+      std::pair<std::string, int> key{job["task"].get<std::string>(), job["sample"].get<int>()};
+      if (done.count(key) == 0 || !kept.insert(key).second) continue;
+      out << line << '\n';
+    }
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("cannot write '{}': {}", fresh, std::strerror(errno)));
+  }
+  std::filesystem::rename(fresh, path);
+  std::set<std::pair<std::string, int>> missing;
+  for (const auto& job : done) {
+    if (kept.count(job) == 0) missing.insert(job);
+  }
+  return missing;
 }
 
 }  // namespace kforge

@@ -1,11 +1,14 @@
-// results.jsonl: one JSON object per finished job, in job order, flushed as written so a
-// crash loses nothing that finished.
+// results.jsonl: one JSON object per finished job, in job order. A line is written whole or
+// not at all, and only after the store committed its job (RunRecorder calls append()), so
+// the file never holds a job the store does not.
 #pragma once
 
 #include "api.hpp"
 
-#include <cstdio>
+#include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "engine/executor.hpp"
 
@@ -14,20 +17,35 @@ namespace kforge {
 // The JSON line for one finished job (no trailing newline).
 std::string result_line(const JobOutcome& outcome);
 
-class KFORGE_API ResultsWriter : public RunObserver {
+class KFORGE_API ResultsWriter {
  public:
   enum class Mode { Truncate, Append };
-  // Opens the file; throws std::runtime_error when it cannot. Append (for --resume) first
-  // drops a last line left half-written by a killed run, so every line stays whole JSON.
+  // Opens the file; throws std::runtime_error when it cannot.
   explicit ResultsWriter(const std::string& path, Mode mode = Mode::Truncate);
-  ~ResultsWriter() override;
+  ~ResultsWriter();
   ResultsWriter(const ResultsWriter&) = delete;
   ResultsWriter& operator=(const ResultsWriter&) = delete;
 
-  void job_finished(const Job& job, const JobOutcome& outcome) override;
+  // Writes the job's line with one write() of the whole line. On any failure (a full disk,
+  // a file size limit, an I/O error) the file is cut back to its last whole line and
+  // false is returned, failure() saying why; after a failure nothing more is written.
+  bool append(const JobOutcome& outcome);
+  std::string failure() const { return failure_; }
+  uint64_t lines_written() const { return lines_; }  // by this writer
 
  private:
-  std::FILE* file_ = nullptr;
+  std::string path_;
+  int fd_ = -1;
+  uint64_t good_length_ = 0;  // bytes up to the end of the last whole line
+  uint64_t lines_ = 0;
+  std::string failure_;
 };
+
+// --resume: makes results.jsonl at `path` hold exactly the jobs the store finished (`done`):
+// drops torn lines, lines of jobs the store does not hold and repeated lines, by rewriting
+// the file (atomically). Returns the jobs of `done` that have no line, which the caller
+// runs again.
+KFORGE_API std::set<std::pair<std::string, int>> reconcile_results(
+    const std::string& path, const std::set<std::pair<std::string, int>>& done);
 
 }  // namespace kforge

@@ -6,7 +6,9 @@
 #include <set>
 #include <utility>
 
+#include "engine/registry.hpp"
 #include "run/fan_out_observer.hpp"
+#include "run/out_dir_lock.hpp"
 #include "run/results.hpp"
 #include "run/store/recorder.hpp"
 #include "run/store/store.hpp"
@@ -21,6 +23,7 @@ struct RunSession::Impl {
   SessionOptions options;
   Executor executor;  // first: a pipeline whose stages cannot be created touches no directory
   CancelToken cancel;
+  std::unique_ptr<OutDirLock> lock;
   std::unique_ptr<Store> store;
   RunRecord record;
   bool continues = false;  // resumes an earlier run of the series
@@ -28,7 +31,13 @@ struct RunSession::Impl {
 
   Impl(const Plan& p, SessionOptions o) : plan(p), options(std::move(o)), executor(p) {
     fs::create_directories(options.out_dir);
+    lock = std::make_unique<OutDirLock>(options.out_dir);
     store = std::make_unique<Store>((fs::path(options.out_dir) / kStoreFileName).string());
+    // With the lock held no other run is alive here: a `running` run was killed.
+    if (const int abandoned = store->mark_abandoned_runs(); abandoned > 0) {
+      spdlog::warn("{} held {} run{} left running by a kforge that was killed; marked interrupted", options.out_dir,
+                   abandoned, abandoned == 1 ? "" : "s");
+    }
     record = describe_run(plan, options.kforge_version);
     const std::optional<RunRecord> latest = store->latest_run();
     if (options.resume && !latest) {
@@ -44,6 +53,15 @@ struct RunSession::Impl {
       record.series = latest->series;
       record.secret_seed = latest->secret_seed;
       done = store->finished_jobs(latest->series);
+      // The store decides what is done; results.jsonl is made to agree with it. A job whose
+      // line was lost (a kill or a full disk between the two writes) runs again.
+      const auto missing = reconcile_results(results_path(), done);
+      if (!missing.empty()) {
+        store->forget_jobs(latest->series, missing);
+        for (const auto& job : missing) done.erase(job);
+        spdlog::warn("--resume: {} job{} finished in the store had no line in results.jsonl; running {} again",
+                     missing.size(), missing.size() == 1 ? "" : "s", missing.size() == 1 ? "it" : "them");
+      }
       spdlog::info("resuming run {} ({}): {} jobs already finished", latest->id, latest->status, done.size());
     } else if (latest && latest->status != to_string(RunStatus::Finished)) {
       spdlog::info("{} holds an unfinished run ({}, {}); starting a fresh run. Pass --resume to continue it instead",
@@ -52,7 +70,34 @@ struct RunSession::Impl {
     // A series keeps one seed: a resumed run's inputs are those the interrupted one used.
     if (!record.secret_seed) record.secret_seed = draw_secret_seed();
   }
+
+  std::string results_path() const { return (fs::path(options.out_dir) / "results.jsonl").string(); }
 };
+
+namespace {
+
+// The run-end check: what this run committed to the store, wrote to results.jsonl and
+// counted as finished must be the same jobs. After a write failure only the store is held
+// to what the run saved: the jobs after the failure were not written, and the failure and
+// the true numbers are reported instead.
+std::string check_agreement(Store& store, const SessionResult& result) {
+  uint64_t stored = 0;
+  try {
+    stored = store.count_jobs(result.run_id);
+  } catch (const StoreError& e) {
+    return fmt::format("the store cannot be read back to check this run's jobs: {}", e.what());
+  }
+  const RunSummary& s = result.summary;
+  const uint64_t finished = s.passed + s.failed + s.errors;
+  const bool agree = stored == result.saved_jobs &&
+                     (!result.write_failure.empty() || (result.results_lines == stored && finished == stored));
+  if (agree) return "";
+  return fmt::format("this run's jobs disagree: {} in the store (kforge.db), {} saved as the run went, {} lines in "
+                     "results.jsonl, {} finished",
+                     stored, result.saved_jobs, result.results_lines, finished);
+}
+
+}  // namespace
 
 RunSession::RunSession(const Plan& plan, SessionOptions options)
     : impl_(std::make_unique<Impl>(plan, std::move(options))) {}
@@ -68,17 +113,18 @@ int64_t RunSession::series() const { return impl_->record.series; }
 SessionResult RunSession::run(RunObserver* observer) {
   Impl& impl = *impl_;
   // A resumed run adds its jobs to the file the interrupted run left.
-  ResultsWriter results((fs::path(impl.options.out_dir) / "results.jsonl").string(),
+  ResultsWriter results(impl.results_path(),
                         impl.continues ? ResultsWriter::Mode::Append : ResultsWriter::Mode::Truncate);
   SessionResult result;
   result.run_id = impl.store->begin_run(impl.record);
   if (impl.record.series == 0) impl.record.series = result.run_id;
-  RunRecorder recorder(*impl.store, result.run_id, impl.cancel);
+  // The store first, then the job's line: results.jsonl never holds a job the store does
+  // not; a kill between the two writes leaves a job without a line, which --resume runs
+  // again (reconcile_results).
+  RunRecorder recorder(*impl.store, result.run_id, impl.cancel, &results);
   StoredVerdictCache cache(*impl.store);
-  // The store first: a job it has committed is never run again, so a kill between the
-  // two writes can cost a results.jsonl line but never a job done twice.
   RunObserver none;
-  FanOutObserver observers{&recorder, &results, observer != nullptr ? observer : &none};
+  FanOutObserver observers{&recorder, observer != nullptr ? observer : &none};
 
   RunOptions run_options;
   run_options.max_in_flight = impl.options.max_in_flight;
@@ -93,11 +139,29 @@ SessionResult RunSession::run(RunObserver* observer) {
                impl.options.out_dir, result.run_id);
   result.summary = impl.executor.run(observers, run_options);
 
-  result.store_failure = recorder.failure();
-  result.status = !result.store_failure.empty() || !result.summary.source_error.empty() ? RunStatus::Failed
-                  : result.summary.cancelled                                             ? RunStatus::Interrupted
-                                                                                         : RunStatus::Finished;
-  impl.store->end_run(result.run_id, result.status);
+  result.write_failure = recorder.failure();
+  result.saved_jobs = recorder.saved_jobs();
+  result.results_lines = results.lines_written();
+  result.disagreement = check_agreement(*impl.store, result);
+  const RunSummary& summary = result.summary;
+  if (summary.tasks == 0 && summary.source_error.empty() && !summary.cancelled) {
+    // A filter that matches nothing would otherwise look like a run that went well.
+    result.no_tasks = Diagnostic::at(impl.plan.source.where,
+                                     fmt::format("the task source '{}' gave no tasks, so nothing ran: check its "
+                                                 "filter (with: here, or --set tasks.PARAM=...)",
+                                                 impl.plan.source.kind->name))
+                          .format();
+  }
+  const bool failed = !result.write_failure.empty() || !result.disagreement.empty() ||
+                      !result.summary.source_error.empty() || !result.no_tasks.empty();
+  result.status = failed                     ? RunStatus::Failed
+                  : result.summary.cancelled ? RunStatus::Interrupted
+                                             : RunStatus::Finished;
+  try {
+    impl.store->end_run(result.run_id, result.status);
+  } catch (const StoreError& e) {
+    if (result.write_failure.empty()) result.write_failure = e.what();
+  }
   return result;
 }
 

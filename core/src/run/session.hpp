@@ -38,14 +38,27 @@ struct SessionOptions {
 struct SessionResult {
   RunSummary summary;
   RunStatus status = RunStatus::Finished;
-  std::string store_failure;  // the store failed: the run stopped and its report cannot be trusted
+  // Writing the store or results.jsonl failed (a full disk, a deleted store): the run
+  // stopped taking jobs there, and its report cannot be trusted.
+  std::string write_failure;
+  // The run-end check: the jobs this run committed to the store, wrote to results.jsonl and
+  // counted in `summary` disagree (says how); empty when they agree.
+  std::string disagreement;
+  // The task source gave no tasks (a filter that matches nothing): the located error,
+  // formatted as configuration errors are; empty otherwise.
+  std::string no_tasks;
+  uint64_t saved_jobs = 0;    // job rows this run committed to the store
+  uint64_t results_lines = 0; // lines this run wrote to results.jsonl
   int64_t run_id = 0;
 };
 
 class KFORGE_API RunSession {
  public:
-  // Creates every stage (ConfigError at file:line:col when one cannot be), then opens the
-  // output directory's store and settles what --resume continues (RunSetupError).
+  // Creates every stage (ConfigError at file:line:col when one cannot be), then locks the
+  // output directory for this session's life (RunSetupError naming the holder's pid when
+  // another run holds it), opens its store, marks runs left `running` by a killed kforge
+  // as interrupted, and settles what --resume continues (RunSetupError): with --resume,
+  // results.jsonl is first made to hold exactly the jobs the store finished.
   RunSession(const Plan& plan, SessionOptions options);
   ~RunSession();
   RunSession(const RunSession&) = delete;

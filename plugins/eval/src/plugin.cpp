@@ -12,7 +12,10 @@
 
 #include <kforge/sdk.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -90,9 +93,29 @@ std::vector<Param> concat(std::vector<Param> a, const std::vector<Param>& b) {
 
 // A program parameter: a bare name is looked up on PATH, a relative path is relative to
 // the pipeline file.
+// A program parameter: a name looked up on PATH when the stage runs (the run's
+// environment), or a path, which must name an executable file now.
 std::string program_param(const Config& cfg, const char* name) {
   const std::string value = cfg.string(name);
-  return value.find('/') == std::string::npos ? value : cfg.path(name);
+  if (value.find('/') == std::string::npos) return value;
+  const std::string path = cfg.path(name);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || ::access(path.c_str(), X_OK) != 0) {
+    throw std::invalid_argument(std::string(name) + " '" + path + "' is not an executable file: give the path of one, " +
+                                "or a program name found on PATH");
+  }
+  return path;
+}
+
+// An optional file parameter (empty: none), which must exist when given.
+std::string file_param(const Config& cfg, const char* name) {
+  if (cfg.string(name).empty()) return "";
+  const std::string path = cfg.path(name);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw std::invalid_argument(std::string(name) + " '" + path + "' is not a file");
+  }
+  return path;
 }
 
 eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices, bool with_admission = false) {
@@ -272,6 +295,20 @@ class FileCandidates : public kforge::sdk::Stage {
     if (language_ != "cpp" && language_ != "triton" && language_ != "cuda" && language_ != "python") {
       throw std::invalid_argument("language must be cpp, triton, cuda or python, got '" + language_ + "'");
     }
+    // A missing or empty directory would fail every job with no_candidate: refused before any runs.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir_, ec)) {
+      throw std::invalid_argument("dir '" + dir_ + "' is not a directory" + (ec ? " (" + ec.message() + ")" : "") +
+                                  ": give the directory that holds the candidate files");
+    }
+    bool any_file = false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+      if (entry.is_regular_file(ec)) {
+        any_file = true;
+        break;
+      }
+    }
+    if (!any_file) throw std::invalid_argument("dir '" + dir_ + "' holds no candidate files");
   }
   void process(Job& job) override {
     const int sample = static_cast<int>(job.number(KF_KEY_CANDIDATE_SAMPLE).value_or(0));
@@ -317,7 +354,7 @@ class Check : public kforge::sdk::Stage {
   }
   explicit Check(const Config& cfg)
       : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true)),
-               {cfg.string("language"), cfg.path("rules"), child_limits(cfg)}) {}
+               {cfg.string("language"), file_param(cfg, "rules"), child_limits(cfg)}) {}
   void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
 
  private:

@@ -86,15 +86,22 @@ ChatResult parse_chat_response(const std::string& body) {
     throw std::runtime_error("the first choice has no message object");
   }
   ChatResult result;
-  auto content = message->find("content");
-  if (content != message->end() && content->is_string()) {
-    result.content = content->get<std::string>();
-  } else if (content != message->end() && !content->is_null()) {
-    throw std::runtime_error("message.content is neither a string nor null");
-  }
   if (auto reason = choice.find("finish_reason"); reason != choice.end() && reason->is_string()) {
     result.finish_reason = reason->get<std::string>();
   }
+  auto content = message->find("content");
+  if (content == message->end() || content->is_null()) {
+    // No text at all is the API's failure (a refusal, a filter, an overloaded server), not
+    // a candidate that wrote no code: it is retried, then the job's llm_error.
+    std::string why = "message.content is " + std::string(content == message->end() ? "missing" : "null");
+    if (!result.finish_reason.empty()) why += " (finish_reason: " + result.finish_reason + ")";
+    if (auto refusal = message->find("refusal"); refusal != message->end() && refusal->is_string()) {
+      why += "; refusal: " + shorten(refusal->get<std::string>(), 200);
+    }
+    throw std::runtime_error(why + ": the answer holds no text");
+  }
+  if (!content->is_string()) throw std::runtime_error("message.content is neither a string nor null");
+  result.content = content->get<std::string>();
   if (auto model = answer.find("model"); model != answer.end() && model->is_string()) {
     result.model = model->get<std::string>();
   }

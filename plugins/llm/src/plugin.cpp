@@ -9,6 +9,7 @@
 
 #include <kforge/sdk.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -139,6 +140,13 @@ llm::ModelSettings model_overrides(const Config& cfg) {
   if (cfg.has("extra_body")) {
     nlohmann::json extra = nlohmann::json::parse(cfg.json("extra_body"));
     if (!extra.is_object()) throw std::invalid_argument("extra_body must be a mapping");
+    // Refused here, when the stage is created, as a preset's extra_body is when its file is read.
+    for (const char* reserved : {"model", "messages", "stream"}) {
+      if (extra.contains(reserved)) {
+        throw std::invalid_argument(std::string("extra_body may not set '") + reserved +
+                                    "': the client owns it (set the model with the model parameter)");
+      }
+    }
     s.extra_body = std::move(extra);
   }
   return s;
@@ -178,6 +186,12 @@ class ModelCaller {
     llm::BackendSettings settings;
     settings.mode = llm::parse_backend_mode(cfg.string("backend"));
     settings.models_file = cfg.path("models_file");
+    // Without presets and without a base_url no model can be reached: every job would fail.
+    if (!cfg.has("base_url") && !std::filesystem::is_regular_file(settings.models_file)) {
+      throw std::invalid_argument("models_file '" + settings.models_file +
+                                  "' does not exist (or is not a file), and no base_url is set: no model could be "
+                                  "reached; point models_file at a presets file (e.g. pipelines/models.yaml)");
+    }
     settings.overrides = model_overrides(cfg);
     settings.cassette = cfg.path("cassette");
     settings.strict = cfg.boolean("strict");

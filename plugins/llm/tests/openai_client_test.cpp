@@ -208,6 +208,17 @@ TEST(OpenAiClient, AlwaysMalformedAnswersEndInAnErrorSayingSo) {
   EXPECT_NE(message.find("malformed answer: the answer has no choices"), std::string::npos) << message;
 }
 
+TEST(OpenAiClient, AnAnswerWithNullContentIsAnApiErrorNotAnEmptyCandidate) {
+  OpenAiConfig config = fast();
+  config.retry.max_retries = 1;
+  Harness h({{200, {}, R"({"choices": [{"message": {"role": "assistant", "content": null}, "finish_reason": "content_filter"}]})"}},
+            config);
+  std::string message = failure_of(*h.client, simple_request());
+  EXPECT_NE(message.find("message.content is null (finish_reason: content_filter): the answer holds no text"),
+            std::string::npos)
+      << message;
+}
+
 TEST(OpenAiClient, RetriesATruncatedBody) {
   Harness h({{200, {}, chat_answer("never arrives whole"), 0, Fault::truncate}, ok("whole")});
   ChatResult r = h.client->complete(simple_request());

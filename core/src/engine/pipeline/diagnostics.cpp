@@ -13,12 +13,22 @@ std::string Diagnostic::format() const {
       fmt::format("{}:{}:{}: error: {}\n", where.file, where.line, where.column, message);
   const std::string number = std::to_string(where.line);
   const size_t gutter = std::max<size_t>(5, number.size());
+  // A long line (minified YAML, 10^5 brackets) is shown as a window around the column.
+  constexpr size_t kShown = 120;
+  std::string shown = snippet;
+  int column = where.column;
+  if (snippet.size() > kShown) {
+    const size_t at = static_cast<size_t>(std::max(1, where.column)) - 1;
+    const size_t start = at > kShown / 2 ? at - kShown / 2 : 0;
+    shown = (start > 0 ? "..." : "") + snippet.substr(start, kShown) + (start + kShown < snippet.size() ? "..." : "");
+    column = static_cast<int>(at - start) + 1 + (start > 0 ? 3 : 0);
+  }
   // The caret copies the snippet's tabs so that it lines up under the same character.
   std::string indent;
-  for (int i = 0; i + 1 < where.column; ++i) {
-    indent += (static_cast<size_t>(i) < snippet.size() && snippet[i] == '\t') ? '\t' : ' ';
+  for (int i = 0; i + 1 < column; ++i) {
+    indent += (static_cast<size_t>(i) < shown.size() && shown[i] == '\t') ? '\t' : ' ';
   }
-  out += fmt::format("{:>{}} | {}\n", number, gutter, snippet);
+  out += fmt::format("{:>{}} | {}\n", number, gutter, shown);
   out += fmt::format("{:>{}} | {}^", "", gutter, indent);
   return out;
 }

@@ -1,11 +1,16 @@
 // Pipeline files and includes: reading YAML documents, checking mapping keys, and
 // collecting the stages and variables of every included file.
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -15,6 +20,114 @@
 namespace kforge::loader {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Flow nesting refused before parsing: yaml-cpp's depth guard counts its own recursion,
+// which reaches its limit a few hundred levels of [ or { deep, after seconds.
+constexpr int kDeepFlowNesting = 256;
+
+// What a path is when it is not a regular file, for the message that refuses it.
+const char* file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The file's text, or why it cannot be a pipeline file. Opened without blocking (a FIFO
+// with no writer would wait forever), checked to be a regular file (a device never ends)
+// and read up to the limit only (a file may grow while it is read).
+std::optional<std::string> read_bounded(const fs::path& path, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return std::nullopt;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    why = std::strerror(errno);
+    return std::nullopt;
+  }
+  if (!S_ISREG(info.st_mode)) {
+    why = fmt::format("it is {}; a pipeline file must be a regular file", file_type_name(info.st_mode));
+    return std::nullopt;
+  }
+  auto too_large = [&](uintmax_t size) {
+    why = fmt::format("it holds {}{} bytes; a pipeline file may hold at most {} bytes (1 MiB)",
+                      size > kMaxPipelineFileBytes ? "more than " : "", std::min<uintmax_t>(size, kMaxPipelineFileBytes),
+                      kMaxPipelineFileBytes);
+  };
+  if (static_cast<uintmax_t>(info.st_size) > kMaxPipelineFileBytes) {
+    too_large(static_cast<uintmax_t>(info.st_size));
+    return std::nullopt;
+  }
+  std::string text(kMaxPipelineFileBytes + 1, '\0');
+  size_t used = 0;
+  while (used < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + used, text.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = std::strerror(errno);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  if (used > kMaxPipelineFileBytes) {
+    too_large(used);
+    return std::nullopt;
+  }
+  text.resize(used);
+  return text;
+}
+
+// Where flow collections ([ ], { }) first nest kDeepFlowNesting levels deep, skipping
+// quoted text and comments; line 0 when they never do (deep block nesting is left to
+// yaml-cpp's guard).
+SourceLocation deep_nesting_place(const std::string& text, const std::string& shown) {
+  int line = 1, column = 0, depth = 0;
+  char quote = 0;
+  bool comment = false;
+  char previous = '\n';
+  for (size_t i = 0; i < text.size(); previous = text[i], ++i) {
+    const char c = text[i];
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+      comment = false;
+      continue;
+    }
+    if (comment) continue;
+    if (quote != 0) {
+      if (quote == '"' && c == '\\') {
+        ++i, ++column;  // the escaped character
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '#' && (previous == ' ' || previous == '\t' || previous == '\n')) {
+      comment = true;
+    } else if ((c == '"' || c == '\'') && std::strchr(" \t\n[{,:", previous) != nullptr) {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      if (++depth >= kDeepFlowNesting) return {shown, line, column};
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return {shown, 0, 0};
+}
+
+}  // namespace
 
 const SourceFile* Loader::read(const fs::path& absolute, const std::string& shown,
                                const std::optional<SourceLocation>& included_from) {
@@ -26,13 +139,15 @@ const SourceFile* Loader::read(const fs::path& absolute, const std::string& show
     }
     return nullptr;
   };
-  std::error_code ec;
-  if (fs::is_directory(absolute, ec)) return fail("it is a directory");
-  std::ifstream in(absolute, std::ios::binary);
-  if (!in) return fail(std::strerror(errno));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse(buffer.str(), shown, absolute.string(), absolute.parent_path().string());
+  if (files_.size() >= kMaxPipelineFiles) {
+    return fail(fmt::format("the pipeline already reads {} files (includes counted each time they are included); "
+                            "include fewer files",
+                            kMaxPipelineFiles));
+  }
+  std::string why;
+  std::optional<std::string> text = read_bounded(absolute, why);
+  if (!text) return fail(why);
+  return parse(*text, shown, absolute.string(), absolute.parent_path().string());
 }
 
 const SourceFile* Loader::parse(const std::string& text, const std::string& shown, const std::string& absolute,
@@ -49,9 +164,24 @@ const SourceFile* Loader::parse(const std::string& text, const std::string& show
   const SourceFile& ref = *file;
   files_.push_back(std::move(file));
 
+  const std::string too_deep =
+      fmt::format("invalid YAML: the value nests too deeply here (more than {} levels of [ ] or {{ }}); a pipeline "
+                  "needs a few levels: flatten it",
+                  kDeepFlowNesting);
+  // Found before parsing: the place where it gets too deep (yaml-cpp's own guard marks
+  // where its scanner stopped, often the end of the line), and at once (the parser's
+  // recursion over 10^5 brackets takes seconds).
+  if (const SourceLocation deep = deep_nesting_place(text, shown); deep.line > 0) {
+    error(deep, too_deep);
+    return nullptr;
+  }
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // Deep block nesting, which the bracket count does not see.
+    error({shown, e.mark.line + 1, e.mark.column + 1}, too_deep);
+    return nullptr;
   } catch (const YAML::Exception& e) {
     SourceLocation where{shown, 0, 0};
     if (e.mark.line >= 0) where = {shown, e.mark.line + 1, e.mark.column + 1};
@@ -137,7 +267,13 @@ void Loader::collect(const SourceFile& file, bool top, std::vector<const SourceF
   if (const Entry* vars = keys.find("vars")) collect_vars(file, *vars);
   if (const Entry* stages = keys.find("stages")) {
     if (stages->value.IsSequence()) {
-      for (const YAML::Node& stage : stages->value) stage_nodes_.emplace_back(&file, stage);
+      for (const YAML::Node& stage : stages->value) {
+        if (stage_nodes_.size() == kMaxStages) {
+          error_at(file, stage, fmt::format("a pipeline may have at most {} stages: this one has more", kMaxStages));
+          break;
+        }
+        stage_nodes_.emplace_back(&file, stage);
+      }
     } else if (!stages->value.IsNull()) {
       error_at(file, stages->value,
                fmt::format("stages must be a list of stages (- id: ..., uses: ...), got {}",

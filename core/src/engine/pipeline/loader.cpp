@@ -45,6 +45,25 @@ SourceLocation Loader::locate(const SourceFile& file, const YAML::Node& node) co
   return where;
 }
 
+SourceLocation Loader::locate_item(const SourceFile& file, const YAML::Node& item) const {
+  SourceLocation where = locate(file, item);
+  if (!item.IsNull() || where.line <= 0) return where;
+  // An empty item (a lone `-`) has no token of its own: yaml-cpp marks the next one, often
+  // on a later line. The item is where its `-` is: the last one before that mark, past
+  // blanks and comments.
+  for (int line = where.line; line >= 1 && static_cast<size_t>(line) <= file.lines.size(); --line) {
+    std::string_view text = file.lines[static_cast<size_t>(line) - 1];
+    if (line == where.line) text = text.substr(0, std::min(text.size(), static_cast<size_t>(where.column - 1)));
+    if (const size_t comment = text.find(" #"); comment != std::string_view::npos) text = text.substr(0, comment);
+    if (!text.empty() && text.front() == '#') text = {};
+    const size_t last = text.find_last_not_of(" \t");
+    if (last == std::string_view::npos) continue;
+    if (text[last] == '-') return {file.shown, line, static_cast<int>(last) + 1};
+    return where;
+  }
+  return where;
+}
+
 Plan Loader::load(const std::string& path) {
   Plan spec;
   const fs::path absolute = fs::absolute(path).lexically_normal();

@@ -29,6 +29,17 @@ struct StageKind;
 namespace kforge::loader {
 
 inline constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+// Input bounds (docs/pipelines.md#limits). A pipeline is a small hand-written file: these
+// refuse a device, a runaway include list or an alias bomb at once instead of filling
+// memory. Each pipeline file holds at most kMaxPipelineFileBytes; at most kMaxPipelineFiles
+// are read (an include counts each time it is included); a mapping parameter (YAML aliases
+// expanded) holds at most kMaxExpandedValues values and kMaxExpandedBytes of text; a
+// pipeline has at most kMaxStages stages.
+inline constexpr uintmax_t kMaxPipelineFileBytes = 1u << 20;
+inline constexpr size_t kMaxPipelineFiles = 256;
+inline constexpr size_t kMaxExpandedValues = 100000;
+inline constexpr size_t kMaxExpandedBytes = 16u << 20;
+inline constexpr size_t kMaxStages = 1000;
 inline const std::vector<std::string> kTopKeys = {"pipeline", "label", "include", "vars",
                                                   "tasks",    "max_in_flight", "stages"};
 inline const std::vector<std::string> kTopOnlyKeys = {"pipeline", "label", "tasks", "max_in_flight"};
@@ -146,6 +157,8 @@ class Loader {
   enum class Lookup { Found, Missing, Failed };
 
   SourceLocation locate(const SourceFile& file, const YAML::Node& node) const;
+  // A sequence item's place; an empty item's is its `-`, not the token after it.
+  SourceLocation locate_item(const SourceFile& file, const YAML::Node& item) const;
   const SourceFile* read(const std::filesystem::path& absolute, const std::string& shown,
                          const std::optional<SourceLocation>& included_from);
   // Keeps the text's lines for diagnostics; nullptr (reported) when it is not one YAML document.

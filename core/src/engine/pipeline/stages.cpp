@@ -185,11 +185,11 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, Plan& plan) 
 void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t index) {
   StageDraft draft;
   draft.file = &file;
-  draft.spec.where = locate(file, node);
+  draft.spec.where = locate_item(file, node);
   draft.id_where = draft.spec.where;
   if (!node.IsMap()) {
-    error_at(
-        file, node,
+    error(
+        draft.spec.where,
         fmt::format("each stage must be a mapping (- id: ..., uses: ...), got {}", shape_of(node)));
     graph_checkable_ = false;
     return;

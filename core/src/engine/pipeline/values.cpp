@@ -97,20 +97,38 @@ bool typed_scalar(kf_param_type type, const std::string& text, const std::string
   }
 }
 
-std::optional<Json> to_json(const YAML::Node& node, const std::string& subject,
-                            ValueSource& source) {
+// What one mapping parameter may expand to. YAML aliases share nodes, so a few hundred
+// bytes of anchors ("billion laughs") name 10^10 values: the conversion counts what it
+// builds and refuses the value before it fills memory.
+struct ExpansionBudget {
+  size_t values = 0;
+  size_t bytes = 0;
+  bool exceeded = false;
+  bool spend(size_t text_bytes) {
+    ++values;
+    bytes += text_bytes;
+    exceeded = exceeded || values > kMaxExpandedValues || bytes > kMaxExpandedBytes;
+    return !exceeded;
+  }
+};
+
+std::optional<Json> to_json(const YAML::Node& node, const std::string& subject, ValueSource& source,
+                            ExpansionBudget& budget) {
+  if (!node.IsScalar() && !budget.spend(0)) return std::nullopt;
   switch (node.Type()) {
     case YAML::NodeType::Scalar: {
       auto text = source.text(node);
       if (!text) return std::nullopt;
+      if (!budget.spend(text->size())) return std::nullopt;
       return is_quoted(node) ? Json(*text) : plain_scalar_json(*text);
     }
     case YAML::NodeType::Sequence: {
       Json array = Json::array();
       bool ok = true;
       for (const YAML::Node& item : node) {
-        auto value = to_json(item, subject, source);
+        auto value = to_json(item, subject, source, budget);
         ok = ok && value.has_value();
+        if (budget.exceeded) return std::nullopt;
         if (value) array.push_back(std::move(*value));
       }
       return ok ? std::optional<Json>(std::move(array)) : std::nullopt;
@@ -130,8 +148,9 @@ std::optional<Json> to_json(const YAML::Node& node, const std::string& subject,
           ok = false;
           continue;
         }
-        auto value = to_json(it->second, subject, source);
+        auto value = to_json(it->second, subject, source, budget);
         ok = ok && value.has_value();
+        if (budget.exceeded) return std::nullopt;
         if (value) object[key] = std::move(*value);
       }
       return ok ? std::optional<Json>(std::move(object)) : std::nullopt;
@@ -192,7 +211,15 @@ std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
                                       shape_of(value)));
       return std::nullopt;
     }
-    auto json = to_json(value, subject, source);
+    ExpansionBudget budget;
+    auto json = to_json(value, subject, source, budget);
+    if (budget.exceeded) {
+      source.error(value, fmt::format("{} expands to more than {} values or {} MiB of text (YAML aliases repeat "
+                                      "what their anchor names, so a few lines can name billions of values); "
+                                      "write the mapping out without nested aliases",
+                                      subject, kMaxExpandedValues, kMaxExpandedBytes >> 20));
+      return std::nullopt;
+    }
     if (!json) return std::nullopt;
     out.json = json_text(*json);
     return out;

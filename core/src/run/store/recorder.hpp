@@ -1,4 +1,5 @@
-// Records a run into a Store as it happens: each verdict and each finished job.
+// Records a run as it happens: each verdict into the Store, and each finished job into the
+// Store and then results.jsonl.
 #pragma once
 
 #include "api.hpp"
@@ -9,27 +10,36 @@
 #include <string>
 
 #include "engine/executor.hpp"
+#include "run/results.hpp"
 #include "run/store/store.hpp"
 
 namespace kforge {
 
-// A store failure never throws into the executor (verdict() runs on worker threads): it is
-// logged, the run is cancelled through `cancel`, and failure() says what went wrong.
+// A write failure never throws into the executor (verdict() runs on worker threads): it is
+// logged, the run is cancelled through `cancel`, failure() says what went wrong, and
+// nothing more is written, so the store and results.jsonl keep the same jobs.
 class RunRecorder : public RunObserver {
  public:
-  RunRecorder(Store& store, int64_t run, CancelToken& cancel) : store_(store), run_(run), cancel_(cancel) {}
+  // `results` (may be null) gets a job's line once the store has committed the job.
+  RunRecorder(Store& store, int64_t run, CancelToken& cancel, ResultsWriter* results = nullptr)
+      : store_(store), run_(run), cancel_(cancel), results_(results) {}
   void run_started(uint64_t expected_jobs) override;
   void verdict(const Job& job, const Verdict& verdict) override;
   void job_finished(const Job& job, const JobOutcome& outcome) override;
   std::string failure() const;
+  // Jobs this run committed to the store.
+  uint64_t saved_jobs() const;
 
  private:
-  void fail(const std::exception& e);
+  bool failed() const;
+  void fail(const std::string& why);
   Store& store_;
   int64_t run_;
   CancelToken& cancel_;
+  ResultsWriter* results_;
   mutable std::mutex mutex_;
   std::string failure_;
+  uint64_t saved_ = 0;
 };
 
 }  // namespace kforge

@@ -23,6 +23,9 @@ std::string now_iso() {
     hint = "; another kforge process may be writing to this output directory: wait for it or use another --out";
   } else if ((code & 0xff) == SQLITE_FULL) {
     hint = "; the disk is full: free space and run again with --resume";
+  } else if ((code & 0xff) == SQLITE_IOERR) {
+    hint = "; the disk may be full or failing, or a file size limit reached (ulimit -f): fix that and run again with "
+           "--resume";
   } else if ((code & 0xff) == SQLITE_READONLY || (code & 0xff) == SQLITE_CANTOPEN) {
     hint = "; check that the output directory exists and is writable";
   }

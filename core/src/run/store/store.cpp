@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +25,28 @@ constexpr int kBusyTimeoutMs = 10000;
 
 std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+// How a reader opens the database. SQLite reads a WAL database through a -shm file it
+// creates beside it; in a directory it cannot write (a read-only mount, an archive) it
+// cannot, so there the file is opened as immutable: nothing can be writing it (no run can
+// write that directory either), and with no -wal file left, the file holds every commit.
+std::string read_only_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      uri += c;
+    }
+  }
+  uri += "?mode=ro";
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const bool writable_dir = ::access(dir.empty() ? "." : dir.c_str(), W_OK) == 0;
+  std::error_code ec;
+  const bool wal_left = std::filesystem::file_size(path + "-wal", ec) > 0 && !ec;
+  if (!writable_dir && !wal_left) uri += "&immutable=1";
+  return uri;
+}
+
 // The latest schema: what a ReadWrite store migrates to.
 int current_schema() { return schema_migrations().back().to; }
 
@@ -32,13 +57,17 @@ Store::Store(const std::string& path, StoreMode mode) : path_(path) {
   if (read_only && !std::filesystem::exists(path)) {
     throw StoreError(fmt::format("no run store at '{}': is this a kforge output directory (run `kforge run ... --out DIR`)?", path));
   }
-  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                    SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+  if (sqlite3_open_v2(read_only ? read_only_uri(path).c_str() : path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
-    throw StoreError(fmt::format("cannot open the run store '{}': {}; check that the output directory exists and is {}",
-                                 path, message, read_only ? "readable" : "writable"));
+    throw StoreError(fmt::format("cannot open the run store '{}': {}; check that the output directory exists and is {}{}",
+                                 path, message, read_only ? "readable" : "writable",
+                                 read_only ? " (a store a killed run left with a -wal file cannot be read in a read-only "
+                                             "directory: copy the directory somewhere writable)"
+                                           : ""));
   }
   try {
     sqlite3_busy_timeout(db_, kBusyTimeoutMs);
@@ -56,6 +85,12 @@ Store::Store(const std::string& path, StoreMode mode) : path_(path) {
       exec_sql(db_, path_, "PRAGMA journal_mode = WAL");
       exec_sql(db_, path_, "PRAGMA synchronous = NORMAL");
       migrate(db_, schema_migrations(), path_);
+      struct stat info {};
+      if (::stat(path_.c_str(), &info) != 0) {
+        throw StoreError(fmt::format("the run store '{}' vanished as it was opened", path_));
+      }
+      device_ = info.st_dev;
+      inode_ = info.st_ino;
       schema_version_ = current_schema();
       statements_ = std::make_unique<Statements>(db_, path_);
     }
@@ -64,6 +99,17 @@ Store::Store(const std::string& path, StoreMode mode) : path_(path) {
     sqlite3_close(db_);
     db_ = nullptr;
     throw;
+  }
+}
+
+void Store::check_still_there() const {
+  struct stat info {};
+  const bool deleted = ::stat(path_.c_str(), &info) != 0;
+  if (deleted || info.st_dev != device_ || info.st_ino != inode_) {
+    throw StoreError(fmt::format(
+        "the run store '{}' was {} while the run was writing it: results would go where no report reads them. "
+        "The run stops; run again into an output directory nothing else touches",
+        path_, deleted ? "deleted" : "replaced by another file"));
   }
 }
 
@@ -245,6 +291,7 @@ void Store::record_attempt(int64_t run, const Job& job, const Verdict& v) {
       .bind(23, std::string(to_string(v.role)))
       .bind(24, static_cast<int64_t>(v.measured ? 1 : 0));
   s.run();
+  check_still_there();
   tx.commit();
 }
 
@@ -299,7 +346,39 @@ void Store::record_job(int64_t run, const JobOutcome& o) {
       .bind(23, o.gen_seconds)
       .bind(24, static_cast<int64_t>(o.cached_attempts));
   s.run();
+  check_still_there();
   tx.commit();
+}
+
+int Store::mark_abandoned_runs() {
+  std::lock_guard lock(mutex_);
+  writes();
+  Statement update(db_, path_, "UPDATE runs SET status = ?1, ended_at = ?2 WHERE status = ?3");
+  update.bind(1, std::string(to_string(RunStatus::Interrupted)))
+      .bind(2, now_iso())
+      .bind(3, std::string(to_string(RunStatus::Running)))
+      .run();
+  return sqlite3_changes(db_);
+}
+
+void Store::forget_jobs(int64_t series, const std::set<std::pair<std::string, int>>& jobs) {
+  std::lock_guard lock(mutex_);
+  Statements& w = writes();
+  Transaction tx(w.begin, w.commit, w.rollback);
+  Statement remove(db_, path_,
+                   "DELETE FROM jobs WHERE task_id = ?2 AND sample = ?3 AND run_id IN "
+                   "(SELECT id FROM runs WHERE series = ?1)");
+  for (const auto& [task, sample] : jobs) remove.bind(1, series).bind(2, task).bind(3, static_cast<int64_t>(sample)).run();
+  tx.commit();
+}
+
+uint64_t Store::count_jobs(int64_t run) {
+  std::lock_guard lock(mutex_);
+  Statement q(db_, path_, "SELECT COUNT(*) FROM jobs WHERE run_id = ?1");
+  q.bind(1, run);
+  uint64_t count = 0;
+  while (q.step()) count = static_cast<uint64_t>(q.integer(0));
+  return count;
 }
 
 std::set<std::pair<std::string, int>> Store::finished_jobs(int64_t series) {
@@ -312,5 +391,9 @@ std::set<std::pair<std::string, int>> Store::finished_jobs(int64_t series) {
   return done;
 }
 
+
+std::unique_ptr<Store> open_store_read_only(const std::string& out_dir) {
+  return std::make_unique<Store>((std::filesystem::path(out_dir) / kStoreFileName).string(), StoreMode::ReadOnly);
+}
 
 }  // namespace kforge

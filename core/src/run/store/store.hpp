@@ -9,6 +9,8 @@
 
 #include "api.hpp"
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -55,6 +57,9 @@ class KFORGE_API Store {
   int64_t begin_run(RunRecord run);
   void set_expected_jobs(int64_t run, uint64_t jobs);
   void end_run(int64_t run, RunStatus status);
+  // Marks runs still `running` as interrupted: called with the output directory's lock
+  // held, when no run can be alive there (they were killed). Returns how many.
+  int mark_abandoned_runs();
   std::vector<RunRecord> series_runs(int64_t series);
 
   // ---- what a run writes (thread-safe)
@@ -63,6 +68,11 @@ class KFORGE_API Store {
 
   // (task id, sample) of every job finished in the series: what --resume skips.
   std::set<std::pair<std::string, int>> finished_jobs(int64_t series);
+  // Removes the job rows of `jobs` from the series, so --resume runs them again: jobs whose
+  // results.jsonl line was lost (their verdict rows stay, as an unfinished job's do).
+  void forget_jobs(int64_t series, const std::set<std::pair<std::string, int>>& jobs);
+  // Job rows the run wrote.
+  uint64_t count_jobs(int64_t run);
 
   // ---- verdict cache (thread-safe)
   std::optional<CachedVerdict> find_cached(const std::string& key);
@@ -77,13 +87,23 @@ class KFORGE_API Store {
   void upsert_task(const Task& task);
   void put_artifact(const std::string& hash, const char* kind, const std::string& content);
   Statements& writes();  // throws in ReadOnly mode
+  // Throws StoreError when the file at path() is no longer the database this Store opened
+  // (deleted, or replaced by another file): writing on would go where nobody reads.
+  void check_still_there() const;
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  dev_t device_ = 0;  // the opened file's identity, for check_still_there()
+  ino_t inode_ = 0;
   int schema_version_ = 0;  // what the database holds: older than current only in ReadOnly mode
   std::mutex mutex_;
   std::unique_ptr<Statements> statements_;  // ReadWrite mode only
   std::string last_task_;  // the task upserted last: the k jobs of a task come together
 };
+
+// The store of a run's output directory, opened read-only: what `kforge report`, `compare`
+// and `show` read. Works in a directory this process cannot write (a read-only mount).
+// Throws StoreError when `out_dir` holds no store, saying what to do.
+KFORGE_API std::unique_ptr<Store> open_store_read_only(const std::string& out_dir);
 
 }  // namespace kforge

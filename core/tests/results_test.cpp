@@ -1,0 +1,97 @@
+// results.jsonl under write failures: a line is written whole or not at all, and --resume's
+// reconciliation leaves exactly the jobs the store finished.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "run/results.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+kforge::JobOutcome outcome(const std::string& task, int sample, const std::string& message = "") {
+  kforge::JobOutcome o;
+  o.task_id = task;
+  o.sample = sample;
+  o.message = message;
+  return o;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("kforge-results-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// In a child limited to `limit` bytes per file (as a disk that fills up mid-line): writes
+// lines until one fails; exits with the number of whole lines written, 100 + that on a
+// failure that was not reported.
+int write_until_full(const fs::path& path, rlim_t limit) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    const rlimit rl{limit, limit};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    kforge::ResultsWriter writer(path.string());
+    for (int i = 0; i < 50; ++i) {
+      if (!writer.append(outcome("task-" + std::to_string(i), 0, std::string(100, 'x')))) {
+        const bool said = writer.failure().find("File too large") != std::string::npos;
+        const bool stays_failed = !writer.append(outcome("later", 0));
+        _exit(said && stays_failed ? static_cast<int>(writer.lines_written()) : 100 + i);
+      }
+    }
+    _exit(99);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(ResultsWriter, AWriteCutShortByAFullDiskLeavesOnlyWholeLines) {
+  const fs::path dir = scratch("full");
+  const fs::path path = dir / "results.jsonl";
+  const std::string one_line = kforge::result_line(outcome("task-0", 0, std::string(100, 'x'))) + "\n";
+  // The limit falls inside the fourth line: the kernel writes part of it, then refuses.
+  const rlim_t limit = 3 * one_line.size() + one_line.size() / 2;
+  const int whole = write_until_full(path, limit);
+  ASSERT_EQ(whole, 3) << "whole lines written before the failure (>= 100: the failure went unreported)";
+  const std::string text = slurp(path);
+  EXPECT_EQ(text.size(), 3 * one_line.size()) << "the torn fourth line was cut off";
+  EXPECT_EQ(text.back(), '\n');
+  fs::remove_all(dir);
+}
+
+TEST(ReconcileResults, KeepsExactlyTheStoresJobsOnceAndReturnsTheMissing) {
+  const fs::path dir = scratch("reconcile");
+  const fs::path path = dir / "results.jsonl";
+  const std::string a = kforge::result_line(outcome("a", 0)), b = kforge::result_line(outcome("b", 0)),
+                    c = kforge::result_line(outcome("c", 1));
+  // b twice, c not in the store, a torn line at the end.
+  std::ofstream(path) << a << "\n" << b << "\n" << "not json\n" << b << "\n" << c << "\n" << a.substr(0, 10);
+  const auto missing = kforge::reconcile_results(path.string(), {{"a", 0}, {"b", 0}, {"d", 0}});
+  EXPECT_EQ(slurp(path), a + "\n" + b + "\n");
+  EXPECT_EQ(missing, (std::set<std::pair<std::string, int>>{{"d", 0}}));
+  // No file at all: every finished job is missing.
+  fs::remove(path);
+  EXPECT_EQ(kforge::reconcile_results(path.string(), {{"a", 0}}).size(), 1u);
+  EXPECT_EQ(slurp(path), "");
+  fs::remove_all(dir);
+}
+
+}  // namespace
