@@ -10,7 +10,7 @@ Input is real: clicks are mouse events dispatched at an element's position on th
                                              hostile content must stay text (report_detail_test)
     report_browser.py measure REPORT.html    load and filter timings of a large report
     report_browser.py screenshots REPORT.html DIR TASK SAMPLE
-                                             docs/img/report-*.png
+                                             docs/img/report-{tasks,candidate,diff}.png
 
 Exit status: 0 when every check held, 1 otherwise (each failure printed), 2 for bad usage.
 """
@@ -292,7 +292,7 @@ def measure(path):
 
 
 def screenshots(path, directory, task, sample):
-    browser = Browser(width=1280, height=860)
+    browser = Browser(width=1280, height=1000)
     try:
         open_report(browser, path)
         browser.evaluate("document.getElementById('task-browser').scrollIntoView()")
@@ -300,9 +300,11 @@ def screenshots(path, directory, task, sample):
         browser.evaluate("location.hash = 'task=' + encodeURIComponent(%s) + '&sample=' + %s"
                          % (json.dumps(task), json.dumps(str(sample))))
         browser.wait_for("document.querySelector('#candidate') !== null")
-        browser.evaluate("(function () { var d = document.querySelector('#candidate details.diff');"
-                         " (d || document.getElementById('candidate')).scrollIntoView(); window.scrollBy(0, -60); })()")
+        browser.evaluate("document.getElementById('candidate').scrollIntoView()")
         browser.screenshot(os.path.join(directory, "report-candidate.png"))
+        browser.evaluate("(function () { var d = document.querySelector('#candidate details.diff');"
+                         " if (d) { d.scrollIntoView(); window.scrollBy(0, -40); } })()")
+        browser.screenshot(os.path.join(directory, "report-diff.png"))
     finally:
         browser.close()
     return 0

@@ -9,7 +9,8 @@ const char* const kTaskBrowserStyle = R"css(
 .filters{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:6px 0 8px}
 .filters input,.filters select,#show-more{font:inherit;padding:3px 6px}
 #task-table tbody tr{cursor:pointer}#task-table tbody tr:hover,tr.selected{background:#eef3fc}
-#task-table td:nth-child(-n+4),#task-table td:nth-child(7){text-align:left}
+#task-table td:nth-child(-n+4),#task-table td:nth-child(7),#task-table td:nth-child(10){text-align:left}
+#task-table td:nth-child(n+5):nth-child(-n+9){white-space:nowrap}
 .st-solved,.st-pass{color:#1d7a3a;font-weight:600}.st-failed,.st-fail{color:#b03030;font-weight:600}
 .st-error{color:#a05a00;font-weight:600}
 #detail-view td,#detail-view th{text-align:left}
