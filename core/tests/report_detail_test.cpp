@@ -107,9 +107,11 @@ TEST_F(Investigation, HtmlCarriesCandidatesAsInertData) {
   const kforge::Report report = kforge::load_report(dir.path().string());
   const std::string html = kforge::render_html(report);
   const auto [blocks, markup] = split_scripts(html);
-  // Two scripts, the index and one block per task: no `</script>` in candidate content
-  // closed a block early (it would leave more, shorter blocks and markup behind).
-  ASSERT_EQ(blocks.size(), 2u + 1u + 3u);
+  // Two scripts, the index, the call that starts the task browser, and one block per task:
+  // no `</script>` in candidate content closed a block early (it would leave more, shorter
+  // blocks and markup behind).
+  ASSERT_EQ(blocks.size(), 2u + 1u + 1u + 3u);
+  EXPECT_EQ(blocks[3], "kforgeStartTaskBrowser();");
   // Outside the data, the hostile model name is in the tables as escaped text, not a tag.
   EXPECT_EQ(markup.find("<img"), std::string::npos);
   EXPECT_EQ(markup.find("<svg onload"), std::string::npos);
@@ -124,11 +126,11 @@ TEST_F(Investigation, HtmlCarriesCandidatesAsInertData) {
   EXPECT_EQ(index["tasks"][2]["category"], "<b>Evil</b>");
   EXPECT_EQ(index["tasks"][2]["models"][0], kforge_test::kHostileModel);
   EXPECT_TRUE(index["environment"].is_null());
-  const auto softmax = nlohmann::json::parse(blocks[3 + 1]);
+  const auto softmax = nlohmann::json::parse(blocks[4 + 1]);
   const auto& first = softmax["candidates"][0];
   EXPECT_EQ(softmax["artifacts"][first["rounds"][1]["diff"].get<std::string>()], kforge_test::kSoftmaxDiff);
   EXPECT_EQ(first["stages"][first["measurement"].get<size_t>()]["metrics"]["candidate_ms_p90"], 1.1);
-  const auto hostile = nlohmann::json::parse(blocks[3 + 2]);
+  const auto hostile = nlohmann::json::parse(blocks[4 + 2]);
   const auto& evil = hostile["candidates"][0];
   EXPECT_EQ(hostile["artifacts"][evil["rounds"][0]["code"].get<std::string>()], kforge_test::kHostileCode);
   EXPECT_EQ(evil["message"], kforge_test::kHostileMessage);

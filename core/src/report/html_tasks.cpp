@@ -135,7 +135,7 @@ TaskBrowserHtml task_browser_html(const Report& report) {
                            m.per_task.size());
   out.data = "<script type=\"application/json\" id=\"kf-index\">";
   append_script_json(out.data, index);
-  out.data += "</script>\n";
+  out.data += "</script>\n<script>kforgeStartTaskBrowser();</script>\n";
   out.data += details;
   return out;
 }

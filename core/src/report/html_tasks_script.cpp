@@ -1,4 +1,5 @@
 // The task browser's style and script (html_tasks.hpp says what they draw). The script
+// starts when the page calls kforgeStartTaskBrowser(), right after the task index. The script
 // builds every node with createElement and textContent: no string from the report's data
 // is ever parsed as markup, so hostile candidate code and messages stay text.
 #include "report/html_tasks.hpp"
@@ -239,8 +240,14 @@ const char* const kTaskBrowserScript = R"js(
     return box;
   }
   function taskView(task, sample) {
-    var d = detail(task), page = $('detail-view');
+    var page = $('detail-view');
     page.textContent = '';
+    if (!$('kf-task-' + task.at)) {  // its block is not parsed yet: draw it once the page is
+      page.appendChild(el('p', {text: 'loading the task\'s data\u2026'}));
+      document.addEventListener('DOMContentLoaded', route, {once: true});
+      return;
+    }
+    var d = detail(task);
     page.appendChild(el('p', null, [el('a', {href: '#', id: 'back'}, ['\u2190 all tasks'])]));
     page.appendChild(el('h2', {text: 'Task ' + task.id}));
     page.appendChild(facts([['status', task.status], ['category', task.category], ['class', task.complexity],
@@ -286,7 +293,9 @@ const char* const kTaskBrowserScript = R"js(
     })));
   }
 
-  document.addEventListener('DOMContentLoaded', function () {
+  // Called by the script right after the index, so that the table works while the browser
+  // still parses the tasks' blocks behind it (most of a large page).
+  window.kforgeStartTaskBrowser = function () {
     index = JSON.parse($('kf-index').textContent);
     index.tasks.forEach(function (t, i) { t.at = i; byId.set(t.id, t); });
     environment();
@@ -304,7 +313,8 @@ const char* const kTaskBrowserScript = R"js(
     filter();
     route();
     document.documentElement.setAttribute('data-tasks-ready', 'yes');
-  });
+    document.documentElement.setAttribute('data-tasks-ready-ms', String(Math.round(performance.now())));
+  };
 })();
 )js";
 
