@@ -22,6 +22,7 @@
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
 #include "report/report.hpp"
+#include "report/show.hpp"
 #include "run/progress.hpp"
 #include "run/session.hpp"
 #include "run/store/store.hpp"
@@ -250,6 +251,14 @@ int main(int argc, char** argv) {
   compare->add_option("dirs", compare_dirs, "Output directories, one per strategy")->required()->check(CLI::ExistingDirectory);
   compare->add_option("--format", compare_format, "text or md")->check(CLI::IsMember({"text", "md"}));
 
+  std::string show_dir;
+  std::string show_task;
+  std::optional<int> show_sample;
+  auto* show = app.add_subcommand("show", "A task's candidates: code per round, diffs, verdicts, logs, timings, model, cost");
+  show->add_option("dir", show_dir, "Output directory of a run (holds kforge.db)")->required()->check(CLI::ExistingDirectory);
+  show->add_option("task", show_task, "Task id, as in the report's task table")->required();
+  show->add_option("sample", show_sample, "Only this sample (default: every candidate of the task)")->check(CLI::NonNegativeNumber);
+
   auto* validate = app.add_subcommand("validate", "Check a pipeline without running anything");
   validate->add_option("pipeline", pipeline_path, "Pipeline YAML file")->required()->check(CLI::ExistingFile);
   validate->add_option("--set", sets, "Override, as for run");
@@ -288,6 +297,19 @@ int main(int argc, char** argv) {
         return kExitConfig;
       }
       return report_and_gate(kforge::load_report(report_dir), report_dir, formats, thresholds);
+    }
+    if (*show) {
+      if (!fs::exists(store_path(show_dir))) {
+        spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", show_dir, kforge::kStoreFileName);
+        return kExitConfig;
+      }
+      try {
+        fmt::print("{}", kforge::render_show(show_dir, show_task, show_sample));
+      } catch (const kforge::ShowError& e) {
+        spdlog::error("{}", e.what());
+        return kExitConfig;
+      }
+      return kExitOk;
     }
     if (*compare) {
       std::vector<kforge::Metrics> strategies;

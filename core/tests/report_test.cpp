@@ -148,7 +148,7 @@ TEST(ReportHtml, SelfContainedWithCharts) {
   EXPECT_EQ(html.find("url("), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_EQ(count(html, "http://"), count(html, "http://www.w3.org/2000/svg"));  // only SVG's namespace
-  EXPECT_NE(html.find("&lt;at&gt;"), std::string::npos);  // messages escaped
+  EXPECT_NE(html.find("\\u003cat>"), std::string::npos);  // messages are JSON data, '<' escaped
   EXPECT_EQ(html.find("<at>"), std::string::npos);
 }
 

@@ -1,10 +1,12 @@
 // The HTML report: one file, viewable offline. CSS and charts (SVG drawn here) are inline;
-// the only script records script errors into the page (for tests) and sorts tables.
+// one script records script errors into the page (for tests) and sorts tables, the other
+// is the task browser (html_tasks.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "report/html_tasks.hpp"
 #include "report/report.hpp"
 
 namespace kforge {
@@ -354,8 +356,9 @@ std::string render_html(const Report& report) {
   const Metrics& m = report.metrics;
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  out += fmt::format("<title>kforge report: {}</title><style>{}</style><script>{}</script></head>\n<body>\n",
-                     markup_escape(m.label), kStyle, kScript);
+  out += fmt::format("<title>kforge report: {}</title><style>{}{}</style><script>{}</script><script>{}</script></head>\n<body>\n",
+                     markup_escape(m.label), kStyle, kTaskBrowserStyle, kScript, kTaskBrowserScript);
+  out += "<main id=\"overview\">\n";
   out += fmt::format("<h1>kforge report: {}</h1>\n<div class=\"runs\">", markup_escape(m.label));
   for (const RunRecord& r : report.runs) {
     out += fmt::format("<div>run {}: {} ({}), {} to {}, {}, kforge {}, host {}</div>", r.id, markup_escape(r.pipeline),
@@ -382,7 +385,10 @@ std::string render_html(const Report& report) {
   if (m.pass_at_k.size() > 1) out += pass_at_k_chart(m);
   out += "</div>\n";
   for (const Table& t : report_tables(m)) out += html_table(t);
-  out += fmt::format("<details><summary>Tasks ({})</summary>\n{}</details>\n", m.per_task.size(), html_table(task_table(m)));
+  const TaskBrowserHtml tasks = task_browser_html(report);
+  out += tasks.markup;
+  out += "</main>\n<section id=\"detail-view\" hidden></section>\n";
+  out += tasks.data;
   out += "</body></html>\n";
   return out;
 }

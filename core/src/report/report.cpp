@@ -210,6 +210,7 @@ Report load_report(const std::string& directory) {
   report.directory = directory;
   report.runs = store.series_runs(latest->series);
   report.metrics = compute_metrics(store.load_dataset(latest->series));
+  report.candidates = store.load_candidates(latest->series);
   return report;
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "report/candidates.hpp"
 #include "report/metrics.hpp"
 #include "run/store/store.hpp"
 
@@ -26,6 +27,7 @@ struct Report {
   std::string directory;
   std::vector<RunRecord> runs;  // the series the jobs come from, oldest first
   Metrics metrics;
+  CandidateRecords candidates;  // every verdict of every candidate: the HTML report's detail views
 };
 
 // The report of the latest series of runs in `directory` (its kforge.db).

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/executor.hpp"
+#include "report/candidates.hpp"
 #include "report/metrics.hpp"
 #include "run/store/run_record.hpp"
 #include "run/store/store_error.hpp"
@@ -80,6 +81,9 @@ class KFORGE_API Store {
 
   // ---- reports: the finished jobs of a series, in job order.
   Dataset load_dataset(int64_t series);
+  // What the detail views show: the series' finished jobs with every verdict, in job order;
+  // only `task_id`'s when given (candidates.cpp).
+  CandidateRecords load_candidates(int64_t series, const std::string* task_id = nullptr);
 
  private:
   struct Statements;
