@@ -10,6 +10,8 @@
 #include "report/candidates.hpp"
 #include "report/report.hpp"
 #include "run/store/store.hpp"
+
+#include <memory>
 #include "util/edit_distance.hpp"
 
 namespace kforge {
@@ -171,7 +173,8 @@ std::string terminal_safe(const std::string& text) {
 }
 
 std::string render_show(const std::string& directory, const std::string& task_id, std::optional<int> sample) {
-  Store store((std::filesystem::path(directory) / kStoreFileName).string(), StoreMode::ReadOnly);
+  const std::unique_ptr<Store> opened = open_store_read_only(directory);
+  Store& store = *opened;
   const std::optional<RunRecord> latest = store.latest_run();
   if (!latest) throw ShowError(fmt::format("'{}' holds no run yet", directory));
   const CandidateRecords records = store.load_candidates(latest->series, &task_id);
