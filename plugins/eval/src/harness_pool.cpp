@@ -155,6 +155,9 @@ HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, 
   }
   HarnessResponse response = call_through_gate(*server, request, use, budget, task);
   response.device = server->spec().device;
+  if (const nlohmann::json ready = server->ready_info(); ready.is_object() && ready.contains("environment")) {
+    response.environment = ready["environment"];
+  }
   return response;
 }
 

@@ -10,6 +10,7 @@
 #include "api.hpp"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,10 @@ class KFORGE_API Store {
 
   // ---- reports: the finished jobs of a series, in job order.
   Dataset load_dataset(int64_t series);
+  // ---- exports: per finished job of a series, keyed by (task id, sample), the metrics (a
+  // JSON object's text) of the last run-role verdict of its final round: the timings and
+  // differences eval.run measured. Jobs no run stage judged are absent (run_metrics.cpp).
+  std::map<std::pair<std::string, int>, std::string> load_run_metrics(int64_t series);
 
  private:
   struct Statements;
