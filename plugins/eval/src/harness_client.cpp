@@ -416,6 +416,13 @@ json HarnessServer::ready_info() const {
   return process_ && process_->state() == Process::State::Ready ? process_->ready_info() : json();
 }
 
+json HarnessServer::started_ready_info(Clock::time_point deadline) {
+  std::string error;
+  const std::shared_ptr<Process> process = running_process(deadline, error);
+  if (!process) throw std::runtime_error(error);
+  return process->ready_info();
+}
+
 bool HarnessServer::take_slot(const CallBudget& budget) {
   std::unique_lock lock(mutex_);
   while (free_slots_ == 0) {

@@ -101,6 +101,9 @@ class HarnessServer {
   pid_t pid() const;
   // The ready line of the running server (empty when none runs).
   nlohmann::json ready_info() const;
+  // The ready line, starting the server first when none runs; throws std::runtime_error
+  // saying why when it cannot start by `deadline`.
+  nlohmann::json started_ready_info(std::chrono::steady_clock::time_point deadline);
 
  private:
   class Process;

@@ -3,6 +3,7 @@
 #include "python_env.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <regex>
 #include <stdexcept>
@@ -63,6 +64,26 @@ const std::vector<std::shared_ptr<HarnessServer>>& HarnessPool::servers(std::str
   }
   error = resolve_error_;
   return servers_;
+}
+
+std::string HarnessPool::judge_identity() {
+  std::vector<std::shared_ptr<HarnessServer>> all;
+  {
+    std::lock_guard lock(mutex_);
+    std::string error;
+    all = servers(error);
+    if (all.empty()) throw std::runtime_error(error);
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(settings_.start_timeout_seconds));
+  std::string identity;
+  for (const auto& server : all) {
+    nlohmann::json ready = server->started_ready_info(deadline);
+    ready.erase("pid");
+    identity += ready.dump() + '\n';
+  }
+  return identity;
 }
 
 namespace {

@@ -57,6 +57,11 @@ class HarnessPool {
   // a cpu without memory_gb (no admission by memory).
   std::optional<double> budget_mb(const std::string& device) const;
 
+  // What judges on these devices, for the verdict cache's key: each server's ready line
+  // less what changes between starts of the same software on the same machine (its pid).
+  // Starts the servers; throws std::runtime_error when one cannot start.
+  std::string judge_identity();
+
  private:
   HarnessResponse call_through_gate(HarnessServer& server, nlohmann::json request, DeviceUse use,
                                     const CallBudget& budget, const std::string& task);

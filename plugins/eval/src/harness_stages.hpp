@@ -77,6 +77,8 @@ class RunStage {
   // Without candidate code, the task's reference runs as its own candidate. Sets
   // candidate.device and run.task_sizes.
   StageResult process(const EvalJob& job) const;
+  // The verdict cache's key material: what judges (HarnessPool::judge_identity).
+  std::string judge_identity() const { return pool_->judge_identity(); }
 
  private:
   std::shared_ptr<HarnessPool> pool_;

@@ -490,6 +490,9 @@ class Run : public kforge::sdk::Stage {
     // Timings belong to this run's machine and moment: never replayed unless asked.
     if (timing_) job.mark_measured();
   }
+  // A verdict holds for the harness, torch, Triton and device that gave it: a cached one
+  // from another machine or toolchain is not reused.
+  std::string cache_key(const Job&) const { return stage_.judge_identity(); }
 
  private:
   eval::RunStage stage_;

@@ -12,10 +12,6 @@
 
 namespace kforge::eval {
 
-// Task attribute: the memory budget (MB) the harness fits the task's sizes to before
-// running it (kforge_harness/fit.py); 0: sizes as they are.
-inline constexpr const char* kTaskFitMemoryMb = "task.fit_memory_mb";
-
 struct TaskListOptions {
   std::string dir;                            // absolute, or relative to the working directory
   std::string manifest = "manifest.yaml";     // relative to dir; the default may be absent

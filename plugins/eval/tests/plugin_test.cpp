@@ -1,8 +1,11 @@
-// The built plugin, driven through its C ABI as the runtime drives it.
-#include "fake_host.hpp"
+// The built plugin, driven through its C ABI by the SDK's test kit (kforge/testing.hpp):
+// the real host and parameter loader, as a pipeline run drives it.
 #include "test_env.hpp"
 
 #include <gtest/gtest.h>
+#include <kforge/testing.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <set>
 
@@ -10,6 +13,29 @@ namespace kforge::eval::testing {
 namespace {
 
 using nlohmann::json;
+using kforge::testing::TestJob;
+using kforge::testing::TestTask;
+
+const kf_plugin_descriptor* eval_plugin() {
+  static const kf_plugin_descriptor* descriptor = kforge::testing::load_plugin(KFORGE_EVAL_PLUGIN_FILE);
+  return descriptor;
+}
+
+// The kind's name, once the plugin under test is loaded.
+const std::string& loaded(const std::string& kind) {
+  eval_plugin();
+  return kind;
+}
+
+// The kit's harnesses with the parameters written as JSON, which is YAML too.
+struct StageUnderTest : kforge::testing::StageHarness {
+  StageUnderTest(const std::string& kind, const json& params, const std::string& base_dir = ".")
+      : StageHarness(loaded(kind), params.dump(), base_dir) {}
+};
+struct SourceUnderTest : kforge::testing::SourceHarness {
+  SourceUnderTest(const std::string& kind, const json& params, const std::string& base_dir = ".")
+      : SourceHarness(loaded(kind), params.dump(), base_dir) {}
+};
 
 json harness_params() { return {{"python", test_python()}, {"harness_dir", harness_dir()}, {"max_children", 2}}; }
 
@@ -39,11 +65,11 @@ TEST(Plugin, DeclaresItsKinds) {
 TEST(Plugin, TaskSourceEmitsTheBundledSuite) {
   SourceUnderTest source("tasks.kernelbench", {{"path", "kernelbench-mini"}}, repo_dir() + "/examples");
   ASSERT_EQ(source.create_error(), "");
-  const int64_t count = source.count();
+  const std::optional<uint64_t> count = source.count();
   const auto tasks = source.drain();
-  EXPECT_EQ(count, static_cast<int64_t>(tasks.size()));
+  EXPECT_EQ(count, std::optional<uint64_t>(tasks.size()));
   ASSERT_GE(tasks.size(), 40u);
-  const FakeTask& relu = tasks.front();
+  const TestTask& relu = tasks.front();
   EXPECT_EQ(relu.strings.at(KF_KEY_TASK_ID), "001_relu");
   EXPECT_EQ(relu.strings.at(KF_KEY_TASK_COMPLEXITY), "C1");
   EXPECT_EQ(relu.strings.at(KF_KEY_TASK_CATEGORY), "Activation");
@@ -56,7 +82,7 @@ TEST(Plugin, TaskSourceEmitsTheBundledSuite) {
   EXPECT_EQ(relu.strings.at(KF_KEY_TASK_PATH).front(), '/');
 
   SourceUnderTest limited("tasks.kernelbench", {{"path", examples_dir()}, {"include", {"04*"}}, {"limit", 3}});
-  EXPECT_EQ(limited.count(), 3);
+  EXPECT_EQ(limited.count(), std::optional<uint64_t>(3));
   SourceUnderTest missing("tasks.kernelbench", {{"path", "no-such-dir"}}, repo_dir());
   EXPECT_NE(missing.create_error().find("no-such-dir"), std::string::npos) << missing.create_error();
 }
@@ -67,16 +93,16 @@ TEST(Plugin, TaskSourceSetsTheFitBudgetWhereTheProfileGivesNoSizes) {
   ASSERT_EQ(fitted.create_error(), "");
   const auto tasks = fitted.drain();
   ASSERT_FALSE(tasks.empty());
-  for (const FakeTask& task : tasks) EXPECT_EQ(task.numbers.at("task.fit_memory_mb"), 256);
+  for (const TestTask& task : tasks) EXPECT_EQ(task.numbers.at("task.fit_memory_mb"), 256);
   SourceUnderTest profiled("tasks.kernelbench", {{"path", "kernelbench-mini"}, {"fit_memory_mb", 256}},
                            repo_dir() + "/examples");
   EXPECT_EQ(profiled.drain().front().numbers.at("task.fit_memory_mb"), 0);  // 001_relu has small sizes
 }
 
-FakeJob job_for_task(const std::string& id, int sample = 0) {
+TestJob job_for_task(const std::string& id, int sample = 0) {
   for (const TaskEntry& task : bundled_tasks()) {
     if (task.id != id) continue;
-    FakeJob job;
+    TestJob job;
     job.strings[KF_KEY_TASK_ID] = task.id;
     job.strings[KF_KEY_TASK_PATH] = task.path;
     job.strings[KF_KEY_TASK_FORMAT] = task.format;
@@ -91,21 +117,21 @@ FakeJob job_for_task(const std::string& id, int sample = 0) {
 TEST(Plugin, FileCandidatesSetCodeOrFailWithNoCandidate) {
   StageUnderTest files("candidates.files", {{"dir", "candidates/cpp"}, {"language", "cpp"}}, examples_dir());
   ASSERT_EQ(files.create_error(), "");
-  FakeJob second = job_for_task("001_relu", 1);
+  TestJob second = job_for_task("001_relu", 1);
   EXPECT_EQ(files.process(second), "");
-  EXPECT_EQ(second.status, KF_VERDICT_PASS);
+  EXPECT_EQ(second.verdict.status, KF_VERDICT_PASS);
   EXPECT_EQ(second.strings.at(KF_KEY_CANDIDATE_LANGUAGE), "cpp");
   EXPECT_EQ(second.strings.at("candidate.file"), examples_dir() + "/candidates/cpp/001_relu.1.py");
   EXPECT_EQ(second.strings.at(KF_KEY_CANDIDATE_CODE), read_file(examples_dir() + "/candidates/cpp/001_relu.1.py"));
 
-  FakeJob missing = job_for_task("001_relu", 7);
+  TestJob missing = job_for_task("001_relu", 7);
   EXPECT_EQ(files.process(missing), "");
-  EXPECT_EQ(missing.status, KF_VERDICT_FAIL);
-  EXPECT_EQ(missing.error_class, "no_candidate");
+  EXPECT_EQ(missing.verdict.status, KF_VERDICT_FAIL);
+  EXPECT_EQ(missing.verdict.error_class, "no_candidate");
   EXPECT_EQ(missing.strings.count(KF_KEY_CANDIDATE_CODE), 0u);
 
   StageUnderTest broken("candidates.files", {{"dir", "candidates/broken"}, {"language", "cpp"}}, examples_dir());
-  FakeJob tagged = job_for_task("001_relu", 0);
+  TestJob tagged = job_for_task("001_relu", 0);
   broken.process(tagged);
   EXPECT_EQ(tagged.strings.at("candidate.tag"), "compile_error");
 
@@ -124,18 +150,32 @@ TEST(Plugin, CppLadderThroughTheAbi) {
   StageUnderTest run("eval.run", with(harness_params(), {{"tolerance", "seed000"}, {"timing", true}, {"timing_trials", 3}}));
   for (StageUnderTest* stage : {&check, &compile, &run}) ASSERT_EQ(stage->create_error(), "");
 
-  FakeJob job = job_for_task("019_softmax");
+  TestJob job = job_for_task("019_softmax");
   for (StageUnderTest* stage : {&files, &check, &compile, &run}) {
     job.next_stage();
     ASSERT_EQ(stage->process(job), "");
-    ASSERT_TRUE(job.verdict_set);
-    ASSERT_EQ(job.status, KF_VERDICT_PASS) << job.error_class << ": " << job.message << "\n" << job.log_tail;
+    ASSERT_TRUE(job.verdict.given);
+    ASSERT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.error_class << ": " << job.verdict.message << "\n" << job.log_tail;
   }
   EXPECT_NE(job.strings.at("check.cpp_source").find("extern \"C\""), std::string::npos);
   EXPECT_EQ(job.strings.at("compile.artifact").substr(job.strings.at("compile.artifact").size() - 3), ".so");
   EXPECT_LE(job.metric("max_abs_diff"), 1e-3);
   EXPECT_GT(job.metric("candidate_ms"), 0);
   EXPECT_GT(job.metric("speedup"), 0);
+}
+
+TEST(Plugin, RunCacheKeyNamesTheJudgesSoftwareAndDevice) {
+  KFORGE_REQUIRE_TORCH();
+  StageUnderTest run("eval.run", harness_params());
+  ASSERT_EQ(run.create_error(), "");
+  const std::optional<std::string> key = run.cache_key(job_for_task("002_gelu"));
+  ASSERT_TRUE(key.has_value());
+  const json ready = json::parse(key->substr(0, key->find('\n')));
+  EXPECT_EQ(ready.at("device"), "cpu");
+  EXPECT_FALSE(ready.at("torch").get<std::string>().empty());
+  EXPECT_FALSE(ready.at("harness_version").get<std::string>().empty());
+  EXPECT_FALSE(ready.contains("pid"));  // the same software on the same machine keys alike
+  EXPECT_EQ(run.cache_key(job_for_task("001_relu")), key);
 }
 
 TEST(Plugin, BadParametersFailCreation) {
@@ -158,9 +198,9 @@ TEST(Plugin, RunWithAUserRuleObject) {
   StageUnderTest run("eval.run", with(harness_params(), {{"rule", {{"kind", "share_over_limit"}, {"rtol", 1e-2}, {"max_share", 0.5}}},
                                                           {"trials", 2}}));
   ASSERT_EQ(run.create_error(), "");
-  FakeJob job = job_for_task("002_gelu");  // no candidate code: the reference against itself
+  TestJob job = job_for_task("002_gelu");  // no candidate code: the reference against itself
   ASSERT_EQ(run.process(job), "");
-  EXPECT_EQ(job.status, KF_VERDICT_PASS) << job.message;
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
 }
 
 }  // namespace
