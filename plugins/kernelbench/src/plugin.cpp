@@ -24,7 +24,7 @@ constexpr const char* kTaskSizeScale = "task.size_scale";
 constexpr const char* kTaskFitMemoryMb = "task.fit_memory_mb";
 constexpr const char* kCandidateFile = "candidate.file";
 // KernelBench's problem id (the number the file name starts with), for kernelbench.candidates.
-constexpr const char* kTaskProblem = "kernelbench.problem";
+constexpr const char* kTaskProblem = "task.kernelbench_problem";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -40,7 +40,7 @@ class Tasks : public kforge::sdk::Source {
   static constexpr const char* kDoc =
       "The problems of a KernelBench checkout as they are: KERNELBENCH/level<L>/<P>_<Name>.py for each level and "
       "problem id asked for. Task ids are level<L>/<P>_<Name>. Sets task.id/name/path/source/level/format "
-      "(kernelbench-torch)/sizes/size_scale/fit_memory_mb and kernelbench.problem.";
+      "(kernelbench-torch)/sizes/size_scale/fit_memory_mb and task.kernelbench_problem.";
   static std::vector<Param> params() {
     return {{"kernelbench_dir", KF_PARAM_STRING, nullptr, true,
              "The KernelBench folder of a checkout, the one holding level1/, level2/, ... (relative to the pipeline "

@@ -11,7 +11,7 @@
 #   roundtrip_test.sh KFORGE_BINARY SOURCE_DIR WORK_DIR
 set -euo pipefail
 kforge=$1
-src=$2
+src=$(cd "$2" && pwd)  # absolute: --set paths are relative to the pipeline file
 work=$3
 here="$src/plugins/kernelbench/tests"
 data="$here/data"
