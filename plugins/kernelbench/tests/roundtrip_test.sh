@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # KernelBench in and out through the real CLI, on the CPU: a run folder in KernelBench's
-# layout (tests/data/runs/mini: two correct samples, a wrong value, a wrong shape, a syntax
+# layout (examples/kernelbench-run/runs/mini: two correct samples, a wrong value, a wrong shape, a syntax
 # error, two missing samples, a file for a problem the checkout lacks) against a checkout of
-# our own tasks (tests/data/KernelBench), evaluated by kforge, exported to KernelBench's
+# our own tasks (examples/kernelbench-run/KernelBench), evaluated by kforge, exported to KernelBench's
 # eval_results.json and baseline file, scored by KernelBench's fast_p rule in
 # roundtrip_check.py and compared with kforge's report.json. Then: every output file is valid
 # against its schema in docs/schemas, `kforge schema` prints those files, records carry the
@@ -15,6 +15,7 @@ src=$(cd "$2" && pwd)  # absolute: --set paths are relative to the pipeline file
 work=$3
 here="$src/plugins/kernelbench/tests"
 data="$here/data"
+example="$src/examples/kernelbench-run"
 
 python=""
 for candidate in "${KFORGE_PYTHON:-}" /usr/bin/python3 python3; do
@@ -68,7 +69,7 @@ assert results["3"][0]["compiled"] is True and "correctness_issue" in results["3
 assert results["2"][0]["metadata"]["max_difference"], results["2"]
 PY
 "$python" "$here/roundtrip_check.py" "$work/kb/eval_results.json" "$work/kb/baseline_time_torch.json" \
-  "$data/KernelBench/level1" 1 "$out/report.json"
+  "$example/KernelBench/level1" 1 "$out/report.json"
 
 echo "== schemas"
 for name in results report records; do
@@ -109,8 +110,8 @@ if "$kforge" export "$out" --format kernelbench --level 2 --to "$work/none" 2>"$
 fi
 grep -q "no task of level 2" "$work/level.err" || { cat "$work/level.err"; fail "unclear refusal"; }
 for backend in cuda triton; do
-  "$kforge" validate "$src/pipelines/kernelbench-run.yaml" --set kernelbench="$data/KernelBench" \
-    --set run="$data/runs/mini" --set backend=$backend --set problems=1-3 >/dev/null ||
+  "$kforge" validate "$src/pipelines/kernelbench-run.yaml" --set kernelbench="$example/KernelBench" \
+    --set run="$example/runs/mini" --set backend=$backend --set problems=1-3 >/dev/null ||
     fail "pipelines/kernelbench-run.yaml does not validate with backend=$backend"
 done
 echo "PASS"
