@@ -8,6 +8,7 @@ packages=(
   libcurl4-openssl-dev libsqlite3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev chromium
   python3 python3-torch python3-numpy python3-yaml
+  python3-jsonschema  # validates results.jsonl, report.json and records against docs/schemas in the tests
   libtorch-dev python3-dev pybind11-dev  # headers for compiling load_inline CUDA candidates (eval.compile.cuda)
 )
 

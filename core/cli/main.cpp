@@ -10,6 +10,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -21,8 +22,11 @@
 #include "engine/executor.hpp"
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
+#include "report/environment.hpp"
+#include "report/export.hpp"
 #include "report/report.hpp"
 #include "report/show.hpp"
+#include "report/schemas.hpp"
 #include "run/progress.hpp"
 #include "run/session.hpp"
 #include "run/store/store.hpp"
@@ -270,7 +274,32 @@ int main(int argc, char** argv) {
   auto* describe = plugins->add_subcommand("describe", "Show a stage or source kind's parameters");
   describe->add_option("kind", kind_name, "Kind name, e.g. demo.sleep")->required();
 
-  auto* schema = app.add_subcommand("schema", "Print the JSON Schema of the pipeline format");
+  auto* schema = app.add_subcommand("schema", "Print a JSON Schema: of the pipeline format, or of an output file");
+  bool schema_results = false;
+  bool schema_report = false;
+  bool schema_records = false;
+  auto* results_flag = schema->add_flag("--results", schema_results, "The schema of a results.jsonl line");
+  auto* report_flag = schema->add_flag("--report", schema_report, "The schema of report.json");
+  auto* records_flag =
+      schema->add_flag("--records", schema_records, "The schema of a records.jsonl line (kforge export --format records)");
+  results_flag->excludes(report_flag, records_flag);
+  report_flag->excludes(records_flag);
+
+  std::string export_dir;
+  std::string export_format_name;
+  std::string export_to;
+  std::optional<int> export_level;
+  auto* export_command =
+      app.add_subcommand("export", "Write an output directory's results in another tool's format (read-only)");
+  export_command->add_option("dir", export_dir, "Output directory of a run (holds kforge.db)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  export_command->add_option("--format", export_format_name, "kernelbench (eval_results.json, baseline timings) or records")
+      ->required()
+      ->check(CLI::IsMember({"kernelbench", "records"}));
+  export_command->add_option("--to", export_to, "Directory to write into (default: the output directory)");
+  export_command->add_option("--level", export_level, "kernelbench: the level to export when the run has several")
+      ->check(CLI::PositiveNumber);
 
   // Usage errors are configuration errors: exit 2, as docs/cli.md says (CLI11's own codes
   // would collide with ours).
@@ -326,6 +355,39 @@ int main(int argc, char** argv) {
       } else {
         fmt::print("{}", kforge::render_text({table}));
       }
+      for (const auto& difference : kforge::environment_mismatches(strategies)) spdlog::warn("{}", difference);
+      return kExitOk;
+    }
+    if (*export_command) {
+      if (!fs::exists(store_path(export_dir))) {
+        spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", export_dir, kforge::kStoreFileName);
+        return kExitConfig;
+      }
+      const kforge::ExportFormat format = *kforge::parse_export_format(export_format_name);
+      std::vector<kforge::ExportFile> files;
+      try {
+        files = kforge::export_files(kforge::load_export_input(export_dir), format, {export_level});
+      } catch (const kforge::ExportError& e) {
+        spdlog::error("{}", e.what());
+        return kExitConfig;
+      }
+      const fs::path to = export_to.empty() ? fs::path(export_dir) : fs::path(export_to);
+      fs::create_directories(to);
+      for (const auto& file : files) {
+        const fs::path path = to / file.name;
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << file.content;
+        out.close();
+        if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
+        fmt::print("{}\n", path.string());
+      }
+      return kExitOk;
+    }
+    if (*schema && (schema_results || schema_report || schema_records)) {
+      const auto which = schema_results  ? kforge::OutputSchema::Results
+                         : schema_report ? kforge::OutputSchema::Report
+                                         : kforge::OutputSchema::Records;
+      fmt::print("{}", kforge::output_schema(which));
       return kExitOk;
     }
   } catch (const std::exception& e) {

@@ -1,7 +1,11 @@
 #include "report/html_tasks.hpp"
 
-#include <fmt/format.h>
+#include "report/environment.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -107,9 +111,19 @@ TaskBrowserHtml task_browser_html(const Report& report) {
     append_script_json(details, task_detail_json(candidates, report.candidates.artifacts));
     details += "</script>\n";
   }
-  // `environment` stays null until the store records the machines a run used; the page
-  // shows it above the task table when it is an object.
-  const json index = {{"strategy", m.label}, {"environment", nullptr}, {"tasks", tasks}};
+  // What judged the run (report/environment.hpp), one field per row above the task table;
+  // a field whose value differed between the run's servers lists every value. Null for a
+  // store that recorded none (older than schema 3).
+  std::map<std::string, std::vector<std::string>> fields;  // field -> its values, first seen first
+  for (const EnvironmentUse& use : m.environments) {
+    for (const auto& [field, value] : use.facts) {
+      std::vector<std::string>& values = fields[field];
+      if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+    }
+  }
+  json environment = nullptr;
+  for (const auto& [field, values] : fields) environment[field] = fmt::format("{}", fmt::join(values, ", "));
+  const json index = {{"strategy", m.label}, {"environment", environment}, {"tasks", tasks}};
 
   TaskBrowserHtml out;
   out.markup = fmt::format(R"html(<section id="task-browser">

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/outcome.hpp"
+#include "report/environment.hpp"
 
 namespace kforge {
 
@@ -152,6 +153,7 @@ struct Metrics {
   uint64_t cache_hits = 0;
   std::vector<SelectionRow> selection;
   std::vector<TaskResult> per_task;  // in task order of first appearance
+  std::vector<EnvironmentUse> environments;  // what judged the jobs (environment.hpp)
 };
 
 inline constexpr double kFastPThresholds[] = {0, 0.5, 0.8, 1, 1.5, 2};

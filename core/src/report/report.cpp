@@ -241,6 +241,7 @@ std::vector<Table> report_tables(const Metrics& m) {
   tables.push_back(fast_p_table(m));
   if (!m.pass_at_k.empty()) tables.push_back(pass_at_k_table(m));
   if (!m.selection.empty()) tables.push_back(selection_table(m));
+  if (!m.environments.empty()) tables.push_back(environment_table(m.environments));
   return tables;
 }
 
@@ -333,7 +334,7 @@ std::string render_markdown_tables(const std::vector<Table>& tables) {
 std::string render_json(const Report& report) {
   const Metrics& m = report.metrics;
   json out;
-  out["kforge_report"] = 1;
+  out["kforge_report"] = 2;  // docs/schemas/report.schema.json; 2 added "environments"
   out["strategy"] = m.label;
   auto& runs = out["runs"] = json::array();
   for (const RunRecord& r : report.runs) {
@@ -341,6 +342,11 @@ std::string render_json(const Report& report) {
                     {"kforge_version", r.kforge_version}, {"host", r.host}, {"devices", r.devices},
                     {"expected_jobs", r.expected_jobs}, {"started_at", r.started_at}, {"ended_at", r.ended_at},
                     {"status", r.status}});
+  }
+  auto& environments = out["environments"] = json::array();
+  for (const EnvironmentUse& use : m.environments) {
+    json facts = use.facts;
+    environments.push_back({{"facts", std::move(facts)}, {"jobs", use.jobs}});
   }
   out["summary"] = {{"tasks", m.tasks},
                     {"solved", share_json(m.solved)},

@@ -31,6 +31,10 @@ std::string result_line(const JobOutcome& o) {
   constexpr size_t kPrefix = std::string_view("candidate.").size();
   for (const auto& [key, value] : o.candidate_text) line[key.substr(kPrefix)] = value;
   for (const auto& [key, value] : o.candidate_numbers) line[key.substr(kPrefix)] = value;
+  if (!o.environment.empty()) {
+    auto environment = nlohmann::ordered_json::parse(o.environment, nullptr, false);
+    if (environment.is_object()) line["environment"] = std::move(environment);
+  }
   auto& stages = line["stages"] = nlohmann::ordered_json::array();
   for (const Verdict& v : o.verdicts) {
     nlohmann::ordered_json s;

@@ -28,6 +28,9 @@ inline constexpr const char* kAttrRunDevice = "candidate.device";
 // the task file, as the reference worker saw them; the fitter's choice under
 // task.fit_memory_mb).
 inline constexpr const char* kAttrRunTaskSizes = "run.task_sizes";
+// What judged the job: the harness server's ready-line "environment" (PROTOCOL.md), as JSON;
+// the engine's well-known run.environment (docs/reports.md#environment).
+inline constexpr const char* kAttrRunEnvironment = "run.environment";
 // Task attributes the task source sets beyond the well-known KF_KEY_TASK_* ones.
 inline constexpr const char* kTaskSizes = "task.sizes";
 inline constexpr const char* kTaskSizeScale = "task.size_scale";

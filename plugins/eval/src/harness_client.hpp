@@ -52,6 +52,7 @@ struct HarnessResponse {
   std::vector<std::string> flags;
   nlohmann::json task_sizes = nlohmann::json::object();  // the sizes the task ran at (run, compile)
   std::string device;  // the device of the server that answered (set by HarnessPool)
+  nlohmann::json environment;  // that server's ready line "environment" (set by HarnessPool)
 
   static HarnessResponse harness_error(std::string message, std::string log_tail = {});
   static HarnessResponse from_json(const nlohmann::json& body);

@@ -81,6 +81,8 @@ std::string HarnessPool::judge_identity() {
   for (const auto& server : all) {
     nlohmann::json ready = server->started_ready_info(deadline);
     ready.erase("pid");
+    // Machines alike but for their names judge alike (a cluster's nodes).
+    if (ready.contains("environment") && ready["environment"].is_object()) ready["environment"].erase("host");
     identity += ready.dump() + '\n';
   }
   return identity;
@@ -178,6 +180,9 @@ HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, 
   }
   HarnessResponse response = call_through_gate(*server, request, use, budget, task);
   response.device = server->spec().device;
+  if (const nlohmann::json ready = server->ready_info(); ready.is_object() && ready.contains("environment")) {
+    response.environment = ready["environment"];
+  }
   return response;
 }
 

@@ -59,7 +59,7 @@ class HarnessPool {
   std::optional<double> budget_mb(const std::string& device) const;
 
   // What judges on these devices, for the verdict cache's key: each server's ready line
-  // less what changes between starts of the same software on the same machine (its pid).
+  // (versions, device, environment) less its pid and the host's name.
   // Starts the servers; throws std::runtime_error when one cannot start.
   std::string judge_identity();
 

@@ -255,6 +255,7 @@ StageResult RunStage::process(const EvalJob& job) const {
   StageResult result = result_from_response(response);
   if (!response.device.empty()) result.attributes.emplace_back(kAttrRunDevice, response.device);
   if (!response.task_sizes.empty()) result.attributes.emplace_back(kAttrRunTaskSizes, response.task_sizes.dump());
+  if (response.environment.is_object()) result.attributes.emplace_back(kAttrRunEnvironment, response.environment.dump());
   if (!note.empty()) result.log_tail = note + result.log_tail;
   return result;
 }

@@ -33,9 +33,13 @@ Dataset Store::load_dataset(int64_t series) {
   // time); attempts of jobs a killed run left unfinished have no job row and never count.
   const std::string facts = schema_version_ >= 2 ? "device, compiled_rounds, eval_seconds, gen_seconds, cached_attempts"
                                                   : "NULL, NULL, NULL, NULL, NULL";
+  // Schema 3 added the environment that judged each job.
+  const std::string environment = schema_version_ >= 3
+                                      ? "(SELECT content FROM artifacts WHERE artifacts.hash = jobs.environment_hash)"
+                                      : "NULL";
   Statement jobs(db_, path_,
                  ("SELECT task_id, sample, jobs.status, round, error_class, message, model, tokens_in, tokens_out, cost, "
-                  "speedup, job_index, stage, language, attempts, seconds, " + facts +
+                  "speedup, job_index, stage, language, attempts, seconds, " + facts + ", " + environment +
                   " FROM jobs JOIN runs ON runs.id = jobs.run_id WHERE runs.series = ?1 ORDER BY job_index, jobs.run_id")
                      .c_str());
   jobs.bind(1, series);
@@ -70,6 +74,7 @@ Dataset Store::load_dataset(int64_t series) {
     j.eval_seconds = jobs.real(18);
     j.gen_seconds = jobs.real(19);
     j.cached_attempts = static_cast<int>(jobs.integer(20));
+    if (!jobs.is_null(21)) j.environment = jobs.text(21);
     data.jobs.push_back(std::move(j));
   }
   return data;

@@ -133,10 +133,18 @@ DELETE FROM verdict_cache;
   run_script(db, kChanges, "adding roles and job facts");
 }
 
+// Version 3: the environment that judged each job (run.environment), kept once per
+// distinct content in artifacts (kind `environment`).
+void add_job_environment_v3(sqlite3* db) {
+  run_script(db, "ALTER TABLE jobs ADD COLUMN environment_hash TEXT REFERENCES artifacts(hash);",
+             "adding job environments");
+}
+
 }  // namespace
 
 const std::vector<Migration>& schema_migrations() {
-  static const std::vector<Migration> steps = {{1, create_schema_v1}, {2, add_roles_and_job_facts_v2}};
+  static const std::vector<Migration> steps = {
+      {1, create_schema_v1}, {2, add_roles_and_job_facts_v2}, {3, add_job_environment_v3}};
   return steps;
 }
 

@@ -26,9 +26,9 @@ struct Store::Statements {
         job(db, path,
             "INSERT INTO jobs (run_id, task_id, sample, job_index, status, round, stage, error_class, message, "
             "model, language, tokens_in, tokens_out, cost, speedup, code_hash, attempts, seconds, finished_at, "
-            "device, compiled_rounds, eval_seconds, gen_seconds, cached_attempts) "
+            "device, compiled_rounds, eval_seconds, gen_seconds, cached_attempts, environment_hash) "
             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-            "?22, ?23, ?24)"),
+            "?22, ?23, ?24, ?25)"),
         find_cached(db, path, "SELECT verdict, strings, numbers FROM verdict_cache WHERE key = ?1"),
         put_cached(db, path,
                    "INSERT OR REPLACE INTO verdict_cache (key, verdict, strings, numbers, created_at) "

@@ -311,6 +311,7 @@ void Store::record_job(int64_t run, const JobOutcome& o) {
     if (o.compiled_in_round[r] != 0) rounds.push_back(r);
   }
   const std::string compiled_rounds = dump(rounds);
+  const std::string environment_hash = o.environment.empty() ? "" : sha256_hex(o.environment);
 
   std::lock_guard lock(mutex_);
   Statements& w = writes();
@@ -320,6 +321,7 @@ void Store::record_job(int64_t run, const JobOutcome& o) {
     last_task_ = o.task_id;
   }
   if (!o.code.empty()) put_artifact(code_hash, "code", o.code);
+  if (!o.environment.empty()) put_artifact(environment_hash, "environment", o.environment);
   Statement& s = w.job;
   s.bind(1, run)
       .bind(2, o.task_id)
@@ -344,7 +346,8 @@ void Store::record_job(int64_t run, const JobOutcome& o) {
       .bind(21, o.compile_evidence ? &compiled_rounds : nullptr)
       .bind(22, o.eval_seconds)
       .bind(23, o.gen_seconds)
-      .bind(24, static_cast<int64_t>(o.cached_attempts));
+      .bind(24, static_cast<int64_t>(o.cached_attempts))
+      .bind(25, o.environment.empty() ? nullptr : &environment_hash);
   s.run();
   check_still_there();
   tx.commit();

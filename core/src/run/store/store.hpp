@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -84,6 +85,10 @@ class KFORGE_API Store {
   // What the detail views show: the series' finished jobs with every verdict, in job order;
   // only `task_id`'s when given (candidates.cpp).
   CandidateRecords load_candidates(int64_t series, const std::string* task_id = nullptr);
+  // ---- exports: per finished job of a series, keyed by (task id, sample), the metrics (a
+  // JSON object's text) of the last run-role verdict of its final round: the timings and
+  // differences eval.run measured. Jobs no run stage judged are absent (run_metrics.cpp).
+  std::map<std::pair<std::string, int>, std::string> load_run_metrics(int64_t series);
 
  private:
   struct Statements;

@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-from . import HARNESS_VERSION, protocol
+from . import HARNESS_VERSION, environment, protocol
 from .devices import Device
 
 
@@ -59,7 +59,8 @@ def serve(args):
     sys.stdout.write(protocol.encode({
         "ready": True, "pid": os.getpid(), "python": sys.executable,
         "torch": torch.__version__, "triton": triton_version, "device": device.name,
-        "mode": args.mode, "harness_version": HARNESS_VERSION}))
+        "mode": args.mode, "harness_version": HARNESS_VERSION,
+        "environment": environment.describe(device, torch, triton_version)}))
     sys.stdout.flush()
     try:
         return server.Server(device, args.mode, args.max_children, scratch,

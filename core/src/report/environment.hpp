@@ -1,0 +1,42 @@
+// The environments that judged a run's jobs (kRunEnvironmentKey: GPU model, driver,
+// CUDA, torch, Triton, compilers, host), as reports show them and as `kforge compare` checks
+// them: timings from different hardware or software are not comparable.
+#pragma once
+
+#include "api.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/outcome.hpp"
+
+namespace kforge {
+
+struct Table;
+struct Metrics;
+
+struct EnvironmentUse {
+  std::map<std::string, std::string> facts;  // field -> value, as the harness reported them
+  uint64_t jobs = 0;                         // finished jobs it judged
+};
+
+// The distinct environments of `jobs`, in order of first appearance; jobs without one
+// (no run stage judged them, or a store older than schema 3) are not counted.
+std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs);
+
+// One row per environment; nullopt-like empty rows when there is none.
+Table environment_table(const std::vector<EnvironmentUse>& environments);
+
+// The fields whose difference makes timings incomparable: hardware and the software that
+// builds or runs a kernel (not the host's name: two identical machines compare fine).
+inline constexpr const char* kTimingRelevantFields[] = {"gpu", "driver", "cuda", "torch", "triton",
+                                                        "nvcc", "cxx", "cpu", "python"};
+
+// One sentence per difference between the first strategy's environments and each other's,
+// e.g. "'b' was timed on gpu NVIDIA A100 ..., 'a' on NVIDIA H100 ...", and one per strategy
+// that recorded none; empty when all were judged alike.
+KFORGE_API std::vector<std::string> environment_mismatches(const std::vector<Metrics>& strategies);
+
+}  // namespace kforge

@@ -1,0 +1,301 @@
+#include "report/export.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+#include "run/store/store.hpp"
+
+namespace kforge {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+enum class Outcome { Passed, Shape, Dtype, Numerical, Compile, Runtime, Timeout, Rejected, NoCandidate, Evaluation, Other };
+
+// kforge's error classes (plugins/eval/harness/kforge_harness/protocol.py and the engine's
+// KF_ERROR_*) by what they say about the candidate. docs/reports.md#exports lists the table.
+Outcome outcome_of_job(const JobOutcome& job) {
+  if (job.passed()) return Outcome::Passed;
+  static const std::map<std::string, Outcome> kByClass = {
+      {"shape_mismatch", Outcome::Shape},       {"dtype_mismatch", Outcome::Dtype},
+      {"numerical_mismatch", Outcome::Numerical}, {"syntax_error", Outcome::Compile},
+      {"compile_error", Outcome::Compile},      {"init_error", Outcome::Runtime},
+      {"runtime_error", Outcome::Runtime},      {"device_error", Outcome::Runtime},
+      {"crash", Outcome::Runtime},              {"out_of_memory", Outcome::Runtime},
+      {"timeout", Outcome::Timeout},            {"stage_timeout", Outcome::Timeout},
+      {"checker_rejected", Outcome::Rejected},  {"cheat_detected", Outcome::Rejected},
+      {"no_candidate", Outcome::NoCandidate}};
+  if (job.status == VerdictStatus::Error && !kByClass.count(job.error_class)) return Outcome::Evaluation;
+  const auto it = kByClass.find(job.error_class);
+  return it == kByClass.end() ? Outcome::Other : it->second;
+}
+
+const char* outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Passed: return "passed";
+    case Outcome::Shape: return "incorrect shape";
+    case Outcome::Dtype: return "incorrect dtype";
+    case Outcome::Numerical: return "incorrect numerical";
+    case Outcome::Compile: return "compile error";
+    case Outcome::Runtime: return "runtime error";
+    case Outcome::Timeout: return "timeout";
+    case Outcome::Rejected: return "rejected";
+    case Outcome::NoCandidate: return "no candidate";
+    case Outcome::Evaluation: return "evaluation error";
+    case Outcome::Other: return "failed";
+  }
+  return "failed";
+}
+
+std::optional<double> number(const nlohmann::json& metrics, const char* name) {
+  if (!metrics.is_object()) return std::nullopt;
+  const auto it = metrics.find(name);
+  if (it == metrics.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+ojson nullable(std::optional<double> value) { return value ? ojson(*value) : ojson(nullptr); }
+
+std::map<std::string, std::string> environment_facts(const JobOutcome& job) {
+  std::map<std::string, std::string> facts;
+  const auto parsed = nlohmann::json::parse(job.environment.empty() ? "{}" : job.environment, nullptr, false);
+  if (!parsed.is_object()) return facts;
+  for (const auto& [key, value] : parsed.items()) facts[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  return facts;
+}
+
+// KernelBench's "hardware": torch.cuda.get_device_name(), i.e. the GPU's model; kforge's
+// environment names it "gpu" (the CPU's model on a cpu device).
+std::string hardware_of(const JobOutcome& job) {
+  const auto facts = environment_facts(job);
+  for (const char* key : {"gpu", "cpu"}) {
+    if (auto it = facts.find(key); it != facts.end()) return it->second;
+  }
+  return job.device.empty() ? "unknown" : job.device;
+}
+
+// KernelBench's runtime_stats from kforge's metrics under `prefix` (candidate_ms or
+// reference_ms): the mean when the harness measured one, else its median, said so in
+// `statistic`; std/min/max/num_trials only where measured: never made up.
+ojson timing_stats(const nlohmann::json& metrics, const std::string& prefix, const JobOutcome& job,
+                   std::string& statistic) {
+  ojson stats = ojson::object();
+  const auto mean = number(metrics, (prefix + "_mean").c_str());
+  const auto median = number(metrics, prefix.c_str());
+  if (!mean && !median) return stats;
+  statistic = mean ? "mean" : "median";
+  stats["mean"] = mean ? *mean : *median;
+  for (const char* field : {"std", "min", "max"}) {
+    if (auto value = number(metrics, (prefix + "_" + field).c_str())) stats[field] = *value;
+  }
+  if (auto trials = number(metrics, "timing_trials")) stats["num_trials"] = static_cast<int64_t>(*trials);
+  stats["hardware"] = hardware_of(job);
+  stats["device"] = job.device.empty() ? "unknown" : job.device;
+  return stats;
+}
+
+std::string six_decimals(double value) { return fmt::format("{:.6f}", value); }
+
+}  // namespace
+
+std::optional<ExportFormat> parse_export_format(const std::string& name) {
+  if (name == "kernelbench") return ExportFormat::KernelBench;
+  if (name == "records") return ExportFormat::Records;
+  return std::nullopt;
+}
+
+std::string common_status(const JobOutcome& job) { return outcome_name(outcome_of_job(job)); }
+
+std::optional<int> problem_id_of(const std::string& task_name) {
+  size_t digits = 0;
+  while (digits < task_name.size() && digits < 9 && std::isdigit(static_cast<unsigned char>(task_name[digits]))) ++digits;
+  if (digits == 0) return std::nullopt;
+  return std::stoi(task_name.substr(0, digits));
+}
+
+ojson kernelbench_entry(const JobOutcome& job, const nlohmann::json& metrics) {
+  ojson metadata = ojson::object();
+  metadata["hardware"] = hardware_of(job);
+  metadata["device"] = job.device.empty() ? "unknown" : job.device;
+  const Outcome outcome = outcome_of_job(job);
+  const auto trials = number(metrics, "trials");
+  switch (outcome) {
+    case Outcome::Passed:
+      if (trials) metadata["correctness_trials"] = fmt::format("({} / {})", static_cast<int64_t>(*trials), static_cast<int64_t>(*trials));
+      break;
+    case Outcome::Compile:
+      metadata["compilation_error_name"] = job.error_class;
+      metadata["compilation_error"] = job.message;
+      break;
+    case Outcome::Runtime:
+    case Outcome::Timeout:
+      metadata["runtime_error"] = job.message;
+      metadata["runtime_error_name"] = job.error_class;
+      break;
+    case Outcome::Shape:
+    case Outcome::Dtype:
+    case Outcome::Numerical:
+      metadata["correctness_issue"] = job.message;
+      if (auto max_diff = number(metrics, "max_abs_diff")) metadata["max_difference"] = ojson::array({six_decimals(*max_diff)});
+      if (auto mean_diff = number(metrics, "mean_abs_diff")) metadata["avg_difference"] = ojson::array({six_decimals(*mean_diff)});
+      break;
+    default:
+      break;
+  }
+  if (!job.passed()) {
+    // What KernelBench has no key for stays findable: kforge's own verdict.
+    metadata["kforge_status"] = outcome_name(outcome);
+    metadata["kforge_error_class"] = job.error_class;
+    metadata["kforge_stage"] = job.stage;
+    metadata["kforge_message"] = job.message;
+  }
+  if (number(metrics, "suspicious_speedup")) metadata["excessive_speedup"] = true;
+
+  ojson entry;
+  entry["sample_id"] = job.sample;
+  entry["compiled"] = job.compiled();
+  entry["correctness"] = job.passed();
+  std::string statistic;
+  ojson stats = job.passed() ? timing_stats(metrics, "candidate_ms", job, statistic) : ojson::object();
+  if (!statistic.empty() && statistic != "mean") metadata["kforge_runtime_statistic"] = statistic;
+  entry["metadata"] = std::move(metadata);
+  entry["runtime"] = stats.contains("mean") ? stats["mean"].get<double>() : -1.0;
+  entry["runtime_stats"] = std::move(stats);
+  return entry;
+}
+
+ojson export_record(const Dataset& data, const JobOutcome& job, const nlohmann::json& metrics) {
+  const auto task = data.tasks.find(job.task_id);
+  ojson r;
+  r["kforge_record"] = 1;
+  r["strategy"] = data.label;
+  r["task"] = job.task_id;
+  r["task_name"] = task == data.tasks.end() ? job.task_id : task->second.name;
+  r["level"] = task == data.tasks.end() ? ojson(nullptr) : ojson(task->second.level);
+  r["category"] = task == data.tasks.end() ? "" : task->second.category;
+  r["sample"] = job.sample;
+  r["round"] = job.round;
+  r["status"] = common_status(job);
+  r["error_class"] = job.error_class;
+  r["message"] = job.message;
+  r["stage"] = job.stage;
+  r["language"] = job.language;
+  r["model"] = job.model;
+  r["device"] = job.device;
+  r["correctness_trials"] = nullable(number(metrics, "trials"));
+  r["max_abs_error"] = nullable(number(metrics, "max_abs_diff"));
+  r["mean_abs_error"] = nullable(number(metrics, "mean_abs_diff"));
+  r["max_rel_error"] = nullable(number(metrics, "max_rel_error"));
+  r["latency_ms"] = nullable(number(metrics, "candidate_ms"));
+  r["latency_p90_ms"] = nullable(number(metrics, "candidate_ms_p90"));
+  r["reference_latency_ms"] = nullable(number(metrics, "reference_ms"));
+  r["reference_latency_p90_ms"] = nullable(number(metrics, "reference_ms_p90"));
+  r["speedup"] = nullable(job.speedup);
+  const auto facts = environment_facts(job);
+  r["environment"] = facts.empty() ? ojson(nullptr) : ojson(facts);
+  return r;
+}
+
+ExportInput load_export_input(const std::string& directory) {
+  Store store((std::filesystem::path(directory) / kStoreFileName).string(), StoreMode::ReadOnly);
+  const std::optional<RunRecord> latest = store.latest_run();
+  if (!latest) {
+    throw ExportError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
+  }
+  ExportInput input;
+  input.data = store.load_dataset(latest->series);
+  for (auto& [key, text] : store.load_run_metrics(latest->series)) {
+    auto parsed = nlohmann::json::parse(text, nullptr, false);
+    if (parsed.is_object()) input.run_metrics.emplace(key, std::move(parsed));
+  }
+  return input;
+}
+
+namespace {
+
+const nlohmann::json& metrics_of(const ExportInput& input, const JobOutcome& job) {
+  static const nlohmann::json kNone = nlohmann::json::object();
+  const auto it = input.run_metrics.find({job.task_id, job.sample});
+  return it == input.run_metrics.end() ? kNone : it->second;
+}
+
+std::vector<ExportFile> kernelbench_files(const ExportInput& input, const ExportOptions& options) {
+  const Dataset& data = input.data;
+  auto task_of = [&](const JobOutcome& job) -> const TaskInfo& {
+    const auto it = data.tasks.find(job.task_id);
+    if (it == data.tasks.end()) throw ExportError("the store has no task row for job task '" + job.task_id + "'");
+    return it->second;
+  };
+  std::set<int> levels;
+  for (const JobOutcome& job : data.jobs) levels.insert(static_cast<int>(task_of(job).level));
+  if (options.level && !levels.count(*options.level)) {
+    throw ExportError(fmt::format("the run has no task of level {} (its levels: {})", *options.level, fmt::join(levels, ", ")));
+  }
+  if (!options.level && levels.size() > 1) {
+    throw ExportError(fmt::format(
+        "the run has tasks of levels {}; KernelBench keeps one level per eval_results.json: pass --level", fmt::join(levels, ", ")));
+  }
+  const int level = options.level ? *options.level : (levels.empty() ? 1 : *levels.begin());
+
+  // Problem id -> (task id, entries by sample); KernelBench orders problems by id.
+  std::map<int, std::pair<std::string, std::map<int, ojson>>> problems;
+  ojson baseline = ojson::object();
+  std::map<int, ojson> baseline_by_id;
+  std::map<int, std::string> baseline_names;
+  for (const JobOutcome& job : data.jobs) {
+    const TaskInfo& task = task_of(job);
+    if (static_cast<int>(task.level) != level) continue;
+    const auto id = problem_id_of(task.name);
+    if (!id) {
+      throw ExportError("task '" + job.task_id + "' is no KernelBench problem: its name '" + task.name +
+                        "' does not start with a problem id");
+    }
+    auto& [owner, entries] = problems[*id];
+    if (owner.empty()) owner = job.task_id;
+    if (owner != job.task_id) {
+      throw ExportError(fmt::format("tasks '{}' and '{}' both have problem id {} in level {}", owner, job.task_id, *id, level));
+    }
+    const nlohmann::json& metrics = metrics_of(input, job);
+    if (!baseline_by_id.count(*id)) {
+      std::string statistic;
+      ojson stats = timing_stats(metrics, "reference_ms", job, statistic);
+      if (!stats.empty()) {
+        baseline_by_id[*id] = std::move(stats);
+        baseline_names[*id] = task.name + ".py";
+      }
+    }
+    // A sample the run folder did not have was never evaluated: KernelBench has no entry for it.
+    if (job.error_class == "no_candidate") continue;
+    entries[job.sample] = kernelbench_entry(job, metrics);
+  }
+  ojson results = ojson::object();
+  for (auto& [id, problem] : problems) {
+    if (problem.second.empty()) continue;
+    ojson list = ojson::array();
+    for (auto& [sample, entry] : problem.second) list.push_back(std::move(entry));
+    results[std::to_string(id)] = std::move(list);
+  }
+  ojson level_baseline = ojson::object();
+  for (auto& [id, stats] : baseline_by_id) level_baseline[baseline_names[id]] = std::move(stats);
+  baseline["level" + std::to_string(level)] = std::move(level_baseline);
+  const auto dump = [](const ojson& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; };
+  return {{"eval_results.json", dump(results)}, {"baseline_time_torch.json", dump(baseline)}};
+}
+
+}  // namespace
+
+std::vector<ExportFile> export_files(const ExportInput& input, ExportFormat format, const ExportOptions& options) {
+  if (format == ExportFormat::KernelBench) return kernelbench_files(input, options);
+  std::string lines;
+  for (const JobOutcome& job : input.data.jobs) {
+    lines += export_record(input.data, job, metrics_of(input, job)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    lines += '\n';
+  }
+  return {{"records.jsonl", lines}};
+}
+
+}  // namespace kforge

@@ -1,0 +1,164 @@
+// The kforge_kernelbench plugin: KernelBench's own files, read as they are. The task source
+// kernelbench.tasks lists the problems of a KernelBench checkout; the stage
+// kernelbench.candidates takes each job's candidate from a KernelBench run folder. eval.run
+// (plugin eval) judges them; `kforge export --format kernelbench` writes the results back in
+// KernelBench's shape (docs/kernelbench.md).
+#include "run_folder.hpp"
+
+#include <kforge/sdk.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using kforge::sdk::Config;
+using kforge::sdk::Job;
+using kforge::sdk::Param;
+namespace kb = kforge::kernelbench;
+
+// Task attributes the eval plugin's stages read (plugins/eval/src/eval_job.hpp names them).
+constexpr const char* kTaskSizes = "task.sizes";
+constexpr const char* kTaskSizeScale = "task.size_scale";
+constexpr const char* kTaskFitMemoryMb = "task.fit_memory_mb";
+constexpr const char* kCandidateFile = "candidate.file";
+// KernelBench's problem id (the number the file name starts with), for kernelbench.candidates.
+constexpr const char* kTaskProblem = "task.kernelbench_problem";
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return text.str();
+}
+
+class Tasks : public kforge::sdk::Source {
+ public:
+  static constexpr const char* kName = "kernelbench.tasks";
+  static constexpr const char* kDoc =
+      "The problems of a KernelBench checkout as they are: KERNELBENCH/level<L>/<P>_<Name>.py for each level and "
+      "problem id asked for. Task ids are level<L>/<P>_<Name>. Sets task.id/name/path/source/level/format "
+      "(kernelbench-torch)/sizes/size_scale/fit_memory_mb and task.kernelbench_problem.";
+  static std::vector<Param> params() {
+    return {{"kernelbench_dir", KF_PARAM_STRING, nullptr, true,
+             "The KernelBench folder of a checkout, the one holding level1/, level2/, ... (relative to the pipeline "
+             "file)."},
+            {"levels", KF_PARAM_STRING_LIST, "[1]", false, "Levels to evaluate, e.g. [1, 2]."},
+            {"problems", KF_PARAM_STRING_LIST, "[]", false,
+             "Problem ids or ranges, e.g. [1-10, 19]; empty: every problem of the levels. Each must exist in every "
+             "level asked for."},
+            {"run_dir", KF_PARAM_STRING, "", false,
+             "The run folder the candidates come from: its kernel files for problems not listed here are reported "
+             "as a warning (they would otherwise go unnoticed); empty: no such check."},
+            Param{"size_scale", KF_PARAM_FLOAT, "1.0", false,
+                  "Factor for every module-level integer size >= 16 (e.g. 0.01 to run KernelBench's GPU sizes on a "
+                  "CPU); 1: KernelBench's sizes."}
+                .above(0),
+            Param{"fit_memory_mb", KF_PARAM_FLOAT, "0", false,
+                  "Memory budget (MB) the harness shrinks each problem's sizes to, keeping it valid; 0: off."}
+                .at_least(0)};
+  }
+
+  explicit Tasks(const Config& cfg) : size_scale_(cfg.number("size_scale")), fit_memory_mb_(cfg.number("fit_memory_mb")) {
+    std::vector<int> levels;
+    for (const std::string& level : cfg.list("levels")) {
+      const std::vector<int> one = kb::parse_problem_ids({level});
+      levels.insert(levels.end(), one.begin(), one.end());
+    }
+    if (levels.empty()) throw std::invalid_argument("levels is empty: name at least one level, e.g. [1]");
+    problems_ = kb::list_problems(cfg.path("kernelbench_dir"), levels, kb::parse_problem_ids(cfg.list("problems")));
+    const std::string run_dir = cfg.path("run_dir");
+    if (!run_dir.empty()) {
+      const auto stray = kb::unmatched_kernel_files(run_dir, problems_);
+      if (!stray.empty()) {
+        std::string names;
+        for (size_t i = 0; i < stray.size() && i < 10; ++i) names += (i ? ", " : "") + stray[i];
+        if (stray.size() > 10) names += ", ...";
+        kforge::sdk::log(KF_LOG_WARN, "kernelbench",
+                         std::to_string(stray.size()) + " kernel file(s) in " + run_dir +
+                             " belong to no problem of this run (levels/problems) and are not evaluated: " + names);
+      }
+    }
+  }
+
+  bool next(kforge::sdk::Task& task) override {
+    if (next_ >= problems_.size()) return false;
+    const kb::Problem& p = problems_[next_++];
+    task.set(KF_KEY_TASK_ID, p.task_id);
+    task.set(KF_KEY_TASK_NAME, p.name);
+    task.set(KF_KEY_TASK_PATH, p.path);
+    task.set(KF_KEY_TASK_SOURCE, read_file(p.path));
+    task.set_number(KF_KEY_TASK_LEVEL, p.level);
+    task.set(KF_KEY_TASK_FORMAT, "kernelbench-torch");
+    task.set(kTaskSizes, "{}");
+    task.set_number(kTaskSizeScale, size_scale_);
+    task.set_number(kTaskFitMemoryMb, fit_memory_mb_);
+    task.set_number(kTaskProblem, p.id);
+    return true;
+  }
+  std::optional<uint64_t> count() const override { return problems_.size(); }
+
+ private:
+  std::vector<kb::Problem> problems_;
+  size_t next_ = 0;
+  double size_scale_;
+  double fit_memory_mb_;
+};
+
+class Candidates : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "kernelbench.candidates";
+  static constexpr kf_stage_role kRole = KF_ROLE_GENERATE;
+  static constexpr const char* kDoc =
+      "Takes sample S of a kernelbench.tasks problem from a KernelBench run folder: "
+      "RUN/level_<L>_problem_<P>_sample_<S>_kernel.py, as KernelBench's generate_samples.py writes it. Sets "
+      "candidate.code, candidate.language and candidate.file; a sample with no file fails with no_candidate "
+      "(never another sample in its place).";
+  static std::vector<Param> params() {
+    return {{"run_dir", KF_PARAM_STRING, nullptr, true, "The run folder, runs/<run> (relative to the pipeline file)."},
+            Param{"language", KF_PARAM_STRING, "cuda", false,
+                  "Backend of the kernels: cuda (load_inline, KernelBench's default), triton, cpp or python."}
+                .one_of({"cuda", "triton", "cpp", "python"})};
+  }
+  explicit Candidates(const Config& cfg) : run_dir_(cfg.path("run_dir")), language_(cfg.string("language")) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(run_dir_, ec)) {
+      throw std::invalid_argument("run folder '" + run_dir_ + "' does not exist");
+    }
+  }
+  void process(Job& job) override {
+    const auto level = job.number(KF_KEY_TASK_LEVEL);
+    const auto problem = job.number(kTaskProblem);
+    if (!level || !problem) {
+      return job.error("task_error", "task " + job.get_or(KF_KEY_TASK_ID) +
+                                         " has no KernelBench level and problem id: use the kernelbench.tasks source");
+    }
+    const int sample = static_cast<int>(job.number(KF_KEY_CANDIDATE_SAMPLE).value_or(0));
+    const std::string path = kb::kernel_file(run_dir_, static_cast<int>(*level), static_cast<int>(*problem), sample);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      return job.fail("no_candidate", "sample " + std::to_string(sample) + " of " + job.get_or(KF_KEY_TASK_ID) +
+                                          " is missing from the run folder: no file " + path);
+    }
+    std::string code;
+    try {
+      code = read_file(path);
+    } catch (const std::exception& e) {
+      return job.error("host_error", e.what());
+    }
+    job.set(KF_KEY_CANDIDATE_CODE, code);
+    job.set(KF_KEY_CANDIDATE_LANGUAGE, language_);
+    job.set(kCandidateFile, path);
+    job.pass();
+  }
+
+ private:
+  std::string run_dir_;
+  std::string language_;
+};
+
+}  // namespace
+
+KFORGE_PLUGIN("kernelbench", "0.1.0", Tasks, Candidates)

@@ -1,0 +1,90 @@
+"""Reads what `kforge export --format kernelbench` wrote as KernelBench's own scripts would,
+scores it by KernelBench's fast_p rule, and checks the numbers against kforge's report.json.
+
+KernelBench's scorer (scripts/benchmark_eval_analysis.py with src/score.py) counts every
+problem of the level (a problem without an entry is incorrect), takes the baseline's "mean"
+and the entry's "runtime", and for each p counts problems that are correct with
+baseline / runtime > p, over all problems. With several samples per problem this script takes
+the best correct sample (smallest runtime), kforge's best-of-k. Written for kforge's tests;
+no KernelBench code is used.
+
+    python3 roundtrip_check.py EVAL_RESULTS BASELINE KERNELBENCH_LEVEL_DIR LEVEL REPORT_JSON
+"""
+
+import json
+import os
+import re
+import sys
+
+ENTRY_KEYS = ["sample_id", "compiled", "correctness", "metadata", "runtime", "runtime_stats"]
+
+
+def check_shapes(eval_results, baseline, level):
+    """Keys, types and units as KernelBench writes them."""
+    assert isinstance(eval_results, dict), "eval_results.json is an object keyed by problem id"
+    for problem, entries in eval_results.items():
+        assert re.fullmatch(r"[0-9]+", problem), f"problem key {problem!r} is not a problem id"
+        assert isinstance(entries, list) and entries, f"problem {problem}: a non-empty list of samples"
+        for entry in entries:
+            assert list(entry) == ENTRY_KEYS, f"problem {problem}: keys {list(entry)}"
+            assert isinstance(entry["sample_id"], int)
+            assert isinstance(entry["compiled"], bool) and isinstance(entry["correctness"], bool)
+            assert isinstance(entry["metadata"], dict) and isinstance(entry["runtime_stats"], dict)
+            assert isinstance(entry["runtime"], float)
+            for key in ("hardware", "device"):
+                assert isinstance(entry["metadata"].get(key), str), f"metadata.{key}"
+            if entry["correctness"]:
+                assert entry["runtime"] > 0, "a correct timed sample has a runtime (ms)"
+                assert entry["runtime_stats"]["mean"] == entry["runtime"]
+                assert isinstance(entry["runtime_stats"]["hardware"], str)
+            else:
+                assert entry["runtime"] == -1.0 and entry["runtime_stats"] == {}
+    assert list(baseline) == [f"level{level}"], f"baseline keys {list(baseline)}"
+    for name, stats in baseline[f"level{level}"].items():
+        assert name.endswith(".py"), f"baseline key {name!r} is a problem file name"
+        assert isinstance(stats["mean"], float) and stats["mean"] > 0
+
+
+def score(eval_results, baseline, level_dir, level):
+    """fast_p for KernelBench's thresholds, as (count, total) per p, and the correct count."""
+    problems = {}
+    for name in os.listdir(level_dir):
+        match = re.fullmatch(r"([0-9]+)_.*\.py", name)
+        if match:
+            problems[int(match.group(1))] = name
+    timings = baseline[f"level{level}"]
+    correct_runtime = {}
+    for problem, entries in eval_results.items():
+        runtimes = [entry["runtime"] for entry in entries if entry["correctness"]]
+        if runtimes:
+            correct_runtime[int(problem)] = min(runtimes)
+    total = len(problems)
+    result = {"correct": len(correct_runtime), "total": total, "fast_p": {}}
+    for p in (0.0, 0.5, 0.8, 1.0, 1.5, 2.0):
+        count = 0
+        for problem, runtime in correct_runtime.items():
+            speedup = timings[problems[problem]]["mean"] / runtime
+            count += speedup > p
+        result["fast_p"][p] = (count, total)
+    return result
+
+
+def main(eval_path, baseline_path, level_dir, level, report_path):
+    with open(eval_path, encoding="utf-8") as f:
+        eval_results = json.load(f)
+    with open(baseline_path, encoding="utf-8") as f:
+        baseline = json.load(f)
+    with open(report_path, encoding="utf-8") as f:
+        report = json.load(f)
+    check_shapes(eval_results, baseline, level)
+    mine = score(eval_results, baseline, level_dir, level)
+    theirs = {entry["p"]: (entry["tasks"]["count"], entry["tasks"]["total"]) for entry in report["fast_p"]}
+    print(f"KernelBench-rule score from the export: {mine}")
+    print(f"kforge report.json fast_p: {theirs}")
+    assert mine["fast_p"] == theirs, f"fast_p differs: export {mine['fast_p']} vs report {theirs}"
+    assert mine["correct"] == report["summary"]["solved"]["count"], "correct problems differ from solved tasks"
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]))
