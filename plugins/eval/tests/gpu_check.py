@@ -16,9 +16,9 @@ Sections (--sections, comma-separated):
                  pointer or shape, a lazy tensor subclass): compile -> timed run, no L1
                  check (L1 rejects some of them; the timing's own guards are checked
                  here), each must land in its `# expect:` class; skipped on a CPU device
-  kbx            kernelbenchx tasks (the harness's tests/data/tasks/kbx, whose test code runs
+  kbx            kernelbenchx tasks (examples/kernelbenchx/tasks, whose test code runs
                  on cuda when there is one): every reference as its own candidate, and the
-                 Triton candidates of pipelines/kernelbenchx.yaml (tests/data/kbx-triton):
+                 Triton candidates of pipelines/kernelbenchx.yaml (examples/kernelbenchx/triton):
                  check -> compile -> run (timed) under KernelBenchX's tolerances: must pass
 
   python3 gpu_check.py --device cuda:0 --profile full

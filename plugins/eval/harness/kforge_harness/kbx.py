@@ -202,6 +202,8 @@ class KbxSession(TaskSession):
     """A kernelbenchx task in this process: runner.TaskSession's steps in this format's
     terms (no Model, no get_inputs: the test code makes its own inputs)."""
 
+    inputs_can_vary = False
+
     def __init__(self, task, options, device):
         super().__init__(task, options, device)
         # Its master inputs are test runs, not tensors: like a NumPy task's, they have no
@@ -243,7 +245,10 @@ class KbxSession(TaskSession):
     def build(self, cls, kind):
         return FunctionSide(cls, self)
 
-    def make_inputs(self, seed):
+    def make_inputs(self, seed, transform=None):
+        if transform is not None:  # reference.VARIATIONS: a test's own inputs cannot be scaled
+            raise ValueError("a kernelbenchx task's inputs are its test code's: they cannot be "
+                             "scaled and shifted")
         return [TestRun(seed)]
 
     def forward(self, side, inputs, seed):

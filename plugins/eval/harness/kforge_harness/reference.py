@@ -90,7 +90,9 @@ class Worker:
             raise protocol.harness_error(f"device setup failed: {type(exc).__name__}: {exc}") from None
         self.peak.start()
         plan = self.job.get("plan")
-        detector = ConstantDetector(plan["rule"]) if plan else None
+        # Inputs a session cannot vary (a kernelbenchx test's own, fixed cases included)
+        # are judged as they are: no varied trials.
+        detector = ConstantDetector(plan["rule"]) if plan and self.session.inputs_can_vary else None
         try:
             reference = self._prepare()
             weights = self._weights(reference)
@@ -98,7 +100,8 @@ class Worker:
             for index, seed in enumerate(self.job["input_seeds"]):
                 outputs[input_key(seed)] = self._outputs(
                     reference, seed, index == 0 and self.job["check_determinism"], detector)
-            varied = self._vary(reference, plan, detector, outputs) if plan else None
+            varied = (self._vary(reference, plan, detector, outputs) if detector
+                      else [] if plan else None)
             timing = self._time(reference) if self.job.get("timing") else None
         except _TaskFailure as failure:
             raise self._task_error(str(failure), failure.__cause__) from None

@@ -137,6 +137,10 @@ def task_session(task, options, device):
 class TaskSession:
     """One task at its sizes in this process, on this device."""
 
+    # make_inputs(seed, transform) can scale and shift the inputs (a near-constant
+    # reference's varied trials, reference.VARIATIONS).
+    inputs_can_vary = True
+
     def __init__(self, task, options, device):
         self.task_spec = task
         self.options = options

@@ -47,11 +47,12 @@ HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A child's line longer than this is a flood, not a report.
 MAX_LINE_BYTES = 8 << 20
-# What a candidate's child may write to its pipe: a line per trial and a few more (the
-# marker, ready, flags, timing...), 64 MB in all. Past either it is a flood, however it
+# What a candidate's child may write to its pipe: a line per command the server sent it
+# (trials, the timed loops' exchanges) and a few more (the marker, ready, flags...), 64 MB
+# in all. Past either it is a flood, however it
 # is cut into lines: every line costs the server's loop a decode, and that loop serves
 # every other request too.
-CANDIDATE_LINES_BEYOND_TRIALS = 32
+CANDIDATE_LINES_BEYOND_COMMANDS = 32
 MAX_CANDIDATE_BYTES = 64 << 20
 # How long a judge may take for one trial (a multi-GB output compares in seconds).
 JUDGE_TIMEOUT_S = 900.0
@@ -78,6 +79,7 @@ class Proc:
         self.pid = pid
         self.workdir = workdir
         self.read_fd = read_fd
+        self.commands = 0  # command lines sent: each may get one line back
         self.command_fd = command_fd
         self.buffer = bytearray()
         self.started = time.monotonic()
@@ -102,6 +104,7 @@ class Proc:
                 data = data[os.write(self.command_fd, data):]
         except OSError:
             return False
+        self.commands += 1
         return True
 
     def close_commands(self):
@@ -411,7 +414,11 @@ class Server:
         """The input seeds of the timed calls checked against the reference: drawn once
         per task, weight seed and count in this run (their outputs are computed once),
         from the server's secret randomness, never from the request. The first half
-        serves the timing loop, the second the confirmation loop."""
+        serves the timing loop, the second the confirmation loop. None for a kernelbenchx
+        task: its timed unit replays a test run's calls, whose outputs are not a trial's
+        test_results, so there is nothing stored to check them against."""
+        if job.request["task"].get("format") == "kernelbenchx":
+            return []
         count = timing_plan.spot_seed_count(job.timing())
         key = (job.entry.key, job.weight_seed, count)
         if key not in self.spot_seeds:
@@ -1068,8 +1075,7 @@ class Server:
 
     @staticmethod
     def _candidate_lines(proc):
-        trials = len(proc.owner.input_seeds()) if isinstance(proc.owner, Job) else 0
-        return trials + CANDIDATE_LINES_BEYOND_TRIALS
+        return proc.commands + CANDIDATE_LINES_BEYOND_COMMANDS
 
     def _flood(self, proc, what):
         proc.flooded = True

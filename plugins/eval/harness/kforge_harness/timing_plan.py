@@ -28,7 +28,11 @@ from .timing import pool_size, summarise
 # Output types a timed call may return: plain tensors (the exact type, so a lazy
 # subclass that computes on first access is refused), and arrays for a NumPy reference
 # timed as its own candidate.
-PLAIN_TYPES = ("torch.Tensor", "numpy.ndarray")
+PLAIN_TYPES = ("torch.Tensor", "numpy.ndarray",
+               # Plain values hold no deferred work (a kernelbenchx test's results may
+               # carry them beside its tensors).
+               "builtins.NoneType", "builtins.bool", "builtins.int", "builtins.float",
+               "builtins.str")
 LABELS = ("timing", "confirm")
 
 
@@ -181,15 +185,18 @@ class Loop:
         # What an honest call's bracket adds: a bare exchange's cost, paired call by call
         # (load comes and goes), and how much exchanges vary on this machine now (a
         # loaded host wakes processes late): every call counts, warm-up calls included.
-        gaps = [w - p - e for w, p, e in zip(self.wall_ms, self.ping_ms, self.event_ms)]
-        wall_gap = statistics.median(gaps)
+        # The lower quartile of the gaps is judged: work a candidate hides in its calls
+        # is in every call it fakes, while the host's delays only ever add to some (the
+        # median rejected honest candidates on a loaded 2-core machine).
+        gaps = sorted(w - p - e for w, p, e in zip(self.wall_ms, self.ping_ms, self.event_ms))
+        wall_gap = gaps[len(gaps) // 4]
         ping_median = statistics.median(self.ping_ms)
         spread = statistics.median(abs(p - ping_median) for p in self.ping_ms)
         wall_bound = float(self.timing["max_wall_gap_ms"]) + ratio * median + 3 * spread
         if wall_gap > wall_bound:
             raise LoopRejected(
                 f"{self.label}: the server's clock saw {statistics.median(wall):.4g} ms per "
-                f"timed call (median), {wall_gap:.4g} ms more than the candidate's own "
+                f"timed call (median), {wall_gap:.4g} ms (lower quartile) more than the candidate's own "
                 f"{median:.4g} ms plus a bare exchange with its process ({ping_median:.4g} ms, "
                 f"varying by {spread:.3g} ms), beyond the bound of {wall_bound:.4g} ms: its "
                 "process did work its timings do not show")

@@ -225,12 +225,9 @@ class AttackTest(AttackFixture):
         response = self.attack(self.hostile("cpp-patch", "cpp_patch_judge", language="cpp"))
         self.assertEqual(response["error_class"], "numerical_mismatch", response)
 
-    # The candidate's child times itself (candidate.py, timing.py): a patched Timer, or a
-    # timing line written at the right moment, is believed. Closing this is issue 12's
-    # "the trusted side's wall clock brackets the timed loop" (the timing workstream);
-    # this test then passes, and unittest reports the unexpected success as a failure,
-    # so the marker below cannot outlive the hole.
-    @unittest.expectedFailure
+    # The candidate's child times itself (candidate.py, timing.py), so a patched clock
+    # reports what the candidate likes; the server brackets every timed call with its own
+    # clock (timing_plan.py), and 20 ms of work reported as a nanosecond is rejected.
     def test_patching_the_timer(self):
         req = self.hostile("patch-timer", "patch_timer",
                       options={"timing": {"enabled": True, "warmup": 1, "trials": 5}})
@@ -246,6 +243,7 @@ class AttackTest(AttackFixture):
                            options={"timing": {"enabled": True, "warmup": 1, "trials": 3}})
         response = self.attack(req)
         self.assertIn("malformed timings", response["message"])
+        self.assertNotIn("AttributeError", response["message"])  # the patch itself took
 
     # ---- forging the verdict ----
 

@@ -22,7 +22,7 @@ class ModelNew(torch.nn.Module):
             self.ready.wait()
             self.ready.clear()
             x, out = self.work.pop()
-            torch.relu(x, out=out)
+            out.copy_(torch.relu(x))
             self.done.set()
 
     def forward(self, x):
