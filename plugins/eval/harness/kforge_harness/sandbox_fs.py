@@ -7,6 +7,7 @@ import dataclasses
 import errno
 import glob
 import os
+import shutil
 import sys
 
 from . import linux
@@ -109,6 +110,18 @@ def _toolchain_paths():
         if (name in ("CC", "CXX", "CUDAHOSTCXX") or name.startswith("TRITON_")) \
                 and os.path.isabs(value):
             paths.add(value)
+    # A compiler outside /usr runs programs and reads headers of its own installation
+    # (gcc: libexec/gcc/.../cc1, include, lib): its whole prefix, not just the driver.
+    # Triton's launcher and load_inline's builds call it inside the candidate's sandbox.
+    compilers = [os.environ.get(name) for name in ("CC", "CXX", "CUDAHOSTCXX")]
+    compilers += [shutil.which(name) for name in ("cc", "gcc", "c++", "g++")]
+    for compiler in compilers:
+        if compiler and os.path.isabs(compiler):
+            real = os.path.realpath(compiler)
+            if os.path.basename(os.path.dirname(real)) == "bin":
+                prefix = os.path.dirname(os.path.dirname(real))
+                if prefix not in ("/", "/usr"):
+                    paths.add(prefix)
     return paths
 
 

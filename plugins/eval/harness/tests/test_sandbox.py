@@ -662,6 +662,35 @@ class SandboxCliTest(unittest.TestCase):
             self.assertIn("/etc/kforge-poison", done.stderr)
         self.assertTrue(os.path.exists(os.path.join(workdir, "made")))
 
+    def test_a_compilers_own_installation_is_shown_with_it(self):
+        # CC=/opt/gcc/bin/gcc (the GPU host's): gcc runs cc1 from its libexec and reads
+        # its own headers; binding the driver alone broke every Triton and load_inline
+        # build inside the candidate's sandbox there.
+        prefix = tempfile.mkdtemp(prefix="kforge-toolchain-")
+        workdir = tempfile.mkdtemp(prefix="kforge-cli-")
+        for path in (prefix, workdir):
+            self.addCleanup(shutil.rmtree, path, True)
+        os.chmod(prefix, 0o755)  # as an installed toolchain: the sandbox's user reads it
+        os.makedirs(os.path.join(prefix, "bin"))
+        os.makedirs(os.path.join(prefix, "libexec"))
+        compiler = os.path.join(prefix, "bin", "gcc")
+        with open(compiler, "w", encoding="utf-8") as handle:
+            handle.write("#!/bin/sh\ncat \"$(dirname \"$0\")/../libexec/cc1\"\n")
+        os.chmod(compiler, 0o755)
+        with open(os.path.join(prefix, "libexec", "cc1"), "w", encoding="utf-8") as handle:
+            handle.write("compiler proper\n")
+        done = subprocess.run(
+            [sys.executable, "-S", "-m", "kforge_harness.sandbox", "run", "--workdir", workdir,
+             "--", compiler],
+            cwd=HARNESS_DIR, env={"PYTHONPATH": HARNESS_DIR, "PATH": os.environ["PATH"],
+                                  "CC": compiler},
+            capture_output=True, text=True, timeout=60, check=False)
+        report = json.loads(done.stdout.splitlines()[0][len("kforge-sandbox: "):])
+        if "filesystem" in report["missing"]:
+            self.skipTest("this host cannot give the sandbox its own root")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("compiler proper", done.stdout)
+
     def test_a_sandbox_failure_is_exit_125_with_the_reason(self):
         done = subprocess.run(
             [sys.executable, "-S", "-m", "kforge_harness.sandbox", "run", "--workdir",
