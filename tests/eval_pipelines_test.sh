@@ -6,12 +6,7 @@
 # Usage: eval_pipelines_test.sh KFORGE REPO. Exit 77 (skipped) without a Python with torch.
 set -euo pipefail
 kforge=$1 repo=$2
-python=""
-for p in "${KFORGE_PYTHON:-}" /usr/bin/python3 python3; do
-  if [[ -n $p ]] && "$p" -c 'import torch' 2>/dev/null; then python=$p; break; fi
-done
-[[ -n $python ]] || { echo "skipped: no python that imports torch"; exit 77; }
-export KFORGE_PYTHON=$python
+source "$repo/tests/lib/torch_python.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

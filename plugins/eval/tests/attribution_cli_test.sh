@@ -14,12 +14,7 @@
 # Usage: attribution_cli_test.sh KFORGE REPO. Exit 77 (skipped) without a Python with torch.
 set -euo pipefail
 kforge=$1 repo=$2
-python=""
-for p in "${KFORGE_PYTHON:-}" /usr/bin/python3 python3; do
-  if [[ -n $p ]] && "$p" -c 'import torch' 2>/dev/null; then python=$p; break; fi
-done
-[[ -n $python ]] || { echo "skipped: no python that imports torch"; exit 77; }
-export KFORGE_PYTHON=$python
+source "$repo/tests/lib/torch_python.sh"
 data=$repo/plugins/eval/tests/data
 cands=$repo/plugins/eval/harness/tests/data/candidates
 work=$(mktemp -d)
