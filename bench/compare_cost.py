@@ -7,7 +7,7 @@ memory (no file reading: the arithmetic alone), in one process, alternately, so 
 loaded machine slows both alike. CPU time is reported beside wall time: on a loaded
 machine it is the steadier of the two.
 
-    /usr/bin/python3 bench/compare_cost.py --baseline-harness /work/main/plugins/eval/harness
+    /usr/bin/python3 bench/compare_cost.py --baseline-harness OTHER_CHECKOUT/plugins/eval/harness
     /usr/bin/python3 bench/compare_cost.py --mb 64 256 --repeats 7
 """
 

@@ -14,8 +14,8 @@
             the peak is the growth of the device allocator's peak (GPU) or of the resident
             set (CPU) over what the outputs themselves take.
 
-    /usr/bin/python3 bench/harness_reference.py units --baseline-harness /work/main/plugins/eval/harness
-    /usr/bin/python3 bench/harness_reference.py compare --gb 0.5 --baseline-harness /work/main/plugins/eval/harness
+    /usr/bin/python3 bench/harness_reference.py units --baseline-harness OTHER_CHECKOUT/plugins/eval/harness
+    /usr/bin/python3 bench/harness_reference.py compare --gb 0.5 --baseline-harness OTHER_CHECKOUT/plugins/eval/harness
     python3 bench/harness_reference.py compare --device cuda:0 --gb 6 --baseline-harness MAIN/plugins/eval/harness
 """
 

@@ -11,7 +11,7 @@ difference between the two, and for this harness also its metric `timing_seconds
 server's time from the first timed loop to the verdict: less noisy on a loaded host). With --baseline-harness (a checkout's plugins/eval/harness,
 e.g. main's, whose timing has none of the guards) the same through that harness too.
 
-    /usr/bin/python3 bench/harness_timing.py --baseline-harness /work/main/plugins/eval/harness
+    /usr/bin/python3 bench/harness_timing.py --baseline-harness OTHER_CHECKOUT/plugins/eval/harness
     python3 bench/harness_timing.py --device cuda:0 --profile full --language triton \\
         --baseline-harness MAIN/plugins/eval/harness
 """

@@ -7,7 +7,7 @@
 # CUDA GPU.
 #
 #   gpu_roundtrip.sh KFORGE_BINARY SOURCE_DIR KERNELBENCH_DIR [LEVEL] [N]
-#   e.g. plugins/kernelbench/tests/gpu_roundtrip.sh build/core/kforge . /work/kb/KernelBench 1 12
+#   e.g. plugins/kernelbench/tests/gpu_roundtrip.sh build/core/kforge . PATH/TO/KernelBench 1 12
 set -euo pipefail
 kforge=$1
 src=$2
