@@ -16,7 +16,7 @@ import traceback
 
 import torch
 
-from . import anticheat, errors, fit, protocol
+from . import anticheat, errors, fit, protocol, task_modules
 from .compare import ConstantDetector
 from .outputs import SCRATCH_FULL, as_tensor, write_leaves
 from .runner import MissingFramework, Side, all_finite, nan_count, reinitialise, task_session
@@ -77,6 +77,7 @@ class Worker:
         # The fitter forks children that use the device, so it runs before this process
         # initialises it.
         fitted = False
+        imported_before = task_modules.snapshot()
         if self.task.get("fit_memory_mb"):
             self.task["sizes"] = fitted_sizes(self.task, self.device,
                                               float(self.job["limits"]["timeout_s"]))
@@ -125,7 +126,8 @@ class Worker:
                 "peak_mb": self.peak.peak_mb(), "device_memory_mb": self.peak.device_mb(),
                 "outputs": outputs, "timing": timing, "params": params, "weights": weights,
                 "varied": varied, "input_bytes": self.input_bytes,
-                "flags": list(self.session.flags)}
+                "flags": list(self.session.flags),
+                "task_modules": task_modules.collect(imported_before)}
 
     def _weights(self, reference):
         """Re-initialises the reference's weights from the weight seed (runner.reinitialise)

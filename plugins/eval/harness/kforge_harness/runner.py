@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import torch
 
-from . import anticheat, tasks
+from . import anticheat, task_modules, tasks
 from .outputs import as_tensor, flat_leaves, pieces
 
 
@@ -127,9 +127,12 @@ class NoEntry(Exception):
 
 
 def task_session(task, options, device):
-    """The session for the task's format: kernelbenchx tasks have their own (kbx.py)."""
+    """The session for the task's format: kernelbenchx tasks have their own (kbx.py).
+    A candidate's job carries the task's helper modules that its sandbox does not show
+    (task_modules.py): they are importable from here on."""
     from . import kbx  # noqa: PLC0415 - kbx builds on this module
 
+    task_modules.install(task.get("modules"))
     cls = kbx.KbxSession if task["format"] == kbx.FORMAT else TaskSession
     return cls(task, options, device)
 

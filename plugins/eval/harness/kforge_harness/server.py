@@ -510,7 +510,7 @@ class Server:
     def _candidate_job(self, job, workdir):
         request = job.request
         facts = job.entry.facts
-        task = dict(request["task"], source=job.source)
+        task = dict(request["task"], source=job.source, modules=facts.get("task_modules", []))
         if facts.get("fitted"):  # run at the sizes the fitter chose for the reference
             task.update(sizes=facts["task_sizes"], size_scale=1.0, fit_memory_mb=0)
         first = job.entry.outputs.get(f"{job.weight_seed}-{input_key(*job.trials[0])}") or {}

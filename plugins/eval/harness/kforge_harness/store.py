@@ -91,6 +91,12 @@ class ReferenceStore:
         timing = result.pop("timing", None)
         weights = result.pop("weights", None)
         varied = result.pop("varied", None)
+        # A worker that ran none of the task's test code (it computed weights only) saw
+        # fewer of the task's modules than an earlier one: the candidates need them all.
+        modules = result.get("task_modules") or []
+        seen = {module["name"] for module in modules}
+        previous = (entry.facts or {}).get("task_modules") or []
+        result["task_modules"] = modules + [m for m in previous if m["name"] not in seen]
         entry.facts = result
         for key, item in outputs.items():
             entry.outputs[f"{model_seed}-{key}"] = item
