@@ -76,7 +76,7 @@ import time
 
 from . import linux, sandbox_fs, seccomp
 from .devices import Device
-from .sandbox_fs import prepare  # noqa: F401 - part of this module's interface
+from .sandbox_fs import load_view, prepare, save_view  # noqa: F401 - part of this module's interface
 
 # Protections enter() tries to give, by the name a report uses. The flag a job records for
 # a missing one is "sandbox_no_<name>" (Report.flags()).
