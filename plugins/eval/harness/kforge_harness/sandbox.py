@@ -171,7 +171,8 @@ def _spawn_reaper(alive):
     try:
         os.posix_spawn(_REAPER, [_REAPER], {}, file_actions=actions)
     finally:
-        signal.signal(signal.SIGCHLD, previous)
+        # None: a handler Python did not install, which no caller of enter() has.
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL if previous is None else previous)
 
 
 def _inheritable(fd):
