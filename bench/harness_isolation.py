@@ -18,6 +18,8 @@ client sees per candidate; bench/sandbox_cost.py gives the sandbox's own cost pe
 
     /usr/bin/python3 bench/harness_isolation.py                      # CPU, both modes
     /usr/bin/python3 bench/harness_isolation.py --modes fork --sandbox both
+    /usr/bin/python3 bench/harness_isolation.py --modes fork --sandbox both --rounds 3 \
+        --harness OTHER_CHECKOUT/plugins/eval/harness     # another version, same machine
     python3 bench/harness_isolation.py --device cuda:0 --sandbox both  # a CUDA GPU
     python3 bench/harness_isolation.py --device cuda:0 --candidate triton
 
@@ -88,8 +90,8 @@ class ModelNew(torch.nn.Module):
 class Harness:
     """One server process and a blocking request/response exchange with it."""
 
-    def __init__(self, python, device, mode):
-        env = dict(os.environ, PYTHONPATH=HARNESS_DIR)
+    def __init__(self, python, device, mode, harness_dir):
+        env = dict(os.environ, PYTHONPATH=harness_dir)
         started = time.perf_counter()
         self.process = subprocess.Popen(
             [python, "-m", "kforge_harness", "serve", "--device", device, "--mode", mode],
@@ -132,13 +134,14 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def measure(python, device, mode, request, count, sandboxed):
+def measure(args, mode, request, sandboxed):
+    """One server, a warm-up request, then args.requests timed ones; returns the row."""
     request = dict(request, limits=dict(request["limits"], network=not sandboxed))
-    harness = Harness(python, device, mode)
+    harness = Harness(args.python, args.device, mode, args.harness)
     try:
         harness.exchange(request)  # warm-up: first-use caches (Triton's on-disk cache)
         latencies, child_seconds = [], []
-        for _ in range(count):
+        for _ in range(args.requests):
             seconds, response = harness.exchange(request)
             if response["status"] != "pass":
                 raise SystemExit(f"{mode}: the trivial candidate did not pass: "
@@ -151,12 +154,23 @@ def measure(python, device, mode, request, count, sandboxed):
             child_seconds.append(response["metrics"]["child_seconds"])
     finally:
         harness.close()
-    return {"mode": mode, "sandbox": "on" if sandboxed else "off", "requests": count,
-            "startup_s": harness.startup_s,
-            "median_s": statistics.median(latencies), "p90_s": percentile(latencies, 0.9),
-            "child_median_s": statistics.median(child_seconds),
+    return {"mode": mode, "sandbox": "on" if sandboxed else "off", "requests": args.requests,
+            "startup_s": harness.startup_s, "latencies_s": latencies,
+            "child_seconds": child_seconds,
             "python": harness.ready["python"], "torch": harness.ready["torch"],
             "triton": harness.ready["triton"]}
+
+
+def combine(runs):
+    """The rows of every round of one (mode, sandbox) as one row: the median and p90 of all
+    their requests, and each round's median (their spread shows how much the load moved)."""
+    latencies = [s for run in runs for s in run["latencies_s"]]
+    return {**{k: v for k, v in runs[0].items() if k not in ("latencies_s", "child_seconds")},
+            "requests": len(latencies),
+            "startup_s": statistics.median(run["startup_s"] for run in runs),
+            "median_s": statistics.median(latencies), "p90_s": percentile(latencies, 0.9),
+            "child_median_s": statistics.median(s for run in runs for s in run["child_seconds"]),
+            "round_medians_s": [statistics.median(run["latencies_s"]) for run in runs]}
 
 
 def main():
@@ -168,9 +182,17 @@ def main():
     parser.add_argument("--modes", default="fork,spawn", help="comma-separated: fork, spawn")
     parser.add_argument("--sandbox", choices=("on", "off", "both"), default="on",
                         help="off: requests with limits.network true, whose child skips it")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="repeat every row this often, the rows of a round one after the "
+                             "other (on a loaded machine, sandbox on and off then see alike "
+                             "loads); each round starts fresh servers")
+    parser.add_argument("--harness", default=HARNESS_DIR,
+                        help="the harness directory to measure (default: this checkout's), "
+                             "to compare two versions on the same machine")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
 
+    load_before = f"{os.getloadavg()[0]:.1f}"
     with tempfile.TemporaryDirectory(prefix="kforge-bench-") as workdir:
         task_path = os.path.join(workdir, "relu_tiny.py")
         with open(task_path, "w", encoding="utf-8") as handle:
@@ -182,17 +204,24 @@ def main():
                    "options": {"trials": 1, "timing": {"enabled": False}},
                    "limits": {"timeout_s": 300}}
         sandboxes = {"on": [True], "off": [False], "both": [True, False]}[args.sandbox]
-        rows = [measure(args.python, args.device, mode, request, args.requests, sandboxed)
-                for mode in args.modes.split(",") for sandboxed in sandboxes]
+        settings = [(mode, sandboxed) for mode in args.modes.split(",") for sandboxed in sandboxes]
+        runs = {setting: [] for setting in settings}
+        for _ in range(args.rounds):
+            for setting in settings:
+                runs[setting].append(measure(args, setting[0], request, setting[1]))
+        rows = [combine(runs[setting]) for setting in settings]
 
     print(f"harness isolation, device {args.device}, candidate {args.candidate}, "
           f"python {rows[0]['python']} (torch {rows[0]['torch']}, triton {rows[0]['triton']})")
+    print(f"harness {args.harness}, {args.rounds} round(s), {os.cpu_count()} CPUs, "
+          f"load average before {load_before}, after {os.getloadavg()[0]:.1f}")
     print(f"{'mode':<6} {'sandbox':>7} {'requests':>8} {'startup_s':>10} {'median_s':>9} "
-          f"{'p90_s':>8} {'child_median_s':>15}")
+          f"{'p90_s':>8} {'child_median_s':>15}  round medians (s)")
     for row in rows:
         print(f"{row['mode']:<6} {row['sandbox']:>7} {row['requests']:>8} "
               f"{row['startup_s']:>10.3f} {row['median_s']:>9.3f} {row['p90_s']:>8.3f} "
-              f"{row['child_median_s']:>15.3f}")
+              f"{row['child_median_s']:>15.3f}  "
+              + " ".join(f"{m:.3f}" for m in row["round_medians_s"]))
     ratios = {}
     for sandbox in ("on", "off"):
         by_mode = {r["mode"]: r for r in rows if r["sandbox"] == sandbox}
@@ -204,8 +233,12 @@ def main():
         if {"on", "off"} <= set(by_sandbox):
             ratios[f"{mode}_sandbox_cost_s"] = \
                 by_sandbox["on"]["median_s"] - by_sandbox["off"]["median_s"]
+            ratios[f"{mode}_sandbox_cost_per_round_s"] = [
+                on - off for on, off in zip(by_sandbox["on"]["round_medians_s"],
+                                            by_sandbox["off"]["round_medians_s"])]
     for name, value in ratios.items():
-        print(f"{name}: {value:.3f}")
+        print(f"{name}: " + (" ".join(f"{v:.3f}" for v in value) if isinstance(value, list)
+                             else f"{value:.3f}"))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"device": args.device, "candidate": args.candidate, "rows": rows,

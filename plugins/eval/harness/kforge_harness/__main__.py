@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-from . import HARNESS_VERSION, environment, protocol
+from . import HARNESS_VERSION, protocol
 from .devices import Device
 
 
@@ -52,7 +52,10 @@ def serve(args):
     else:
         _prepare_triton()
     # Everything a child needs is imported here, once, so a forked child starts warm.
-    from . import candidate, child, judge, reference, runner, server  # noqa: F401
+    from . import candidate, child, environment, judge, reference, runner, sandbox, server  # noqa: F401
+    # What every sandbox shows (the libraries these imports mapped included): worked out
+    # once, inherited by forked children, handed to spawned ones in a file.
+    sandbox.prepare()
     scratch = args.scratch or None
     if scratch:
         os.makedirs(scratch, exist_ok=True)
@@ -70,8 +73,15 @@ def serve(args):
 
 
 def child_entry(args):
-    """spawn mode: the freshly exec'd interpreter is one candidate child."""
+    """spawn mode: the freshly exec'd interpreter is one candidate child. It enters its
+    sandbox before it imports anything that can start a thread (torch, numpy's BLAS and
+    CUDA do at import on GPU hosts; enter() needs a single-threaded process): until then
+    only modules that import neither are loaded, and what the sandbox shows is the
+    server's answer (--sandbox-view), not one worked out from this process's imports."""
+    from . import sandbox
     from .child import candidate_main
+    if not args.network:
+        sandbox.load_view(args.sandbox_view)
     candidate_main(args.command_fd, args.result_fd, Device(args.device), args.workdir,
                    args.memory_base, args.hidden, args.network)
     return 0
@@ -96,6 +106,8 @@ def main(argv=None):
     child_parser.add_argument("--command-fd", type=int, required=True)
     child_parser.add_argument("--hidden", action="append", default=[])
     child_parser.add_argument("--network", action="store_true")
+    child_parser.add_argument("--sandbox-view", required=True,
+                              help="the server's sandbox_fs.save_view() file")
     child_parser.add_argument("--device", required=True)
     child_parser.add_argument("--memory-base", type=int, required=True,
                               help="bytes the server's imports use; memory_mb comes on top")

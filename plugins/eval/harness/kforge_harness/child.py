@@ -9,7 +9,7 @@ import os
 import sys
 import traceback
 
-from . import checker, protocol, sandbox
+from . import protocol, sandbox
 from .devices import Device
 from .reporter import Channel
 
@@ -123,6 +123,9 @@ def judge_main(command_fd, result_fd, threads):
 
 def check_main(request, result_fd, device, memory_base):
     """The L1 check: parses the candidate's code, never runs it."""
+    # Imported here, not at the top: it imports torch, which a spawned candidate child
+    # must not have loaded before it enters its sandbox (enter_candidate_sandbox).
+    from . import checker
     task, candidate = request["task"], request["candidate"]
 
     def compute():

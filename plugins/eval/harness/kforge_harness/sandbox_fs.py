@@ -6,6 +6,7 @@ the file system."""
 import dataclasses
 import errno
 import glob
+import json
 import os
 import shutil
 import sys
@@ -52,10 +53,31 @@ def prepare():
     """Works out, once per process, what every sandbox shows read-only: the system
     directories, the Python installation and every shared library this process has
     mapped. Call it in the server after its imports (torch, triton), so forked children
-    inherit the answer; enter() calls it when nobody did."""
+    inherit the answer (working it out costs a child tens of ms); enter() calls it when
+    nobody did."""
     global _host_view
     if _host_view is None:
         _host_view = _discover_host()
+    return _host_view
+
+
+def save_view(path):
+    """Writes prepare()'s answer to `path` (JSON), for load_view() in a process that must
+    not make its own: a spawned child enters its sandbox before it imports torch, so its
+    own mapped libraries would not show what torch needs once imported inside."""
+    view = prepare()
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump({"readonly": view.readonly, "mount_points": view.mount_points,
+                   "links": view.links}, handle)
+
+
+def load_view(path):
+    """Takes save_view()'s answer as this process's prepare()."""
+    global _host_view
+    with open(path, encoding="utf-8") as handle:
+        saved = json.load(handle)
+    _host_view = HostView(saved["readonly"], saved["mount_points"],
+                          [tuple(link) for link in saved["links"]])
     return _host_view
 
 

@@ -131,21 +131,22 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-# Opened at import (in the server), not in each sandboxed child.
+# Opened, and the program built, at import (in the server), not in each sandboxed child:
+# every child installs the same filter.
 _libc = ctypes.CDLL(None, use_errno=True)
+_ARCH = current_arch()
+_PROGRAM = ctypes.create_string_buffer(build_filter(_ARCH)) if _ARCH else None
 
 
 def install():
     """Installs the filter on every thread of this process (TSYNC). The caller must have
     set no_new_privs (or hold CAP_SYS_ADMIN). Raises OSError when the kernel refuses,
     RuntimeError on an architecture without a table here."""
-    arch = current_arch()
-    if arch is None:
+    if _ARCH is None:
         raise RuntimeError(f"no seccomp syscall table for {platform.machine()}")
-    program = build_filter(arch)
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p).value)
-    result = _libc.syscall(ctypes.c_long(arch.numbers["seccomp"]),
+    # create_string_buffer adds a NUL byte after the program; it is not part of it.
+    fprog = _SockFprog((len(_PROGRAM) - 1) // 8, ctypes.cast(_PROGRAM, ctypes.c_void_p).value)
+    result = _libc.syscall(ctypes.c_long(_ARCH.numbers["seccomp"]),
                           ctypes.c_uint(_SECCOMP_SET_MODE_FILTER),
                           ctypes.c_uint(_SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(fprog))
     if result != 0:

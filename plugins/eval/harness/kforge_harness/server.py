@@ -66,6 +66,7 @@ SCRATCH_RESERVE = 1 << 30
 # The file a server holds locked for its life in its private directory: a directory whose
 # lock can be taken belongs to a server that is gone (killed before it could clean up).
 LOCK_FILE = "server.lock"
+SANDBOX_VIEW_FILE = "sandbox-view.json"  # spawn mode: sandbox_fs.save_view() of the server
 SPEEDUP_FLAG_LIMIT = 10.0
 
 
@@ -225,6 +226,8 @@ class Server:
         self.work_root = os.path.join(self.root, "work")
         os.makedirs(self.work_root, mode=0o700)
         self.store = store.ReferenceStore(os.path.join(self.root, "store"), store_bytes)
+        if mode == "spawn":  # what each spawned child's sandbox shows (_exec_candidate)
+            sandbox.save_view(os.path.join(self.root, SANDBOX_VIEW_FILE))
         self.spot_seeds = {}  # (entry key, weight seed, count) -> seeds (_spot_seeds)
         self.queue = []
         self.jobs = set()  # jobs holding a slot
@@ -649,7 +652,8 @@ class Server:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (HARNESS_DIR, env.get("PYTHONPATH")) if p)
         argv = [sys.executable, "-m", "kforge_harness", "child", "--workdir", pipes["workdir"],
                 "--result-fd", str(pipes["result_w"]), "--command-fd", str(pipes["command_r"]),
-                "--device", self.device.name, "--memory-base", str(self.memory_base)]
+                "--device", self.device.name, "--memory-base", str(self.memory_base),
+                "--sandbox-view", os.path.join(self.root, SANDBOX_VIEW_FILE)]
         for path in self._hidden_paths():
             argv += ["--hidden", path]
         if network:

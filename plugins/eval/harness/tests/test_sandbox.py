@@ -424,6 +424,30 @@ found(**{k: status[k].strip() for k in ("CapEff", "CapPrm", "CapInh", "CapBnd", 
         self.assertFalse(self._still_beating(sandboxed["workdir"]),
                          "the grandchild survived the sandboxed worker")
 
+    def test_orphans_are_reaped_while_the_worker_runs(self):
+        # PID 1 of the namespace reaps what is orphaned to it: zombies would otherwise
+        # pile up against the process limit for the whole run.
+        self.need("pid_namespace")
+        code = r'''
+import os, time
+for _ in range(20):
+    if os.fork() == 0:
+        if os.fork() == 0:  # orphaned to PID 1 as soon as its parent exits
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+time.sleep(0.5)
+def state(pid):
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()[0]
+pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+found(zombies=sum(1 for p in pids if state(p) == "Z"), processes=len(pids))
+'''
+        results = self.run_attack(code)["results"]
+        self.assertIsNone(results.get("exception"), results)
+        self.assertEqual(results["zombies"], 0, results)
+        self.assertEqual(results["processes"], 2, results)  # PID 1 and the worker
+
     @staticmethod
     def _still_beating(workdir):
         path = os.path.join(workdir, "heartbeat")
