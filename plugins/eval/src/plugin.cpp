@@ -494,8 +494,10 @@ class Run : public kforge::sdk::Stage {
       "by the rule and applies the dynamic anti-cheat checks; both are timed when asked. Jobs share a device "
       "while their memory needs fit. Without candidate.code the reference runs as its own candidate. Sets "
       "candidate.device and run.task_sizes. Metrics max_abs_diff, mean_abs_diff, rel_l2_error, share_over_coarse, "
-      "max_rel_error, mean_rel_error, candidate_ms, reference_ms, "
-      "speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, retried_alone.";
+      "max_rel_error, mean_rel_error, candidate_ms, reference_ms (medians), with timing also each one's "
+      "_p90, _mean, _std, _min, _max and candidate_timing_trials, reference_timing_trials (the timed calls "
+      "those describe), speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, "
+      "retried_alone.";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
     auto params = concat(concat(server_params("cpu"), limit_params("60")), admission_params());
