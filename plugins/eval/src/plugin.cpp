@@ -521,7 +521,7 @@ class Run : public kforge::sdk::Stage {
         {"timing", KF_PARAM_BOOL, "false", false,
          "Time candidate and reference after a correct run (the device is then held exclusively)."},
         Param{"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."}.at_least(0),
-        Param{"timing_trials", KF_PARAM_INT, "20", false, "Timed calls; the median is reported."}.at_least(1),
+        Param{"timing_trials", KF_PARAM_INT, "20", false, "Timed calls; their median, p90, mean, std, min and max are reported."}.at_least(1),
         Param{"baseline", KF_PARAM_STRING, "eager", false, "Reference timing: eager, or compile (also torch.compile)."}
             .one_of({"eager", "compile"}),
         Param{"reference_max_age_s", KF_PARAM_DURATION, "600", false,
