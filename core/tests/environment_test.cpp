@@ -178,32 +178,73 @@ TEST(Export, EveryErrorClassHasItsCommonStatus) {
 TEST(Export, AKernelBenchEntryHasKernelBenchsKeysInItsOrder) {
   kforge::JobOutcome passed = job("level1/19_ReLU", 2, kH100);
   passed.device = "cuda:0";
-  const json median_only = {{"trials", 5}, {"candidate_ms", 0.25}, {"reference_ms", 0.5}, {"max_abs_diff", 0.0}};
-  const auto entry = kforge::kernelbench_entry(passed, median_only);
+  const json measured_metrics = {{"trials", 5},
+                                 {"candidate_ms", 0.25},
+                                 {"candidate_ms_mean", 0.26},
+                                 {"candidate_ms_std", 0.01},
+                                 {"candidate_ms_min", 0.24},
+                                 {"candidate_ms_max", 0.3},
+                                 {"candidate_timing_trials", 100},
+                                 {"reference_ms_mean", 0.5},
+                                 {"reference_timing_trials", 100}};
+  const auto entry = kforge::kernelbench_entry(passed, measured_metrics);
   std::vector<std::string> keys;
   for (const auto& [key, value] : entry.items()) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"sample_id", "compiled", "correctness", "metadata", "runtime", "runtime_stats"}));
   EXPECT_EQ(entry["sample_id"], 2);
   EXPECT_EQ(entry["compiled"], true);
   EXPECT_EQ(entry["correctness"], true);
-  EXPECT_DOUBLE_EQ(entry["runtime"].get<double>(), 0.25);
-  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["mean"].get<double>(), 0.25);
+  EXPECT_EQ(entry["metadata"]["correctness_trials"], "(5 / 5)");
+  // runtime is the mean, as KernelBench's; the median (candidate_ms) is not it.
+  EXPECT_DOUBLE_EQ(entry["runtime"].get<double>(), 0.26);
+  std::vector<std::string> stats;
+  for (const auto& [key, value] : entry["runtime_stats"].items()) stats.push_back(key);
+  EXPECT_EQ(stats, (std::vector<std::string>{"mean", "std", "min", "max", "num_trials", "hardware", "device"}));
+  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["mean"].get<double>(), 0.26);
+  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["std"].get<double>(), 0.01);
+  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["min"].get<double>(), 0.24);
+  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["max"].get<double>(), 0.3);
+  EXPECT_EQ(entry["runtime_stats"]["num_trials"], 100);
   EXPECT_EQ(entry["runtime_stats"]["hardware"], "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(entry["runtime_stats"]["device"], "cuda:0");
-  EXPECT_FALSE(entry["runtime_stats"].contains("std")) << "never made up";
-  EXPECT_EQ(entry["metadata"]["correctness_trials"], "(5 / 5)");
-  EXPECT_EQ(entry["metadata"]["kforge_runtime_statistic"], "median");
+}
 
-  const json full = {{"trials", 5},           {"candidate_ms", 0.25},    {"candidate_ms_mean", 0.26},
-                     {"candidate_ms_std", 0.01}, {"candidate_ms_min", 0.24}, {"candidate_ms_max", 0.3},
-                     {"timing_trials", 100}};
-  const auto measured = kforge::kernelbench_entry(passed, full);
-  EXPECT_DOUBLE_EQ(measured["runtime"].get<double>(), 0.26);
-  std::vector<std::string> stats;
-  for (const auto& [key, value] : measured["runtime_stats"].items()) stats.push_back(key);
-  EXPECT_EQ(stats, (std::vector<std::string>{"mean", "std", "min", "max", "num_trials", "hardware", "device"}));
-  EXPECT_EQ(measured["runtime_stats"]["num_trials"], 100);
-  EXPECT_FALSE(measured["metadata"].contains("kforge_runtime_statistic"));
+TEST(Export, NoStatisticIsMadeUpWhereTheHarnessMeasuredNone) {
+  kforge::JobOutcome passed = job("level1/19_ReLU", 0, kH100);
+  // A store from before the harness measured statistics: a median only.
+  const json median_only = {{"trials", 5}, {"candidate_ms", 0.25}, {"reference_ms", 0.5}};
+  const auto entry = kforge::kernelbench_entry(passed, median_only);
+  EXPECT_EQ(entry["runtime"], -1.0) << "KernelBench's value for a runtime not measured";
+  EXPECT_TRUE(entry["runtime_stats"].empty());
+  // A mean without the rest: only what was measured.
+  const auto partial = kforge::kernelbench_entry(passed, {{"candidate_ms", 0.25}, {"candidate_ms_mean", 0.26}});
+  EXPECT_DOUBLE_EQ(partial["runtime"].get<double>(), 0.26);
+  for (const char* field : {"std", "min", "max", "num_trials"}) {
+    EXPECT_FALSE(partial["runtime_stats"].contains(field)) << field;
+  }
+}
+
+TEST(Export, TheBaselineFileCarriesTheReferencesStatistics) {
+  kforge::ExportInput input;
+  input.data.tasks["level1/19_ReLU"] = kforge::TaskInfo{"level1/19_ReLU", "19_ReLU", "", "", "kernelbench-torch", 1};
+  input.data.tasks["level1/20_Old"] = kforge::TaskInfo{"level1/20_Old", "20_Old", "", "", "kernelbench-torch", 1};
+  input.data.jobs = {job("level1/19_ReLU", 0, kH100), job("level1/20_Old", 0, kH100)};
+  input.run_metrics[{"level1/19_ReLU", 0}] = {{"reference_ms", 0.5},      {"reference_ms_mean", 0.52},
+                                              {"reference_ms_std", 0.02}, {"reference_ms_min", 0.49},
+                                              {"reference_ms_max", 0.6},  {"reference_timing_trials", 100}};
+  input.run_metrics[{"level1/20_Old", 0}] = {{"reference_ms", 0.5}};  // no statistics measured
+  const auto files = kforge::export_files(input, kforge::ExportFormat::KernelBench, {});
+  ASSERT_EQ(files.size(), 2u);
+  ASSERT_EQ(files[1].name, "baseline_time_torch.json");
+  const json baseline = json::parse(files[1].content);
+  const json& relu = baseline["level1"]["19_ReLU.py"];
+  EXPECT_DOUBLE_EQ(relu["mean"].get<double>(), 0.52);
+  EXPECT_DOUBLE_EQ(relu["std"].get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(relu["min"].get<double>(), 0.49);
+  EXPECT_DOUBLE_EQ(relu["max"].get<double>(), 0.6);
+  EXPECT_EQ(relu["num_trials"], 100);
+  EXPECT_EQ(relu["hardware"], "NVIDIA H100 80GB HBM3");
+  EXPECT_FALSE(baseline["level1"].contains("20_Old.py")) << "a reference without a measured mean has no entry";
 }
 
 TEST(Export, FailedCandidatesCarryKernelBenchsErrorKeysAndNoRuntime) {
@@ -246,8 +287,18 @@ TEST(Export, ARecordHasEveryFieldNullWhereUnmeasured) {
   EXPECT_DOUBLE_EQ(r["reference_latency_ms"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(r["speedup"].get<double>(), 2.0);
   EXPECT_TRUE(r["max_rel_error"].is_null());
+  EXPECT_TRUE(r["latency_stats"].is_null()) << "a median alone makes no statistics";
+  EXPECT_TRUE(r["reference_latency_stats"].is_null());
   EXPECT_EQ(r["environment"]["gpu"], "NVIDIA H100 80GB HBM3");
   EXPECT_TRUE(kforge::export_record(data, job("t", 1, ""), json::object())["environment"].is_null());
+
+  const auto timed = kforge::export_record(
+      data, o,
+      {{"candidate_ms", 0.25}, {"candidate_ms_mean", 0.26}, {"candidate_ms_std", 0.01}, {"candidate_ms_min", 0.24},
+       {"candidate_ms_max", 0.3}, {"candidate_timing_trials", 20}, {"reference_ms_mean", 0.5}});
+  EXPECT_EQ(timed["latency_stats"],
+            (nlohmann::ordered_json{{"mean", 0.26}, {"std", 0.01}, {"min", 0.24}, {"max", 0.3}, {"num_trials", 20}}));
+  EXPECT_EQ(timed["reference_latency_stats"], (nlohmann::ordered_json{{"mean", 0.5}}));
 }
 
 TEST(Export, ProblemIdsComeFromTheTaskName) {

@@ -78,21 +78,29 @@ std::string hardware_of(const JobOutcome& job) {
   return job.device.empty() ? "unknown" : job.device;
 }
 
-// KernelBench's runtime_stats from kforge's metrics under `prefix` (candidate_ms or
-// reference_ms): the mean when the harness measured one, else its median, said so in
-// `statistic`; std/min/max/num_trials only where measured: never made up.
-ojson timing_stats(const nlohmann::json& metrics, const std::string& prefix, const JobOutcome& job,
-                   std::string& statistic) {
+// The per-call statistics eval.run measured for one party, "candidate" or "reference", by
+// KernelBench's names (its get_timing_stats): mean, std, min, max and num_trials of the
+// timed calls. Empty where the metrics have no mean (not timed, or a store from before the
+// harness measured one): the median is another statistic, so nothing is made up from it;
+// a statistic the metrics lack is left out.
+ojson measured_stats(const nlohmann::json& metrics, const std::string& party) {
   ojson stats = ojson::object();
-  const auto mean = number(metrics, (prefix + "_mean").c_str());
-  const auto median = number(metrics, prefix.c_str());
-  if (!mean && !median) return stats;
-  statistic = mean ? "mean" : "median";
-  stats["mean"] = mean ? *mean : *median;
+  const auto mean = number(metrics, (party + "_ms_mean").c_str());
+  if (!mean) return stats;
+  stats["mean"] = *mean;
   for (const char* field : {"std", "min", "max"}) {
-    if (auto value = number(metrics, (prefix + "_" + field).c_str())) stats[field] = *value;
+    if (auto value = number(metrics, (party + "_ms_" + field).c_str())) stats[field] = *value;
   }
-  if (auto trials = number(metrics, "timing_trials")) stats["num_trials"] = static_cast<int64_t>(*trials);
+  if (auto trials = number(metrics, (party + "_timing_trials").c_str())) {
+    stats["num_trials"] = static_cast<int64_t>(*trials);
+  }
+  return stats;
+}
+
+// KernelBench's runtime_stats: the measured statistics, then hardware and device.
+ojson timing_stats(const nlohmann::json& metrics, const std::string& party, const JobOutcome& job) {
+  ojson stats = measured_stats(metrics, party);
+  if (stats.empty()) return stats;
   stats["hardware"] = hardware_of(job);
   stats["device"] = job.device.empty() ? "unknown" : job.device;
   return stats;
@@ -159,9 +167,7 @@ ojson kernelbench_entry(const JobOutcome& job, const nlohmann::json& metrics) {
   entry["sample_id"] = job.sample;
   entry["compiled"] = job.compiled();
   entry["correctness"] = job.passed();
-  std::string statistic;
-  ojson stats = job.passed() ? timing_stats(metrics, "candidate_ms", job, statistic) : ojson::object();
-  if (!statistic.empty() && statistic != "mean") metadata["kforge_runtime_statistic"] = statistic;
+  ojson stats = job.passed() ? timing_stats(metrics, "candidate", job) : ojson::object();
   entry["metadata"] = std::move(metadata);
   entry["runtime"] = stats.contains("mean") ? stats["mean"].get<double>() : -1.0;
   entry["runtime_stats"] = std::move(stats);
@@ -194,6 +200,11 @@ ojson export_record(const Dataset& data, const JobOutcome& job, const nlohmann::
   r["latency_p90_ms"] = nullable(number(metrics, "candidate_ms_p90"));
   r["reference_latency_ms"] = nullable(number(metrics, "reference_ms"));
   r["reference_latency_p90_ms"] = nullable(number(metrics, "reference_ms_p90"));
+  for (const char* party : {"candidate", "reference"}) {
+    ojson stats = measured_stats(metrics, party);
+    r[std::string(party) == "candidate" ? "latency_stats" : "reference_latency_stats"] =
+        stats.empty() ? ojson(nullptr) : std::move(stats);
+  }
   r["speedup"] = nullable(job.speedup);
   const auto facts = environment_facts(job);
   r["environment"] = facts.empty() ? ojson(nullptr) : ojson(facts);
@@ -261,8 +272,7 @@ std::vector<ExportFile> kernelbench_files(const ExportInput& input, const Export
     }
     const nlohmann::json& metrics = metrics_of(input, job);
     if (!baseline_by_id.count(*id)) {
-      std::string statistic;
-      ojson stats = timing_stats(metrics, "reference_ms", job, statistic);
+      ojson stats = timing_stats(metrics, "reference", job);
       if (!stats.empty()) {
         baseline_by_id[*id] = std::move(stats);
         baseline_names[*id] = task.name + ".py";

@@ -494,8 +494,10 @@ class Run : public kforge::sdk::Stage {
       "by the rule and applies the dynamic anti-cheat checks; both are timed when asked. Jobs share a device "
       "while their memory needs fit. Without candidate.code the reference runs as its own candidate. Sets "
       "candidate.device and run.task_sizes. Metrics max_abs_diff, mean_abs_diff, rel_l2_error, share_over_coarse, "
-      "max_rel_error, mean_rel_error, candidate_ms, reference_ms, "
-      "speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, retried_alone.";
+      "max_rel_error, mean_rel_error, candidate_ms, reference_ms (medians), with timing also each one's "
+      "_p90, _mean, _std, _min, _max and candidate_timing_trials, reference_timing_trials (the timed calls "
+      "those describe), speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, "
+      "retried_alone.";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
     auto params = concat(concat(server_params("cpu"), limit_params("60")), admission_params());
@@ -519,7 +521,7 @@ class Run : public kforge::sdk::Stage {
         {"timing", KF_PARAM_BOOL, "false", false,
          "Time candidate and reference after a correct run (the device is then held exclusively)."},
         Param{"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."}.at_least(0),
-        Param{"timing_trials", KF_PARAM_INT, "20", false, "Timed calls; the median is reported."}.at_least(1),
+        Param{"timing_trials", KF_PARAM_INT, "20", false, "Timed calls; their median, p90, mean, std, min and max are reported."}.at_least(1),
         Param{"baseline", KF_PARAM_STRING, "eager", false, "Reference timing: eager, or compile (also torch.compile)."}
             .one_of({"eager", "compile"}),
         Param{"reference_max_age_s", KF_PARAM_DURATION, "600", false,

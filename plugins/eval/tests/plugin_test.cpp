@@ -162,6 +162,12 @@ TEST(Plugin, CppLadderThroughTheAbi) {
   EXPECT_LE(job.metric("max_abs_diff"), 1e-3);
   EXPECT_GT(job.metric("candidate_ms"), 0);
   EXPECT_GT(job.metric("speedup"), 0);
+  // The timing's per-call statistics reach the job through the ABI, both parties'.
+  for (const std::string party : {"candidate", "reference"}) {
+    EXPECT_GT(job.metric(party + "_ms_mean"), 0) << party;
+    EXPECT_GE(job.metric(party + "_ms_max"), job.metric(party + "_ms_min")) << party;
+    EXPECT_EQ(job.metric(party + "_timing_trials"), 3) << party;
+  }
 }
 
 TEST(Plugin, RunCacheKeyNamesTheJudgesSoftwareAndDevice) {

@@ -283,6 +283,15 @@ TEST(RunStage, ReportsTimingMetricsWhenAsked) {
   for (const char* metric : {"candidate_ms", "reference_ms", "speedup", "max_abs_diff", "mean_abs_diff"}) {
     EXPECT_FALSE(std::isnan(result.metric(metric))) << metric;
   }
+  // The per-call statistics of both parties' timed calls (KernelBench's runtime_stats).
+  for (const std::string party : {"candidate", "reference"}) {
+    EXPECT_EQ(result.metric(party + "_timing_trials"), 5) << party;
+    const double low = result.metric(party + "_ms_min"), high = result.metric(party + "_ms_max");
+    EXPECT_LE(low, result.metric(party + "_ms_mean")) << party;
+    EXPECT_LE(result.metric(party + "_ms_mean"), high) << party;
+    EXPECT_LE(low, result.metric(party + "_ms")) << party;
+    EXPECT_GE(result.metric(party + "_ms_std"), 0) << party;
+  }
   ASSERT_NE(result.attribute(kAttrRunDevice), nullptr);
   EXPECT_EQ(*result.attribute(kAttrRunDevice), "cpu");
 }

@@ -4,7 +4,8 @@
 # error, two missing samples, a file for a problem the checkout lacks) against a checkout of
 # our own tasks (examples/kernelbench-run/KernelBench), evaluated by kforge, exported to KernelBench's
 # eval_results.json and baseline file, scored by KernelBench's fast_p rule in
-# roundtrip_check.py and compared with kforge's report.json. Then: every output file is valid
+# roundtrip_check.py and compared with eval.run's timing statistics (results.jsonl) and
+# kforge's report.json. Then: every output file is valid
 # against its schema in docs/schemas, `kforge schema` prints those files, records carry the
 # common status vocabulary, and `kforge compare` warns about runs timed on different software.
 #
@@ -69,7 +70,7 @@ assert results["3"][0]["compiled"] is True and "correctness_issue" in results["3
 assert results["2"][0]["metadata"]["max_difference"], results["2"]
 PY
 "$python" "$here/roundtrip_check.py" "$work/kb/eval_results.json" "$work/kb/baseline_time_torch.json" \
-  "$example/KernelBench/level1" 1 "$out/report.json"
+  "$example/KernelBench/level1" 1 "$out/results.jsonl" "$out/report.json"
 
 echo "== schemas"
 for name in results report records; do

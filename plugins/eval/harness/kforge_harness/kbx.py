@@ -203,6 +203,9 @@ class KbxSession(TaskSession):
     terms (no Model, no get_inputs: the test code makes its own inputs)."""
 
     inputs_can_vary = False
+    no_spot_checks_reason = (
+        "its timed unit replays the function's calls of a test run, whose outputs are not "
+        "a trial's test_results: no stored reference output matches them")
 
     def __init__(self, task, options, device):
         super().__init__(task, options, device)

@@ -126,15 +126,21 @@ class NoEntry(Exception):
     """The candidate lacks what the task's format calls (ModelNew, or a function)."""
 
 
-def task_session(task, options, device):
-    """The session for the task's format: kernelbenchx tasks have their own (kbx.py).
-    A candidate's job carries the task's helper modules that its sandbox does not show
-    (task_modules.py): they are importable from here on."""
+def session_class(task_format):
+    """The TaskSession class of a task format: kernelbenchx tasks have their own (kbx.py).
+    Its class attributes are what the format declares to those who never load a task
+    (the server)."""
     from . import kbx  # noqa: PLC0415 - kbx builds on this module
 
+    return kbx.KbxSession if task_format == kbx.FORMAT else TaskSession
+
+
+def task_session(task, options, device):
+    """The session for the task's format. A candidate's job carries the task's helper
+    modules that its sandbox does not show (task_modules.py): they are importable from
+    here on."""
     task_modules.install(task.get("modules"))
-    cls = kbx.KbxSession if task["format"] == kbx.FORMAT else TaskSession
-    return cls(task, options, device)
+    return session_class(task["format"])(task, options, device)
 
 
 class TaskSession:
@@ -143,6 +149,10 @@ class TaskSession:
     # make_inputs(seed, transform) can scale and shift the inputs (a near-constant
     # reference's varied trials, reference.VARIATIONS).
     inputs_can_vary = True
+    # Why a timed call's outputs cannot be compared with the reference's stored outputs
+    # for the same input seed (the server's spot checks during timing, timing_plan.py),
+    # or None where they can: a timed call here is one trial's forward on one input set.
+    no_spot_checks_reason = None
 
     def __init__(self, task, options, device):
         self.task_spec = task

@@ -37,7 +37,8 @@ import tempfile
 import time
 import traceback
 
-from . import child, compare, errors, protocol, reporter, sandbox, store, threads, timing_plan, toolchain
+from . import (child, compare, errors, protocol, reporter, runner, sandbox, store, threads,
+               timing_plan, toolchain)
 from .outputs import SCRATCH_FULL, leaf_file
 from .reference import VARIATIONS, input_key
 from .seeds import RequestSeeds
@@ -417,10 +418,9 @@ class Server:
         """The input seeds of the timed calls checked against the reference: drawn once
         per task, weight seed and count in this run (their outputs are computed once),
         from the server's secret randomness, never from the request. The first half
-        serves the timing loop, the second the confirmation loop. None for a kernelbenchx
-        task: its timed unit replays a test run's calls, whose outputs are not a trial's
-        test_results, so there is nothing stored to check them against."""
-        if job.request["task"].get("format") == "kernelbenchx":
+        serves the timing loop, the second the confirmation loop. None where the task's
+        format says its timed calls cannot be checked (spot_checked)."""
+        if not spot_checked(job.request["task"]["format"]):
             return []
         count = timing_plan.spot_seed_count(job.timing())
         key = (job.entry.key, job.weight_seed, count)
@@ -867,37 +867,40 @@ class Server:
             job.proc.send(job.loop.ping_command())
             return
         try:
-            ms, p90 = job.loop.measured()
+            measured = job.loop.measured()
         except timing_plan.LoopRejected as exc:
             self._decide(job, timing_plan.rejection(str(exc), self._correctness_metrics(job)))
             return
         reference = job.entry.stored_timing(self._timing_key(job), math.inf)
+        ms = measured["ms"]
         if job.first_loop is None:
             speedup = reference["ms"] / ms if ms > 0 else math.inf
             if timing_plan.confirmation_needed(job.timing(), speedup):
-                job.first_loop = (job.loop, ms, p90)
+                job.first_loop = (job.loop, measured)
                 self._start_loop(job, "confirm")
                 return
-            self._timed_pass(job, reference, ms, p90, [])
+            self._timed_pass(job, reference, measured, [])
             return
-        first, first_ms, first_p90 = job.first_loop
+        first, first_measured = job.first_loop
+        first_ms = first_measured["ms"]
         speedup = reference["ms"] / first_ms if first_ms > 0 else math.inf
         message = timing_plan.unconfirmed(job.timing(), first_ms, ms, speedup)
         if message is not None:
             self._decide(job, timing_plan.rejection(message, self._correctness_metrics(job)))
             return
-        # The slower of the two measurements counts.
-        if ms < first_ms:
-            ms, p90 = first_ms, first_p90
-        self._timed_pass(job, reference, ms, p90, ["speedup_confirmed"],
+        self._timed_pass(job, reference, timing_plan.counted(first_measured, measured),
+                         ["speedup_confirmed"],
                          dict(job.loop.metrics("confirm"), **first.metrics("timing")))
 
-    def _timed_pass(self, job, reference, cand_ms, cand_p90, flags, loop_metrics=None):
+    def _timed_pass(self, job, reference, measured, flags, loop_metrics=None):
+        """`measured`, `reference`: timing.summarise's dicts of the candidate's counted
+        loop and of the reference's stored timing."""
         metrics = self._correctness_metrics(job)
         metrics.update(loop_metrics or job.loop.metrics("timing"))
-        metrics.update(reference_ms=reference["ms"], reference_ms_p90=reference["p90"],
-                       candidate_ms=cand_ms, candidate_ms_p90=cand_p90,
-                       timing_seconds=time.monotonic() - job.timing_started,
+        metrics.update(timing_plan.statistics_metrics("reference", reference))
+        metrics.update(timing_plan.statistics_metrics("candidate", measured))
+        cand_ms = measured["ms"]
+        metrics.update(timing_seconds=time.monotonic() - job.timing_started,
                        speedup=reference["ms"] / cand_ms if cand_ms > 0 else math.inf,
                        reference_age_s=time.time() - reference["measured_at"])
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
@@ -1234,6 +1237,13 @@ class JudgePool:
                                   f"the judge {what}; its log ends with: {tail[-1000:]}"))
         shutil.rmtree(proc.workdir, ignore_errors=True)
         self._dispatch()
+
+
+def spot_checked(task_format):
+    """Whether the timed calls of a task of this format can be spot-checked against the
+    reference's stored outputs: the format's session class declares it (with its reason
+    where not), so that the server knows no format by name."""
+    return runner.session_class(task_format).no_spot_checks_reason is None
 
 
 def _error(error_class, message):

@@ -41,7 +41,7 @@ class Entry:
         self.outputs = {}  # "model_seed-input_key" -> {leaves, mutates_inputs, aliases_inputs, bytes}
         self.weights = {}  # "model_seed" -> {names, leaves, bytes}: the re-initialised weights
         self.plans = {}  # plan key -> the varied trials [[seed, scale, shift], ...] (may be [])
-        self.timings = {}  # timing_key -> {ms, p90, compile_ms?, measured_at}
+        self.timings = {}  # timing_key -> timing.summarise's dict, compile_ms?, measured_at
         self.last_used = 0.0
         self.pins = 0
         self.transient = False

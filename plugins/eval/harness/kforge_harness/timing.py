@@ -135,7 +135,7 @@ class Timer:
         self.clock = Clock(torch, device, flush_l2)
 
     def measure(self, call, pool):
-        """Milliseconds per call of call(inputs): (median, p90) over the timed calls."""
+        """Milliseconds per call of call(inputs): `summarise` of the timed calls."""
         samples = []
         for index in range(self.warmup + self.trials):
             inputs = pool.inputs(index)
@@ -147,6 +147,12 @@ class Timer:
 
 
 def summarise(samples):
+    """What a loop's timed calls (milliseconds each) report: "ms" (the median: kforge's
+    speedups compare medians, which one slow call does not move), "p90", and the
+    statistics KernelBench's runtime_stats carry: "mean", "std" (population, as
+    KernelBench's np.std), "min", "max" and "trials" (how many calls they describe)."""
     ordered = sorted(samples)
     p90 = ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
-    return statistics.median(ordered), p90
+    return {"ms": statistics.median(ordered), "p90": p90,
+            "mean": statistics.fmean(ordered), "std": statistics.pstdev(ordered),
+            "min": ordered[0], "max": ordered[-1], "trials": len(ordered)}

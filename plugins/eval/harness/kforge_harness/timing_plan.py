@@ -166,8 +166,9 @@ class Loop:
     # ---- the verdict ----
 
     def measured(self):
-        """(median, p90) of the timed calls' event times; LoopRejected when what the
-        device and the server's clock saw disagree with them beyond the stated bounds."""
+        """timing.summarise of the timed calls' event times (warm-up calls excluded);
+        LoopRejected when what the device and the server's clock saw disagree with them
+        beyond the stated bounds."""
         event = self.event_ms[self.warmup:]
         synced = self.synced_ms[self.warmup:]
         wall = self.wall_ms[self.warmup:]
@@ -207,6 +208,24 @@ class Loop:
                 f"{prefix}_exchange_ms": statistics.median(self.ping_ms[self.warmup:]),
                 f"{prefix}_synced_ms": statistics.median(self.synced_ms[self.warmup:]),
                 f"{prefix}_pool_sets": self.pool, f"{prefix}_spot_checks": len(self.spots)}
+
+
+def statistics_metrics(party, measured):
+    """The metrics of one party's ("candidate", "reference") timing.summarise dict:
+    {party}_ms (the median), {party}_ms_p90, {party}_ms_mean, _std, _min, _max, and
+    {party}_timing_trials, the number of timed calls they describe."""
+    metrics = {f"{party}_ms": measured["ms"], f"{party}_ms_p90": measured["p90"]}
+    for name in ("mean", "std", "min", "max"):
+        metrics[f"{party}_ms_{name}"] = measured[name]
+    metrics[f"{party}_timing_trials"] = measured["trials"]
+    return metrics
+
+
+def counted(first, second):
+    """Of a timing loop's and its confirmation loop's timing.summarise dicts, the one that
+    counts: the slower (by median), whole, so that its statistics describe the calls its
+    median comes from."""
+    return second if second["ms"] >= first["ms"] else first
 
 
 def confirmation_needed(timing, speedup):

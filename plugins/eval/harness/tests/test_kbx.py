@@ -91,8 +91,12 @@ class KbxServerTest(client.SharedServerTest):
                                         timing=True))
         metrics = got["timed"][3]["metrics"]
         self.assertEqual(got["timed"][:2], ("pass", ""), got["timed"][3])
-        for name in ("reference_ms", "candidate_ms", "speedup"):
+        for name in ("reference_ms", "candidate_ms", "speedup", "candidate_ms_mean",
+                     "reference_ms_mean"):
             self.assertGreater(metrics[name], 0, metrics)
+        self.assertEqual(metrics["candidate_timing_trials"], 3)
+        # Its format declares that timed calls cannot be checked (KbxSession).
+        self.assertEqual(metrics["timing_spot_checks"], 0)
 
     def test_a_task_that_fails_as_its_own_reference_is_a_task_error(self):
         cases = {

@@ -3,15 +3,17 @@ is on, through the real server (tests/client.py) on the CPU, and honest candidat
 pass. GPU-only classes (a private stream, CUDA and Triton memoizers, lazy tensors on a
 device) are in plugins/eval/tests/gpu_check.py's `timing` section."""
 
+import math
 import os
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 
 import numpy as np
 import torch
 
-from kforge_harness import timing, timing_plan
+from kforge_harness import protocol, runner, server, timing, timing_plan
 
 from . import client
 
@@ -92,6 +94,19 @@ class TimingGuardsTest(unittest.TestCase):
                 self.assertGreater(metrics["timing_spot_checks"], 0)
                 self.assertGreater(metrics["timing_wall_ms"], 0)
 
+    def test_statistics_describe_the_timed_calls_of_both_parties(self):
+        for name, trials in (("honest-python", 5), ("honest-cpp", 5), ("honest-confirmed", 10)):
+            metrics = self.responses[name]["metrics"]
+            for party in ("candidate", "reference"):
+                with self.subTest(candidate=name, party=party):
+                    self.assertEqual(metrics[f"{party}_timing_trials"], trials)
+                    low, high = metrics[f"{party}_ms_min"], metrics[f"{party}_ms_max"]
+                    self.assertLessEqual(low, metrics[f"{party}_ms"])
+                    self.assertLessEqual(metrics[f"{party}_ms"], high)
+                    self.assertLessEqual(low, metrics[f"{party}_ms_mean"])
+                    self.assertLessEqual(metrics[f"{party}_ms_mean"], high)
+                    self.assertLessEqual(metrics[f"{party}_ms_std"], high - low)
+
     def test_a_confirmed_speedup_says_so(self):
         response = self.responses["honest-confirmed"]
         self.assertIn("speedup_confirmed", response["flags"])
@@ -157,6 +172,72 @@ class InputPoolTest(unittest.TestCase):
         pool = timing.InputPool(lambda seed: [torch.zeros(seed)], [1, 2])
         pool.refill(0, 3)
         self.assertEqual(pool.inputs(0)[0].shape, (3,))
+
+
+class StatisticsTest(unittest.TestCase):
+    """The numbers behind KernelBench's runtime_stats, from known per-call times."""
+
+    def test_summarise_known_trials(self):
+        got = timing.summarise([4.0, 1.0, 3.0, 2.0, 10.0])
+        self.assertEqual(got["ms"], 3.0)
+        self.assertEqual(got["p90"], 10.0)
+        self.assertEqual(got["mean"], 4.0)
+        # Population deviation, as KernelBench's np.std: sqrt((0+9+1+4+36) / 5).
+        self.assertAlmostEqual(got["std"], math.sqrt(10.0))
+        self.assertEqual((got["min"], got["max"], got["trials"]), (1.0, 10.0, 5))
+
+    def test_one_trial_has_no_spread(self):
+        got = timing.summarise([0.5])
+        self.assertEqual((got["ms"], got["mean"], got["std"], got["trials"]), (0.5, 0.5, 0.0, 1))
+
+    def test_a_loop_describes_its_timed_calls_not_its_warm_up(self):
+        options = dict(protocol.DEFAULT_TIMING, warmup=2, trials=4)
+        loop = timing_plan.Loop("timing", options, [], set_bytes=0)
+        event = [50.0, 40.0, 1.0, 2.0, 3.0, 6.0]  # two slow warm-up calls first
+        loop.event_ms, loop.synced_ms = list(event), list(event)
+        loop.ping_ms = [0.01] * len(event)
+        loop.wall_ms = [e + 0.01 for e in event]
+        got = loop.measured()
+        self.assertEqual((got["trials"], got["min"], got["max"]), (4, 1.0, 6.0))
+        self.assertEqual(got["mean"], 3.0)
+        self.assertEqual(got["ms"], 2.5)
+
+    def test_the_counted_loop_brings_its_own_statistics(self):
+        fast = timing.summarise([1.0, 1.0, 1.2])
+        slow = timing.summarise([2.0, 2.5, 9.0])
+        self.assertIs(timing_plan.counted(fast, slow), slow)
+        self.assertIs(timing_plan.counted(slow, fast), slow)
+
+    def test_metric_names(self):
+        metrics = timing_plan.statistics_metrics("candidate", timing.summarise([1.0, 3.0]))
+        self.assertEqual(metrics, {"candidate_ms": 2.0, "candidate_ms_p90": 3.0,
+                                   "candidate_ms_mean": 2.0, "candidate_ms_std": 1.0,
+                                   "candidate_ms_min": 1.0, "candidate_ms_max": 3.0,
+                                   "candidate_timing_trials": 2})
+
+
+class SpotCheckDeclarationTest(unittest.TestCase):
+    """Whether timed calls are spot-checked is the task format's declaration
+    (TaskSession.no_spot_checks_reason), not a format name the server knows."""
+
+    def test_kernelbench_formats_are_spot_checked(self):
+        for task_format in [f for f in protocol.TASK_FORMATS if f != "kernelbenchx"]:
+            with self.subTest(task_format=task_format):
+                self.assertTrue(server.spot_checked(task_format))
+
+    def test_kernelbenchx_declares_why_not(self):
+        self.assertFalse(server.spot_checked("kernelbenchx"))
+        self.assertIn("test run", runner.session_class("kernelbenchx").no_spot_checks_reason)
+
+    def test_a_format_that_declares_it_is_honoured(self):
+        class Unspottable(runner.TaskSession):
+            no_spot_checks_reason = "a test format's timed calls have no stored outputs"
+
+        declared = {"kernelbench-torch": Unspottable}
+        with mock.patch.object(runner, "session_class",
+                               lambda name: declared.get(name, runner.TaskSession)):
+            self.assertFalse(server.spot_checked("kernelbench-torch"))
+            self.assertTrue(server.spot_checked("kernelbench-numpy"))
 
 
 class SpotPositionsTest(unittest.TestCase):
