@@ -41,11 +41,13 @@ class Range : public kforge::sdk::Source {
   static std::vector<Param> params() {
     return {{"count", KF_PARAM_INT, nullptr, true, "Number of tasks."},
             {"prefix", KF_PARAM_STRING, "task-", false, "Prefix of the task ids."},
-            {"needs_env", KF_PARAM_STRING, "", false,
+            {"needs_env", KF_PARAM_STRING, nullptr, false,
              "An environment variable the run must have set (checked when the run starts, not by validate)."}};
   }
   explicit Range(const Config& cfg)
-      : count_(cfg.integer("count")), prefix_(cfg.string("prefix")), needs_env_(cfg.string("needs_env")) {
+      : count_(cfg.integer("count")),
+        prefix_(cfg.string("prefix")),
+        needs_env_(cfg.has("needs_env") ? cfg.string("needs_env") : "") {
     if (count_ < 0) throw std::invalid_argument("count must be >= 0");
   }
   void preflight() const { require_variable(needs_env_); }

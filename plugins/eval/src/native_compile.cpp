@@ -297,7 +297,7 @@ StageResult build_cached(Build build) {
     if (!out) return StageResult::error("harness_error", "cannot write " + (work / build.source_name).string());
   }
   const std::string output_name = "candidate" + build.artifact_suffix;
-  const double compile_limit = step_limit(build);
+  const double compile_limit = std::max(0.0, step_limit(build));
   CommandResult result;
   try {
     RunLimits limits = RunLimits::within(compile_limit);
