@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -521,6 +522,109 @@ TEST(Preflight, ATaskSourceThatGivesNoTasksExitsTwo) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("no_tasks.yaml:2:1: error: the task source 'demo.range' gave no tasks"), std::string::npos)
       << r.output;
+}
+
+// What a stage needs from the run's environment (kf_stage_kind::preflight) is checked by
+// `run` and `--resume` before the first job, never by `validate`; a stage or source that
+// cannot run here is a located error, exit 2, with the output directory left untouched,
+// as for a stage that cannot be created.
+TEST(Preflight, ARunStartCheckThatFailsExitsTwoLocatedBeforeAnyJobAndValidatePasses) {
+  Scratch dir("run-environment");
+  const fs::path out = dir / "out";
+  ASSERT_EQ(std::getenv("KFORGE_TEST_PREFLIGHT_VARIABLE"), nullptr);
+  const Result validated = kforge({"validate", data("run_environment.yaml")});
+  EXPECT_EQ(validated.exit_code, 0) << validated.output;
+  EXPECT_NE(validated.output.find("`kforge run` checks before the first job, for: tasks (demo.range), needs (demo.needs_env)"),
+            std::string::npos)
+      << "validate says which checks it left to the run: " << validated.output;
+
+  const std::string refused =
+      "run_environment.yaml:7:5: error: stage 'needs' (demo.needs_env) cannot run here: environment variable "
+      "KFORGE_TEST_PREFLIGHT_VARIABLE is not set";
+  const Result run = kforge({"run", data("run_environment.yaml"), "--out", out.string(), "--progress", "off"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find(refused), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(out)) << "no job ran and the output directory was not touched";
+
+  // The task source has the same check (demo.range's needs_env), reported at `tasks:`.
+  const Result source = kforge({"run", data("run_environment.yaml"), "--out", out.string(), "--progress", "off",
+                                "--set", "tasks.needs_env=KFORGE_TEST_PREFLIGHT_SOURCE"});
+  EXPECT_EQ(source.exit_code, 2) << source.output;
+  EXPECT_NE(source.output.find("run_environment.yaml:5:1: error: task source 'demo.range' cannot run here: "
+                               "environment variable KFORGE_TEST_PREFLIGHT_SOURCE is not set"),
+            std::string::npos)
+      << source.output;
+  EXPECT_NE(source.output.find(refused), std::string::npos) << "every stage that cannot run is reported: " << source.output;
+
+  // With the variable set the run goes; a --resume without it is refused as a run is.
+  const Result ran = kforge({"run", data("run_environment.yaml"), "--out", out.string(), "--progress", "off"}, 60,
+                            {{"KFORGE_TEST_PREFLIGHT_VARIABLE", "set"}});
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(read_results(out).size(), 3u);
+  const Result resumed =
+      kforge({"run", data("run_environment.yaml"), "--out", out.string(), "--progress", "off", "--resume"});
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.output;
+  EXPECT_NE(resumed.output.find(refused), std::string::npos) << resumed.output;
+  EXPECT_EQ(read_results(out).size(), 3u) << "the refused --resume wrote nothing";
+  EXPECT_EQ(store_number(out, "SELECT COUNT(*) FROM runs"), 1) << "the refused --resume began no run";
+}
+
+// llm.generate with a fixed model: its API key is the run's environment, not the pipeline's.
+TEST(Preflight, AnUnsetApiKeyPassesValidateAndStopsTheRunNamingTheVariable) {
+  Scratch dir("llm-key");
+  const fs::path out = dir / "out";
+  ASSERT_EQ(std::getenv("KFORGE_TEST_UNSET_API_KEY"), nullptr);
+  const Result validated = kforge({"validate", data("llm_key.yaml")});
+  EXPECT_EQ(validated.exit_code, 0) << "validate needs no secret: " << validated.output;
+  const Result run = kforge({"run", data("llm_key.yaml"), "--out", out.string(), "--progress", "off"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("llm_key.yaml:6:5: error: stage 'generate' (llm.generate) cannot run here: model "
+                            "'deepseek-chat': environment variable KFORGE_TEST_UNSET_API_KEY (its api_key_env) is not "
+                            "set"),
+            std::string::npos)
+      << run.output;
+  EXPECT_FALSE(fs::exists(out));
+
+  // A strict replay answers from the cassette: no key needed, the jobs run (demo.range's
+  // tasks have no source: each ends as task_unreadable).
+  write_file(dir / "empty.jsonl", "");
+  const Result replay = kforge({"run", data("llm_key.yaml"), "--out", out.string(), "--progress", "off", "--set",
+                                "generate.backend=replay", "--set", "generate.cassette=" + (dir / "empty.jsonl").string()});
+  EXPECT_NE(replay.exit_code, 2) << replay.output;
+  EXPECT_EQ(read_results(out).size(), 2u) << replay.output;
+  EXPECT_EQ(replay.output.find("KFORGE_TEST_UNSET_API_KEY"), std::string::npos) << replay.output;
+}
+
+// Programs named without a path are looked up on PATH when the run starts: a missing one is
+// an error naming it and what to install or set, before any job.
+TEST(Preflight, ProgramsNotOnPathStopTheRunBeforeAnyJob) {
+  Scratch dir("eval-programs");
+  const fs::path out = dir / "out";
+  const Result validated = kforge({"validate", data("eval_programs.yaml")});
+  EXPECT_EQ(validated.exit_code, 0) << validated.output;
+  EXPECT_NE(validated.output.find("compile (eval.compile.cpp), run (eval.run), check (eval.check)"), std::string::npos)
+      << validated.output;
+  const Result run = kforge({"run", data("eval_programs.yaml"), "--out", out.string(), "--progress", "off"}, 120);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  for (const std::string expected :
+       {"eval_programs.yaml:6:5: error: stage 'compile' (eval.compile.cpp) cannot run here: C++ compiler "
+        "'kforge-no-such-compiler' not found on PATH: install it",
+        "eval_programs.yaml:9:5: error: stage 'run' (eval.run) cannot run here: python interpreter "
+        "'kforge-no-such-python' not found"}) {
+    EXPECT_NE(run.output.find(expected), std::string::npos) << run.output;
+  }
+  EXPECT_FALSE(fs::exists(out));
+
+  // python: auto follows KFORGE_PYTHON: one that names nothing is the run's environment too.
+  const Result env = kforge({"run", data("eval_programs.yaml"), "--out", out.string(), "--progress", "off", "--set",
+                             "compile.compiler=/bin/sh"},
+                            120, {{"KFORGE_PYTHON", "/nonexistent/kforge-python"}});
+  EXPECT_EQ(env.exit_code, 2) << env.output;
+  EXPECT_NE(env.output.find("eval_programs.yaml:12:5: error: stage 'check' (eval.check) cannot run here: "
+                            "KFORGE_PYTHON names '/nonexistent/kforge-python'"),
+            std::string::npos)
+      << env.output;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 // ---- 4. timeouts on time ------------------------------------------------------------------

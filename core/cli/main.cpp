@@ -1,6 +1,7 @@
 // kforge: the command-line front end of the runtime.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <tbb/global_control.h>
@@ -442,6 +443,18 @@ int main(int argc, char** argv) {
       // Create and destroy every stage: what the stages' own constructors refuse, run would too.
       kforge::Executor dry_run(pipeline);
       fmt::print("{}: ok ({} stages)\n", pipeline_path, pipeline.stages.size());
+      // Their run-start checks need the run's environment (API keys, programs on PATH): say
+      // which were left to `run`, so an ok here is not read as more than it is.
+      std::vector<std::string> deferred;
+      if (pipeline.source.kind->preflight != nullptr) deferred.push_back("tasks (" + pipeline.source.kind->name + ")");
+      for (const kforge::StagePlan& stage : pipeline.stages) {
+        if (stage.kind->preflight != nullptr) deferred.push_back(fmt::format("{} ({})", stage.id, stage.kind->name));
+      }
+      if (!deferred.empty()) {
+        fmt::print("not checked here: what the run's environment must provide (API keys, programs on PATH), which "
+                   "`kforge run` checks before the first job, for: {}\n",
+                   fmt::join(deferred, ", "));
+      }
       return kExitOk;
     }
 

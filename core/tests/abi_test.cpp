@@ -44,8 +44,11 @@ TEST(Abi, APluginWithTheFirstReleasesTablesLoadsAndRuns) {
   ASSERT_NE(kind, nullptr);
   EXPECT_EQ(kind->role, KF_ROLE_OTHER);  // a field its table does not have: the default
   EXPECT_EQ(kind->cache_key, nullptr);
+  EXPECT_EQ(kind->preflight, nullptr);
+  EXPECT_EQ(registry.source("short.tasks")->preflight, nullptr);
   const kforge::Plan plan = kforge::testing::compile(registry, one_stage("short.tasks", "short.pass"));
   kforge::Executor executor(plan);
+  executor.preflight();  // nothing to ask: the run starts
   Finished finished;
   const auto summary = executor.run(finished);
   EXPECT_EQ(summary.passed, 3u);
@@ -68,6 +71,7 @@ TEST(Abi, APluginWithLongerTablesLoadsAndRunsOnWhatTheHostKnows) {
   draft.stages[0].config = kforge::load_params(*kind, "{factor: 4}", ".");
   const kforge::Plan plan = kforge::testing::compile(registry, draft);
   kforge::Executor executor(plan);
+  executor.preflight();  // the field this host knows is NULL there; what follows it is not read
   Finished finished;
   EXPECT_EQ(executor.run(finished).passed, 2u);
   ASSERT_EQ(finished.outcomes.size(), 2u);

@@ -3,6 +3,7 @@
 #include <kforge/testing.hpp>
 
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 
 #include <string>
@@ -105,6 +106,24 @@ TEST_F(TestKit, ASourceIsDrainedAndCounted) {
   SourceHarness negative("demo.range", "{count: -1}");
   EXPECT_FALSE(negative.created());
   EXPECT_EQ(negative.create_error(), "count must be >= 0");
+}
+
+// The run-start check, as `kforge run` calls it: the SDK's preflight() member, its exception's
+// message when it refuses, "" when it passes or the kind has none.
+TEST_F(TestKit, PreflightIsCalledAsTheRunWould) {
+  ::unsetenv("KFORGE_TEST_KIT_VARIABLE");
+  StageHarness needs("demo.needs_env", "{variable: KFORGE_TEST_KIT_VARIABLE}");
+  ASSERT_TRUE(needs.created()) << "creating does not look at the environment: " << needs.create_error();
+  EXPECT_EQ(needs.preflight(), "environment variable KFORGE_TEST_KIT_VARIABLE is not set; export it before the run");
+  ::setenv("KFORGE_TEST_KIT_VARIABLE", "x", 1);
+  EXPECT_EQ(needs.preflight(), "");
+  ::unsetenv("KFORGE_TEST_KIT_VARIABLE");
+
+  StageHarness noop("demo.noop");
+  EXPECT_EQ(noop.preflight(), "") << "a stage without preflight has nothing to check";
+  SourceHarness range("demo.range", "{count: 1, needs_env: KFORGE_TEST_KIT_VARIABLE}");
+  ASSERT_TRUE(range.created()) << range.create_error();
+  EXPECT_NE(range.preflight().find("KFORGE_TEST_KIT_VARIABLE is not set"), std::string::npos);
 }
 
 }  // namespace

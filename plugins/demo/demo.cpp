@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -22,6 +23,16 @@ bool listed(const std::vector<std::string>& ids, std::string_view id) {
   return false;
 }
 
+// A run-start check on the run's environment, as a stage that needs an API key has: the
+// variable must be set when the run starts (validate does not look).
+void require_variable(const std::string& variable) {
+  if (variable.empty()) return;
+  const char* value = std::getenv(variable.c_str());
+  if (value == nullptr || *value == '\0') {
+    throw std::runtime_error("environment variable " + variable + " is not set; export it before the run");
+  }
+}
+
 // Tasks "task-0000" ... "task-NNNN".
 class Range : public kforge::sdk::Source {
  public:
@@ -29,11 +40,17 @@ class Range : public kforge::sdk::Source {
   static constexpr const char* kDoc = "Emits `count` synthetic tasks named task-0000, task-0001, ...";
   static std::vector<Param> params() {
     return {{"count", KF_PARAM_INT, nullptr, true, "Number of tasks."},
-            {"prefix", KF_PARAM_STRING, "task-", false, "Prefix of the task ids."}};
+            {"prefix", KF_PARAM_STRING, "task-", false, "Prefix of the task ids."},
+            {"needs_env", KF_PARAM_STRING, nullptr, false,
+             "An environment variable the run must have set (checked when the run starts, not by validate)."}};
   }
-  explicit Range(const Config& cfg) : count_(cfg.integer("count")), prefix_(cfg.string("prefix")) {
+  explicit Range(const Config& cfg)
+      : count_(cfg.integer("count")),
+        prefix_(cfg.string("prefix")),
+        needs_env_(cfg.has("needs_env") ? cfg.string("needs_env") : "") {
     if (count_ < 0) throw std::invalid_argument("count must be >= 0");
   }
+  void preflight() const { require_variable(needs_env_); }
   bool next(kforge::sdk::Task& task) override {
     if (next_ >= count_) return false;
     std::string number = std::to_string(next_);
@@ -50,7 +67,26 @@ class Range : public kforge::sdk::Source {
  private:
   int64_t count_;
   std::string prefix_;
+  std::string needs_env_;
   int64_t next_ = 0;
+};
+
+// Passes every job; refuses to run (its preflight) when an environment variable is unset.
+class NeedsEnv : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "demo.needs_env";
+  static constexpr const char* kDoc =
+      "Passes every job. Its run-start check refuses the run when the environment variable `variable` is not "
+      "set, as a stage that needs an API key does; `kforge validate` does not check it.";
+  static std::vector<Param> params() {
+    return {{"variable", KF_PARAM_STRING, nullptr, true, "The environment variable the run needs."}};
+  }
+  explicit NeedsEnv(const Config& cfg) : variable_(cfg.string("variable")) {}
+  void preflight() const { require_variable(variable_); }
+  void process(Job& job) override { job.pass(); }
+
+ private:
+  std::string variable_;
 };
 
 class Noop : public kforge::sdk::Stage {
@@ -176,4 +212,4 @@ class Sleep : public kforge::sdk::Stage {
 
 }  // namespace
 
-KFORGE_PLUGIN("demo", "1.0.0", Range, Noop, Judge, Flaky, Busy, Sleep)
+KFORGE_PLUGIN("demo", "1.0.0", Range, Noop, Judge, Flaky, Busy, Sleep, NeedsEnv)

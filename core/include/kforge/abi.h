@@ -287,6 +287,17 @@ typedef struct kf_stage_kind {
    * bytes) and its length into *length; when *length > out_size the host calls again with
    * a buffer that large. A non-OK status bypasses the cache for this call. */
   kf_status (*cache_key)(void* instance, const kf_job* job, char* out, size_t out_size, size_t* length);
+  /* Since 0.2. Optional (NULL: nothing to check). Checks what this instance needs from the
+   * run's environment, which create must not depend on (`kforge validate` creates stages
+   * without needing secrets or the run's machine): API key variables, programs named
+   * without a path and looked up on PATH, interpreters, toolchains. The host calls it once
+   * per instance, after every stage and the task source were created and before the first
+   * job, for `kforge run` and `--resume` only, never for `kforge validate`. It may read files
+   * and the environment and run short probes (`python -c "import torch"`), but must not start
+   * servers or touch the network. On failure write a NUL-terminated message into err
+   * (err_size bytes) saying what is missing and what to install or set, and return non-OK:
+   * the host reports it at the stage's place in the pipeline file and runs no job. */
+  kf_status (*preflight)(void* instance, char* err, size_t err_size);
 } kf_stage_kind;
 
 /* A task source enumerates tasks; the host pulls them one at a time, so sources of any
@@ -308,6 +319,9 @@ typedef struct kf_source_kind {
 
   /* Since 0.2: as in kf_stage_kind. */
   const kf_param_constraints* const* param_constraints;
+  /* Since 0.2. Optional (NULL: nothing to check): as kf_stage_kind::preflight, for the
+   * source's instance, called before the stages' preflight. */
+  kf_status (*preflight)(void* instance, char* err, size_t err_size);
 } kf_source_kind;
 
 typedef struct kf_plugin_descriptor {

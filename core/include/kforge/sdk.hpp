@@ -17,11 +17,14 @@
 //
 // Header-only on purpose: everything here compiles into the plugin, and only the C types
 // of kforge/abi.h cross into the host. Optional members of a stage class: `kRole`
-// (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, and for cacheable stages
-// `std::string cache_key(const Job&) const` (key material the host cannot know). A source
-// class derives from kforge::sdk::Source and has kName, kDoc, optional params(), and
-// `bool next(Task&)`. The SDK works with hosts of every 0.x version: what an older host does
-// not offer (KF_HAS_FUNCTION) is answered as "not available", never called.
+// (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, for cacheable stages
+// `std::string cache_key(const Job&) const` (key material the host cannot know), and
+// `void preflight()` (the run-start check of what the run's environment must provide: API
+// keys, programs on PATH; throw to refuse, saying what to install or set). A source class
+// derives from kforge::sdk::Source and has kName, kDoc, optional params() and preflight(),
+// and `bool next(Task&)`. The SDK works with hosts of every 0.x version: what an older host
+// does not offer (KF_HAS_FUNCTION) is answered as "not available", never called; an older
+// host never calls preflight, so a stage must not rely on it having run.
 #pragma once
 
 #include <kforge/abi.h>
@@ -356,6 +359,23 @@ kf_status cache_key(void* instance, const kf_job* job, char* out, size_t out_siz
   }
 }
 
+// The class has `void preflight()` (a stage's or a source's run-start check).
+template <typename T>
+concept HasPreflight = requires(T& t) { t.preflight(); };
+
+template <typename T>
+kf_status preflight(void* instance, char* err, size_t err_size) noexcept {
+  try {
+    static_cast<T*>(instance)->preflight();
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception in the preflight check");
+  }
+  return KF_ERROR;
+}
+
 template <typename T>
 kf_status next(void* instance, kf_task* task, int* has_task, char* err, size_t err_size) noexcept {
   try {
@@ -403,6 +423,7 @@ const kf_stage_kind* stage_kind() {
     if constexpr (requires(const T& t, const Job& j) { { t.cache_key(j) } -> std::convertible_to<std::string>; }) {
       k.cache_key = &cache_key<T>;
     }
+    if constexpr (HasPreflight<T>) k.preflight = &preflight<T>;
     return k;
   }();
   return &kind;
@@ -423,6 +444,7 @@ const kf_source_kind* source_kind() {
     k.destroy = &destroy<T>;
     k.count = &count<T>;
     k.param_constraints = schema.constraint_table.data();
+    if constexpr (HasPreflight<T>) k.preflight = &preflight<T>;
     return k;
   }();
   return &kind;

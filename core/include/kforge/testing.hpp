@@ -102,6 +102,11 @@ class KF_EXPORT StageHarness {
   // does not declare).
   std::string process(TestJob& job);
 
+  // The stage's run-start check (kf_stage_kind::preflight), as `kforge run` calls it before
+  // the first job and `kforge validate` never does: "" when it passes or the stage has none,
+  // else its message (the run would stop with it, exit 2).
+  std::string preflight();
+
   // What the stage adds to the verdict cache's key for `job`; nullopt when it declines or
   // has no cache_key.
   std::optional<std::string> cache_key(const TestJob& job);
@@ -129,6 +134,8 @@ class KF_EXPORT SourceHarness {
   std::vector<TestTask> drain();
   // count(), nullopt when the source cannot tell.
   std::optional<uint64_t> count();
+  // The source's run-start check, as StageHarness::preflight.
+  std::string preflight();
 
  private:
   struct Impl;

@@ -232,6 +232,24 @@ struct Executor::Impl {
     if (!problems.empty()) throw ConfigError(std::move(problems));
   }
 
+  // Asks every instance that offers a preflight; collects a diagnostic per one that fails.
+  void preflight_all() {
+    std::vector<Diagnostic> problems;
+    auto ask = [&problems](auto check, void* instance, const SourceLocation& where, const std::string& what) {
+      if (check == nullptr) return;
+      char err[2048] = {0};
+      if (check(instance, err, sizeof err) != KF_OK) {
+        problems.push_back(Diagnostic::at(
+            where, fmt::format("{} cannot run here: {}", what, err[0] ? err : "its preflight check failed without a reason")));
+      }
+    };
+    ask(plan.source.kind->preflight, source, plan.source.where, fmt::format("task source '{}'", plan.source.kind->name));
+    for (const StageRuntime& s : stages) {
+      ask(s.kind->preflight, s.instance, s.plan->where, fmt::format("stage '{}' ({})", s.plan->id, s.kind->name));
+    }
+    if (!problems.empty()) throw ConfigError(std::move(problems));
+  }
+
   std::optional<std::string> cache_key(const StageRuntime& s, const JobCall& call) const {
     auto material = stage_material(s, call);
     if (!material) return std::nullopt;
@@ -374,6 +392,8 @@ struct Executor::Impl {
 Executor::Executor(const Plan& plan) : impl_(std::make_unique<Impl>(plan)) { impl_->create_all(); }
 
 Executor::~Executor() = default;
+
+void Executor::preflight() { impl_->preflight_all(); }
 
 RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
   Impl& impl = *impl_;

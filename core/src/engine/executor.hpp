@@ -99,6 +99,12 @@ class KFORGE_API Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
+  // The run-start checks (kf_stage_kind::preflight): asks the task source and every stage
+  // whether what they need from the run's environment is there (API keys, programs on
+  // PATH); throws ConfigError with one diagnostic (at the kind's `uses:`) per one that is
+  // not. `kforge run` calls it before it touches the output directory; validate never does.
+  void preflight();
+
   // Runs to completion or until options.cancel is requested. Once per Executor.
   RunSummary run(RunObserver& observer, const RunOptions& options = {});
 

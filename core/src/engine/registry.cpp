@@ -141,6 +141,7 @@ StageKind read_stage(const kf_stage_kind& k, const std::string& plugin, const st
   kind.process = k.process;
   if (KF_HAS_FIELD(&k, kf_stage_kind, role)) kind.role = read_role(k.role);
   if (KF_HAS_FIELD(&k, kf_stage_kind, cache_key)) kind.cache_key = k.cache_key;
+  if (KF_HAS_FIELD(&k, kf_stage_kind, preflight)) kind.preflight = k.preflight;
   return kind;
 }
 
@@ -151,6 +152,7 @@ SourceKind read_source(const kf_source_kind& k, const std::string& plugin, const
                                           "create, next and destroy", plugin, version, origin);
   kind.next = k.next;
   kind.count = k.count;
+  if (KF_HAS_FIELD(&k, kf_source_kind, preflight)) kind.preflight = k.preflight;
   return kind;
 }
 

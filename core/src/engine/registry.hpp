@@ -67,6 +67,7 @@ struct StageKind {
   decltype(kf_stage_kind::process) process = nullptr;
   decltype(kf_stage_kind::destroy) destroy = nullptr;
   decltype(kf_stage_kind::cache_key) cache_key = nullptr;  // nullptr when the stage adds nothing
+  decltype(kf_stage_kind::preflight) preflight = nullptr;  // nullptr when it checks nothing at run start
 
   bool waits() const { return (flags & KF_STAGE_WAITS) != 0; }
   bool cacheable() const { return (flags & KF_STAGE_CACHEABLE) != 0; }
@@ -83,6 +84,7 @@ struct SourceKind {
   decltype(kf_source_kind::next) next = nullptr;
   decltype(kf_source_kind::destroy) destroy = nullptr;
   decltype(kf_source_kind::count) count = nullptr;  // nullptr when the source cannot tell
+  decltype(kf_source_kind::preflight) preflight = nullptr;  // nullptr when it checks nothing at run start
 };
 
 class KFORGE_API Registry {

@@ -30,6 +30,8 @@ struct RunSession::Impl {
   std::set<std::pair<std::string, int>> done;
 
   Impl(const Plan& p, SessionOptions o) : plan(p), options(std::move(o)), executor(p) {
+    // As a stage that cannot be created: a stage that cannot run here touches no directory.
+    executor.preflight();
     fs::create_directories(options.out_dir);
     lock = std::make_unique<OutDirLock>(options.out_dir);
     store = std::make_unique<Store>((fs::path(options.out_dir) / kStoreFileName).string());

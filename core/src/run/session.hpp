@@ -54,7 +54,8 @@ struct SessionResult {
 
 class KFORGE_API RunSession {
  public:
-  // Creates every stage (ConfigError at file:line:col when one cannot be), then locks the
+  // Creates every stage and runs their preflight checks (ConfigError at file:line:col when
+  // one cannot be created or cannot run in this environment), then locks the
   // output directory for this session's life (RunSetupError naming the holder's pid when
   // another run holds it), opens its store, marks runs left `running` by a killed kforge
   // as interrupted, and settles what --resume continues (RunSetupError): with --resume,

@@ -146,6 +146,16 @@ struct Instance {
   ~Instance() {
     if (handle != nullptr) kind.destroy(handle);
   }
+
+  // The kind's run-start check, as `kforge run` calls it: "" when it passes or the kind
+  // has none, else its message.
+  std::string preflight() const {
+    if (handle == nullptr) throw std::logic_error("the instance was not created: " + create_error);
+    if (kind.preflight == nullptr) return "";
+    char err[4096] = {0};
+    if (kind.preflight(handle, err, sizeof err) == KF_OK) return "";
+    return err[0] ? err : "preflight failed without a message";
+  }
 };
 
 }  // namespace
@@ -224,6 +234,8 @@ std::optional<std::string> StageHarness::cache_key(const TestJob& test) {
   return material;
 }
 
+std::string StageHarness::preflight() { return impl_->preflight(); }
+
 void StageHarness::cancel() { impl_->cancel.request(); }
 
 void StageHarness::set_run_seed(std::optional<uint64_t> seed) { impl_->run_seed = seed; }
@@ -259,6 +271,8 @@ std::vector<TestTask> SourceHarness::drain() {
     tasks.push_back({task.strings, task.numbers});
   }
 }
+
+std::string SourceHarness::preflight() { return impl_->preflight(); }
 
 std::optional<uint64_t> SourceHarness::count() {
   uint64_t total = 0;

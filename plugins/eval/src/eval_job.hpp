@@ -53,7 +53,10 @@ struct EvalJob {
   std::optional<uint64_t> run_seed;
   std::string language;
   std::map<std::string, std::string> attributes;  // check.cpp_source, compile.artifact, ...
-  double seconds_left = std::numeric_limits<double>::infinity();
+  // The stage timeout's time left for this job (+inf without one), asked when a step
+  // starts: a stage's steps run one after another (extracting the source, probing the
+  // compiler, compiling), and each may take only what the earlier ones left.
+  std::function<double()> seconds_left = [] { return std::numeric_limits<double>::infinity(); };
   std::function<bool()> cancelled;
 
   const std::string* attribute(const std::string& key) const {

@@ -142,7 +142,7 @@ StageResult result_from_response(const HarnessResponse& response) {
 }
 
 CallBudget call_budget(const EvalJob& job, const ChildLimits& limits) {
-  return CallBudget::of(limits.timeout_seconds, job.seconds_left, job.cancelled);
+  return CallBudget::of(limits.timeout_seconds, job.seconds_left(), job.cancelled);
 }
 
 std::string admission_key(const EvalJob& job) {

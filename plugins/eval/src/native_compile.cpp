@@ -50,13 +50,20 @@ struct Build {
   std::string source_text;            // exactly what is compiled
   std::string artifact_suffix;        // .so, .o
   std::string cache_dir;
-  double timeout_seconds = 120;
+  double timeout_seconds = 120;       // the stage's compile limit
+  std::function<double()> seconds_left;  // the stage timeout's time left (EvalJob::seconds_left)
   std::function<bool()> cancelled;
   std::string origin_note;            // where the source's line 1 is in the candidate file
   std::string python;                 // runs the sandbox
   std::string harness_dir;
   std::vector<std::string> readonly;  // what the compiler needs beyond the system's dirs
 };
+
+// What the next step of a build (the compiler's --version probe, the compile) may take: the
+// compile limit, cut to what the stage timeout leaves when the step starts.
+double step_limit(const Build& build) {
+  return build.seconds_left ? std::min(build.timeout_seconds, build.seconds_left()) : build.timeout_seconds;
+}
 
 std::atomic<uint64_t> g_build_counter{0};
 
@@ -243,7 +250,7 @@ std::string compiler_identity(const Build& build) {
   try {
     const ScratchDir work(build.cache_dir, "probe");
     CommandResult result = run_command(sandboxed(build, work.path, {path, "--version"}),
-                                       RunLimits::within(std::min(kVersionProbeSeconds, build.timeout_seconds)));
+                                       RunLimits::within(std::min(kVersionProbeSeconds, step_limit(build))));
     take_sandbox_report(result.output);
     std::istringstream lines(result.output);
     std::string line;
@@ -290,9 +297,10 @@ StageResult build_cached(Build build) {
     if (!out) return StageResult::error("harness_error", "cannot write " + (work / build.source_name).string());
   }
   const std::string output_name = "candidate" + build.artifact_suffix;
+  const double compile_limit = std::max(0.0, step_limit(build));
   CommandResult result;
   try {
-    RunLimits limits = RunLimits::within(build.timeout_seconds);
+    RunLimits limits = RunLimits::within(compile_limit);
     limits.cancelled = build.cancelled;
     std::vector<std::string> command = build.command;
     command.insert(command.end(), {build.source_name, "-o", output_name});
@@ -310,7 +318,7 @@ StageResult build_cached(Build build) {
     verdict = StageResult::error("harness_error", build.tool + " was stopped: the run is being cancelled");
   } else if (result.timed_out) {
     verdict = StageResult::fail("timeout", build.tool + " did not finish compiling " + build.source_name +
-                                               " within " + std::to_string(static_cast<int>(build.timeout_seconds)) +
+                                               " within " + std::to_string(static_cast<int>(compile_limit)) +
                                                " s and was killed");
   } else if (!result.ok()) {
     verdict = StageResult::fail("compile_error", build.tool + " could not compile " + build.source_name + " (" +
@@ -425,6 +433,26 @@ std::vector<std::string> split_flags(const std::string& flags) {
   return out;
 }
 
+std::string locate_compiler(const std::string& setting) {
+  if (auto path = find_program(setting)) return *path;
+  throw std::runtime_error("C++ compiler '" + setting + "' not found " +
+                           (setting.find('/') != std::string::npos ? std::string("(no such executable file)")
+                                                                   : "on PATH") +
+                           ": install it (Debian: g++) or set the stage parameter compiler");
+}
+
+std::string locate_nvcc(const std::string& setting) {
+  if (!setting.empty()) {
+    if (auto path = find_program(setting)) return *path;
+    throw std::runtime_error("nvcc '" + setting + "' not found: install the CUDA toolkit or correct the stage parameter nvcc");
+  }
+  for (const char* candidate : {"nvcc", "/usr/local/cuda/bin/nvcc"}) {
+    if (auto path = find_program(candidate)) return *path;
+  }
+  throw std::runtime_error("nvcc not found: looked for nvcc on PATH and /usr/local/cuda/bin/nvcc; install the CUDA "
+                           "toolkit or set the stage parameter nvcc");
+}
+
 CppCompileStage::CppCompileStage(Options options, std::shared_ptr<HarnessPool> extractor)
     : options_(std::move(options)), extractor_(std::move(extractor)) {
   if (options_.timeout_seconds <= 0) throw std::invalid_argument("timeout_s must be > 0");
@@ -435,23 +463,25 @@ StageResult CppCompileStage::process(const EvalJob& job) const {
   const auto source = extracted_source(job, kAttrCppSource, "cpp_source", "cpp", extractor_.get(),
                                        options_.check_limits, failure);
   if (!source) return failure;
-  const auto compiler = find_program(options_.compiler);
-  if (!compiler) {
-    return StageResult::error("harness_error", "C++ compiler '" + options_.compiler +
-                                                   "' not found on PATH (stage parameter compiler)");
+  std::string compiler;
+  try {
+    compiler = locate_compiler(options_.compiler);
+  } catch (const std::runtime_error& e) {
+    return StageResult::error("harness_error", e.what());
   }
   Build build;
   build.tool = fs::path(options_.compiler).filename().string();
-  build.command = {*compiler};
+  build.command = {compiler};
   for (const std::string& flag : split_flags(options_.flags)) build.command.push_back(flag);
   build.source_name = "candidate.cpp";
   build.source_text = *source;
   build.artifact_suffix = ".so";
   build.cache_dir = resolve_cache_dir(options_.cache_dir, "cpp");
-  build.timeout_seconds = std::min(options_.timeout_seconds, job.seconds_left);
+  build.timeout_seconds = options_.timeout_seconds;
+  build.seconds_left = job.seconds_left;
   build.cancelled = job.cancelled;
   if (job.code) build.origin_note = source_origin_note(*job.code, *source, build.source_name);
-  build.readonly = {*compiler};
+  build.readonly = {compiler};
   if (auto problem = find_sandbox(options_.python, options_.harness_dir, build)) return *problem;
   return build_cached(build);
 }
@@ -469,22 +499,15 @@ StageResult CudaCompileStage::process(const EvalJob& job) const {
   const auto source = extracted_source(job, kAttrCudaSource, "cuda_source", "cuda", extractor_.get(),
                                        options_.check_limits, failure);
   if (!source) return failure;
-  std::optional<std::string> nvcc;
-  if (!options_.nvcc.empty()) {
-    nvcc = find_program(options_.nvcc);
-    if (!nvcc) return StageResult::error("harness_error", "nvcc '" + options_.nvcc + "' not found (stage parameter nvcc)");
-  } else {
-    nvcc = find_program("nvcc");
-    if (!nvcc) nvcc = find_program("/usr/local/cuda/bin/nvcc");
-    if (!nvcc) {
-      return StageResult::error("harness_error",
-                                "nvcc not found: looked for nvcc on PATH and /usr/local/cuda/bin/nvcc; install the "
-                                "CUDA toolkit or set the stage parameter nvcc");
-    }
+  std::string nvcc;
+  try {
+    nvcc = locate_nvcc(options_.nvcc);
+  } catch (const std::runtime_error& e) {
+    return StageResult::error("harness_error", e.what());
   }
   Build build;
   build.tool = "nvcc";
-  build.command = {*nvcc, "-c"};
+  build.command = {nvcc, "-c"};
   for (const std::string& flag : split_flags(options_.flags)) build.command.push_back(flag);
   build.source_name = "candidate.cu";
   if (options_.prelude == "load_inline") {
@@ -509,12 +532,13 @@ StageResult CudaCompileStage::process(const EvalJob& job) const {
   }
   build.artifact_suffix = ".o";
   build.cache_dir = resolve_cache_dir(options_.cache_dir, "cuda");
-  build.timeout_seconds = std::min(options_.timeout_seconds, job.seconds_left);
+  build.timeout_seconds = options_.timeout_seconds;
+  build.seconds_left = job.seconds_left;
   build.cancelled = job.cancelled;
   if (job.code) build.origin_note = source_origin_note(*job.code, *source, build.source_name);
   // The whole toolkit (nvcc finds cicc, ptxas and its headers relative to itself).
   std::error_code ec;
-  build.readonly.push_back(fs::canonical(*nvcc, ec).parent_path().parent_path().string());
+  build.readonly.push_back(fs::canonical(nvcc, ec).parent_path().parent_path().string());
   if (auto problem = find_sandbox(options_.python, options_.harness_dir, build)) return *problem;
   return build_cached(build);
 }

@@ -43,6 +43,14 @@ std::string source_origin_note(const std::string& code, const std::string& sourc
 // in practice, and no shell ever sees them).
 std::vector<std::string> split_flags(const std::string& flags);
 
+// The C++ compiler `setting` names (a path, or a program on PATH), as the run's environment
+// has it. Throws std::runtime_error saying it was not found and what to install or set.
+std::string locate_compiler(const std::string& setting);
+
+// nvcc: `setting` when not empty (a path, or a program on PATH), else nvcc on PATH, else
+// /usr/local/cuda/bin/nvcc. Throws std::runtime_error saying where it looked.
+std::string locate_nvcc(const std::string& setting);
+
 class CppCompileStage {
  public:
   struct Options {

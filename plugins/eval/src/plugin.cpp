@@ -7,6 +7,7 @@
 #include "harness_pool.hpp"
 #include "harness_stages.hpp"
 #include "native_compile.hpp"
+#include "python_env.hpp"
 #include "tasks.hpp"
 #include "toolchain.hpp"
 
@@ -91,10 +92,8 @@ std::vector<Param> concat(std::vector<Param> a, const std::vector<Param>& b) {
   return a;
 }
 
-// A program parameter: a bare name is looked up on PATH, a relative path is relative to
-// the pipeline file.
-// A program parameter: a name looked up on PATH when the stage runs (the run's
-// environment), or a path, which must name an executable file now.
+// A program parameter: a name looked up on PATH when the run starts (the run's environment:
+// the stage's preflight), or a path, which must name an executable file now.
 std::string program_param(const Config& cfg, const char* name) {
   const std::string value = cfg.string(name);
   if (value.find('/') == std::string::npos) return value;
@@ -116,6 +115,15 @@ std::string file_param(const Config& cfg, const char* name) {
     throw std::invalid_argument(std::string(name) + " '" + path + "' is not a file");
   }
   return path;
+}
+
+// The run-start check of a stage that talks to the harness: an interpreter for it (`auto`
+// probes which one can import torch; a name is looked up on PATH) and the harness package,
+// as the run's environment (PATH, KFORGE_PYTHON, KFORGE_HARNESS_DIR) provides them. Each
+// failure says what was tried and what to install or set.
+void check_harness_environment(const std::string& python, const std::string& harness_dir) {
+  eval::resolve_python(python);
+  eval::locate_harness_dir(harness_dir);
 }
 
 eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices, bool with_admission = false) {
@@ -174,7 +182,7 @@ eval::EvalJob read_job(const Job& job) {
   for (const char* key : {eval::kAttrCppSource, eval::kAttrCudaSource, eval::kAttrArtifact}) {
     if (auto value = job.get(key)) data.attributes[key] = std::string(*value);
   }
-  data.seconds_left = job.seconds_left();
+  data.seconds_left = [&job] { return job.seconds_left(); };
   data.cancelled = [&job] { return job.cancelled(); };
   return data;
 }
@@ -353,11 +361,14 @@ class Check : public kforge::sdk::Stage {
     return params;
   }
   explicit Check(const Config& cfg)
-      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true)),
+      : settings_(harness_settings(cfg, true)),
+        stage_(std::make_shared<eval::HarnessPool>(settings_),
                {cfg.string("language"), file_param(cfg, "rules"), child_limits(cfg)}) {}
+  void preflight() const { check_harness_environment(settings_.python, settings_.harness_dir); }
   void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
 
  private:
+  eval::HarnessSettings settings_;
   eval::CheckStage stage_;
 };
 
@@ -383,9 +394,16 @@ class CompileCpp : public kforge::sdk::Stage {
                   interpreter_params());
   }
   explicit CompileCpp(const Config& cfg)
-      : stage_({program_param(cfg, "compiler"), cfg.string("flags"), cfg.path("cache_dir"), cfg.number("timeout_s"), {}},
-               extraction_pool(cfg)),
-        python_(program_param(cfg, "python")) {}
+      : compiler_(program_param(cfg, "compiler")),
+        python_(program_param(cfg, "python")),
+        harness_dir_(cfg.path("harness_dir")),
+        stage_({compiler_, cfg.string("flags"), cfg.path("cache_dir"), cfg.number("timeout_s"), {}, python_,
+                harness_dir_},
+               extraction_pool(cfg)) {}
+  void preflight() const {
+    eval::locate_compiler(compiler_);
+    check_harness_environment(python_, harness_dir_);
+  }
   void process(Job& job) override {
     eval::StageResult result = stage_.process(read_job(job));
     eval::blame_missing_toolchain(result, python_, "");
@@ -393,8 +411,10 @@ class CompileCpp : public kforge::sdk::Stage {
   }
 
  private:
-  eval::CppCompileStage stage_;
+  std::string compiler_;
   std::string python_;
+  std::string harness_dir_;
+  eval::CppCompileStage stage_;
 };
 
 // ---- eval.compile.triton ----
@@ -411,10 +431,13 @@ class CompileTriton : public kforge::sdk::Stage {
     return concat(concat(server_params("cuda:0"), limit_params("120")), admission_params());
   }
   explicit CompileTriton(const Config& cfg)
-      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true, true)), child_limits(cfg)) {}
+      : settings_(harness_settings(cfg, true, true)),
+        stage_(std::make_shared<eval::HarnessPool>(settings_), child_limits(cfg)) {}
+  void preflight() const { check_harness_environment(settings_.python, settings_.harness_dir); }
   void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
 
  private:
+  eval::HarnessSettings settings_;
   eval::TritonCompileStage stage_;
 };
 
@@ -444,11 +467,16 @@ class CompileCuda : public kforge::sdk::Stage {
                   interpreter_params());
   }
   explicit CompileCuda(const Config& cfg)
-      : stage_({program_param(cfg, "nvcc"), cfg.string("flags"), cfg.string("prelude"), program_param(cfg, "python"),
-                cfg.path("cache_dir"), cfg.number("timeout_s"), {}},
-               extraction_pool(cfg)),
-        python_(program_param(cfg, "python")),
-        nvcc_(program_param(cfg, "nvcc")) {}
+      : python_(program_param(cfg, "python")),
+        nvcc_(program_param(cfg, "nvcc")),
+        harness_dir_(cfg.path("harness_dir")),
+        stage_({nvcc_, cfg.string("flags"), cfg.string("prelude"), python_, cfg.path("cache_dir"),
+                cfg.number("timeout_s"), {}, harness_dir_},
+               extraction_pool(cfg)) {}
+  void preflight() const {
+    eval::locate_nvcc(nvcc_);
+    check_harness_environment(python_, harness_dir_);
+  }
   void process(Job& job) override {
     eval::StageResult result = stage_.process(read_job(job));
     eval::blame_missing_toolchain(result, python_, nvcc_);
@@ -456,9 +484,10 @@ class CompileCuda : public kforge::sdk::Stage {
   }
 
  private:
-  eval::CudaCompileStage stage_;
   std::string python_;
   std::string nvcc_;
+  std::string harness_dir_;
+  eval::CudaCompileStage stage_;
 };
 
 // ---- eval.run ----
@@ -534,8 +563,10 @@ class Run : public kforge::sdk::Stage {
     return params;
   }
   explicit Run(const Config& cfg)
-      : stage_(std::make_shared<eval::HarnessPool>(harness_settings(cfg, true, true)), run_options(cfg)),
+      : settings_(harness_settings(cfg, true, true)),
+        stage_(std::make_shared<eval::HarnessPool>(settings_), run_options(cfg)),
         timing_(cfg.boolean("timing")) {}
+  void preflight() const { check_harness_environment(settings_.python, settings_.harness_dir); }
   void process(Job& job) override {
     write_result(job, stage_.process(read_job(job)));
     // Timings belong to this run's machine and moment: never replayed unless asked.
@@ -546,6 +577,7 @@ class Run : public kforge::sdk::Stage {
   std::string cache_key(const Job&) const { return stage_.judge_identity(); }
 
  private:
+  eval::HarnessSettings settings_;
   eval::RunStage stage_;
   bool timing_;
 };

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -222,6 +223,32 @@ TEST(CompileCpp, SlowCompilerIsKilledAtTheLimit) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
   EXPECT_EQ(result.status, KF_VERDICT_FAIL);
   EXPECT_EQ(result.error_class, "timeout") << result.message;
+}
+
+// The build's steps run one after another (the compiler's --version probe, then the
+// compile): each may take only what the stage timeout left when it starts, so the stage
+// ends on time however its time was spent (issue 10: jobs ended 46-53% past `timeout:`).
+TEST(CompileCpp, EveryStepOfTheBuildFitsInWhatTheStageTimeoutLeaves) {
+  const std::string dir = fresh_temp_dir("late-compiler");
+  // --version and the compile both hang.
+  const std::string compiler = write_script(dir + "/hanging-g++", "sleep 60 &\nsleep 60\n");
+  EvalJob job = job_with(kAttrCppSource, kReluCpp);
+  const double stage_timeout = 4;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration<double>(stage_timeout);
+  job.seconds_left = [deadline] {
+    return std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+  };
+  const StageResult result = cpp_stage(dir + "/cache", compiler, 120).process(job);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("stage timeout %.0f s, a compiler that hangs in --version and in the compile: ended after %.3f s\n",
+              stage_timeout, seconds);
+  // The probe used up the stage's time: the compile got none (it was given the whole stage
+  // time again before). The wall-clock bound allows for sandbox starts on a loaded machine,
+  // as SlowCompilerIsKilledAtTheLimit's does; unloaded this ends after about 4.1 s.
+  EXPECT_EQ(result.error_class, "timeout") << result.message;
+  EXPECT_NE(result.message.find("within 0 s"), std::string::npos) << result.message;
+  EXPECT_LT(seconds, 30) << "the compile was given the stage's whole time again after the probe";
 }
 
 TEST(CompileCpp, MissingCompilerIsAnErrorNotAFailure) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <set>
 
 namespace kforge::eval::testing {
@@ -197,6 +198,40 @@ TEST(Plugin, BadParametersFailCreation) {
   EXPECT_NE(prelude.create_error().find("pybind"), std::string::npos);
   StageUnderTest limits("eval.run", with(harness_params(), {{"timeout_s", 0}}));
   EXPECT_NE(limits.create_error().find("timeout_s"), std::string::npos);
+}
+
+// Programs named without a path, the interpreter and the harness package belong to the
+// run's environment: creating (all `kforge validate` does) does not look for them, the
+// run-start check (preflight) does, naming what is missing and what to install or set.
+TEST(Plugin, PreflightLooksForTheProgramsTheRunNeeds) {
+  // The compile stages run no harness server of their own: no server parameters.
+  const json interpreter = {{"python", test_python()}, {"harness_dir", harness_dir()}};
+  auto params_of = [&](const std::string& kind) {
+    return kind.rfind("eval.compile.c", 0) == 0 ? interpreter : harness_params();
+  };
+  StageUnderTest compiler("eval.compile.cpp", with(interpreter, {{"compiler", "kforge-no-such-compiler"}}));
+  ASSERT_EQ(compiler.create_error(), "");
+  EXPECT_NE(compiler.preflight().find("C++ compiler 'kforge-no-such-compiler' not found on PATH: install it"),
+            std::string::npos)
+      << compiler.preflight();
+  StageUnderTest nvcc("eval.compile.cuda", with(interpreter, {{"nvcc", "kforge-no-such-nvcc"}}));
+  ASSERT_EQ(nvcc.create_error(), "");
+  EXPECT_NE(nvcc.preflight().find("nvcc 'kforge-no-such-nvcc' not found: install the CUDA toolkit"), std::string::npos)
+      << nvcc.preflight();
+  for (const std::string kind : {"eval.check", "eval.compile.cpp", "eval.compile.triton", "eval.compile.cuda", "eval.run"}) {
+    StageUnderTest python(kind, with(params_of(kind), {{"python", "kforge-no-such-python"}}));
+    ASSERT_EQ(python.create_error(), "") << kind;
+    EXPECT_NE(python.preflight().find("'kforge-no-such-python' not found"), std::string::npos)
+        << kind << ": " << python.preflight();
+    StageUnderTest harness(kind, with(params_of(kind), {{"harness_dir", "/nonexistent/harness"}}));
+    ASSERT_EQ(harness.create_error(), "") << kind;
+    EXPECT_NE(harness.preflight().find("harness_dir '/nonexistent/harness' holds no kforge_harness package"),
+              std::string::npos)
+        << kind << ": " << harness.preflight();
+  }
+  if (std::system("command -v g++ >/dev/null 2>&1") != 0) GTEST_SKIP() << "no g++ on PATH for the passing case";
+  StageUnderTest ready("eval.compile.cpp", interpreter);
+  EXPECT_EQ(ready.preflight(), "");
 }
 
 TEST(Plugin, RunWithAUserRuleObject) {

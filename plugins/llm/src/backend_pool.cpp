@@ -49,11 +49,15 @@ std::shared_ptr<ChatBackend> BackendPool::make_live(const ResolvedModel& model) 
   return std::make_shared<OpenAiClient>(std::move(config));
 }
 
+ResolvedModel BackendPool::resolve(const std::string& model_name) const {
+  return resolve_model(model_name, catalog_, settings_.overrides);
+}
+
 const ModelBackend& BackendPool::get(const std::string& model_name) {
   std::lock_guard lock(mutex_);
   if (auto it = backends_.find(model_name); it != backends_.end()) return it->second;
   ModelBackend made;
-  made.model = resolve_model(model_name, catalog_, settings_.overrides);
+  made.model = resolve(model_name);
   switch (settings_.mode) {
     case BackendMode::openai:
       made.backend = make_live(made.model);

@@ -45,8 +45,13 @@ class BackendPool {
   // when either is unusable.
   explicit BackendPool(BackendSettings settings);
 
+  // `model_name` with its preset and the stage's overrides, from the pipeline alone (no
+  // environment): throws LlmError(config) when it cannot be resolved.
+  ResolvedModel resolve(const std::string& model_name) const;
+
   // The backend for `model_name`, made on first use. Throws LlmError(config) when the
-  // model cannot be resolved or its api_key_env variable is unset.
+  // model cannot be resolved, or its api_key_env variable is unset while the backend talks
+  // to the live API (backend openai or record, replay with strict: false).
   const ModelBackend& get(const std::string& model_name);
 
  private:

@@ -203,8 +203,15 @@ class ModelCaller {
     std::string prompt = cfg.string("prompt");
     template_ = std::make_unique<llm::PromptTemplate>(
         llm::PromptTemplate::load(resolve_path(cfg, prompt.empty() ? default_prompt : prompt)));
-    // A fixed model is resolved now, so a missing key or preset stops the run before
-    // the first job instead of failing every job.
+    // A fixed model's preset is resolved now (validate reports an unknown one); its API key
+    // belongs to the run's environment and is checked by preflight.
+    if (!model_.empty()) pool_->resolve(model_);
+  }
+
+  // Makes the fixed model's backend before the first job, so an unset api_key_env variable
+  // stops the run instead of failing every job. A model llm.select chooses per job is known
+  // only then: its missing key is that job's llm_error.
+  void preflight() {
     if (!model_.empty()) pool_->get(model_);
   }
 
@@ -332,6 +339,8 @@ class Generate : public kforge::sdk::Stage {
     caller_.prompt().check_placeholders(llm::generation_variables());
   }
 
+  void preflight() { caller_.preflight(); }
+
   void process(Job& job) override {
     const std::string task_name = task_name_of(job);
     std::optional<std::string> source = task_source_of(job);
@@ -407,6 +416,8 @@ class Fix : public kforge::sdk::Stage {
     applier_.fuzzy_threshold = cfg.number("fuzzy_threshold");
     applier_.ambiguity_margin = cfg.number("ambiguity_margin");
   }
+
+  void preflight() { caller_.preflight(); }
 
   void process(Job& job) override {
     auto code = job.get(KF_KEY_CANDIDATE_CODE);

@@ -238,14 +238,60 @@ TEST(GenerateStage, WithoutAnyModelTheJobErrs) {
   EXPECT_NE(job.verdict.message.find("llm.select"), std::string::npos) << job.verdict.message;
 }
 
-TEST(GenerateStage, CreationFailsEarlyOnAMissingKeyVariableOrBadPrompt) {
+// The API key belongs to the run's environment: creating (all `kforge validate` does) does
+// not need it, the run-start check refuses the run without it, naming the variable.
+TEST(GenerateStage, AFixedModelsKeyVariableIsCheckedAtPreflightNotAtCreation) {
   ::unsetenv("KFORGE_TEST_UNSET_KEY");
-  Stage no_key("llm.generate",
-                        {{"target", "triton"}, {"model", "deepseek-chat"}, {"api_key_env", "KFORGE_TEST_UNSET_KEY"}},
-                        kPipelines);
-  EXPECT_FALSE(no_key.created());
-  EXPECT_NE(no_key.create_error().find("KFORGE_TEST_UNSET_KEY"), std::string::npos) << no_key.create_error();
+  for (const std::string kind : {"llm.generate", "llm.fix"}) {
+    nlohmann::json params = {{"model", "deepseek-chat"}, {"api_key_env", "KFORGE_TEST_UNSET_KEY"}};
+    if (kind == "llm.generate") params["target"] = "triton";
+    Stage no_key(kind, params, kPipelines);
+    ASSERT_TRUE(no_key.created()) << kind << ": " << no_key.create_error();
+    const std::string refused = no_key.preflight();
+    EXPECT_NE(refused.find("environment variable KFORGE_TEST_UNSET_KEY"), std::string::npos) << kind << ": " << refused;
+    EXPECT_NE(refused.find("is not set"), std::string::npos) << refused;
 
+    ::setenv("KFORGE_TEST_UNSET_KEY", "sk-test", 1);
+    EXPECT_EQ(no_key.preflight(), "") << kind;
+    ::unsetenv("KFORGE_TEST_UNSET_KEY");
+  }
+  // A model that is no preset and has no base_url does not depend on the environment: the
+  // stage is refused when created, so validate reports it.
+  Stage unknown("llm.generate", {{"target", "triton"}, {"model", "no-such-model"}}, kPipelines);
+  EXPECT_FALSE(unknown.created());
+  EXPECT_NE(unknown.create_error().find("no-such-model"), std::string::npos) << unknown.create_error();
+  // Without a fixed model (llm.select chooses per job) there is nothing to check up front.
+  Stage per_job("llm.generate", {{"target", "triton"}, {"api_key_env", "KFORGE_TEST_UNSET_KEY"}}, kPipelines);
+  ASSERT_TRUE(per_job.created()) << per_job.create_error();
+  EXPECT_EQ(per_job.preflight(), "");
+}
+
+// A strict replay answers from the cassette only: no key is needed. Record (and a replay
+// that may fall through to the API) talks to the live API: its key is.
+TEST(GenerateStage, StrictReplayNeedsNoKeyRecordDoes) {
+  ::unsetenv("KFORGE_TEST_UNSET_KEY");
+  TempDir dir;
+  write_lines(dir.file("tape.jsonl"), {});
+  nlohmann::json params = {{"target", "triton"},
+                           {"model", "deepseek-chat"},
+                           {"api_key_env", "KFORGE_TEST_UNSET_KEY"},
+                           {"cassette", dir.file("tape.jsonl")}};
+  params["backend"] = "replay";
+  Stage replay("llm.generate", params, kPipelines);
+  ASSERT_TRUE(replay.created()) << replay.create_error();
+  EXPECT_EQ(replay.preflight(), "");
+  params["strict"] = false;
+  Stage loose("llm.generate", params, kPipelines);
+  ASSERT_TRUE(loose.created()) << loose.create_error();
+  EXPECT_NE(loose.preflight().find("KFORGE_TEST_UNSET_KEY"), std::string::npos);
+  params.erase("strict");
+  params["backend"] = "record";
+  Stage record("llm.generate", params, kPipelines);
+  ASSERT_TRUE(record.created()) << record.create_error();
+  EXPECT_NE(record.preflight().find("KFORGE_TEST_UNSET_KEY"), std::string::npos);
+}
+
+TEST(GenerateStage, CreationFailsEarlyOnABadPromptOrTarget) {
   TempDir dir;
   std::ofstream(dir.file("p.md")) << "Write {{task_name}} in {{language}}";
   write_lines(dir.file("tape.jsonl"), {});
