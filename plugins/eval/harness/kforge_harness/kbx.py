@@ -180,20 +180,24 @@ class TestRun:
 
 class FunctionSide:
     """A function (the reference's or the candidate's) in the place of runner.Side.
-    Called with test runs (timing), it replays their calls to the function, recording
-    them first by running the test code."""
+    Fed test runs, it records their calls to the function (by running the test code);
+    called with them (timing), it replays those calls only."""
 
     def __init__(self, function, session):
         self.model = function
         self.session = session
 
     def feed(self, master):
-        return [TestRun(run.seed) for run in master]  # this side's own recordings
+        """This side's own recordings of the test runs. Recorded here, where inputs are
+        made (before a timed loop, and when a timing pool slot is refilled), never inside
+        a timed call: the test code's own work is not the function's."""
+        runs = [TestRun(run.seed) for run in master]
+        for run in runs:
+            self.session.run_tests(self, run, record=True)
+        return runs
 
     def __call__(self, inputs):
         for run in inputs:
-            if run.calls is None:
-                self.session.run_tests(self, run, record=True)
             for args, kwargs in run.calls:
                 self.model(*args, **kwargs)
 
