@@ -403,7 +403,7 @@ def _extreme_interval(tensor, rule):
     atol, rtol = tolerance(rule, tensor.dtype)
     if rtol >= 1:
         return compare_leaf(TensorLeaf(tensor), TensorLeaf(tensor), rule).intervals[0]
-    values = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+    values = torch.view_as_real(tensor.resolve_conj()) if tensor.is_complex() else tensor
     low, high = math.inf, -math.inf
     # In pieces, widened where aminmax has no kernel (bool; half and bfloat16 on the CPU):
     # exact, and never a whole-tensor copy.

@@ -94,6 +94,14 @@ class KbxServerTest(client.SharedServerTest):
         for name in ("reference_ms", "candidate_ms", "speedup"):
             self.assertGreater(metrics[name], 0, metrics)
 
+    def test_lazily_conjugated_complex_results_are_values(self):
+        # torch.linalg.eig / torch.fft tasks; .conj() is a view NumPy refuses. Before, the
+        # reference worker could not store such a leaf, and a candidate returning one was
+        # blamed (runtime_error) for the harness's own conversion.
+        got = self.verdicts(kbx_request("conj", "kbx_real_like/LinearAlgebra/conj_spectrum"))
+        status, error_class, _, response = got["conj"]
+        self.assertEqual((status, error_class), ("pass", ""), response)
+
     def test_a_timed_call_replays_the_function_s_calls_only(self):
         # The test code sleeps 300 ms around two cheap calls. Before, every refill of the
         # candidate's timing pool recorded its calls again inside the next timed call, so
