@@ -94,6 +94,19 @@ class KbxServerTest(client.SharedServerTest):
         for name in ("reference_ms", "candidate_ms", "speedup"):
             self.assertGreater(metrics[name], 0, metrics)
 
+    def test_in_place_changes_are_judged_per_call_and_argument(self):
+        # KernelBenchX's optimizer steps update their parameter in place. Before, one
+        # argument changed in place by the reference allowed the candidate to change any
+        # argument of any call (here the gradient it only has to read).
+        got = self.verdicts(
+            kbx_request("ref", "kbx_real_like/Optimizer/momentum_step"),
+            kbx_request("grad", "kbx_real_like/Optimizer/momentum_step", "momentum_step_spends_grad"))
+        self.assertEqual(got["ref"][:2], ("pass", ""), got["ref"][3])
+        status, error_class, message, response = got["grad"]
+        self.assertEqual((status, error_class), ("fail", protocol.CHEAT_DETECTED), response)
+        self.assertIn("call #0 of the function by the test code: the candidate changed its tensor "
+                      "argument #1 in place", message)
+
     def test_lazily_conjugated_complex_results_are_values(self):
         # torch.linalg.eig / torch.fft tasks; .conj() is a view NumPy refuses. Before, the
         # reference worker could not store such a leaf, and a candidate returning one was
@@ -182,6 +195,15 @@ class LeafCheckTest(unittest.TestCase):
                          protocol.DTYPE_MISMATCH)
         self.assertEqual(self.check(["r.a", "r.b", "r.c"], {})[0], protocol.DTYPE_MISMATCH)
         self.assertEqual(self.check(["r.a", "r.b", "r.c"], {"r.c": "y"})[0], protocol.NUMERICAL_MISMATCH)
+
+    def test_a_change_in_place_the_reference_does_not_make_is_a_cheat(self):
+        reference = dict(self.REFERENCE, mutated=[[0, 0]])
+        report = {"names": ["r.a", "r.b", "r.c"], "values": {"r.c": "x"}}
+        self.assertIsNone(kbx.leaf_mismatch(reference, dict(report, mutated=[[0, 0]])))
+        self.assertEqual(kbx.leaf_mismatch(reference, dict(report, mutated=[[0, 1]]))[0],
+                         protocol.CHEAT_DETECTED)
+        self.assertEqual(kbx.leaf_mismatch(reference, dict(report, mutated=[[0, "1"]]))[0],
+                         protocol.RUNTIME_ERROR)
 
     def test_a_malformed_hand_over_is_the_candidate_s_runtime_error(self):
         for names, values in ((None, {}), (["r.a", "r.a"], {}), (["r.a", 3], {}), (["r.a"], {"r.z": "x"}),
