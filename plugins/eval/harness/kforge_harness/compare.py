@@ -131,7 +131,10 @@ class _Stats:
         return [buffer[:count] for buffer in self.buffers]
 
     def add(self, ref, cand):
-        if ref.is_complex():
+        # A complex element is compared as its real and imaginary parts (adjacent in the
+        # real view), and counted once: over the tolerance when either part is.
+        parts = 2 if ref.is_complex() else 1
+        if parts == 2:
             ref, cand = torch.view_as_real(ref).reshape(-1), torch.view_as_real(cand).reshape(-1)
         ref64, diff, magnitude, scratch, mask = self._buffers(ref.numel())
         ref64.copy_(ref)
@@ -168,10 +171,10 @@ class _Stats:
         # scratch becomes the coarse bound, then the tolerance atol + rtol * |r|.
         torch.mul(magnitude, self.whole.coarse_rtol, out=scratch).add_(self.whole.coarse_atol)
         torch.gt(diff, scratch, out=mask)
-        self.over_coarse += _count(mask)
+        self.over_coarse += _count(mask if parts == 1 else mask.view(-1, 2).any(dim=1))
         torch.mul(magnitude, self.rtol, out=scratch).add_(self.atol)
         torch.le(diff, scratch, out=mask)
-        self.within += _count(mask)
+        self.within += _count(mask if parts == 1 else mask.view(-1, 2).all(dim=1))
 
     def _relative(self, diff, magnitude, scratch, finite_only):
         torch.clamp(magnitude, min=self.floor, out=scratch)
@@ -400,7 +403,7 @@ def _extreme_interval(tensor, rule):
     atol, rtol = tolerance(rule, tensor.dtype)
     if rtol >= 1:
         return compare_leaf(TensorLeaf(tensor), TensorLeaf(tensor), rule).intervals[0]
-    values = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+    values = torch.view_as_real(tensor.resolve_conj()) if tensor.is_complex() else tensor
     low, high = math.inf, -math.inf
     # In pieces, widened where aminmax has no kernel (bool; half and bfloat16 on the CPU):
     # exact, and never a whole-tensor copy.

@@ -43,6 +43,8 @@ ALIAS = "kernel_function"
 # Inline (non-tensor) leaves are compared as text of at most this many characters.
 MAX_VALUE_CHARS = 4096
 MAX_LEAVES = 4096
+# [call, argument] pairs of in-place changes a report may list.
+MAX_MUTATED = 4096
 
 
 def _separator_index(lines):
@@ -180,20 +182,24 @@ class TestRun:
 
 class FunctionSide:
     """A function (the reference's or the candidate's) in the place of runner.Side.
-    Called with test runs (timing), it replays their calls to the function, recording
-    them first by running the test code."""
+    Fed test runs, it records their calls to the function (by running the test code);
+    called with them (timing), it replays those calls only."""
 
     def __init__(self, function, session):
         self.model = function
         self.session = session
 
     def feed(self, master):
-        return [TestRun(run.seed) for run in master]  # this side's own recordings
+        """This side's own recordings of the test runs. Recorded here, where inputs are
+        made (before a timed loop, and when a timing pool slot is refilled), never inside
+        a timed call: the test code's own work is not the function's."""
+        runs = [TestRun(run.seed) for run in master]
+        for run in runs:
+            self.session.run_tests(self, run, record=True)
+        return runs
 
     def __call__(self, inputs):
         for run in inputs:
-            if run.calls is None:
-                self.session.run_tests(self, run, record=True)
             for args, kwargs in run.calls:
                 self.model(*args, **kwargs)
 
@@ -263,19 +269,21 @@ class KbxSession(TaskSession):
         shares memory with an argument (or None): the anti-cheat observations, per call
         of the function rather than per input of a forward."""
         (run,) = inputs
-        names, tensors, values, changed, aliased = self.run_tests(side, run, record=False)
-        self.last_facts = {"names": names, "values": values}
-        return tensors, changed, aliased
+        names, tensors, values, mutated, aliased = self.run_tests(side, run, record=False)
+        self.last_facts = {"names": names, "values": values, "mutated": mutated}
+        return tensors, sorted({call for call, _ in mutated}), aliased
 
     def output_facts(self):
         return dict(self.last_facts)
 
     def run_tests(self, side, run, record):
         """Runs the test code with the task's name bound to the side's function; returns
-        flatten(test_results) and the anti-cheat observations of observe() (none with
-        `record`, which records the calls into `run` instead, for timing)."""
+        flatten(test_results), the [call, argument] pairs of the tensor arguments a call
+        changed in place, and [call, argument] of the first call whose result shares
+        memory with an argument (or None); no observations with `record`, which records
+        the calls into `run` instead, for timing."""
         function = side.model
-        calls, changed, aliased = [], [], []
+        calls, mutated, aliased = [], [], []
         counter = itertools.count()
 
         def recorded(*args, **kwargs):
@@ -287,8 +295,8 @@ class KbxSession(TaskSession):
             arguments = anticheat.tensors_in([list(args), dict(kwargs)])
             before = anticheat.input_digests(arguments)
             out = function(*args, **kwargs)
-            if anticheat.input_digests(arguments) != before:
-                changed.append(index)
+            after = anticheat.input_digests(arguments)
+            mutated.extend([index, position] for position in anticheat.changed_inputs(before, after))
             shared = anticheat.aliasing(out, arguments) if not aliased else None
             if shared is not None:
                 aliased.extend([index, shared[1]])
@@ -304,7 +312,7 @@ class KbxSession(TaskSession):
             raise NameError(f"the task's test code left no {RESULTS_NAME}")
         if record:
             run.calls = calls
-        return (*flatten(namespace[RESULTS_NAME]), changed, aliased or None)
+        return (*flatten(namespace[RESULTS_NAME]), mutated, aliased or None)
 
 
 def _load_reference(reference, path, source):
@@ -337,13 +345,32 @@ def _shown(value):
     return "None" if value is None else repr(value[:80])
 
 
+def _valid_mutated(report):
+    mutated = report.get("mutated", [])
+    if (not isinstance(mutated, list) or len(mutated) > MAX_MUTATED
+            or not all(isinstance(pair, list) and len(pair) == 2
+                       and all(type(i) is int for i in pair) for pair in mutated)):
+        return None
+    return mutated
+
+
 def leaf_mismatch(reference, report):
-    """(error_class, message) when the candidate's test_results does not have the
-    reference's leaves, or an inline leaf differs; else None."""
+    """(error_class, message) when the candidate changed in place an argument of a call
+    that the reference's same call leaves unchanged (the test's calls are compared one by
+    one: an optimizer step may update its parameter, not the gradient it is given), when
+    its test_results does not have the reference's leaves, or an inline leaf differs;
+    else None."""
     names, values = reference["names"], reference["values"]
-    facts = _valid_facts(report)
-    if facts is None:
+    facts, mutated = _valid_facts(report), _valid_mutated(report)
+    if facts is None or mutated is None:
         return protocol.RUNTIME_ERROR, "the candidate's process handed over malformed leaf names"
+    allowed = {tuple(pair) for pair in reference.get("mutated", [])}
+    for call, argument in mutated:
+        if (call, argument) not in allowed:
+            return (protocol.CHEAT_DETECTED,
+                    f"call #{call} of the function by the test code: the candidate changed its "
+                    f"tensor argument #{argument} in place; the reference's same call leaves "
+                    "it unchanged")
     cand_names, cand_values = facts
     missing = [n for n in names if n not in cand_names]
     extra = [n for n in cand_names if n not in names]

@@ -71,7 +71,13 @@ def as_tensor(value):
 def pieces(tensor, max_elements):
     """Consecutive pieces of `tensor` in row-major order, each contiguous and flat, of at
     most `max_elements` elements (a non-contiguous tensor is copied piece by piece, never
-    whole)."""
+    whole). A lazily conjugated or negated view (`x.conj()` of a complex tensor) yields
+    its values: NumPy and view_as_real refuse such views."""
+    for piece in _raw_pieces(tensor, max_elements):
+        yield piece.resolve_conj().resolve_neg()
+
+
+def _raw_pieces(tensor, max_elements):
     if tensor.numel() == 0:
         return
     if tensor.is_contiguous():
@@ -91,7 +97,7 @@ def pieces(tensor, max_elements):
                 yield tensor[start:start + rows].contiguous().reshape(-1)
         else:
             for index in range(tensor.shape[0]):
-                yield from pieces(tensor[index], max_elements)
+                yield from _raw_pieces(tensor[index], max_elements)
 
 
 def _host_array(piece):

@@ -209,7 +209,9 @@ class Worker:
                     "candidate and the reference could not be given the same inputs; make "
                     "it depend only on torch/NumPy/random's seeded generators")
             del again
-        fed = reference.feed(inputs)
+        # Feeding runs task code too where the inputs are a function's recorded calls
+        # (kbx.FunctionSide): what fails there is the task's.
+        fed = self._step(f"preparing the inputs ({label})", lambda: reference.feed(inputs))
         out, changed, aliased = self._step(f"Model.forward ({label})",
                                            lambda: session.observe(reference, fed, seed))
         for index, value in enumerate(out):

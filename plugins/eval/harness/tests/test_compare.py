@@ -137,6 +137,19 @@ class ChunkedComparisonTest(unittest.TestCase):
         whole, chunked = self.both(cref, cref * 1.1, ALLCLOSE)
         self.assertEqual(whole.message, chunked.message)
 
+    def test_complex_elements_are_counted_once(self):
+        # torch.linalg.eig, torch.fft: a complex output equal to the reference passes, and
+        # an element off in one part counts as one element of the output's, not as two
+        # real numbers (before, an equal output read "-17 of 17 elements differ").
+        cref = torch.randn(17, dtype=torch.complex64)
+        for whole_or_chunked in self.both(cref, cref.clone(), ALLCLOSE):
+            self.assertTrue(whole_or_chunked.passed, whole_or_chunked.message)
+        cand = cref.clone()
+        cand[16] += 1j
+        for outcome in self.both(cref, cand, ALLCLOSE):
+            self.assertIn("1 of 17 elements", outcome.message)
+            self.assertAlmostEqual(outcome.metrics["share_over_coarse"], 1 / 17)
+
     def test_peak_memory_is_bounded_by_the_chunk(self):
         # The float64 temporaries of one chunk, not of the output: a comparison of a
         # 64 MB output with 1 MB chunks must allocate far less than the output.

@@ -98,6 +98,38 @@ class KbxServerTest(client.SharedServerTest):
         # Its format declares that timed calls cannot be checked (KbxSession).
         self.assertEqual(metrics["timing_spot_checks"], 0)
 
+    def test_in_place_changes_are_judged_per_call_and_argument(self):
+        # KernelBenchX's optimizer steps update their parameter in place. Before, one
+        # argument changed in place by the reference allowed the candidate to change any
+        # argument of any call (here the gradient it only has to read).
+        got = self.verdicts(
+            kbx_request("ref", "kbx_real_like/Optimizer/momentum_step"),
+            kbx_request("grad", "kbx_real_like/Optimizer/momentum_step", "momentum_step_spends_grad"))
+        self.assertEqual(got["ref"][:2], ("pass", ""), got["ref"][3])
+        status, error_class, message, response = got["grad"]
+        self.assertEqual((status, error_class), ("fail", protocol.CHEAT_DETECTED), response)
+        self.assertIn("call #0 of the function by the test code: the candidate changed its tensor "
+                      "argument #1 in place", message)
+
+    def test_lazily_conjugated_complex_results_are_values(self):
+        # torch.linalg.eig / torch.fft tasks; .conj() is a view NumPy refuses. Before, the
+        # reference worker could not store such a leaf, and a candidate returning one was
+        # blamed (runtime_error) for the harness's own conversion.
+        got = self.verdicts(kbx_request("conj", "kbx_real_like/LinearAlgebra/conj_spectrum"))
+        status, error_class, _, response = got["conj"]
+        self.assertEqual((status, error_class), ("pass", ""), response)
+
+    def test_a_timed_call_replays_the_function_s_calls_only(self):
+        # The test code sleeps 300 ms around two cheap calls. Before, every refill of the
+        # candidate's timing pool recorded its calls again inside the next timed call, so
+        # the candidate's time held the test code's (a self-candidate measured 10-20x
+        # slower than the reference on KernelBenchX's gelu and scatter).
+        got = self.verdicts(kbx_request("costly", "kbx_real_like/Math/costly_test_code", timing=True))
+        status, error_class, _, response = got["costly"]
+        self.assertEqual((status, error_class), ("pass", ""), response)
+        for name in ("reference_ms", "candidate_ms"):
+            self.assertLess(response["metrics"][name], 100, response["metrics"])
+
     def test_a_task_that_fails_as_its_own_reference_is_a_task_error(self):
         cases = {
             "no_separator": "no separator line",
@@ -167,6 +199,15 @@ class LeafCheckTest(unittest.TestCase):
                          protocol.DTYPE_MISMATCH)
         self.assertEqual(self.check(["r.a", "r.b", "r.c"], {})[0], protocol.DTYPE_MISMATCH)
         self.assertEqual(self.check(["r.a", "r.b", "r.c"], {"r.c": "y"})[0], protocol.NUMERICAL_MISMATCH)
+
+    def test_a_change_in_place_the_reference_does_not_make_is_a_cheat(self):
+        reference = dict(self.REFERENCE, mutated=[[0, 0]])
+        report = {"names": ["r.a", "r.b", "r.c"], "values": {"r.c": "x"}}
+        self.assertIsNone(kbx.leaf_mismatch(reference, dict(report, mutated=[[0, 0]])))
+        self.assertEqual(kbx.leaf_mismatch(reference, dict(report, mutated=[[0, 1]]))[0],
+                         protocol.CHEAT_DETECTED)
+        self.assertEqual(kbx.leaf_mismatch(reference, dict(report, mutated=[[0, "1"]]))[0],
+                         protocol.RUNTIME_ERROR)
 
     def test_a_malformed_hand_over_is_the_candidate_s_runtime_error(self):
         for names, values in ((None, {}), (["r.a", "r.a"], {}), (["r.a", 3], {}), (["r.a"], {"r.z": "x"}),
