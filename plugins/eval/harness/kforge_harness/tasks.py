@@ -11,7 +11,7 @@ import sys
 import types
 
 from . import protocol
-from .sizes import constant_int, rewrite_sizes
+from .sizes import module_sizes, rewrite_sizes
 
 REFERENCE_MODULE = "kforge_reference"
 CANDIDATE_MODULE = "kforge_candidate"
@@ -34,23 +34,6 @@ def parse_task(path, source=None):
         return ast.parse(source, filename=path)
     except SyntaxError as exc:
         raise protocol.task_error(f"task file {path}:{exc.lineno} does not parse: {exc.msg}") from None
-
-
-def module_sizes(tree):
-    """Every module-level integer constant of a (rewritten) task: the sizes it runs at."""
-    sizes = {}
-    for stmt in tree.body:
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else (
-            [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else [])
-        for target in targets:
-            if isinstance(target, ast.Name) and constant_int(stmt.value) is not None:
-                sizes[target.id] = constant_int(stmt.value)
-            elif (isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple)
-                  and len(target.elts) == len(stmt.value.elts)):
-                for name, value in zip(target.elts, stmt.value.elts):
-                    if isinstance(name, ast.Name) and constant_int(value) is not None:
-                        sizes[name.id] = constant_int(value)
-    return sizes
 
 
 def rewritten(task, source):

@@ -124,6 +124,16 @@ class ReferenceServiceTest(client.SharedServerTest):
         self.assertLess(activations, 64 << 20, sizes)
         self.assertEqual(metric_sum([first, second], "reference_computed"), 1)
 
+    def test_a_fitted_size_inside_a_tuple_reaches_the_candidate(self):
+        # KernelBench's HingeLoss and cumsum tasks: `input_shape = (32768,)` is shrunk as
+        # input_shape[0]; the candidate must run at it too, not at the file's 32768.
+        response = self.server.ask(request("tuple", "run", "fit/broadcast_shape", fit_memory_mb=64),
+                                   timeout=300)["tuple"]
+        self.assertEqual(response["status"], "pass", response)
+        sizes = response["task_sizes"]
+        self.assertLess(sizes["input_shape[0]"], 32768, sizes)
+        self.assertEqual(sizes["input_shape[0]"], sizes["batch_size"], sizes)
+
     def test_a_task_that_cannot_fit_is_a_task_error(self):
         response = self.server.ask(request("nofit", "run", "fit/fixed_weights", fit_memory_mb=1),
                                    timeout=300)["nofit"]
