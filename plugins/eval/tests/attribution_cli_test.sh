@@ -10,7 +10,10 @@
 #      cache), except the one too big for the budget, computed again by jobs that ran out
 #      of memory beside others before it was known to be too big (at most 2 at a time);
 #   2. oom-retry-cpu.yaml: an out-of-memory beside another job is retried with the device
-#      to itself and passes; one too big for the device alone is the candidate's.
+#      to itself and passes; one too big for the device alone is the candidate's. Which
+#      jobs shared the device depends on the schedule: whatever it was, the greedy
+#      candidates pass (alone, or retried alone once), the huge one fails as
+#      out_of_memory, and no job is retried more than once.
 # Usage: attribution_cli_test.sh KFORGE REPO. Exit 77 (skipped) without a Python with torch.
 set -euo pipefail
 kforge=$1 repo=$2
@@ -75,8 +78,8 @@ got = [(j["sample"], j["status"], j["error_class"], run_metrics(j).get("retried_
 print("oom-retry:", got)
 if [g[1:3] for g in got] != [("pass", ""), ("pass", ""), ("pass", ""), ("fail", "out_of_memory")]:
     problems.append(f"oom-retry verdicts: {got}")
-if sum(g[3] for g in got[1:3]) != 1:
-    problems.append(f"exactly one greedy candidate should have been retried alone: {got}")
+if any(g[3] not in (0, 1) for g in got):
+    problems.append(f"a job was retried more than once: {got}")
 assert not problems, "\n".join(problems)
 print("attribution, admission and reference reuse through the CLI: as expected")
 PY
