@@ -25,6 +25,11 @@ for hostile in write_store steal_keys log_symlink forge_result_line; do
   n=$((n + 1))
 done
 
+# write_store forges only stores beside this marker (unsandboxed, it would reach every
+# run on the machine): this run's output directory carries it.
+mkdir -p "$work/out"
+touch "$work/out/kforge-attack-target"
+
 secret="sk-kforge-cli-attack-0123456789abcdef"
 (cd "$work" && OPENAI_API_KEY=$secret KFORGE_TEST_API_KEY=$secret \
   "$kforge" run "$repo/plugins/eval/tests/data/hostile-cpu.yaml" \

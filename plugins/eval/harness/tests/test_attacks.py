@@ -107,6 +107,8 @@ class AttackFixture(unittest.TestCase):
         # stands for kforge (this one) and the server's working directory.
         cls.run_dir = os.path.join(cls.base, "run")
         os.makedirs(cls.run_dir)
+        # write_store forges only where this marker is: the control runs it unsandboxed.
+        open(os.path.join(cls.run_dir, "kforge-attack-target"), "wb").close()
         cls.store_files = {}
         cls.planted = {}
         cls.open_store = []
@@ -121,6 +123,7 @@ class AttackFixture(unittest.TestCase):
         # The C++ stage's cache: relu_cpp's library under its key, its source beside it.
         cls.cache_dir = os.path.join(cls.base, "cache")
         os.makedirs(cls.cache_dir)
+        open(os.path.join(cls.cache_dir, "kforge-attack-target"), "wb").close()
         relu_source = checker.check(client.candidate_code("relu_cpp"), "cpp")["extracted"]["cpp_source"]
         cls.artifact = os.path.join(cls.cache_dir, "relukey.so")
         kforge_cpp.compile_source(relu_source, cls.artifact)

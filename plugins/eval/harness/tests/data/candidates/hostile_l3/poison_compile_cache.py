@@ -1,7 +1,9 @@
 # Hostile: overwrites every compiled library it can find (the C++ stage's cache under
 # XDG_CACHE_HOME/HOME, the artifact it was handed, kforge_cpp's caches, any *.so under the
 # temporary directories) with a library whose relu returns zeros, so that other candidates
-# load its code; returns zeros itself.
+# load its code; returns zeros itself. Beyond the artifact it was handed, it overwrites
+# only libraries in a test's directories (holding the file MARKER): where a sandbox
+# failed to hold it, it must not damage the machine's real libraries.
 import glob
 import os
 import shutil
@@ -19,6 +21,7 @@ extern "C" void relu_forward(const float* x, float* y, int64_t n) {
 
 PATTERNS = ["/tmp/**/*.so", "/var/tmp/**/*.so", "~/.cache/**/*.so", "/root/.cache/**/*.so",
             "$XDG_CACHE_HOME/**/*.so", "$KFORGE_CPP_CACHE/*.so", "$KFORGE_CPP_ARTIFACT"]
+MARKER = "kforge-attack-target"
 
 
 class ModelNew(torch.nn.Module):
@@ -29,6 +32,9 @@ class ModelNew(torch.nn.Module):
         for pattern in PATTERNS:
             for path in glob.glob(os.path.expandvars(os.path.expanduser(pattern)), recursive=True):
                 if os.path.realpath(path) == os.path.realpath(poison):
+                    continue
+                own = os.path.realpath(path) == os.path.realpath(os.environ.get("KFORGE_CPP_ARTIFACT", ""))
+                if not own and not os.path.exists(os.path.join(os.path.dirname(path), MARKER)):
                     continue
                 try:
                     shutil.copyfile(poison, path)

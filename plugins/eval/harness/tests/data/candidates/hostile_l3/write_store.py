@@ -1,6 +1,8 @@
 # Hostile: looks for kforge's store (kforge.db, results.jsonl) through /proc (every
 # process' working directory and open files) and in the run directories it can guess,
-# says which it could read, and appends a forged pass to each; returns zeros.
+# says which it could read, and appends a forged pass to those of a test (a directory
+# holding the file MARKER): unsandboxed, as the tests' controls run it, it reaches every
+# run on the machine, and must not damage a real one; returns zeros.
 import glob
 import os
 
@@ -8,6 +10,7 @@ import torch
 
 FORGED = b'{"candidate": "attack", "status": "pass", "speedup": 42.0}\n'
 NAMES = ("kforge.db", "results.jsonl")
+MARKER = "kforge-attack-target"
 
 
 def _candidates():
@@ -34,8 +37,9 @@ class ModelNew(torch.nn.Module):
                 with open(path, "rb") as handle:
                     handle.read(16)
                 reached.append(path)
-                with open(path, "ab") as handle:
-                    handle.write(FORGED)
+                if os.path.exists(os.path.join(os.path.dirname(os.path.realpath(path)), MARKER)):
+                    with open(path, "ab") as handle:
+                        handle.write(FORGED)
             except OSError:
                 pass
         print("store reached", reached, flush=True)
