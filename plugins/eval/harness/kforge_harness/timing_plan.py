@@ -228,6 +228,12 @@ def counted(first, second):
     return second if second["ms"] >= first["ms"] else first
 
 
+# Confirmation loops before a speedup counts as unconfirmed: each draws new inputs, so a
+# speed that depends on inputs seen before is slow in every one, while a loop slowed by the
+# machine's load is rarely followed by another.
+CONFIRMATION_LOOPS = 2
+
+
 def confirmation_needed(timing, speedup):
     return speedup > float(timing["confirm_speedup"])
 

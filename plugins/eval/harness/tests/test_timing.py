@@ -49,6 +49,7 @@ class TimingGuardsTest(unittest.TestCase):
         requests = [timed_run(name, f"timing_cpu/{name}", language) for name, language, _ in HOSTILE]
         requests += [
             timed_run("slower_on_new_inputs", "timing_cpu/slower_on_new_inputs", confirm_speedup=0),
+            timed_run("slowed_once", "timing_cpu/slowed_once", confirm_speedup=0),
             timed_run("honest-python", "python_relu"),
             timed_run("honest-cpp", "relu_cpp", language="cpp"),
             timed_run("honest-linear", "linear_cpp", language="cpp", task="linear"),
@@ -106,6 +107,11 @@ class TimingGuardsTest(unittest.TestCase):
                     self.assertLessEqual(low, metrics[f"{party}_ms_mean"])
                     self.assertLessEqual(metrics[f"{party}_ms_mean"], high)
                     self.assertLessEqual(metrics[f"{party}_ms_std"], high - low)
+
+    def test_one_confirmation_slowed_by_the_machine_is_not_a_rejection(self):
+        response = self.responses["slowed_once"]
+        self.assertEqual(response["status"], "pass", response)
+        self.assertIn("speedup_confirmed", response["flags"])
 
     def test_a_confirmed_speedup_says_so(self):
         response = self.responses["honest-confirmed"]
