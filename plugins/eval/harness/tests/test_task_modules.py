@@ -90,7 +90,7 @@ def inputs():
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(textwrap.dedent(text) if text.startswith("\n") else text)
+        handle.write(text)
 
 
 class TaskModulesServerTest(client.SharedServerTest):

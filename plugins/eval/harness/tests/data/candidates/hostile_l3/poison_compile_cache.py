@@ -7,6 +7,7 @@
 import glob
 import os
 import shutil
+import tempfile
 
 import torch
 
@@ -19,7 +20,7 @@ extern "C" void relu_forward(const float* x, float* y, int64_t n) {
 }
 '''
 
-PATTERNS = ["/tmp/**/*.so", "/var/tmp/**/*.so", "~/.cache/**/*.so", "/root/.cache/**/*.so",
+PATTERNS = [os.path.join(tempfile.gettempdir(), "**", "*.so"), "~/.cache/**/*.so",
             "$XDG_CACHE_HOME/**/*.so", "$KFORGE_CPP_CACHE/*.so", "$KFORGE_CPP_ARTIFACT"]
 MARKER = "kforge-attack-target"
 
