@@ -11,7 +11,7 @@
 set -euo pipefail
 kforge=$1
 src=$2
-kb=$3
+kb=$(cd "$3" && pwd)  # absolute: the problems are linked from another directory
 level=${4:-1}
 count=${5:-12}
 python=${KFORGE_PYTHON:-$(command -v python3)}

@@ -7,10 +7,13 @@ any sandbox) finds them; the candidate's sandbox shows only the system and the P
 installation, so the same test code run with the candidate's function would fail to
 import them, and the candidate would be blamed for the task's layout.
 
-So the reference worker notes every module the task's code imported whose source file
-the sandbox does not show (collect), the server hands their sources to the candidate
+So the reference worker notes every module the task's code imported through sys.path
+whose source file the sandbox does not show (collect), the server hands their sources to the candidate
 child with its job, and the child serves them from memory under the same names and file
-names (install), before it loads the task. Only source modules travel (a compiled
+names (install), before it loads the task. Modules a library loads from a file of its
+own cache (Triton's compiled launchers, TorchInductor's generated code, a
+torch.utils.cpp_extension build) are not the task's: they are found by their file, not
+through sys.path, and the candidate's process makes its own. Only source modules travel (a compiled
 extension beside a task is not carried: the worker says so, as a task_error). The
 sources are the task's, read by the trusted side; the candidate can change them in its
 own process as it can change anything there, which gains it nothing: its outputs are
@@ -42,15 +45,38 @@ def _shown_in_sandbox(path):
     return any(sandbox_fs.under(real, shown) for shown in sandbox_fs.prepare().readonly)
 
 
+def _search_path():
+    """The directories sys.path names now (the task's code may have added some)."""
+    return {os.path.realpath(entry or os.getcwd()) for entry in sys.path if isinstance(entry, str)}
+
+
+def _found_through(name, path, directories):
+    """Whether the module `name` at `path` is where an import through one of
+    `directories` finds it: <dir>/a/b.py (or .so...) or <dir>/a/b/__init__.py for "a.b"."""
+    parts = name.split(".")
+    real = os.path.realpath(path)
+    for directory in directories:
+        if not sandbox_fs.under(real, directory):
+            continue
+        pieces = os.path.relpath(real, directory).split(os.sep)
+        stem = pieces[-1].split(".", 1)[0]
+        if (pieces[:-1], stem) in ((parts[:-1], parts[-1]), (parts, "__init__")):
+            return True
+    return False
+
+
 def collect(before):
-    """[{"name", "path", "source", "package"}] for each module imported since `before`
-    (a snapshot()) from a source file the candidate's sandbox does not show. Raises a
-    task_error for such a module that cannot travel (no source, too many, too large)."""
+    """[{"name", "path", "source", "package"}] for each module imported through sys.path
+    since `before` (a snapshot()) from a source file the candidate's sandbox does not
+    show. Raises a task_error for such a module that cannot travel (no source, too many,
+    too large)."""
     found, total = [], 0
+    directories = _search_path()
     for name in sorted(set(sys.modules) - before):
         module = sys.modules.get(name)
         path = getattr(module, "__file__", None)
-        if not path or not os.path.isabs(path) or _shown_in_sandbox(path):
+        if (not path or not os.path.isabs(path) or _shown_in_sandbox(path)
+                or not _found_through(name, path, directories)):
             continue
         if not path.endswith(".py"):
             raise protocol.task_error(

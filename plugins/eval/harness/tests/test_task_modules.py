@@ -201,6 +201,7 @@ class CollectAndInstallTest(unittest.TestCase):
             import sys, types
             from kforge_harness import protocol, task_modules
             before = task_modules.snapshot()
+            sys.path.insert(0, {self.root!r})
             module = types.ModuleType("native")
             module.__file__ = {not_source!r}
             sys.modules["native"] = module
@@ -210,6 +211,33 @@ class CollectAndInstallTest(unittest.TestCase):
                 print(verdict.error_class, "not Python source" in str(verdict))
         """))
         self.assertEqual(out.split(), [protocol.TASK_ERROR, "True"])
+
+    def test_modules_a_library_loads_from_its_own_cache_are_not_the_task_s(self):
+        # Triton loads its compiled launcher (cuda_utils.so) and TorchInductor its
+        # generated code by file location from caches outside the sandbox's view, while
+        # the reference runs; the candidate's process builds its own. Found on a GPU host,
+        # where every Triton task's reference became a task_error.
+        cache = os.path.join(self.root, "cache", "3f9a")
+        write(os.path.join(cache, "cuda_utils.so"), "")
+        write(os.path.join(cache, "c3generated.py"), "VALUE = 1\n")
+        write(os.path.join(self.root, "cache", "flat_in_parent.py"), "VALUE = 2\n")
+        out = self.run_python(textwrap.dedent(f"""
+            import importlib.util, json, sys, types
+            from kforge_harness import task_modules
+            before = task_modules.snapshot()
+            sys.path.append({os.path.join(self.root, "cache")!r})  # a parent of the cache on sys.path
+            native = types.ModuleType("cuda_utils")
+            native.__file__ = {os.path.join(cache, "cuda_utils.so")!r}
+            sys.modules["cuda_utils"] = native
+            spec = importlib.util.spec_from_file_location(
+                "c3generated", {os.path.join(cache, "c3generated.py")!r})
+            generated = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(generated)
+            sys.modules["c3generated"] = generated
+            import flat_in_parent
+            print(json.dumps([m["name"] for m in task_modules.collect(before)]))
+        """))
+        self.assertEqual(__import__("json").loads(out), ["flat_in_parent"])
 
 
 if __name__ == "__main__":
