@@ -11,17 +11,22 @@ are accumulated over the chunks, so verdicts and metrics are those of one pass o
 whole output."""
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
 from . import protocol
-from .outputs import TensorLeaf, as_tensor, dtype_name, flat_leaves, pieces
+from .outputs import FileLeaf, TensorLeaf, as_tensor, dtype_name, flat_leaves, pieces
 
 # 64K elements: the chunk's float64 temporaries (five buffers, ~2.2 MB) stay in the CPU's
 # cache across the dozen passes the statistics make over them. Measured on the 2-core VM:
 # 2.2 ms/MB of CPU against 27 ms/MB with 2M-element chunks, whose buffers (64 MB) are
 # streamed from memory by every pass.
 CHUNK_ELEMENTS = 1 << 16
+
+# A file leaf compared by several workers is cut into contiguous slices of at least this
+# many chunks each: below it a thread's start-up costs more than its share of the work.
+MIN_CHUNKS_PER_WORKER = 64
 
 
 # The judge's statistics of one trial, as metrics (PROTOCOL.md): per output, then the
@@ -206,6 +211,24 @@ class _Stats:
         else:
             self.lo, self.hi = max(self.lo, lo), min(self.hi, hi)
 
+    def merge(self, other):
+        """Adds the statistics of the slice that follows this one (`other`): the result
+        is that of one pass over both, sums in a fixed order."""
+        self.max_diff = max(self.max_diff, other.max_diff)
+        self.nan_diff = self.nan_diff or other.nan_diff
+        self.finite_sum += other.finite_sum
+        self.finite_count += other.finite_count
+        self.ref_nan += other.ref_nan
+        self.cand_nan += other.cand_nan
+        self.within += other.within
+        self.over_coarse += other.over_coarse
+        self.diff_squares += other.diff_squares
+        self.ref_squares += other.ref_squares
+        self.max_rel = max(self.max_rel, other.max_rel)
+        self.rel_sum += other.rel_sum
+        self.lo, self.hi = max(self.lo, other.lo), min(self.hi, other.hi)
+        self.bounded = self.bounded and other.bounded
+
     def interval(self):
         if not self.bounded or self.lo > self.hi:
             return None
@@ -244,10 +267,13 @@ class CandidateOutputError(Exception):
     short file, a link): the candidate's fault, since its process wrote it."""
 
 
-def compare_leaf(ref, cand, rule, where="the output"):
+def compare_leaf(ref, cand, rule, where="the output", workers=1):
     """Compares one reference leaf with one candidate leaf (outputs.FileLeaf or
     TensorLeaf). Raises CandidateOutputError for an unreadable candidate file; a reference
-    file that cannot be read raises ValueError (the harness's own store is broken)."""
+    file that cannot be read raises ValueError (the harness's own store is broken).
+    `workers`: threads that compare contiguous slices of two file leaves at once (torch
+    releases the GIL in its kernels; each thread reads its own slice of both files); the
+    slices' statistics are merged in order, so a verdict does not depend on scheduling."""
     if tuple(cand.shape) != tuple(ref.shape):
         return Outcome(protocol.SHAPE_MISMATCH,
                        f"{where} has shape {list(cand.shape)}, the reference's {list(ref.shape)}")
@@ -258,7 +284,37 @@ def compare_leaf(ref, cand, rule, where="the output"):
     if ref.numel == 0:
         return Outcome(intervals=[(0, None)])
     atol, rtol = tolerance(rule, ref.dtype)
-    stats = _Stats(atol, rtol, WholeOutput(rule, ref.dtype))
+    whole = WholeOutput(rule, ref.dtype)
+
+    def one_pass(piece):
+        stats = _Stats(atol, rtol, whole)
+        _accumulate(stats, ref, cand, where, *piece)
+        return stats
+
+    slices = _slices(ref.numel, workers if isinstance(ref, FileLeaf) and isinstance(cand, FileLeaf) else 1)
+    if len(slices) == 1:
+        stats = one_pass(slices[0])
+    else:
+        with ThreadPoolExecutor(len(slices), thread_name_prefix="compare") as pool:
+            parts = list(pool.map(one_pass, slices))
+        stats = parts[0]
+        for part in parts[1:]:
+            stats.merge(part)
+    return _verdict(stats, rule, ref.numel, where)
+
+
+def _slices(numel, workers):
+    """[(start, count)]: `numel` elements cut into at most `workers` contiguous slices of
+    whole chunks, each at least MIN_CHUNKS_PER_WORKER chunks."""
+    chunks = -(-numel // CHUNK_ELEMENTS)
+    count = max(1, min(workers, chunks // MIN_CHUNKS_PER_WORKER))
+    per_slice = -(-chunks // count) * CHUNK_ELEMENTS
+    return [(start, min(per_slice, numel - start)) for start in range(0, numel, per_slice)]
+
+
+def _accumulate(stats, ref, cand, where, start, count):
+    """One pass over elements [start, start + count) of both leaves into `stats`."""
+    whole_leaf = start == 0 and count == ref.numel
     ref_handle = ref.open()
     try:
         try:
@@ -266,8 +322,13 @@ def compare_leaf(ref, cand, rule, where="the output"):
         except ValueError as exc:
             raise CandidateOutputError(f"{where}: {exc}") from None
         try:
-            cand_chunks = cand.chunks(cand_handle, CHUNK_ELEMENTS)
-            for ref_chunk in ref.chunks(ref_handle, CHUNK_ELEMENTS):
+            if whole_leaf:  # a TensorLeaf reads only whole
+                ref_chunks = ref.chunks(ref_handle, CHUNK_ELEMENTS)
+                cand_chunks = cand.chunks(cand_handle, CHUNK_ELEMENTS)
+            else:
+                ref_chunks = ref.chunks(ref_handle, CHUNK_ELEMENTS, start, count)
+                cand_chunks = cand.chunks(cand_handle, CHUNK_ELEMENTS, start, count)
+            for ref_chunk in ref_chunks:
                 try:
                     cand_chunk = next(cand_chunks)
                 except (ValueError, StopIteration) as exc:
@@ -279,7 +340,6 @@ def compare_leaf(ref, cand, rule, where="the output"):
     finally:
         if ref_handle is not None:
             ref_handle.close()
-    return _verdict(stats, rule, ref.numel, where)
 
 
 def _verdict(stats, rule, numel, where):
@@ -333,10 +393,11 @@ def _verdict(stats, rule, numel, where):
     return Outcome(metrics=metrics, intervals=[(numel, stats.interval())])
 
 
-def compare_leaves(ref_leaves, cand_leaves, rule, names=None):
+def compare_leaves(ref_leaves, cand_leaves, rule, names=None, workers=1):
     """Compares a forward's outputs leaf by leaf; the first failing leaf decides.
     `cand_leaves` items are leaves or, for outputs that are not tensors, the name of what
-    they are (a string). `names`: what messages call each leaf (default "output #i")."""
+    they are (a string). `names`: what messages call each leaf (default "output #i");
+    `workers`: see compare_leaf."""
     if len(ref_leaves) != len(cand_leaves):
         return Outcome(protocol.SHAPE_MISMATCH,
                        f"the reference returns {len(ref_leaves)} output(s), the candidate "
@@ -349,7 +410,7 @@ def compare_leaves(ref_leaves, cand_leaves, rule, names=None):
             return Outcome(protocol.DTYPE_MISMATCH,
                            f"{where} is a {cand}; the reference returns a tensor of "
                            f"{dtype_name(ref.dtype)}")
-        outcome = compare_leaf(ref, cand, rule, where)
+        outcome = compare_leaf(ref, cand, rule, where, workers)
         if not outcome.passed:
             return outcome
         intervals += outcome.intervals

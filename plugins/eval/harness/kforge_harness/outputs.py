@@ -100,13 +100,42 @@ def _raw_pieces(tensor, max_elements):
                 yield from _raw_pieces(tensor[index], max_elements)
 
 
-def _host_array(piece):
-    """A flat piece as a NumPy array over its bytes (copied to the host when on a device)."""
+def _host_array(piece, staging):
+    """A flat piece as a NumPy array over its bytes. A piece on a device is copied into
+    `staging` (a _Staging): one reused host buffer, not a fresh allocation per piece."""
     name = dtype_name(piece.dtype)
     storage = _STORAGE[name]
     if name == "bfloat16" or name.startswith("float8"):
         piece = piece.view(torch.int16 if storage is np.int16 else torch.uint8)
-    return piece.cpu().numpy()
+    if piece.device.type == "cpu":
+        return piece.numpy()
+    return staging.copy(piece).numpy()
+
+
+class _Staging:
+    """The host buffer a device's pieces are copied through before they are written:
+    pinned where the device is CUDA's (a direct DMA copy), reused across pieces. Writing
+    a 6.4 GB output from an H100 took 9 s with a fresh pageable copy per 64 MB piece."""
+
+    def __init__(self):
+        self.buffer = None
+
+    def copy(self, piece):
+        nbytes = piece.numel() * piece.element_size()
+        if self.buffer is None or self.buffer.numel() < nbytes:
+            self.buffer = self._allocate(max(nbytes, CHUNK_BYTES), piece.device)
+        host = self.buffer[:nbytes].view(piece.dtype)
+        host.copy_(piece)
+        return host
+
+    @staticmethod
+    def _allocate(nbytes, device):
+        if device.type == "cuda":
+            try:
+                return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+            except RuntimeError:  # pinning refused (a locked-memory limit): pageable, still reused
+                pass
+        return torch.empty(nbytes, dtype=torch.uint8)
 
 
 def describe(value):
@@ -125,6 +154,7 @@ def write_leaves(values, directory, prefix):
     """Writes every tensor leaf of `values` to `directory`/leaf_file(prefix, i); returns
     the leaves' descriptions (describe())."""
     described = []
+    staging = _Staging()
     for index, value in enumerate(flat_leaves(values)):
         info = describe(value)
         if info["kind"] == "tensor":
@@ -133,7 +163,7 @@ def write_leaves(values, directory, prefix):
             path = os.path.join(directory, leaf_file(prefix, index))
             with open(path, "wb") as handle:
                 for piece in pieces(tensor.detach(), per_piece):
-                    handle.write(memoryview(_host_array(piece)).cast("B"))
+                    handle.write(memoryview(_host_array(piece, staging)).cast("B"))
         described.append(info)
     return described
 
@@ -168,19 +198,21 @@ class FileLeaf:
                              f"{self.nbytes} bytes")
         return os.fdopen(fd, "rb")
 
-    def chunks(self, handle, elements):
-        """Flat CPU tensors of at most `elements` elements, in order. They share one
-        buffer (reused: no page faults per chunk), so each is valid until the next."""
-        buffer = np.empty(min(self.numel, elements), dtype=self.storage)
-        left = self.numel
+    def chunks(self, handle, elements, start=0, count=None):
+        """Flat CPU tensors of at most `elements` elements, in order: the leaf's elements
+        [start, start + count) (default: all of them). They share one buffer (reused: no
+        page faults per chunk), so each is valid until the next."""
+        left = self.numel - start if count is None else count
+        if start:
+            handle.seek(start * np.dtype(self.storage).itemsize)
+        buffer = np.empty(min(left, elements), dtype=self.storage)
         while left > 0:
-            count = min(left, elements)
-            view = buffer[:count]
+            view = buffer[:min(left, elements)]
             if handle.readinto(memoryview(view).cast("B")) != view.nbytes:
                 raise ValueError(f"{os.path.basename(self.path)} ended early")
             chunk = torch.from_numpy(view)
             yield chunk.view(self.dtype) if chunk.dtype != self.dtype else chunk
-            left -= count
+            left -= view.size
 
 
 class TensorLeaf:

@@ -172,6 +172,67 @@ def _peak_allocated(call):
     return field("VmHWM:") - base
 
 
+class SlicedFileComparisonTest(unittest.TestCase):
+    """The judge compares a large output's files in slices, one thread each: the verdict
+    and the metrics are those of one pass, whatever the number of workers."""
+
+    def setUp(self):
+        saved = (compare.CHUNK_ELEMENTS, compare.MIN_CHUNKS_PER_WORKER)
+        self.addCleanup(lambda: (setattr(compare, "CHUNK_ELEMENTS", saved[0]),
+                                 setattr(compare, "MIN_CHUNKS_PER_WORKER", saved[1])))
+        compare.CHUNK_ELEMENTS, compare.MIN_CHUNKS_PER_WORKER = 64, 2
+        directory = tempfile.TemporaryDirectory()
+        self.addCleanup(directory.cleanup)
+        self.directory = directory.name
+
+    def files(self, ref, cand):
+        ref_info = outputs.write_leaves([ref], self.directory, "r")[0]
+        cand_info = outputs.write_leaves([cand], self.directory, "c")[0]
+        return ([outputs.FileLeaf(self.directory, "r", 0, ref_info)],
+                [outputs.FileLeaf(self.directory, "c", 0, cand_info)])
+
+    def test_the_slices_cover_every_element_once(self):
+        for numel, workers in ((1000, 3), (64 * 7, 4), (64 * 8 + 1, 4), (100, 8), (5000, 1)):
+            slices = compare._slices(numel, workers)
+            self.assertLessEqual(len(slices), workers)
+            self.assertEqual(sum(count for _, count in slices), numel)
+            self.assertEqual([start for start, _ in slices],
+                             [sum(c for _, c in slices[:i]) for i in range(len(slices))])
+            self.assertTrue(all(start % 64 == 0 for start, _ in slices))
+        self.assertGreater(len(compare._slices(64 * 8 + 1, 4)), 1)
+
+    def test_the_same_verdict_and_metrics_with_any_number_of_workers(self):
+        torch.manual_seed(0)
+        ref = torch.randn(1000) * 3
+        ref[700] = math.inf
+        noisy = ref + torch.randn(1000) * 1e-6
+        off_late = ref.clone()
+        off_late[950] += 1.0  # in the last slice only
+        nan_late = ref.clone()
+        nan_late[999] = math.nan
+        for cand in (ref.clone(), noisy, off_late, nan_late):
+            ref_leaves, cand_leaves = self.files(ref, cand)
+            one = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=1)
+            for workers in (2, 3, 7):
+                many = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=workers)
+                self.assertEqual((one.error_class, one.message), (many.error_class, many.message))
+                self.assertEqual(one.intervals, many.intervals)
+                for name, value in one.metrics.items():
+                    if math.isnan(value):
+                        self.assertTrue(math.isnan(many.metrics[name]), name)
+                    else:
+                        self.assertAlmostEqual(value, many.metrics[name], places=9, msg=name)
+        self.assertIn("1 of 1000 elements", compare.compare_leaves(
+            *self.files(ref, off_late), ALLCLOSE, workers=3).message)
+
+    def test_a_short_candidate_file_is_the_candidate_s_fault_in_any_slice(self):
+        ref_leaves, cand_leaves = self.files(torch.randn(1000), torch.randn(1000))
+        with open(cand_leaves[0].path, "r+b") as handle:
+            handle.truncate(999 * 4)
+        with self.assertRaises(compare.CandidateOutputError):
+            compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=4)
+
+
 class OutputFilesTest(unittest.TestCase):
     """What crosses between processes: every dtype and layout round-trips through the
     files bit for bit, and a reader opens only the plain file it expects."""
