@@ -174,7 +174,7 @@ class CandidateChild:
         pool = self._guarded("timing", lambda: InputPool(
             lambda seed: model.feed(self.session.make_inputs(seed)), plan["pool"]))
         clock.idle()
-        self.channel.send({"prepared": -1})
+        self.channel.send({"prepared": -1, "bare_gap_ms": clock.bare_gap()})
         out = None
         for _ in range(3 * int(plan["calls"])):
             command = self.channel.command()
@@ -199,7 +199,8 @@ class CandidateChild:
                 if command.get("refill") is not None:
                     self._guarded("timing", lambda: pool.refill(call, command["refill"]))
                 clock.idle()
-                self.channel.send({"prepared": call, "outputs": handed})
+                self.channel.send({"prepared": call, "outputs": handed,
+                                   "bare_gap_ms": clock.bare_gap()})
 
 
 def run(job, device, workdir, channel):

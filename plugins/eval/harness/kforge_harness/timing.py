@@ -75,6 +75,15 @@ class Clock:
         wall = (time.perf_counter_ns() - wall_start) / 1e6
         return out, start_event.elapsed_time(end_event), wall
 
+    def bare_gap(self):
+        """The device-synchronised time less the event time of an empty bracket (ms): what
+        recording the events and waking from the synchronisation add to every honest
+        call on this device and process. 0 where there are no events."""
+        if self.module is None:
+            return 0.0
+        _, event_ms, synced_ms = self.call(lambda: None)
+        return max(0.0, synced_ms - event_ms)
+
 
 class InputPool:
     """Input sets for timed calls, `size` slots: call k uses slot k % size; `refill`
