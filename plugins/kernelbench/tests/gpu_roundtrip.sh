@@ -32,7 +32,8 @@ done
   --set run.timeout_s=600 --set run.memory_mb=65536
 "$kforge" export "$work/out" --format kernelbench --to "$work/export"
 "$python" "$src/plugins/kernelbench/tests/roundtrip_check.py" "$work/export/eval_results.json" \
-  "$work/export/baseline_time_torch.json" "$work/KernelBench/level$level" "$level" "$work/out/report.json"
+  "$work/export/baseline_time_torch.json" "$work/KernelBench/level$level" "$level" "$work/out/results.jsonl" \
+  "$work/out/report.json"
 "$python" - "$work/out/report.json" <<'PY'
 import json, sys
 facts = [e["facts"] for e in json.load(open(sys.argv[1]))["environments"]]
