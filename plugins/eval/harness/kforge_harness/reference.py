@@ -53,10 +53,12 @@ def fitted_sizes(task, device, timeout_s):
                          device=device, base_sizes=task["sizes"],
                          size_scale=task["size_scale"], source=task["source"],
                          timeout_s=timeout_s)
-    except (fit.FitError, ValueError) as exc:
-        flags = ["out_of_memory"] if isinstance(exc, fit.CannotFit) else []
-        raise protocol.task_error(f"the task cannot be fitted into "
-                                  f"{task['fit_memory_mb']:g} MB: {exc}", flags) from None
+    except fit.CannotFit as exc:
+        raise protocol.task_error(f"the task cannot be fitted into {task['fit_memory_mb']:g} MB: "
+                                  f"{exc}", ["out_of_memory"]) from None
+    except (fit.FitError, ValueError) as exc:  # the task is broken whatever its sizes
+        raise protocol.task_error(f"the task fails while its sizes are fitted to "
+                                  f"{task['fit_memory_mb']:g} MB: {exc}") from None
     print(f"kforge: fitted sizes {result.sizes}: {result.note}", file=sys.stderr)
     return result.sizes
 

@@ -140,6 +140,16 @@ class ReferenceServiceTest(client.SharedServerTest):
         self.assertEqual(response["error_class"], "task_error", response)
         self.assertIn("cannot be fitted into 1 MB", response["message"])
 
+    def test_a_task_broken_whatever_its_size_says_so_not_that_it_does_not_fit(self):
+        # KernelBench's Mamba2 tasks import einops: on a machine without it, "cannot be
+        # fitted into 256 MB" sent the reader to the memory budget.
+        response = self.server.ask(request("broken", "run", "broken_import", fit_memory_mb=64),
+                                   timeout=300)["broken"]
+        self.assertEqual(response["error_class"], "task_error", response)
+        self.assertIn("fails while its sizes are fitted to 64 MB", response["message"])
+        self.assertIn("kforge_no_such_module", response["message"])
+        self.assertNotIn("out_of_memory", response["flags"])
+
 
 class StoreBudgetTest(unittest.TestCase):
     def test_a_task_bigger_than_the_store_is_recomputed_and_says_so(self):
