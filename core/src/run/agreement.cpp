@@ -1,0 +1,224 @@
+#include "run/agreement.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "util/sha256.hpp"
+
+namespace kforge {
+namespace {
+
+using Json = nlohmann::json;  // sorted keys, as Store::visit_result_facts writes them
+using JobKey = std::pair<std::string, int>;
+
+constexpr size_t kNamed = 10;        // disagreements a message names; the rest are counted
+constexpr size_t kShownChars = 160;  // of a value or a line quoted in a message
+
+// The keys of a line that the store records, in the line's order (result_line): the
+// candidate's other attributes are the line's alone and are not compared.
+constexpr const char* kRecorded[] = {"job",   "task",    "task_index", "sample",     "round",     "status",
+                                     "stage", "error_class", "message", "model",     "language",  "device",
+                                     "tokens_in", "tokens_out", "cost", "environment", "stages"};
+
+std::string canonical(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+std::string shortened(std::string text) {
+  if (text.size() > kShownChars) text = text.substr(0, kShownChars) + "...";
+  return text;
+}
+
+std::string shown(const Json& value) { return shortened(canonical(value)); }
+
+std::string job_name(const JobKey& job) { return fmt::format("job (task '{}', sample {})", job.first, job.second); }
+
+Json recorded_part(const Json& line) {
+  Json part = Json::object();
+  for (const char* key : kRecorded) {
+    if (auto it = line.find(key); it != line.end()) part[key] = *it;
+  }
+  return part;
+}
+
+// Where `line` first differs from `stored` (equal canonical texts never reach here): a
+// whole line's keys in the line's order, so a forged status is named before its message.
+std::string first_difference(const Json& line, const Json& stored, const std::string& where) {
+  if (line.is_object() && stored.is_object()) {
+    std::vector<std::string> keys(std::begin(kRecorded), std::end(kRecorded));
+    if (!where.empty()) {
+      std::set<std::string> inner;
+      for (const auto& [key, value] : line.items()) inner.insert(key);
+      for (const auto& [key, value] : stored.items()) inner.insert(key);
+      keys.assign(inner.begin(), inner.end());
+    }
+    for (const std::string& key : keys) {
+      if (!line.contains(key) && !stored.contains(key)) continue;
+      const std::string inner = where.empty() ? key : where + "." + key;
+      if (!line.contains(key)) return fmt::format("{}: the line has none, the store says {}", inner, shown(stored[key]));
+      if (!stored.contains(key)) return fmt::format("{}: the line says {}, the store has none", inner, shown(line[key]));
+      if (canonical(line[key]) != canonical(stored[key])) return first_difference(line[key], stored[key], inner);
+    }
+  }
+  if (line.is_array() && stored.is_array()) {
+    for (size_t i = 0; i < std::min(line.size(), stored.size()); ++i) {
+      if (canonical(line[i]) != canonical(stored[i])) {
+        return first_difference(line[i], stored[i], fmt::format("{}[{}]", where, i));
+      }
+    }
+    if (line.size() != stored.size()) {
+      return fmt::format("{}: the line has {} entries, the store {}", where, line.size(), stored.size());
+    }
+  }
+  return fmt::format("{}: the line says {}, the store says {}", where, shown(line), shown(stored));
+}
+
+// The store's side: a digest per finished job, and a look-up of one job when a message
+// must say what the store holds.
+class StoredJobs {
+ public:
+  StoredJobs(Store& store, int64_t series) : store_(store), series_(series) {
+    store.visit_result_facts(series, [this](const JobKey& job, int64_t run, const std::string& facts) {
+      const auto [it, fresh] = jobs_.try_emplace(job, Job{sha256_hex(facts), run});
+      if (!fresh) problems_.push_back(fmt::format("the store holds {} twice (runs {} and {})", job_name(job), it->second.run, run));
+    });
+  }
+
+  // Empty when `text` (line `number`, without its newline) is the line of a job the store
+  // finished, the first to agree for it, saying what the store records; otherwise why not.
+  std::string judge(const std::string& text, uint64_t number) {
+    const Json line = Json::parse(text, nullptr, false);
+    if (line.is_discarded() || !line.is_object()) {
+      return fmt::format("not a JSON object: {}", text.empty() ? "an empty line" : shortened(text));
+    }
+    const auto task = line.find("task"), sample = line.find("sample");
+    if (task == line.end() || !task->is_string() || sample == line.end() || !sample->is_number_integer()) {
+      return "names no job (a results line has a string \"task\" and an integer \"sample\")";
+    }
+    const JobKey key{task->get<std::string>(), sample->get<int>()};
+    const auto it = jobs_.find(key);
+    if (it == jobs_.end()) return fmt::format("{} is not a job the store finished in this run series", job_name(key));
+    Job& job = it->second;
+    if (job.agreed_on != 0) return fmt::format("{} again (line {} is its line)", job_name(key), job.agreed_on);
+    job.named = true;
+    const Json part = recorded_part(line);
+    if (sha256_hex(canonical(part)) == job.digest) {
+      job.agreed_on = number;
+      return "";
+    }
+    const Json stored = facts(key);
+    return fmt::format("{}, which the store has as {}: {}", job_name(key), verdict(stored), first_difference(part, stored, ""));
+  }
+
+  // Jobs no line agreed with; `named` gets those no line even named, with the store's
+  // verdict, while it has room.
+  std::vector<JobKey> unmatched(const std::function<bool(std::string)>& name) {
+    std::vector<JobKey> out;
+    for (const auto& [key, job] : jobs_) {
+      if (job.agreed_on != 0) continue;
+      out.push_back(key);
+      if (!job.named) name(fmt::format("no line for {}, which the store finished as {}", job_name(key), verdict(facts(key))));
+    }
+    return out;
+  }
+
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  struct Job {
+    std::string digest;  // of the store's facts' canonical text
+    int64_t run = 0;
+    uint64_t agreed_on = 0;  // the line that agreed; 0: none yet
+    bool named = false;      // some line named the job
+  };
+
+  Json facts(const JobKey& key) {
+    Json stored = Json::object();
+    store_.visit_result_facts(series_, [&](const JobKey&, int64_t, const std::string& text) { stored = Json::parse(text); },
+                              &key);
+    return stored;
+  }
+
+  static std::string verdict(const Json& stored) {
+    const std::string status = stored.value("status", "");
+    const std::string error = stored.value("error_class", "");
+    return error.empty() ? status : status + " (" + error + ")";
+  }
+
+  Store& store_;
+  int64_t series_;
+  std::map<JobKey, Job> jobs_;
+  std::vector<std::string> problems_;
+};
+
+// One pass over the file; `keep` (may be null) gets every line that agrees.
+ResultsCheck scan(const std::string& path, Store& store, int64_t series, std::ostream* keep) {
+  StoredJobs stored(store, series);
+  ResultsCheck check;
+  auto name = [&check](std::string what) {
+    if (check.named.size() < kNamed) {
+      check.named.push_back(std::move(what));
+      return true;
+    }
+    ++check.unnamed;
+    return false;
+  };
+  for (const std::string& problem : stored.problems()) name(problem);
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  while (std::getline(in, text)) {
+    ++check.lines;
+    // No newline at the end: a write cut off mid-line.
+    std::string why = in.eof() ? "torn: it has no newline at its end" : stored.judge(text, check.lines);
+    if (why.empty()) {
+      if (keep) *keep << text << '\n';
+      continue;
+    }
+    ++check.disagreeing;
+    name(fmt::format("{}:{}: {}", path, check.lines, why));
+  }
+  if (in.bad()) throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  check.unmatched = stored.unmatched(name);
+  return check;
+}
+
+}  // namespace
+
+std::string ResultsCheck::describe() const {
+  std::string text = fmt::format(
+      "results.jsonl disagrees with the store (kforge.db): {} of its {} line{} disagree{}, {} job{} the store finished "
+      "{} no line that agrees",
+      disagreeing, lines, lines == 1 ? "" : "s", disagreeing == 1 ? "s" : "", unmatched.size(),
+      unmatched.size() == 1 ? "" : "s", unmatched.size() == 1 ? "has" : "have");
+  for (const std::string& what : named) text += "\n  " + what;
+  if (unnamed > 0) text += fmt::format("\n  ... and {} more", unnamed);
+  return text;
+}
+
+ResultsCheck check_results(const std::string& path, Store& store, int64_t series) {
+  return scan(path, store, series, nullptr);
+}
+
+ResultsCheck reconcile_results(const std::string& path, Store& store, int64_t series) {
+  const std::string fresh = path + ".reconciled";
+  ResultsCheck check;
+  {
+    std::ofstream out(fresh, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("cannot write '{}': {}", fresh, std::strerror(errno)));
+    check = scan(path, store, series, &out);
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("cannot write '{}': {}", fresh, std::strerror(errno)));
+  }
+  std::filesystem::rename(fresh, path);
+  return check;
+}
+
+}  // namespace kforge
