@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,7 +17,9 @@
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
 #include "kforge_process.hpp"
+#include "engine/outcome.hpp"
 #include "run/agreement.hpp"
+#include "run/results.hpp"
 #include "run/session.hpp"
 #include "run/store/store.hpp"
 
@@ -230,6 +234,66 @@ TEST_F(AgreementTest, ResumeDropsALineThatDisagreesAndRunsItsJobAgain) {
   const auto lines = read_lines(results());
   ASSERT_EQ(lines.size(), kJobs);
   EXPECT_EQ(Json::parse(lines[line_of(lines, "npu-1", 0)])["status"], "fail");
+}
+
+// An honest line agrees whatever it holds: an environment, invalid UTF-8 (the line has it
+// replaced), non-finite metrics (null in both), a named route, a cached
+// verdict, attributes the store does not keep, and a job without any candidate fields.
+TEST(AgreementFacts, AnHonestLineAgreesWhateverItHoldsAndAChangedEnvironmentDoesNot) {
+  TempDir dir;
+  kforge::Store store((dir / "kforge.db").string());
+  kforge::RunRecord record;
+  record.pipeline = record.label = "facts";
+  const int64_t run = store.begin_run(record);
+  std::string lines;
+  for (int sample = 0; sample < 2; ++sample) {
+    auto task = std::make_shared<kforge::Task>();
+    task->strings[KF_KEY_TASK_ID] = "t";
+    task->index = 4;
+    kforge::Job job;
+    job.task = task;
+    job.sample = sample;
+    job.index = 8 + static_cast<uint64_t>(sample);
+    if (sample == 0) {
+      job.strings[KF_KEY_CANDIDATE_CODE] = "code";
+      job.strings[KF_KEY_CANDIDATE_MODEL] = "m";
+      job.strings["candidate.file"] = "kernel.py";  // the line's alone
+      job.strings[kforge::kRunEnvironmentKey] = R"({"gpu":"H100","torch":"2.11"})";
+      job.numbers[KF_KEY_CANDIDATE_TOKENS_IN] = 120;
+    }
+    kforge::Verdict v;
+    v.stage = "run";
+    v.kind = "eval.run";
+    v.role = KF_ROLE_RUN;
+    v.status = kforge::VerdictStatus::Fail;
+    v.route = "retry";
+    v.error_class = "numerical_mismatch";
+    v.message = "max diff \xff\xfe too large";
+    v.cached = sample == 0;
+    v.seconds = 0.1 * (sample + 1);
+    v.metrics = {{"max_abs_diff", std::numeric_limits<double>::infinity()},
+                 {"mean_abs_diff", std::numeric_limits<double>::quiet_NaN()},
+                 {"trials", 5}};
+    store.record_attempt(run, job, v);
+    job.verdicts.push_back(v);
+    const kforge::JobOutcome outcome = kforge::outcome_of(job);
+    store.record_job(run, outcome);
+    lines += kforge::result_line(outcome) + "\n";
+  }
+  const fs::path results = dir / "results.jsonl";
+  std::ofstream(results) << lines;
+  const auto honest = kforge::check_results(results.string(), store, run);
+  EXPECT_TRUE(honest.agrees()) << honest.describe() << "\n" << lines;
+  EXPECT_EQ(honest.lines, 2u);
+
+  Json first = Json::parse(lines.substr(0, lines.find('\n')));
+  first["environment"]["gpu"] = "H200";
+  std::ofstream(results, std::ios::trunc) << first.dump() << "\n" << lines.substr(lines.find('\n') + 1);
+  const auto changed = kforge::check_results(results.string(), store, run);
+  EXPECT_NE(changed.describe().find(":1: job (task 't', sample 0), which the store has as fail (numerical_mismatch): "
+                                    "environment.gpu: the line says \"H200\", the store says \"H100\""),
+            std::string::npos)
+      << changed.describe();
 }
 
 // What --resume does first: keeps the lines that agree, in their order, and returns the
