@@ -216,6 +216,12 @@ TEST_F(AgreementTest, AGarbageLineAndARepeatedLineAreCaught) {
                          "2 of its 8 lines disagree, 0 jobs"});
 }
 
+// A flood written into the file is skipped past, not held in memory, and named.
+TEST_F(AgreementTest, AFloodLineIsCaughtWithoutBeingHeld) {
+  const auto result = tampered_at_end([](const fs::path& path) { append(path, std::string(17 << 20, 'x') + "\n"); });
+  expect_caught(result, {"results.jsonl:7: longer than 16 MiB: not a line kforge writes"});
+}
+
 // --resume holds the lines of the run it continues to the store too: a forged line is
 // dropped, its job runs again, and the resumed run ends in agreement.
 TEST_F(AgreementTest, ResumeDropsALineThatDisagreesAndRunsItsJobAgain) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,12 +24,15 @@ using JobKey = std::pair<std::string, int>;
 
 constexpr size_t kNamed = 10;        // disagreements a message names; the rest are counted
 constexpr size_t kShownChars = 160;  // of a value or a line quoted in a message
+// Far beyond any line kforge writes (no log tails, no code): a flood written into the file
+// is skipped past, not held in memory.
+constexpr size_t kMaxLineBytes = size_t{16} << 20;
 
 // The keys of a line that the store records, in the line's order (result_line): the
 // candidate's other attributes are the line's alone and are not compared.
-constexpr const char* kRecorded[] = {"job",   "task",    "task_index", "sample",     "round",     "status",
-                                     "stage", "error_class", "message", "model",     "language",  "device",
-                                     "tokens_in", "tokens_out", "cost", "environment", "stages"};
+constexpr const char* kRecorded[] = {
+    "job",      "task",   "task_index", "sample",    "round",      "status", "stage",       "error_class", "message",
+    "model",    "language", "device",   "tokens_in", "tokens_out", "cost",   "environment", "stages"};
 
 std::string canonical(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
@@ -159,6 +163,49 @@ class StoredJobs {
   std::vector<std::string> problems_;
 };
 
+// The lines of a file, each without its newline, read once.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "rb")) {
+    if (file_ == nullptr && errno != ENOENT) {
+      throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+    }
+  }
+  ~LineReader() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // The next line into `text`, at most kMaxLineBytes of it (`cut`: more was skipped);
+  // `torn`: the file ends without its newline. False at the end of the file.
+  bool next(std::string& text, bool& cut, bool& torn) {
+    text.clear();
+    cut = torn = false;
+    if (file_ == nullptr) return false;
+    int c = getc_unlocked(file_);
+    if (c == EOF) return done();
+    for (; c != EOF && c != '\n'; c = getc_unlocked(file_)) {
+      if (text.size() < kMaxLineBytes) {
+        text.push_back(static_cast<char>(c));
+      } else {
+        cut = true;
+      }
+    }
+    torn = c == EOF;
+    if (torn) done();
+    return true;
+  }
+
+ private:
+  bool done() const {
+    if (std::ferror(file_)) throw std::runtime_error(fmt::format("cannot read '{}': {}", path_, std::strerror(errno)));
+    return false;
+  }
+  std::string path_;
+  std::FILE* file_;
+};
+
 // One pass over the file; `keep` (may be null) gets every line that agrees.
 ResultsCheck scan(const std::string& path, Store& store, int64_t series, std::ostream* keep) {
   StoredJobs stored(store, series);
@@ -172,12 +219,14 @@ ResultsCheck scan(const std::string& path, Store& store, int64_t series, std::os
     return false;
   };
   for (const std::string& problem : stored.problems()) name(problem);
-  std::ifstream in(path, std::ios::binary);
+  LineReader in(path);
   std::string text;
-  while (std::getline(in, text)) {
+  bool cut = false, torn = false;
+  while (in.next(text, cut, torn)) {
     ++check.lines;
-    // No newline at the end: a write cut off mid-line.
-    std::string why = in.eof() ? "torn: it has no newline at its end" : stored.judge(text, check.lines);
+    std::string why = torn  ? "torn: it has no newline at its end"  // a write cut off mid-line
+                      : cut ? fmt::format("longer than {} MiB: not a line kforge writes", kMaxLineBytes >> 20)
+                            : stored.judge(text, check.lines);
     if (why.empty()) {
       if (keep) *keep << text << '\n';
       continue;
@@ -185,7 +234,6 @@ ResultsCheck scan(const std::string& path, Store& store, int64_t series, std::os
     ++check.disagreeing;
     name(fmt::format("{}:{}: {}", path, check.lines, why));
   }
-  if (in.bad()) throw std::runtime_error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
   check.unmatched = stored.unmatched(name);
   return check;
 }
