@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -67,8 +66,12 @@ std::string first_difference(const Json& line, const Json& stored, const std::st
     for (const std::string& key : keys) {
       if (!line.contains(key) && !stored.contains(key)) continue;
       const std::string inner = where.empty() ? key : where + "." + key;
-      if (!line.contains(key)) return fmt::format("{}: the line has none, the store says {}", inner, shown(stored[key]));
-      if (!stored.contains(key)) return fmt::format("{}: the line says {}, the store has none", inner, shown(line[key]));
+      if (!line.contains(key)) {
+        return fmt::format("{}: the line has none, the store says {}", inner, shown(stored[key]));
+      }
+      if (!stored.contains(key)) {
+        return fmt::format("{}: the line says {}, the store has none", inner, shown(line[key]));
+      }
       if (canonical(line[key]) != canonical(stored[key])) return first_difference(line[key], stored[key], inner);
     }
   }
@@ -85,6 +88,16 @@ std::string first_difference(const Json& line, const Json& stored, const std::st
   return fmt::format("{}: the line says {}, the store says {}", where, shown(line), shown(stored));
 }
 
+bool has_room(const ResultsCheck& check) { return check.named.size() < kNamed; }
+
+void name(ResultsCheck& check, std::string what) {
+  if (has_room(check)) {
+    check.named.push_back(std::move(what));
+  } else {
+    ++check.unnamed;
+  }
+}
+
 // The store's side: a digest per finished job, and a look-up of one job when a message
 // must say what the store holds.
 class StoredJobs {
@@ -92,13 +105,17 @@ class StoredJobs {
   StoredJobs(Store& store, int64_t series) : store_(store), series_(series) {
     store.visit_result_facts(series, [this](const JobKey& job, int64_t run, const std::string& facts) {
       const auto [it, fresh] = jobs_.try_emplace(job, Job{sha256_hex(facts), run});
-      if (!fresh) problems_.push_back(fmt::format("the store holds {} twice (runs {} and {})", job_name(job), it->second.run, run));
+      if (!fresh) {
+        problems_.push_back(
+            fmt::format("the store holds {} twice (runs {} and {})", job_name(job), it->second.run, run));
+      }
     });
   }
 
   // Empty when `text` (line `number`, without its newline) is the line of a job the store
-  // finished, the first to agree for it, saying what the store records; otherwise why not.
-  std::string judge(const std::string& text, uint64_t number) {
+  // finished, the first to agree for it, saying what the store records; otherwise why not,
+  // and with `explain`, what the store says (one more look-up).
+  std::string judge(const std::string& text, uint64_t number, bool explain) {
     const Json line = Json::parse(text, nullptr, false);
     if (line.is_discarded() || !line.is_object()) {
       return fmt::format("not a JSON object: {}", text.empty() ? "an empty line" : shortened(text));
@@ -118,18 +135,26 @@ class StoredJobs {
       job.agreed_on = number;
       return "";
     }
+    if (!explain) return fmt::format("{} disagrees with the store", job_name(key));
     const Json stored = facts(key);
-    return fmt::format("{}, which the store has as {}: {}", job_name(key), verdict(stored), first_difference(part, stored, ""));
+    return fmt::format("{}, which the store has as {}: {}", job_name(key), verdict(stored),
+                       first_difference(part, stored, ""));
   }
 
-  // Jobs no line agreed with; `named` gets those no line even named, with the store's
-  // verdict, while it has room.
-  std::vector<JobKey> unmatched(const std::function<bool(std::string)>& name) {
+  // Jobs no line agreed with. Those no line even named are named in `check` while it has
+  // room, with the store's verdict.
+  std::vector<JobKey> unmatched(ResultsCheck& check) {
     std::vector<JobKey> out;
     for (const auto& [key, job] : jobs_) {
       if (job.agreed_on != 0) continue;
       out.push_back(key);
-      if (!job.named) name(fmt::format("no line for {}, which the store finished as {}", job_name(key), verdict(facts(key))));
+      if (job.named) continue;
+      if (has_room(check)) {
+        check.named.push_back(
+            fmt::format("no line for {}, which the store finished as {}", job_name(key), verdict(facts(key))));
+      } else {
+        ++check.unnamed;
+      }
     }
     return out;
   }
@@ -146,8 +171,8 @@ class StoredJobs {
 
   Json facts(const JobKey& key) {
     Json stored = Json::object();
-    store_.visit_result_facts(series_, [&](const JobKey&, int64_t, const std::string& text) { stored = Json::parse(text); },
-                              &key);
+    store_.visit_result_facts(
+        series_, [&](const JobKey&, int64_t, const std::string& text) { stored = Json::parse(text); }, &key);
     return stored;
   }
 
@@ -210,15 +235,7 @@ class LineReader {
 ResultsCheck scan(const std::string& path, Store& store, int64_t series, std::ostream* keep) {
   StoredJobs stored(store, series);
   ResultsCheck check;
-  auto name = [&check](std::string what) {
-    if (check.named.size() < kNamed) {
-      check.named.push_back(std::move(what));
-      return true;
-    }
-    ++check.unnamed;
-    return false;
-  };
-  for (const std::string& problem : stored.problems()) name(problem);
+  for (const std::string& problem : stored.problems()) name(check, problem);
   LineReader in(path);
   std::string text;
   bool cut = false, torn = false;
@@ -226,15 +243,15 @@ ResultsCheck scan(const std::string& path, Store& store, int64_t series, std::os
     ++check.lines;
     std::string why = torn  ? "torn: it has no newline at its end"  // a write cut off mid-line
                       : cut ? fmt::format("longer than {} MiB: not a line kforge writes", kMaxLineBytes >> 20)
-                            : stored.judge(text, check.lines);
+                            : stored.judge(text, check.lines, has_room(check));
     if (why.empty()) {
       if (keep) *keep << text << '\n';
       continue;
     }
     ++check.disagreeing;
-    name(fmt::format("{}:{}: {}", path, check.lines, why));
+    name(check, fmt::format("{}:{}: {}", path, check.lines, why));
   }
-  check.unmatched = stored.unmatched(name);
+  check.unmatched = stored.unmatched(check);
   return check;
 }
 

@@ -42,7 +42,8 @@ void Store::visit_result_facts(int64_t series, const ResultFactsVisitor& visit,
                       "attempts.seconds, attempts.cached, attempts.metrics FROM attempts JOIN jobs ON "
                       "jobs.run_id = attempts.run_id AND jobs.task_id = attempts.task_id AND "
                       "jobs.sample = attempts.sample JOIN runs ON runs.id = jobs.run_id WHERE runs.series = ?1" +
-                      filter + " ORDER BY attempts.task_id, attempts.sample, attempts.run_id, attempts.step, attempts.id")
+                      filter +
+                      " ORDER BY attempts.task_id, attempts.sample, attempts.run_id, attempts.step, attempts.id")
                          .c_str());
   for (Statement* q : {&jobs, &attempts}) {
     q->bind(1, series);
