@@ -387,7 +387,8 @@ TEST(NothingTorn, AResultsWriteFailureStopsTheRunWithTrueNumbersAndResumeComplet
   fs::remove(out / "results.jsonl");  // space freed
   const Result resumed = kforge({"run", data("quick.yaml"), "--out", out.string(), "--resume", "--progress", "off"});
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  EXPECT_NE(resumed.output.find("had no line in results.jsonl; running it again"), std::string::npos)
+  EXPECT_NE(resumed.output.find("had no line in results.jsonl that agrees with it; running it again"),
+            std::string::npos)
       << resumed.output;
   expect_complete(out);
 }
@@ -438,10 +439,55 @@ TEST(NothingTorn, TheRunEndCheckCatchesAStoreThatDisagrees) {
   store_exec(out, "DELETE FROM jobs WHERE rowid = (SELECT MIN(rowid) FROM jobs)");  // tampered with
   const Result r = run.wait(60);
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("this run's jobs disagree: 199 in the store (kforge.db), 200 saved as the run went, 200 "
-                          "lines in results.jsonl, 200 finished"),
+  EXPECT_NE(r.output.find("this run's jobs disagree: 199 in the store (kforge.db: 199 passed, 0 failed, 0 errors), "
+                          "200 saved as the run went, 200 finished (200 passed, 0 failed, 0 errors)"),
             std::string::npos)
       << r.output;
+  // The line of the job taken out of the store is named too.
+  EXPECT_NE(r.output.find("/results.jsonl:1: job (task 'task-0000', sample 0) is not a job the store finished"),
+            std::string::npos)
+      << r.output;
+}
+
+// results.jsonl is read back at the run's end and held to the store line by line: lines
+// changed under a live run (in place, so the run's own writes go on undisturbed) are named
+// with what the store says, the run exits 3, and --resume makes the file agree again.
+TEST(NothingTorn, TheRunEndCheckCatchesResultLinesChangedUnderTheRunAndResumeRepairsThem) {
+  Scratch dir("forged");
+  const fs::path out = dir / "out";
+  Kforge run({"run", steady(), "--out", out.string(), "--progress", "off"});
+  ASSERT_TRUE(wait_for_jobs(out, 4)) << run.output();
+  {
+    std::fstream results(out / "results.jsonl", std::ios::in | std::ios::out | std::ios::binary);
+    std::string first, second;
+    std::getline(results, first);
+    std::getline(results, second);
+    const size_t status = first.find("\"status\":\"pass\"");
+    ASSERT_NE(status, std::string::npos) << first;
+    results.seekp(static_cast<std::streamoff>(status));
+    results << "\"status\":\"fail\"";                      // a pass turned into a fail
+    results.seekp(static_cast<std::streamoff>(first.size() + 1));
+    results << std::string(second.size(), ' ');             // a line wiped out
+  }
+  const Result r = run.wait(60);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  for (const std::string words :
+       {"results.jsonl disagrees with the store (kforge.db): 2 of its 200 lines disagree, 2 jobs the store finished "
+        "have no line that agrees",
+        "/results.jsonl:1: job (task 'task-0000', sample 0), which the store has as pass: status: the line says "
+        "\"fail\", the store says \"pass\"",
+        "/results.jsonl:2: not a JSON object:",
+        "no line for job (task 'task-0001', sample 0), which the store finished as pass",
+        "`--resume` (same pipeline and --out) rewrites it to agree with the store"}) {
+    EXPECT_NE(r.output.find(words), std::string::npos) << words << "\n" << r.output;
+  }
+  const Result resumed = kforge({"run", steady(), "--out", out.string(), "--resume", "--progress", "off"}, 60);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("2 jobs finished in the store had no line in results.jsonl that agrees with it; "
+                                "running them again"),
+            std::string::npos)
+      << resumed.output;
+  expect_complete(out, 200);
 }
 
 // ---- 7. read-only consumers ---------------------------------------------------------------

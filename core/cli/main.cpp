@@ -490,7 +490,9 @@ int main(int argc, char** argv) {
       return kExitRuntime;  // the store cannot be trusted for a report
     }
     if (!result.disagreement.empty()) {
-      spdlog::error("{}: the run's records cannot be trusted; run it again into a fresh --out",
+      spdlog::error("{}\nthe run's records cannot be trusted as they are; results.jsonl is left as it is, to be "
+                    "looked at. `--resume` (same pipeline and --out) rewrites it to agree with the store, running "
+                    "the jobs whose lines disagree again; or run again into a fresh --out",
                     result.disagreement);
       return kExitRuntime;
     }

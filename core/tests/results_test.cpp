@@ -1,5 +1,5 @@
-// results.jsonl under write failures: a line is written whole or not at all, and --resume's
-// reconciliation leaves exactly the jobs the store finished.
+// results.jsonl under write failures: a line is written whole or not at all (agreement_test
+// holds the file to the store).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -74,23 +74,6 @@ TEST(ResultsWriter, AWriteCutShortByAFullDiskLeavesOnlyWholeLines) {
   const std::string text = slurp(path);
   EXPECT_EQ(text.size(), 3 * one_line.size()) << "the torn fourth line was cut off";
   EXPECT_EQ(text.back(), '\n');
-  fs::remove_all(dir);
-}
-
-TEST(ReconcileResults, KeepsExactlyTheStoresJobsOnceAndReturnsTheMissing) {
-  const fs::path dir = scratch("reconcile");
-  const fs::path path = dir / "results.jsonl";
-  const std::string a = kforge::result_line(outcome("a", 0)), b = kforge::result_line(outcome("b", 0)),
-                    c = kforge::result_line(outcome("c", 1));
-  // b twice, c not in the store, a torn line at the end.
-  std::ofstream(path) << a << "\n" << b << "\n" << "not json\n" << b << "\n" << c << "\n" << a.substr(0, 10);
-  const auto missing = kforge::reconcile_results(path.string(), {{"a", 0}, {"b", 0}, {"d", 0}});
-  EXPECT_EQ(slurp(path), a + "\n" + b + "\n");
-  EXPECT_EQ(missing, (std::set<std::pair<std::string, int>>{{"d", 0}}));
-  // No file at all: every finished job is missing.
-  fs::remove(path);
-  EXPECT_EQ(kforge::reconcile_results(path.string(), {{"a", 0}}).size(), 1u);
-  EXPECT_EQ(slurp(path), "");
   fs::remove_all(dir);
 }
 

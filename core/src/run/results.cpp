@@ -8,8 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -94,35 +92,6 @@ bool ResultsWriter::append(const JobOutcome& outcome) {
   good_length_ += line.size();
   ++lines_;
   return true;
-}
-
-std::set<std::pair<std::string, int>> reconcile_results(const std::string& path,
-                                                        const std::set<std::pair<std::string, int>>& done) {
-  std::set<std::pair<std::string, int>> kept;
-  const std::string fresh = path + ".reconciled";
-  {
-    std::ifstream in(path, std::ios::binary);
-    std::ofstream out(fresh, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("cannot write '{}': {}", fresh, std::strerror(errno)));
-    std::string line;
-    while (in && std::getline(in, line)) {
-      if (in.eof()) break;  // no newline: a line torn by a crash
-      const auto job = nlohmann::json::parse(line, nullptr, false);
-      if (job.is_discarded() || !job.is_object() || !job.contains("task") || !job.contains("sample")) continue;
-      if (!job["task"].is_string() || !job["sample"].is_number_integer()) continue;
-      std::pair<std::string, int> key{job["task"].get<std::string>(), job["sample"].get<int>()};
-      if (done.count(key) == 0 || !kept.insert(key).second) continue;
-      out << line << '\n';
-    }
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("cannot write '{}': {}", fresh, std::strerror(errno)));
-  }
-  std::filesystem::rename(fresh, path);
-  std::set<std::pair<std::string, int>> missing;
-  for (const auto& job : done) {
-    if (kept.count(job) == 0) missing.insert(job);
-  }
-  return missing;
 }
 
 }  // namespace kforge

@@ -6,9 +6,7 @@
 #include "api.hpp"
 
 #include <cstdint>
-#include <set>
 #include <string>
-#include <utility>
 
 #include "engine/executor.hpp"
 
@@ -40,12 +38,5 @@ class KFORGE_API ResultsWriter {
   uint64_t lines_ = 0;
   std::string failure_;
 };
-
-// --resume: makes results.jsonl at `path` hold exactly the jobs the store finished (`done`):
-// drops torn lines, lines of jobs the store does not hold and repeated lines, by rewriting
-// the file (atomically). Returns the jobs of `done` that have no line, which the caller
-// runs again.
-KFORGE_API std::set<std::pair<std::string, int>> reconcile_results(
-    const std::string& path, const std::set<std::pair<std::string, int>>& done);
 
 }  // namespace kforge

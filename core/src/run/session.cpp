@@ -2,11 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fmt/ranges.h>
+
 #include <filesystem>
+#include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "engine/registry.hpp"
+#include "run/agreement.hpp"
 #include "run/fan_out_observer.hpp"
 #include "run/out_dir_lock.hpp"
 #include "run/results.hpp"
@@ -56,12 +61,18 @@ struct RunSession::Impl {
       record.secret_seed = latest->secret_seed;
       done = store->finished_jobs(latest->series);
       // The store decides what is done; results.jsonl is made to agree with it. A job whose
-      // line was lost (a kill or a full disk between the two writes) runs again.
-      const auto missing = reconcile_results(results_path(), done);
+      // line was lost (a kill or a full disk between the two writes) or is not the store's
+      // (written by someone else) runs again.
+      const ResultsCheck kept = reconcile_results(results_path(), *store, latest->series);
+      if (kept.disagreeing > 0) {
+        spdlog::warn("--resume: dropping the lines that disagree: {}", kept.describe());
+      }
+      const std::set<std::pair<std::string, int>> missing(kept.unmatched.begin(), kept.unmatched.end());
       if (!missing.empty()) {
         store->forget_jobs(latest->series, missing);
         for (const auto& job : missing) done.erase(job);
-        spdlog::warn("--resume: {} job{} finished in the store had no line in results.jsonl; running {} again",
+        spdlog::warn("--resume: {} job{} finished in the store had no line in results.jsonl that agrees with it; "
+                     "running {} again",
                      missing.size(), missing.size() == 1 ? "" : "s", missing.size() == 1 ? "it" : "them");
       }
       spdlog::info("resuming run {} ({}): {} jobs already finished", latest->id, latest->status, done.size());
@@ -78,25 +89,41 @@ struct RunSession::Impl {
 
 namespace {
 
-// The run-end check: what this run committed to the store, wrote to results.jsonl and
-// counted as finished must be the same jobs. After a write failure only the store is held
-// to what the run saved: the jobs after the failure were not written, and the failure and
-// the true numbers are reported instead.
-std::string check_agreement(Store& store, const SessionResult& result) {
-  uint64_t stored = 0;
+// The run-end check. The jobs this run committed to the store, saved as it went and
+// counted in its summary must be the same, status by status; and results.jsonl, read back
+// whole, must hold exactly the series' finished jobs as the store has them (agreement.hpp):
+// a line someone else wrote, changed or removed during the run is found here. After a
+// write failure only the store is held to what the run saved: the jobs after the failure
+// were not written, and the failure and the true numbers are reported instead.
+std::string check_agreement(Store& store, const SessionResult& result, const std::string& results_path,
+                            int64_t series) {
+  std::vector<std::string> problems;
   try {
-    stored = store.count_jobs(result.run_id);
-  } catch (const StoreError& e) {
-    return fmt::format("the store cannot be read back to check this run's jobs: {}", e.what());
+    std::map<std::string, uint64_t> stored = store.count_jobs(result.run_id);
+    uint64_t total = 0;
+    for (const auto& [status, count] : stored) total += count;
+    const RunSummary& s = result.summary;
+    const uint64_t passed = stored["pass"], failed = stored["fail"], errors = stored["error"];
+    const bool counts_agree =
+        total == result.saved_jobs &&
+        (!result.write_failure.empty() || (passed == s.passed && failed == s.failed && errors == s.errors &&
+                                           passed + failed + errors == total));
+    if (!counts_agree) {
+      problems.push_back(fmt::format(
+          "this run's jobs disagree: {} in the store (kforge.db: {} passed, {} failed, {} errors), {} saved as the run "
+          "went, {} finished ({} passed, {} failed, {} errors)",
+          total, passed, failed, errors, result.saved_jobs, s.passed + s.failed + s.errors, s.passed, s.failed,
+          s.errors));
+    }
+    if (result.write_failure.empty()) {
+      const ResultsCheck check = check_results(results_path, store, series);
+      if (!check.agrees()) problems.push_back(check.describe());
+    }
+  } catch (const std::exception& e) {
+    problems.push_back(fmt::format("the store and results.jsonl cannot be read back to check this run's jobs: {}",
+                                   e.what()));
   }
-  const RunSummary& s = result.summary;
-  const uint64_t finished = s.passed + s.failed + s.errors;
-  const bool agree = stored == result.saved_jobs &&
-                     (!result.write_failure.empty() || (result.results_lines == stored && finished == stored));
-  if (agree) return "";
-  return fmt::format("this run's jobs disagree: {} in the store (kforge.db), {} saved as the run went, {} lines in "
-                     "results.jsonl, {} finished",
-                     stored, result.saved_jobs, result.results_lines, finished);
+  return fmt::format("{}", fmt::join(problems, "\n"));
 }
 
 }  // namespace
@@ -144,7 +171,7 @@ SessionResult RunSession::run(RunObserver* observer) {
   result.write_failure = recorder.failure();
   result.saved_jobs = recorder.saved_jobs();
   result.results_lines = results.lines_written();
-  result.disagreement = check_agreement(*impl.store, result);
+  result.disagreement = check_agreement(*impl.store, result, impl.results_path(), impl.record.series);
   const RunSummary& summary = result.summary;
   if (summary.tasks == 0 && summary.source_error.empty() && !summary.cancelled) {
     // A filter that matches nothing would otherwise look like a run that went well.

@@ -41,8 +41,9 @@ struct SessionResult {
   // Writing the store or results.jsonl failed (a full disk, a deleted store): the run
   // stopped taking jobs there, and its report cannot be trusted.
   std::string write_failure;
-  // The run-end check: the jobs this run committed to the store, wrote to results.jsonl and
-  // counted in `summary` disagree (says how); empty when they agree.
+  // The run-end check: the jobs this run committed to the store and counted in `summary`
+  // disagree, or results.jsonl, read back whole, is not the series' finished jobs as the
+  // store has them (run/agreement.hpp); says what disagrees, where. Empty when they agree.
   std::string disagreement;
   // The task source gave no tasks (a filter that matches nothing): the located error,
   // formatted as configuration errors are; empty otherwise.

@@ -375,13 +375,13 @@ void Store::forget_jobs(int64_t series, const std::set<std::pair<std::string, in
   tx.commit();
 }
 
-uint64_t Store::count_jobs(int64_t run) {
+std::map<std::string, uint64_t> Store::count_jobs(int64_t run) {
   std::lock_guard lock(mutex_);
-  Statement q(db_, path_, "SELECT COUNT(*) FROM jobs WHERE run_id = ?1");
+  Statement q(db_, path_, "SELECT status, COUNT(*) FROM jobs WHERE run_id = ?1 GROUP BY status");
   q.bind(1, run);
-  uint64_t count = 0;
-  while (q.step()) count = static_cast<uint64_t>(q.integer(0));
-  return count;
+  std::map<std::string, uint64_t> counts;
+  while (q.step()) counts[q.text(0)] = static_cast<uint64_t>(q.integer(1));
+  return counts;
 }
 
 std::set<std::pair<std::string, int>> Store::finished_jobs(int64_t series) {

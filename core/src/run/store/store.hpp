@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,8 +74,17 @@ class KFORGE_API Store {
   // Removes the job rows of `jobs` from the series, so --resume runs them again: jobs whose
   // results.jsonl line was lost (their verdict rows stay, as an unfinished job's do).
   void forget_jobs(int64_t series, const std::set<std::pair<std::string, int>>& jobs);
-  // Job rows the run wrote.
-  uint64_t count_jobs(int64_t run);
+  // Job rows the run wrote, by final status ("pass", "fail", "error").
+  std::map<std::string, uint64_t> count_jobs(int64_t run);
+
+  // ---- the run-end agreement check (result_facts.cpp). Per finished job of a series, in
+  // (task id, sample, run) order: its run and what its results.jsonl line says as far as
+  // the store records it, as canonical JSON text shaped as the line (sorted keys, invalid
+  // UTF-8 replaced as the line has it). Only the job `only` names, when given.
+  using ResultFactsVisitor =
+      std::function<void(const std::pair<std::string, int>& job, int64_t run, const std::string& facts)>;
+  void visit_result_facts(int64_t series, const ResultFactsVisitor& visit,
+                          const std::pair<std::string, int>* only = nullptr);
 
   // ---- verdict cache (thread-safe)
   std::optional<CachedVerdict> find_cached(const std::string& key);
