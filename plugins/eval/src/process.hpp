@@ -73,6 +73,9 @@ struct CommandResult {
   double seconds = 0;
 
   bool ok() const { return exit_code == 0; }
+  // It ended on its own (an exit status), not by a signal, a time limit or a cancellation:
+  // what it said is its answer, not an accident of the moment.
+  bool exited() const { return signal == 0 && !timed_out && !cancelled; }
   std::string describe() const;  // "exit status 1", "killed by SIGKILL after the 60 s limit", ...
 };
 
