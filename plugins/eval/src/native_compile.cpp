@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -58,11 +59,15 @@ struct Build {
   std::vector<std::string> readonly;  // what the compiler needs beyond the system's dirs
 };
 
-// What the next step of a build (the compiler's --version probe, the compile) may take: the
-// compile limit, cut to what the stage timeout leaves when the step starts.
-double step_limit(const Build& build) {
-  return build.seconds_left ? std::min(build.timeout_seconds, build.seconds_left()) : build.timeout_seconds;
+// What the stage timeout leaves the build now (+inf without one).
+double stage_seconds_left(const Build& build) {
+  return build.seconds_left ? build.seconds_left() : std::numeric_limits<double>::infinity();
 }
+
+// What the compile may take: the compile limit, cut to what the stage timeout leaves when
+// it starts. The probes before it (interpreter, --version) are not the candidate's compile:
+// a job waits for them until the stage's deadline, each under a limit of its own.
+double step_limit(const Build& build) { return std::min(build.timeout_seconds, stage_seconds_left(build)); }
 
 std::atomic<uint64_t> g_build_counter{0};
 
@@ -283,15 +288,12 @@ std::optional<StageResult> identify_compiler(Build& build) {
   probe_build.seconds_left = nullptr;
   probe_build.cancelled = nullptr;
   probe_build.timeout_seconds = kVersionProbeSeconds;
-  const double wait_seconds = std::max(0.0, step_limit(build));
-  const auto found = probes.get(build.command.front(), probe_deadline_after(wait_seconds),
+  const auto found = probes.get(build.command.front(), probe_deadline_after(stage_seconds_left(build)),
                                 [probe_build](const std::function<bool()>& stopping) {
                                   return probe_compiler(probe_build, stopping);
                                 });
   if (!found) {
-    return StageResult::error("timeout", "the time left for the compile (" +
-                                             std::to_string(static_cast<int>(wait_seconds)) +
-                                             " s) ran out while waiting for `" + build.command.front() +
+    return StageResult::error("timeout", "the stage timeout passed while waiting for `" + build.command.front() +
                                              " --version` (the compiler's identity, asked once per process): the "
                                              "compiler or the host is too slow");
   }
@@ -412,7 +414,7 @@ std::optional<std::string> extracted_source(const EvalJob& job, const char* attr
 // either is missing, or when the step's time ran out while the interpreter was probed.
 std::optional<StageResult> find_sandbox(const std::string& python, const std::string& harness_dir, Build& build) {
   try {
-    build.python = resolve_python(python, probe_deadline_after(step_limit(build)));
+    build.python = resolve_python(python, probe_deadline_after(stage_seconds_left(build)));
     build.harness_dir = locate_harness_dir(harness_dir);
   } catch (const ProbeUnanswered& e) {
     return StageResult::error("timeout", e.what());
@@ -554,7 +556,7 @@ StageResult CudaCompileStage::process(const EvalJob& job) const {
   if (options_.prelude == "load_inline") {
     std::vector<std::string> includes;
     try {
-      const auto deadline = probe_deadline_after(std::min(options_.timeout_seconds, job.seconds_left()));
+      const auto deadline = probe_deadline_after(job.seconds_left());
       includes = torch_include_paths(resolve_python(options_.python, deadline), deadline);
     } catch (const ProbeUnanswered& e) {
       return StageResult::error("timeout", e.what());

@@ -52,6 +52,7 @@ CppCompileStage cpp_stage(const std::string& cache_dir, const std::string& compi
   options.compiler = compiler;
   options.cache_dir = cache_dir;
   options.timeout_seconds = timeout;
+  options.python = testing::test_python();  // not "auto": its first torch probe takes seconds
   return CppCompileStage(options, extractor());
 }
 
