@@ -91,7 +91,10 @@ struct RunLimits {
   }
 };
 
-// Runs `spec` to completion (stdin /dev/null), killing its process group at the limit.
+// Runs `spec` to completion (stdin /dev/null), killing its process group at the limit (or
+// at a cancellation). Returns at most about a second after the kill, whatever holds the
+// output pipe or keeps the child from dying; a child that closes its output is still
+// waited for only until the limit.
 CommandResult run_command(const SpawnSpec& spec, const RunLimits& limits);
 
 }  // namespace kforge::eval
