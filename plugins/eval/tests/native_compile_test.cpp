@@ -301,6 +301,29 @@ TEST(CompileCpp, EveryStepOfTheBuildFitsInWhatTheStageTimeoutLeaves) {
   EXPECT_LT(seconds, on_time_bound(stage_timeout)) << "the compile was given more than the stage's time left";
 }
 
+// As a pipeline runs it: python auto (its first `import torch` probe took 7-11 s on this
+// 2-core machine under load, and the stage waited for it without a deadline: a 4 s stage
+// ended after 11-29 s), a compiler that hangs everywhere. ctest runs each test in a fresh
+// process, so the probe is cold here.
+TEST(CompileCpp, AHangingCompilerWithAnAutoInterpreterEndsAtTheStageTimeout) {
+  const std::string dir = fresh_temp_dir("hanging-auto");
+  CppCompileStage::Options options;
+  options.compiler = write_script(dir + "/hanging-g++", kHangingAlways);
+  options.cache_dir = dir + "/cache";
+  options.python = "auto";
+  const CppCompileStage stage(options, extractor());
+  EvalJob job = job_with(kAttrCppSource, kReluCpp);
+  const double stage_timeout = 4;
+  const auto start = std::chrono::steady_clock::now();
+  give_stage_timeout(job, stage_timeout);
+  const StageResult result = stage.process(job);
+  const double seconds = seconds_since(start);
+  std::printf("stage timeout %.0f s, python auto, a compiler that hangs: ended after %.3f s (%s)\n", stage_timeout,
+              seconds, result.message.c_str());
+  EXPECT_EQ(result.error_class, "timeout") << result.message;
+  EXPECT_LT(seconds, on_time_bound(stage_timeout));
+}
+
 // A compiler whose --version hangs: the job that started the probe and a job that came
 // later each end at their own stage timeout. (A lock around the probe held the second
 // job until the first job's probe gave up.)
