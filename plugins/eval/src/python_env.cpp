@@ -82,7 +82,6 @@ std::string resolve_python(const std::string& setting, ProbeClock::time_point de
     return *path;
   }
   std::vector<std::string> tried;
-  bool unanswered = false;  // a probe that did not finish: the answer may differ next time
   for (const char* candidate : {"/usr/bin/python3", "python3", "python"}) {
     const auto path = find_program(candidate);
     if (!path) {
@@ -95,13 +94,14 @@ std::string resolve_python(const std::string& setting, ProbeClock::time_point de
                             " can import torch (a first `import torch` takes seconds on a loaded machine)");
     }
     if (probe->ok) return *path;
-    unanswered = unanswered || !probe->finished;
+    // Whether this one, earlier in the order, imports torch is not known: taking a later
+    // one would keep a choice made by a slow moment.
+    if (!probe->finished) throw ProbeUnanswered("cannot tell whether " + *path + " can import torch: " + probe->why);
     tried.push_back(*path + ": " + probe->why);
   }
   std::string message = "no Python interpreter that can import torch was found; tried:";
   for (const std::string& line : tried) message += "\n  " + line;
   message += "\nInstall torch for one of them, set KFORGE_PYTHON, or set the stage parameter python.";
-  if (unanswered) throw ProbeUnanswered(message);
   throw std::runtime_error(message);
 }
 

@@ -19,10 +19,11 @@ class ProbeUnanswered : public std::runtime_error {
 
 // The interpreter for a `python` parameter. "auto": $KFORGE_PYTHON when set, else the
 // first of /usr/bin/python3, python3 on PATH, python on PATH that can `import torch`
-// (each probed once per process with a short subprocess; a probe that did not finish is
-// asked again, see ProbeUnanswered). Anything else names an
+// (each probed once per process with a short subprocess). Anything else names an
 // interpreter (a path or a program on PATH), used as given. Throws std::runtime_error
-// naming everything that was tried and why it was not taken.
+// naming everything that was tried and why it was not taken; ProbeUnanswered when
+// `deadline` passed, or a probe did not finish, before an interpreter earlier in the
+// order was known to import torch or not.
 std::string resolve_python(const std::string& setting,
                            std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
