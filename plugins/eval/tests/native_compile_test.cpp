@@ -275,8 +275,12 @@ TEST(CompileCpp, SlowCompilerIsKilledAtTheLimit) {
   const auto start = std::chrono::steady_clock::now();
   const StageResult result = cpp_stage(dir + "/cache", compiler, 1).process(job_with(kAttrCppSource, kReluCpp));
   const double seconds = seconds_since(start);
-  std::printf("compile limit 1 s, a compiler that hangs: ended after %.3f s\n", seconds);
-  EXPECT_LT(seconds, on_time_bound(1) + 1) << "the --version probe and the compile, each behind a sandbox's start";
+  std::printf("compile limit 1 s, a compiler that hangs: the compile ended after %.3f s, the stage after %.3f s\n",
+              result.metric("compile_seconds"), seconds);
+  // The compile from the sandbox's start to the end of the kill; before it, the --version
+  // probe (a sandbox start of its own, seconds on a loaded machine).
+  EXPECT_LT(result.metric("compile_seconds"), on_time_bound(1));
+  EXPECT_LT(seconds, 30);
   EXPECT_EQ(result.status, KF_VERDICT_FAIL);
   EXPECT_EQ(result.error_class, "timeout") << result.message;
 }
