@@ -41,14 +41,35 @@ HarnessPool::HarnessPool(HarnessSettings settings) : settings_(std::move(setting
   }
 }
 
-const std::vector<std::shared_ptr<HarnessServer>>& HarnessPool::servers(std::string& error) {
-  // Called with mutex_ held.
+std::vector<std::shared_ptr<HarnessServer>> HarnessPool::servers(std::chrono::steady_clock::time_point deadline,
+                                                                  std::string& error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (resolved_) {
+      error = resolve_error_;
+      return servers_;
+    }
+  }
+  // Found without mutex_: `auto` probes which interpreter imports torch (seconds), and a
+  // job must not wait for another job's probe past its own deadline (resolve_python's
+  // wait ends there). Two jobs may both get here: the probe runs once, the first to come
+  // back below sets up the servers.
+  HarnessServerSpec spec;
+  std::string problem;
+  try {
+    spec.python = resolve_python(settings_.python, deadline);
+    spec.harness_dir = locate_harness_dir(settings_.harness_dir);
+  } catch (const ProbeUnanswered& e) {  // not an answer to keep: the next call asks again
+    error = e.what();
+    return {};
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  std::lock_guard lock(mutex_);
   if (!resolved_) {
     resolved_ = true;
-    try {
-      HarnessServerSpec spec;
-      spec.python = resolve_python(settings_.python);
-      spec.harness_dir = locate_harness_dir(settings_.harness_dir);
+    resolve_error_ = problem;
+    if (problem.empty()) {
       spec.mode = settings_.mode;
       spec.max_children = settings_.max_children;
       spec.start_timeout_seconds = settings_.start_timeout_seconds;
@@ -57,9 +78,6 @@ const std::vector<std::shared_ptr<HarnessServer>>& HarnessPool::servers(std::str
         spec.device = device;
         servers_.push_back(shared_harness_server(spec));
       }
-    } catch (const std::exception& e) {
-      resolve_error_ = e.what();
-      servers_.clear();
     }
   }
   error = resolve_error_;
@@ -67,13 +85,9 @@ const std::vector<std::shared_ptr<HarnessServer>>& HarnessPool::servers(std::str
 }
 
 std::string HarnessPool::judge_identity() {
-  std::vector<std::shared_ptr<HarnessServer>> all;
-  {
-    std::lock_guard lock(mutex_);
-    std::string error;
-    all = servers(error);
-    if (all.empty()) throw std::runtime_error(error);
-  }
+  std::string error;
+  const std::vector<std::shared_ptr<HarnessServer>> all = servers(std::chrono::steady_clock::time_point::max(), error);
+  if (all.empty()) throw std::runtime_error(error);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(settings_.start_timeout_seconds));
@@ -164,11 +178,11 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
 HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, const CallBudget& budget,
                                   const std::string& task) {
   std::shared_ptr<HarnessServer> server;
+  std::string error;
+  const std::vector<std::shared_ptr<HarnessServer>> all = servers(budget.stage_deadline, error);
+  if (all.empty()) return HarnessResponse::harness_error(error);
   {
     std::lock_guard lock(mutex_);
-    std::string error;
-    const auto& all = servers(error);
-    if (all.empty()) return HarnessResponse::harness_error(error);
     // Least loaded first; among equals, take turns so idle devices all get work.
     size_t best = next_ % all.size();
     for (size_t step = 1; step < all.size(); ++step) {

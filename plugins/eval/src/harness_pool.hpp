@@ -67,8 +67,10 @@ class HarnessPool {
   HarnessResponse call_through_gate(HarnessServer& server, nlohmann::json request, DeviceUse use,
                                     const CallBudget& budget, const std::string& task);
 
-  // The servers, created on first use; empty with `error` set when that failed.
-  const std::vector<std::shared_ptr<HarnessServer>>& servers(std::string& error);
+  // The servers, created on first use; empty with `error` set when that failed. Waits for
+  // the interpreter probe only until `deadline`; a probe that did not answer is not kept.
+  std::vector<std::shared_ptr<HarnessServer>> servers(std::chrono::steady_clock::time_point deadline,
+                                                      std::string& error);
 
   HarnessSettings settings_;
   std::mutex mutex_;

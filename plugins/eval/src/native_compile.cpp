@@ -3,6 +3,7 @@
 #include "process.hpp"
 #include "python_env.hpp"
 #include "sha256.hpp"
+#include "shared_probe.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,8 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <mutex>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -59,11 +59,15 @@ struct Build {
   std::vector<std::string> readonly;  // what the compiler needs beyond the system's dirs
 };
 
-// What the next step of a build (the compiler's --version probe, the compile) may take: the
-// compile limit, cut to what the stage timeout leaves when the step starts.
-double step_limit(const Build& build) {
-  return build.seconds_left ? std::min(build.timeout_seconds, build.seconds_left()) : build.timeout_seconds;
+// What the stage timeout leaves the build now (+inf without one).
+double stage_seconds_left(const Build& build) {
+  return build.seconds_left ? build.seconds_left() : std::numeric_limits<double>::infinity();
 }
+
+// What the compile may take: the compile limit, cut to what the stage timeout leaves when
+// it starts. The probes before it (interpreter, --version) are not the candidate's compile:
+// a job waits for them until the stage's deadline, each under a limit of its own.
+double step_limit(const Build& build) { return std::min(build.timeout_seconds, stage_seconds_left(build)); }
 
 std::atomic<uint64_t> g_build_counter{0};
 
@@ -237,28 +241,65 @@ struct ScratchDir {
   }
 };
 
-// `<compiler> --version`, once per compiler and process: part of the cache key, so a
-// compiler upgraded in place does not reuse old artifacts. Run in the sandbox too: this
-// stage never runs a compiler, or anything a pipeline names as one, outside it.
-std::string compiler_identity(const Build& build) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> cache;
+// `<compiler> --version`: part of the cache key, so a compiler upgraded in place does not
+// reuse old artifacts. Run in the sandbox too: this stage never runs a compiler, or anything
+// a pipeline names as one, outside it. Once per compiler and process, shared by all jobs
+// (SharedProbe: none waits past its own step limit). What a probe that exited printed is
+// kept, whatever its status (a compiler without --version is known by its path and what it
+// said); one that hung, was killed or could not start is not: the next job asks again.
+struct CompilerIdentity {
+  std::string identity;
+  std::string problem;  // why there is none
+};
+
+SharedProbe<CompilerIdentity>::Found probe_compiler(Build build, const std::function<bool()>& stopping) {
+  SharedProbe<CompilerIdentity>::Found found;
   const std::string& path = build.command.front();
-  std::lock_guard lock(mutex);
-  if (auto it = cache.find(path); it != cache.end()) return it->second;
-  std::string identity = path;
   try {
     const ScratchDir work(build.cache_dir, "probe");
-    CommandResult result = run_command(sandboxed(build, work.path, {path, "--version"}),
-                                       RunLimits::within(std::min(kVersionProbeSeconds, step_limit(build))));
-    take_sandbox_report(result.output);
+    RunLimits limits = RunLimits::within(kVersionProbeSeconds);
+    limits.cancelled = stopping;
+    CommandResult result = run_command(sandboxed(build, work.path, {path, "--version"}), limits);
+    if (!result.exited()) {
+      found.value.problem = "`" + path + " --version` did not finish: " + result.describe();
+      return found;
+    }
+    if (!take_sandbox_report(result.output)) {
+      found.value.problem = "the compile sandbox (" + build.python + ") failed to run `" + path + " --version` (" +
+                            result.describe() + "):\n" + tail_of(result.output, kMessageChars);
+      return found;
+    }
+    found.value.identity = path;
     std::istringstream lines(result.output);
     std::string line;
-    while (std::getline(lines, line)) identity += "\n" + line;
-  } catch (const std::exception&) {  // no identity beyond the path: the compile says why
+    while (std::getline(lines, line)) found.value.identity += "\n" + line;
+    found.settled = true;
+  } catch (const std::exception& e) {
+    found.value.problem = "cannot ask `" + path + " --version`: " + e.what();
   }
-  cache[path] = identity;
-  return identity;
+  return found;
+}
+
+// Sets build.identity; an error verdict when there is none within the step's limit.
+std::optional<StageResult> identify_compiler(Build& build) {
+  static SharedProbe<CompilerIdentity> probes;
+  // The probe outlives this job: it gets a copy that refers to nothing of the job.
+  Build probe_build = build;
+  probe_build.seconds_left = nullptr;
+  probe_build.cancelled = nullptr;
+  probe_build.timeout_seconds = kVersionProbeSeconds;
+  const auto found = probes.get(build.command.front(), probe_deadline_after(stage_seconds_left(build)),
+                                [probe_build](const std::function<bool()>& stopping) {
+                                  return probe_compiler(probe_build, stopping);
+                                });
+  if (!found) {
+    return StageResult::error("timeout", "the stage timeout passed while waiting for `" + build.command.front() +
+                                             " --version` (the compiler's identity, asked once per process): the "
+                                             "compiler or the host is too slow");
+  }
+  if (!found->problem.empty()) return StageResult::error("harness_error", found->problem);
+  build.identity = found->identity;
+  return std::nullopt;
 }
 
 StageResult handed_out(const ArtifactCache::Entry& entry, double seconds, bool cached) {
@@ -272,7 +313,7 @@ StageResult handed_out(const ArtifactCache::Entry& entry, double seconds, bool c
 StageResult build_cached(Build build) {
   std::error_code ec;
   fs::create_directories(build.cache_dir, ec);
-  build.identity = compiler_identity(build);
+  if (auto problem = identify_compiler(build)) return *problem;
   std::string key_material;
   for (const std::string& part : build.command) key_material += part + '\n';
   const std::string key = kforge::sha256_of_fields({build.source_text, build.identity, key_material});
@@ -370,11 +411,13 @@ std::optional<std::string> extracted_source(const EvalJob& job, const char* attr
 }
 
 // The interpreter and the harness that run the compile sandbox; an error result when
-// either is missing.
+// either is missing, or when the step's time ran out while the interpreter was probed.
 std::optional<StageResult> find_sandbox(const std::string& python, const std::string& harness_dir, Build& build) {
   try {
-    build.python = resolve_python(python);
+    build.python = resolve_python(python, probe_deadline_after(stage_seconds_left(build)));
     build.harness_dir = locate_harness_dir(harness_dir);
+  } catch (const ProbeUnanswered& e) {
+    return StageResult::error("timeout", e.what());
   } catch (const std::exception& e) {
     return StageResult::error("harness_error", std::string("compiles run in the harness's sandbox, which needs "
                                                            "Python and kforge_harness: ") + e.what());
@@ -513,7 +556,10 @@ StageResult CudaCompileStage::process(const EvalJob& job) const {
   if (options_.prelude == "load_inline") {
     std::vector<std::string> includes;
     try {
-      includes = torch_include_paths(resolve_python(options_.python));
+      const auto deadline = probe_deadline_after(job.seconds_left());
+      includes = torch_include_paths(resolve_python(options_.python, deadline), deadline);
+    } catch (const ProbeUnanswered& e) {
+      return StageResult::error("timeout", e.what());
     } catch (const std::exception& e) {
       return StageResult::error("harness_error", std::string("the load_inline prelude needs torch's headers: ") + e.what() +
                                                      " (or set prelude: none)");

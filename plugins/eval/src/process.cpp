@@ -15,6 +15,8 @@
 #include <cstring>
 #include <sstream>
 #include <string_view>
+#include <optional>
+#include <thread>
 
 extern char** environ;
 
@@ -82,6 +84,10 @@ std::vector<char*> c_strings(std::vector<std::string>& items) {
   (void)!::write(report_fd, &error, sizeof error);
   ::_exit(127);
 }
+
+// run_command after a kill: how long output still coming is read, and the killed child has
+// to be reaped, before the call returns anyway.
+constexpr double kAfterKillSeconds = 1.0;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -232,40 +238,57 @@ CommandResult run_command(const SpawnSpec& spec, const RunLimits& limits) {
   const auto start = std::chrono::steady_clock::now();
   ChildProcess child = spawn_process(spec, ChildStdin::Null, ChildStderr::Merged);
   CommandResult result;
-  bool killed = false;
+  std::optional<std::chrono::steady_clock::time_point> killed_at;
+  bool output_open = true;
+  bool reaped = false;
+  int status = 0;
   char buffer[8192];
-  while (true) {
+  // Done when the child is reaped and its output closed. The child is watched apart from
+  // its output: one that closes its output and runs on is still killed at the limit.
+  while (!(reaped && !output_open)) {
+    if (!reaped) reaped = ::waitpid(child.pid, &status, WNOHANG) == child.pid;
     const double left = limits.timeout_seconds - seconds_since(start);
-    if (!killed && left <= 0) {
-      result.timed_out = true;
-    } else if (!killed && limits.cancelled && limits.cancelled()) {
-      result.cancelled = true;
+    if (!killed_at) {
+      if (left <= 0) {
+        result.timed_out = true;
+      } else if (limits.cancelled && limits.cancelled()) {
+        result.cancelled = true;
+      }
+      if (result.timed_out || result.cancelled) {
+        kill_process_group(child.pid);
+        killed_at = std::chrono::steady_clock::now();
+      }
     }
-    if (!killed && (result.timed_out || result.cancelled)) {
-      kill_process_group(child.pid);
-      killed = true;
-    }
+    // After the kill, neither output that keeps coming (a grandchild that left the group
+    // holds the pipe) nor a child slow to die holds this call past the grace.
+    if (killed_at && seconds_since(*killed_at) >= kAfterKillSeconds) break;
+    if (reaped && !output_open) break;
+    int wait_ms = static_cast<int>(std::clamp(left * 1000, 1.0, 200.0));
+    if (killed_at || !output_open) wait_ms = 10;  // waiting for the child's end: it is near
     pollfd pfd{child.stdout_fd, POLLIN, 0};
-    const int wait_ms = killed ? 1000 : static_cast<int>(std::clamp(left * 1000, 1.0, 200.0));
-    const int ready = ::poll(&pfd, 1, wait_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      if (killed) break;  // a grandchild outside the group keeps the pipe open: stop waiting
-      continue;
-    }
+    const int ready = ::poll(&pfd, output_open ? 1 : 0, wait_ms);
+    if (ready <= 0 || !output_open) continue;  // the time to look again, or EINTR
     const ssize_t n = ::read(child.stdout_fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {
+      output_open = false;
+      continue;
+    }
     const size_t room = limits.max_output > result.output.size() ? limits.max_output - result.output.size() : 0;
     result.output.append(buffer, std::min(room, static_cast<size_t>(n)));
     if (static_cast<size_t>(n) > room) result.output_truncated = true;
   }
   ::close(child.stdout_fd);
-  int status = 0;
-  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) {
-    result.exit_code = killed ? -1 : WEXITSTATUS(status);
+  if (!reaped) {
+    // SIGKILLed and still not gone (stuck in the kernel: a hung file system or driver):
+    // reaped in the background, so that its end is not the job's time.
+    std::thread([pid = child.pid] {
+      int ignored = 0;
+      while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+      }
+    }).detach();
+  } else if (WIFEXITED(status)) {
+    result.exit_code = killed_at ? -1 : WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);
   }

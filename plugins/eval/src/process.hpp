@@ -73,6 +73,9 @@ struct CommandResult {
   double seconds = 0;
 
   bool ok() const { return exit_code == 0; }
+  // It ended on its own (an exit status), not by a signal, a time limit or a cancellation:
+  // what it said is its answer, not an accident of the moment.
+  bool exited() const { return signal == 0 && !timed_out && !cancelled; }
   std::string describe() const;  // "exit status 1", "killed by SIGKILL after the 60 s limit", ...
 };
 
@@ -88,7 +91,10 @@ struct RunLimits {
   }
 };
 
-// Runs `spec` to completion (stdin /dev/null), killing its process group at the limit.
+// Runs `spec` to completion (stdin /dev/null), killing its process group at the limit (or
+// at a cancellation). Returns at most about a second after the kill, whatever holds the
+// output pipe or keeps the child from dying; a child that closes its output is still
+// waited for only until the limit.
 CommandResult run_command(const SpawnSpec& spec, const RunLimits& limits);
 
 }  // namespace kforge::eval

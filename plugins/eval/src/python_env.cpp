@@ -1,6 +1,7 @@
 #include "python_env.hpp"
 
 #include "process.hpp"
+#include "shared_probe.hpp"
 
 #include <dlfcn.h>
 
@@ -8,7 +9,6 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -22,32 +22,36 @@ constexpr double kProbeSeconds = 90;
 
 struct Probe {
   bool ok = false;
-  std::string why;  // when not ok
+  bool finished = false;  // `import torch` ran to its end (ok or not): a lasting answer
+  std::string why;        // when not ok
 };
 
 // One probe per interpreter path per process: stages created by the dozen must not each
-// pay seconds of `import torch`.
-Probe probe_torch(const std::string& python) {
-  static std::mutex mutex;
-  static std::map<std::string, Probe> cache;
-  std::lock_guard lock(mutex);
-  if (auto it = cache.find(python); it != cache.end()) return it->second;
-  Probe probe;
-  try {
-    const CommandResult result = run_command({{python, "-c", "import torch"}, {}, {}}, RunLimits::within(kProbeSeconds));
-    probe.ok = result.ok();
-    if (!probe.ok) {
-      std::string output = result.output;
-      const size_t last_line = output.find_last_of('\n', output.size() >= 2 ? output.size() - 2 : 0);
-      if (last_line != std::string::npos && last_line + 1 < output.size()) output = output.substr(last_line + 1);
-      while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
-      probe.why = "`import torch` failed (" + result.describe() + (output.empty() ? "" : ": " + output) + ")";
+// pay seconds of `import torch`. nullopt when `deadline` passed first.
+std::optional<Probe> probe_torch(const std::string& python, ProbeClock::time_point deadline) {
+  static SharedProbe<Probe> probes;
+  return probes.get(python, deadline, [python](const std::function<bool()>& stopping) {
+    SharedProbe<Probe>::Found found;
+    try {
+      RunLimits limits = RunLimits::within(kProbeSeconds);
+      limits.cancelled = stopping;
+      const CommandResult result = run_command({{python, "-c", "import torch"}, {}, {}}, limits);
+      found.value.ok = result.ok();
+      found.value.finished = found.settled = result.exited();
+      if (!result.exited()) {
+        found.value.why = "`import torch` did not finish: " + result.describe();
+      } else if (!found.value.ok) {
+        std::string output = result.output;
+        const size_t last_line = output.find_last_of('\n', output.size() >= 2 ? output.size() - 2 : 0);
+        if (last_line != std::string::npos && last_line + 1 < output.size()) output = output.substr(last_line + 1);
+        while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+        found.value.why = "`import torch` failed (" + result.describe() + (output.empty() ? "" : ": " + output) + ")";
+      }
+    } catch (const SpawnError& e) {
+      found.value.why = e.what();
     }
-  } catch (const SpawnError& e) {
-    probe.why = e.what();
-  }
-  cache[python] = probe;
-  return probe;
+    return found;
+  });
 }
 
 bool is_harness_dir(const fs::path& dir) {
@@ -66,7 +70,7 @@ fs::path own_binary_dir() {
 
 }  // namespace
 
-std::string resolve_python(const std::string& setting) {
+std::string resolve_python(const std::string& setting, ProbeClock::time_point deadline) {
   if (setting != "auto") {
     const auto path = find_program(setting);
     if (!path) throw std::runtime_error("python interpreter '" + setting + "' not found (parameter python)");
@@ -84,9 +88,16 @@ std::string resolve_python(const std::string& setting) {
       tried.push_back(std::string(candidate) + ": not found");
       continue;
     }
-    const Probe probe = probe_torch(*path);
-    if (probe.ok) return *path;
-    tried.push_back(*path + ": " + probe.why);
+    const std::optional<Probe> probe = probe_torch(*path, deadline);
+    if (!probe) {
+      throw ProbeUnanswered("the stage timeout passed while waiting to learn whether " + *path +
+                            " can import torch (a first `import torch` takes seconds on a loaded machine)");
+    }
+    if (probe->ok) return *path;
+    // Whether this one, earlier in the order, imports torch is not known: taking a later
+    // one would keep a choice made by a slow moment.
+    if (!probe->finished) throw ProbeUnanswered("cannot tell whether " + *path + " can import torch: " + probe->why);
+    tried.push_back(*path + ": " + probe->why);
   }
   std::string message = "no Python interpreter that can import torch was found; tried:";
   for (const std::string& line : tried) message += "\n  " + line;
@@ -123,32 +134,52 @@ std::string locate_harness_dir(const std::string& parameter) {
   throw std::runtime_error(message);
 }
 
-std::vector<std::string> torch_include_paths(const std::string& python) {
-  static std::mutex mutex;
-  static std::map<std::string, std::vector<std::string>> cache;
-  std::lock_guard lock(mutex);
-  if (auto it = cache.find(python); it != cache.end()) return it->second;
-  const CommandResult result = run_command(
-      {{python, "-c",
-        // torch's own directories, and Python's (torch/extension.h includes Python.h),
-        // as load_inline passes them.
-        "import sysconfig, torch.utils.cpp_extension as e\n"
-        "for p in e.include_paths() + [sysconfig.get_paths()['include']]: print('KFORGE_INCLUDE ' + p)"},
-       {},
-       {}},
-      RunLimits::within(kProbeSeconds));
-  std::vector<std::string> paths;
-  std::istringstream lines(result.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("KFORGE_INCLUDE ", 0) == 0) paths.push_back(line.substr(15));
+std::vector<std::string> torch_include_paths(const std::string& python, ProbeClock::time_point deadline) {
+  struct Includes {
+    std::vector<std::string> paths;
+    std::string problem;  // when there are none
+  };
+  // Only a list is kept: a failure (torch missing, a slow machine) is asked again.
+  static SharedProbe<Includes> probes;
+  const auto includes = probes.get(python, deadline, [python](const std::function<bool()>& stopping) {
+    SharedProbe<Includes>::Found found;
+    RunLimits limits = RunLimits::within(kProbeSeconds);
+    limits.cancelled = stopping;
+    CommandResult result;
+    try {
+      result = run_command(
+          {{python, "-c",
+            // torch's own directories, and Python's (torch/extension.h includes Python.h),
+            // as load_inline passes them.
+            "import sysconfig, torch.utils.cpp_extension as e\n"
+            "for p in e.include_paths() + [sysconfig.get_paths()['include']]: print('KFORGE_INCLUDE ' + p)"},
+           {},
+           {}},
+          limits);
+    } catch (const SpawnError& e) {
+      found.value.problem = python + " could not tell torch's include directories: " + e.what();
+      return found;
+    }
+    std::istringstream lines(result.output);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind("KFORGE_INCLUDE ", 0) == 0) found.value.paths.push_back(line.substr(15));
+    }
+    if (!result.ok() || found.value.paths.empty()) {
+      found.value.paths.clear();
+      found.value.problem = python + " could not tell torch's include directories (" + result.describe() + "):\n" +
+                            result.output.substr(0, 2000);
+    }
+    found.settled = found.value.problem.empty();  // a list comes only from a run that exited 0
+    return found;
+  });
+  if (!includes) {
+    throw ProbeUnanswered("the stage timeout passed while waiting for " + python +
+                          " to tell torch's include directories (a first `import torch` takes seconds on a loaded "
+                          "machine)");
   }
-  if (!result.ok() || paths.empty()) {
-    throw std::runtime_error(python + " could not tell torch's include directories (" + result.describe() +
-                             "):\n" + result.output.substr(0, 2000));
-  }
-  cache[python] = paths;
-  return paths;
+  if (!includes->problem.empty()) throw std::runtime_error(includes->problem);
+  return includes->paths;
 }
 
 }  // namespace kforge::eval

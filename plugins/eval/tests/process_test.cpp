@@ -1,4 +1,5 @@
 #include "process.hpp"
+#include "test_env.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -74,6 +76,28 @@ TEST(RunCommand, TimeoutKillsTheWholeProcessGroup) {
   EXPECT_FALSE(result.ok());
   EXPECT_LT(seconds, 10);
   EXPECT_EQ(result.output.find("never"), std::string::npos);
+}
+
+// A child that closes its output and runs on: the limit holds (a blocking wait for the
+// child after the pipe's end held the call for the child's whole life).
+TEST(RunCommand, AChildThatClosesItsOutputIsStillKilledAtTheLimit) {
+  const CommandResult result = run_command({{"sh", "-c", "exec >/dev/null 2>&1; sleep 60"}, {}, {}}, RunLimits::within(1));
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_LT(result.seconds, 3);
+}
+
+// A grandchild that left the process group (setsid) keeps writing into the output pipe
+// after the kill: the call returns about a second after the kill all the same (it read on
+// as long as output came).
+TEST(RunCommand, OutputThatKeepsComingAfterTheKillDoesNotHoldTheCall) {
+  const std::string pid_file = testing::fresh_temp_dir("chatty-grandchild") + "/pid";
+  const CommandResult result = run_command(
+      {{"sh", "-c", "setsid sh -c 'echo $$ > " + pid_file + "; while :; do echo x; sleep 0.05; done' & sleep 60"}, {}, {}},
+      RunLimits::within(1));
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_LT(result.seconds, 3);
+  const pid_t grandchild = std::atoi(testing::read_file(pid_file).c_str());
+  if (grandchild > 0) ::kill(-grandchild, SIGKILL);  // a group of its own (setsid)
 }
 
 TEST(RunCommand, ReportsTheKillingSignal) {
