@@ -38,4 +38,13 @@ const StageRecord* measurement_verdict(const CandidateRecord& candidate) {
   return any;
 }
 
+bool is_timing_statistic(const std::string& metric) {
+  for (const char* party : kTimingParties) {
+    for (const TimingStatistic& statistic : kTimingStatistics) {
+      if (metric == std::string(party) + statistic.suffix) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace kforge

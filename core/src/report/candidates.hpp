@@ -83,6 +83,23 @@ struct RoundCode {
 // round whose fix stage set it, not again for later rounds that kept it.
 std::vector<RoundCode> candidate_rounds(const CandidateRecord& candidate);
 
+// The timing statistics eval.run records for each party (plugins/eval/src/plugin.cpp's
+// eval.run doc), in the order the detail views show them. A metric's name is the party's
+// name and the suffix: "reference_ms_mean", "candidate_timing_trials". Kept here once so
+// that the HTML report's script and `kforge show` show the same columns.
+struct TimingStatistic {
+  const char* heading;  // the column's heading
+  const char* suffix;
+};
+inline constexpr TimingStatistic kTimingStatistics[] = {
+    {"mean (ms)", "_ms_mean"}, {"std (ms)", "_ms_std"}, {"min (ms)", "_ms_min"}, {"median (ms)", "_ms"},
+    {"p90 (ms)", "_ms_p90"},   {"max (ms)", "_ms_max"}, {"trials", "_timing_trials"}};
+inline constexpr const char* kTimingParties[] = {"reference", "candidate"};
+
+// Whether `metric` is one of the timing statistics of a party: the timing table shows it,
+// the list of the other metrics does not.
+bool is_timing_statistic(const std::string& metric);
+
 // The verdict whose metrics describe the candidate's correctness and timing: the last one of
 // a run stage that reported metrics, else the last with any metrics; null when none has.
 const StageRecord* measurement_verdict(const CandidateRecord& candidate);

@@ -17,8 +17,6 @@
 namespace kforge {
 namespace {
 
-const char* const kTimingMetrics[] = {"reference_ms", "reference_ms_p90", "candidate_ms", "candidate_ms_p90"};
-
 // Up to four decimals without trailing zeros; exponent notation for the very small or large.
 std::string number(double v) {
   const double a = std::abs(v);
@@ -69,22 +67,31 @@ std::string artifact(const CandidateRecords& records, const std::string& hash) {
   return it == records.artifacts.end() ? "" : it->second;
 }
 
+// One row per party, one column per statistic (candidates.hpp), '-' for what the verdict
+// did not record, so that what was not measured reads as such.
+std::string timing_table(const StageRecord* s) {
+  std::string out = fmt::format("  {:<10}", "");
+  for (const TimingStatistic& statistic : kTimingStatistics) out += fmt::format(" {:>11}", statistic.heading);
+  out += "\n";
+  for (const char* party : kTimingParties) {
+    out += fmt::format("  {:<10}", party);
+    for (const TimingStatistic& statistic : kTimingStatistics) {
+      const auto value = s == nullptr ? std::nullopt : metric(*s, std::string(party) + statistic.suffix);
+      out += fmt::format(" {:>11}", value ? number(*value) : "-");
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 std::string measurement_text(const CandidateRecord& c) {
   const StageRecord* s = measurement_verdict(c);
-  if (s == nullptr) return "";
+  if (s == nullptr) return "correctness and timing: no stage measured this candidate\n" + timing_table(nullptr) + "\n";
   std::string out = fmt::format("correctness and timing (stage {}, round {}{}):\n", terminal_safe(s->stage), s->round,
                                 s->cached ? ", from the verdict cache" : "");
-  auto cell = [&](const char* name) {
-    const auto v = metric(*s, name);
-    return v ? number(*v) : std::string("-");
-  };
-  if (std::any_of(std::begin(kTimingMetrics), std::end(kTimingMetrics), [&](const char* k) { return metric(*s, k).has_value(); })) {
-    out += fmt::format("  {:<10} {:>14} {:>14}\n", "", "median (ms)", "p90 (ms)");
-    out += fmt::format("  {:<10} {:>14} {:>14}\n", "reference", cell("reference_ms"), cell("reference_ms_p90"));
-    out += fmt::format("  {:<10} {:>14} {:>14}\n", "candidate", cell("candidate_ms"), cell("candidate_ms_p90"));
-  }
+  out += timing_table(s);
   for (const auto& [name, value] : s->metrics) {
-    if (std::find(std::begin(kTimingMetrics), std::end(kTimingMetrics), name) != std::end(kTimingMetrics)) continue;
+    if (is_timing_statistic(name)) continue;
     out += fmt::format("  {:<20} {}\n", terminal_safe(name), number(value));
   }
   return out + "\n";
