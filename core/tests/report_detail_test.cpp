@@ -195,6 +195,41 @@ TEST_F(Investigation, ShowTimingTableHasADashForWhatWasNotMeasured) {
       << hostile;
 }
 
+// report.json and report.md give each task's best candidate's timing as its verdict
+// recorded it: every statistic of both parties, null or '-' for what was not measured.
+TEST_F(Investigation, ReportJsonAndMarkdownCarryTheBestCandidatesTiming) {
+  const kforge::Report report = kforge::load_report(dir.path().string());
+  const auto tasks = nlohmann::json::parse(kforge::render_json(report))["tasks"];
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(tasks[1]["best_timing"], nlohmann::json::parse(R"({
+    "sample": 0,
+    "reference": {"mean": 2.1, "std": 0.08, "min": 1.8, "median": 2, "p90": 2.2, "max": 3, "trials": 100},
+    "candidate": {"mean": 1.05, "std": 0.04, "min": 0.9, "median": 1, "p90": 1.1, "max": 1.5, "trials": 50}})"))
+      << tasks[1];
+  EXPECT_TRUE(tasks[1]["best_timing"]["candidate"]["trials"].is_number_integer()) << "a count of calls";
+  // 001_relu's best candidate was timed by a store before the statistics: medians and p90s.
+  const auto& relu = tasks[0]["best_timing"];
+  EXPECT_EQ(relu["sample"], 0);
+  for (const char* party : {"reference", "candidate"}) {
+    for (const char* missing : {"mean", "std", "min", "max", "trials"}) {
+      EXPECT_TRUE(relu[party][missing].is_null()) << party << " " << missing << ": " << relu;
+    }
+  }
+  EXPECT_EQ(relu["reference"]["median"], 1.0);
+  EXPECT_DOUBLE_EQ(relu["reference"]["p90"].get<double>(), 1.1);
+  EXPECT_EQ(relu["candidate"]["median"], 0.8);
+  EXPECT_DOUBLE_EQ(relu["candidate"]["p90"].get<double>(), 0.88);
+  EXPECT_TRUE(tasks[2]["best_timing"].is_null()) << "666_hostile has no correct candidate: " << tasks[2];
+
+  const std::string md = kforge::render_markdown(report);
+  for (const char* expected :
+       {"| Task | Category | Class | Passed | Best sample | Best speedup | Reference median (ms) | Best median (ms) | First failure |\n",
+        "| 001_relu | Activation | C1 | 2/2 (100.0%) | 0 | 1.25x | 1 | 0.8 |",
+        "| 019_softmax | Activation | C2 | 1/2 (50.0%) | 0 | 2.00x | 2 | 1 |", "| C4 | 0/1 (0.0%) | - | - | - | - | sample 0"}) {
+    EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected << "\nin:\n" << md;
+  }
+}
+
 TEST_F(Investigation, ShowKeepsTerminalEscapesOutOfTheTerminal) {
   const std::string text = kforge::render_show(dir.path().string(), "666_hostile", std::nullopt);
   EXPECT_EQ(text.find('\x1b'), std::string::npos);

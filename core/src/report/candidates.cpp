@@ -47,4 +47,19 @@ bool is_timing_statistic(const std::string& metric) {
   return false;
 }
 
+std::optional<double> recorded_metric(const StageRecord* verdict, const std::string& name) {
+  std::optional<double> value;
+  if (verdict == nullptr) return value;
+  for (const auto& [key, recorded] : verdict->metrics) {
+    if (key == name) value = recorded;
+  }
+  return value;
+}
+
+std::vector<std::optional<double>> timing_statistics(const StageRecord* verdict, const std::string& party) {
+  std::vector<std::optional<double>> values;
+  for (const TimingStatistic& statistic : kTimingStatistics) values.push_back(recorded_metric(verdict, party + statistic.suffix));
+  return values;
+}
+
 }  // namespace kforge

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -16,23 +15,6 @@
 
 namespace kforge {
 namespace {
-
-// Up to four decimals without trailing zeros; exponent notation for the very small or large.
-std::string number(double v) {
-  const double a = std::abs(v);
-  if (!std::isfinite(v) || (a != 0 && (a < 1e-3 || a >= 1e6))) return fmt::format("{:.3e}", v);
-  std::string text = fmt::format("{:.4f}", v);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (text.back() == '.') text.pop_back();
-  return text;
-}
-
-std::optional<double> metric(const StageRecord& s, const std::string& name) {
-  for (const auto& [key, value] : s.metrics) {
-    if (key == name) return value;
-  }
-  return std::nullopt;
-}
 
 // Every line of `text` behind `prefix`, made safe for the terminal.
 std::string indented(const std::string& text, const std::string& prefix) {
@@ -75,10 +57,7 @@ std::string timing_table(const StageRecord* s) {
   out += "\n";
   for (const char* party : kTimingParties) {
     out += fmt::format("  {:<10}", party);
-    for (const TimingStatistic& statistic : kTimingStatistics) {
-      const auto value = s == nullptr ? std::nullopt : metric(*s, std::string(party) + statistic.suffix);
-      out += fmt::format(" {:>11}", value ? number(*value) : "-");
-    }
+    for (const std::optional<double>& value : timing_statistics(s, party)) out += fmt::format(" {:>11}", format_number(value));
     out += "\n";
   }
   return out;
@@ -92,7 +71,7 @@ std::string measurement_text(const CandidateRecord& c) {
   out += timing_table(s);
   for (const auto& [name, value] : s->metrics) {
     if (is_timing_statistic(name)) continue;
-    out += fmt::format("  {:<20} {}\n", terminal_safe(name), number(value));
+    out += fmt::format("  {:<20} {}\n", terminal_safe(name), format_number(value));
   }
   return out + "\n";
 }
@@ -105,7 +84,7 @@ std::string stage_text(const StageRecord& s, const CandidateRecords& records) {
   if (!s.message.empty()) out += indented(s.message, "      ");
   if (!s.metrics.empty()) {
     std::vector<std::string> parts;
-    for (const auto& [name, value] : s.metrics) parts.push_back(terminal_safe(name) + "=" + number(value));
+    for (const auto& [name, value] : s.metrics) parts.push_back(terminal_safe(name) + "=" + format_number(value));
     out += fmt::format("      metrics: {}\n", fmt::join(parts, "  "));
   }
   if (!s.log_hash.empty()) out += "      log tail:\n" + indented(artifact(records, s.log_hash), "      | ");
@@ -120,8 +99,8 @@ std::string candidate_text(const CandidateRecord& c, const CandidateRecords& rec
                      c.language.empty() ? "" : ", language " + terminal_safe(c.language),
                      c.device.empty() ? "" : ", device " + terminal_safe(c.device));
   if (c.tokens_in || c.cost) {
-    out += fmt::format("cost:     {} tokens in / {} out, {}\n", number(c.tokens_in.value_or(0)),
-                       number(c.tokens_out.value_or(0)), format_money(c.cost.value_or(0)));
+    out += fmt::format("cost:     {} tokens in / {} out, {}\n", format_number(c.tokens_in.value_or(0)),
+                       format_number(c.tokens_out.value_or(0)), format_money(c.cost.value_or(0)));
   }
   out += fmt::format("time:     {:.2f} s{}, run {}, finished {}\n", c.seconds,
                      c.eval_seconds ? fmt::format(" (evaluation {:.2f} s, generation {:.2f} s)", *c.eval_seconds,
