@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -27,15 +28,17 @@ bool has_named(const std::vector<GroupMetrics>& groups) {
   return std::any_of(groups.begin(), groups.end(), [](const GroupMetrics& g) { return g.name != "(none)"; });
 }
 
-// The verdict that measured a task's best candidate; null when the task has none, or its
-// best candidate no verdict with metrics.
-const StageRecord* best_measurement(const CandidateRecords& records, const TaskResult& task) {
-  if (!task.best_sample) return nullptr;
-  const CandidateRecord* best = nullptr;
-  for (const CandidateRecord& c : records.candidates) {
-    if (c.task_id == task.task_id && c.sample == *task.best_sample) best = &c;
+// The verdicts that measured each task's best candidate, in per_task order; null for a task
+// without a correct candidate, or one whose best candidate no verdict measured.
+std::vector<const StageRecord*> best_measurements(const Report& report) {
+  std::map<std::pair<std::string, int>, const CandidateRecord*> by_job;
+  for (const CandidateRecord& c : report.candidates.candidates) by_job[{c.task_id, c.sample}] = &c;
+  std::vector<const StageRecord*> verdicts;
+  for (const TaskResult& t : report.metrics.per_task) {
+    const auto it = t.best_sample ? by_job.find({t.task_id, *t.best_sample}) : by_job.end();
+    verdicts.push_back(it == by_job.end() ? nullptr : measurement_verdict(*it->second));
   }
-  return best == nullptr ? nullptr : measurement_verdict(*best);
+  return verdicts;
 }
 
 Table summary_table(const Metrics& m) {
@@ -188,9 +191,8 @@ json failures_json(const std::vector<CandidateFailure>& failures) {
 
 // A task's best candidate's timing statistics by party, null for each one not recorded;
 // null as a whole when the task has no correct candidate.
-json best_timing_json(const CandidateRecords& records, const TaskResult& task) {
+json best_timing_json(const TaskResult& task, const StageRecord* timed) {
   if (!task.best_sample) return nullptr;
-  const StageRecord* timed = best_measurement(records, task);
   json out = {{"sample", *task.best_sample}};
   for (const char* party : kTimingParties) {
     json& statistics = out[party] = json::object();
@@ -292,12 +294,13 @@ Table task_table(const Report& report) {
           {"Task", "Category", "Class", "Passed", "Best sample", "Best speedup", "Reference median (ms)",
            "Best median (ms)", "First failure"},
           {}};
-  for (const TaskResult& r : report.metrics.per_task) {
-    const StageRecord* timed = best_measurement(report.candidates, r);
+  const std::vector<const StageRecord*> timed = best_measurements(report);
+  for (size_t i = 0; i < report.metrics.per_task.size(); ++i) {
+    const TaskResult& r = report.metrics.per_task[i];
     t.rows.push_back({r.task_id, r.category.empty() ? "-" : r.category, r.complexity.empty() ? "-" : r.complexity,
                       format_share(r.candidates), r.best_sample ? std::to_string(*r.best_sample) : "-",
-                      format_speedup(r.best_speedup), format_number(recorded_metric(timed, "reference_ms")),
-                      format_number(recorded_metric(timed, "candidate_ms")),
+                      format_speedup(r.best_speedup), format_number(recorded_metric(timed[i], "reference_ms")),
+                      format_number(recorded_metric(timed[i], "candidate_ms")),
                       r.failures.empty() ? "" : r.failures.front().describe()});
   }
   return t;
@@ -445,12 +448,14 @@ std::string render_json(const Report& report) {
     selection.push_back({{"model", s.model}, {"chosen", s.chosen}, {"share", s.share}, {"passed", share_json(s.passed)}});
   }
   auto& tasks = out["tasks"] = json::array();
-  for (const TaskResult& r : m.per_task) {
+  const std::vector<const StageRecord*> timed = best_measurements(report);
+  for (size_t i = 0; i < m.per_task.size(); ++i) {
+    const TaskResult& r = m.per_task[i];
     tasks.push_back({{"task", r.task_id}, {"category", r.category}, {"complexity", r.complexity},
                      {"candidates", share_json(r.candidates)}, {"solved", r.solved},
                      {"best_sample", r.best_sample ? json(*r.best_sample) : json(nullptr)},
                      {"best_speedup", optional_json(r.best_speedup)},
-                     {"best_timing", best_timing_json(report.candidates, r)}, {"failures", failures_json(r.failures)},
+                     {"best_timing", best_timing_json(r, timed[i])}, {"failures", failures_json(r.failures)},
                      {"seconds", r.seconds}});
   }
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
