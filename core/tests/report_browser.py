@@ -172,6 +172,15 @@ def text_of(browser, selector):
                             % json.dumps(selector))
 
 
+NOT_MEASURED = [["reference"] + ["-"] * 7, ["candidate"] + ["-"] * 7]
+
+
+def timing_rows(browser):
+    """The open candidate's timing table, row by row, its first cell the party."""
+    return browser.evaluate("Array.from(document.querySelectorAll('#candidate table.timing tbody tr'),"
+                            " r => Array.from(r.cells, c => c.textContent))")
+
+
 def script_errors(browser):
     return browser.evaluate("document.documentElement.getAttribute('data-script-errors')")
 
@@ -222,10 +231,14 @@ def check(path):
                f"the candidate's fix round shows its diff: {diff!r}")
         added = browser.evaluate("Array.from(document.querySelectorAll('#candidate pre.diff span.add'), s => s.textContent)")
         expect("+  return exp(x) / sum;" in (added or []), f"added lines are marked: {added}")
-        timing = browser.evaluate("Array.from(document.querySelectorAll('#candidate table.timing tbody tr'),"
-                                  " r => Array.from(r.cells, c => c.textContent))")
-        expect(timing == [["reference", "2", "2.2"], ["candidate", "1", "1.1"]],
-               f"reference and candidate timings, median and p90: {timing}")
+        heading = browser.evaluate("Array.from(document.querySelectorAll('#candidate table.timing thead th'),"
+                                   " c => c.textContent)")
+        expect(heading == ["", "mean (ms)", "std (ms)", "min (ms)", "median (ms)", "p90 (ms)", "max (ms)", "trials"],
+               f"the timing table has a column per statistic: {heading}")
+        timing = timing_rows(browser)
+        expect(timing == [["reference", "2.1", "0.08", "1.8", "2", "2.2", "3", "100"],
+                          ["candidate", "1.05", "0.04", "0.9", "1", "1.1", "1.5", "50"]],
+               f"reference and candidate timings, every statistic: {timing}")
         facts = text_of(browser, "#candidate dl.facts")
         expect("glm-5.1" in facts and "$0.0120" in facts, f"model and cost: {facts!r}")
         browser.click("#candidate-table tr[data-sample='1'] a")
@@ -234,6 +247,24 @@ def check(path):
         expect("error: expected ';' before '}' token" in log, f"the compile log tail is there: {log!r}")
         summary = text_of(browser, "#candidate section.round[data-round='2'] details.code summary")
         expect(summary is not None and "unchanged from round 1" in summary, f"a fix that wrote nothing: {summary!r}")
+        timing = timing_rows(browser)
+        expect(timing == NOT_MEASURED, f"a candidate that never ran has a '-' for every statistic: {timing}")
+
+        # What was not measured is a '-': a store from before the statistics (medians and p90s
+        # only), a candidate measured for correctness without timing.
+        browser.evaluate("location.hash = 'task=001_relu&sample=0'")
+        browser.wait_for("document.querySelector('#candidate[data-sample=\"0\"]') !== null")
+        timing = timing_rows(browser)
+        expect(timing == [["reference", "-", "-", "-", "1", "1.1", "-", "-"],
+                          ["candidate", "-", "-", "-", "0.8", "0.88", "-", "-"]],
+               f"medians and p90s only: the other statistics are '-': {timing}")
+        browser.evaluate("location.hash = 'task=001_relu&sample=1'")
+        browser.wait_for("document.querySelector('#candidate[data-sample=\"1\"]') !== null")
+        timing = timing_rows(browser)
+        expect(timing == NOT_MEASURED, f"measured without timing: every statistic is '-': {timing}")
+        stats = browser.evaluate("Array.from(document.querySelectorAll('#candidate table.stats tbody tr'),"
+                                 " r => Array.from(r.cells, c => c.textContent))")
+        expect(["max_abs_diff", "2.000e-6"] in (stats or []), f"its correctness statistics are still there: {stats}")
 
         # Back to the table, then to the hostile candidate: its markup stays text.
         browser.click("#back")
@@ -245,6 +276,8 @@ def check(path):
                f"the hostile code is shown as text: {code!r}")
         message = text_of(browser, "#candidate dl.facts")
         expect("<img src=x onerror=" in message, "the hostile message is shown as text")
+        timing = timing_rows(browser)
+        expect(timing == NOT_MEASURED, f"the hostile candidate was not measured: {timing}")
         pwned = browser.evaluate("window.__pwned === undefined ? null : String(window.__pwned)")
         expect(pwned is None, f"no hostile script ran: window.__pwned = {pwned}")
         elements = browser.evaluate("document.querySelectorAll('img, svg[onload], #detail-view script').length")

@@ -17,6 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 using kforge_test::TempDir;
 
+// The heading of `kforge show`'s timing table: one column per statistic eval.run records.
+const char* const kTimingHeader =
+    "               mean (ms)    std (ms)    min (ms) median (ms)    p90 (ms)    max (ms)      trials\n";
+
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
@@ -44,7 +48,7 @@ class Investigation : public ::testing::Test {
 
 TEST_F(Investigation, StoreGivesEveryVerdictWithItsArtifacts) {
   const auto all = records();
-  ASSERT_EQ(all.candidates.size(), 4u);
+  ASSERT_EQ(all.candidates.size(), 5u);
   const auto& fixed = candidate(all, "019_softmax", 0);
   EXPECT_EQ(fixed.status, "pass");
   EXPECT_EQ(fixed.round, 1);
@@ -126,6 +130,11 @@ TEST_F(Investigation, HtmlCarriesCandidatesAsInertData) {
   EXPECT_EQ(index["tasks"][2]["category"], "<b>Evil</b>");
   EXPECT_EQ(index["tasks"][2]["models"][0], kforge_test::kHostileModel);
   EXPECT_TRUE(index["environment"].is_null());
+  // The timing table's columns, as kforge show has them, for the page's script.
+  EXPECT_EQ(index["timing"]["parties"], nlohmann::json::parse(R"(["reference", "candidate"])"));
+  ASSERT_EQ(index["timing"]["columns"].size(), 7u);
+  EXPECT_EQ(index["timing"]["columns"][3], nlohmann::json::parse(R"j({"heading": "median (ms)", "suffix": "_ms"})j"));
+  EXPECT_EQ(index["timing"]["columns"][6], nlohmann::json::parse(R"({"heading": "trials", "suffix": "_timing_trials"})"));
   const auto softmax = nlohmann::json::parse(blocks[4 + 1]);
   const auto& first = softmax["candidates"][0];
   EXPECT_EQ(softmax["artifacts"][first["rounds"][1]["diff"].get<std::string>()], kforge_test::kSoftmaxDiff);
@@ -142,8 +151,10 @@ TEST_F(Investigation, ShowPrintsCodeDiffsVerdictsLogsAndTimings) {
        {"task 019_softmax (category Activation, class C2, format kernelbench-torch)\n",
         "2 candidate(s): sample 0 pass 2.00x, sample 1 fail (fix_failed)\n", "== sample 0: pass, round 1, last stage run\n",
         "model:    glm-5.1, language cpp\n", "cost:     3000 tokens in / 1200 out, $0.0120\n",
-        "correctness and timing (stage run, round 1):\n", "  reference               2            2.2\n",
-        "  candidate               1            1.1\n", "  max_abs_diff         1.000e-06\n",
+        "correctness and timing (stage run, round 1):\n", kTimingHeader,
+        "  reference          2.1        0.08         1.8           2         2.2           3         100\n",
+        "  candidate         1.05        0.04         0.9           1         1.1         1.5          50\n",
+        "  max_abs_diff         1.000e-06\n",
         "-- round 0\n", "     1 | // softmax, round 0\n",
         "  run          run       fail   numerical_mismatch       0.25 s\n      max abs diff 0.03 at out[0][17]\n",
         "      log tail:\n      | trial 1: max diff 0.03\n      | trial 1: mismatch at [0, 17]\n",
@@ -158,6 +169,65 @@ TEST_F(Investigation, ShowPrintsCodeDiffsVerdictsLogsAndTimings) {
   EXPECT_NE(both.find("== sample 1: fail, round 2, last stage fix: fix_failed\n"), std::string::npos) << both;
   EXPECT_NE(both.find("-- round 2 (fix round)\n  fix"), std::string::npos) << both;
   EXPECT_NE(both.find("  code: unchanged from round 1\n"), std::string::npos) << both;
+}
+
+// What the timing table shows where a statistic was not measured: a store from before the
+// statistics (medians and p90s only), a candidate measured without timing, one that never
+// reached a stage that measures.
+TEST_F(Investigation, ShowTimingTableHasADashForWhatWasNotMeasured) {
+  const std::string relu = kforge::render_show(dir.path().string(), "001_relu", std::nullopt);
+  const std::string medians_only = relu.substr(0, relu.find("== sample 1"));
+  const std::string untimed = relu.substr(relu.find("== sample 1"));
+  for (const char* expected :
+       {kTimingHeader, "  reference            -           -           -           1         1.1           -           -\n",
+        "  candidate            -           -           -         0.8        0.88           -           -\n"}) {
+    EXPECT_NE(medians_only.find(expected), std::string::npos) << "missing: " << expected << "\nin:\n" << medians_only;
+  }
+  const std::string not_measured = "  reference            -           -           -           -           -           -           -\n"
+                                   "  candidate            -           -           -           -           -           -           -\n";
+  EXPECT_NE(untimed.find(std::string(kTimingHeader) + not_measured), std::string::npos) << untimed;
+  EXPECT_NE(untimed.find("  max_abs_diff         2.000e-06\n"), std::string::npos) << untimed;
+
+  const std::string hostile = kforge::render_show(dir.path().string(), "666_hostile", std::nullopt);
+  EXPECT_NE(hostile.find("correctness and timing: no stage measured this candidate\n" + std::string(kTimingHeader) +
+                         not_measured),
+            std::string::npos)
+      << hostile;
+}
+
+// report.json and report.md give each task's best candidate's timing as its verdict
+// recorded it: every statistic of both parties, null or '-' for what was not measured.
+TEST_F(Investigation, ReportJsonAndMarkdownCarryTheBestCandidatesTiming) {
+  const kforge::Report report = kforge::load_report(dir.path().string());
+  const auto tasks = nlohmann::json::parse(kforge::render_json(report))["tasks"];
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(tasks[1]["best_timing"], nlohmann::json::parse(R"({
+    "sample": 0,
+    "reference": {"mean": 2.1, "std": 0.08, "min": 1.8, "median": 2, "p90": 2.2, "max": 3, "trials": 100},
+    "candidate": {"mean": 1.05, "std": 0.04, "min": 0.9, "median": 1, "p90": 1.1, "max": 1.5, "trials": 50}})"))
+      << tasks[1];
+  EXPECT_TRUE(tasks[1]["best_timing"]["candidate"]["trials"].is_number_integer()) << "a count of calls";
+  // 001_relu's best candidate was timed by a store before the statistics: medians and p90s.
+  const auto& relu = tasks[0]["best_timing"];
+  EXPECT_EQ(relu["sample"], 0);
+  for (const char* party : {"reference", "candidate"}) {
+    for (const char* missing : {"mean", "std", "min", "max", "trials"}) {
+      EXPECT_TRUE(relu[party][missing].is_null()) << party << " " << missing << ": " << relu;
+    }
+  }
+  EXPECT_EQ(relu["reference"]["median"], 1.0);
+  EXPECT_DOUBLE_EQ(relu["reference"]["p90"].get<double>(), 1.1);
+  EXPECT_EQ(relu["candidate"]["median"], 0.8);
+  EXPECT_DOUBLE_EQ(relu["candidate"]["p90"].get<double>(), 0.88);
+  EXPECT_TRUE(tasks[2]["best_timing"].is_null()) << "666_hostile has no correct candidate: " << tasks[2];
+
+  const std::string md = kforge::render_markdown(report);
+  for (const char* expected :
+       {"| Task | Category | Class | Passed | Best sample | Best speedup | Reference median (ms) | Best median (ms) | First failure |\n",
+        "| 001_relu | Activation | C1 | 2/2 (100.0%) | 0 | 1.25x | 1 | 0.8 |",
+        "| 019_softmax | Activation | C2 | 1/2 (50.0%) | 0 | 2.00x | 2 | 1 |", "| C4 | 0/1 (0.0%) | - | - | - | - | sample 0"}) {
+    EXPECT_NE(md.find(expected), std::string::npos) << "missing: " << expected << "\nin:\n" << md;
+  }
 }
 
 TEST_F(Investigation, ShowKeepsTerminalEscapesOutOfTheTerminal) {
@@ -229,7 +299,7 @@ TEST_F(Investigation, BrowserClicksFromTheTaskTableToACandidateAndReadsItsDiff) 
   const std::string output = kforge_test::slurp(scratch / "browser.txt");
   EXPECT_EQ(status, 0) << output;
   EXPECT_EQ(output.find("FAIL"), std::string::npos) << output;
-  EXPECT_GE(count(output, "ok "), 15u) << output;
+  EXPECT_GE(count(output, "ok "), 23u) << output;
 }
 
 }  // namespace

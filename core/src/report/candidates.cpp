@@ -38,4 +38,28 @@ const StageRecord* measurement_verdict(const CandidateRecord& candidate) {
   return any;
 }
 
+bool is_timing_statistic(const std::string& metric) {
+  for (const char* party : kTimingParties) {
+    for (const TimingStatistic& statistic : kTimingStatistics) {
+      if (metric == std::string(party) + statistic.suffix) return true;
+    }
+  }
+  return false;
+}
+
+std::optional<double> recorded_metric(const StageRecord* verdict, const std::string& name) {
+  std::optional<double> value;
+  if (verdict == nullptr) return value;
+  for (const auto& [key, recorded] : verdict->metrics) {
+    if (key == name) value = recorded;
+  }
+  return value;
+}
+
+std::vector<std::optional<double>> timing_statistics(const StageRecord* verdict, const std::string& party) {
+  std::vector<std::optional<double>> values;
+  for (const TimingStatistic& statistic : kTimingStatistics) values.push_back(recorded_metric(verdict, party + statistic.suffix));
+  return values;
+}
+
 }  // namespace kforge

@@ -83,6 +83,35 @@ struct RoundCode {
 // round whose fix stage set it, not again for later rounds that kept it.
 std::vector<RoundCode> candidate_rounds(const CandidateRecord& candidate);
 
+// The timing statistics eval.run records for each party (plugins/eval/src/plugin.cpp's
+// eval.run doc), in the order the reports show them. A metric's name is the party's name
+// and the suffix: "reference_ms_mean", "candidate_timing_trials". Kept here once so that
+// the HTML report's script, `kforge show`, report.json and report.md agree.
+struct TimingStatistic {
+  const char* key;      // report.json's name for it
+  const char* heading;  // the column's heading
+  const char* suffix;
+  bool count = false;   // a number of calls (an integer in report.json), not milliseconds
+};
+inline constexpr TimingStatistic kTimingStatistics[] = {
+    {"mean", "mean (ms)", "_ms_mean"}, {"std", "std (ms)", "_ms_std"},  {"min", "min (ms)", "_ms_min"},
+    {"median", "median (ms)", "_ms"},  {"p90", "p90 (ms)", "_ms_p90"}, {"max", "max (ms)", "_ms_max"},
+    {"trials", "trials", "_timing_trials", true}};
+inline constexpr const char* kTimingParties[] = {"reference", "candidate"};
+
+// Whether `metric` is one of the timing statistics of a party: the timing table shows it,
+// the list of the other metrics does not.
+bool is_timing_statistic(const std::string& metric);
+
+// The value `verdict` recorded for metric `name`; nullopt when it recorded none, or there
+// is no verdict.
+std::optional<double> recorded_metric(const StageRecord* verdict, const std::string& name);
+
+// `verdict`'s value of each of kTimingStatistics for `party`, in that order; nullopt for
+// one it did not record, and for all of them when there is no verdict: what was not
+// measured is never filled in from what was.
+std::vector<std::optional<double>> timing_statistics(const StageRecord* verdict, const std::string& party);
+
 // The verdict whose metrics describe the candidate's correctness and timing: the last one of
 // a run stage that reported metrics, else the last with any metrics; null when none has.
 const StageRecord* measurement_verdict(const CandidateRecord& candidate);

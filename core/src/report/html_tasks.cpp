@@ -123,7 +123,11 @@ TaskBrowserHtml task_browser_html(const Report& report) {
   }
   json environment = nullptr;
   for (const auto& [field, values] : fields) environment[field] = fmt::format("{}", fmt::join(values, ", "));
-  const json index = {{"strategy", m.label}, {"environment", environment}, {"tasks", tasks}};
+  json timing = {{"parties", kTimingParties}, {"columns", json::array()}};
+  for (const TimingStatistic& statistic : kTimingStatistics) {
+    timing["columns"].push_back({{"heading", statistic.heading}, {"suffix", statistic.suffix}});
+  }
+  const json index = {{"strategy", m.label}, {"environment", environment}, {"timing", timing}, {"tasks", tasks}};
 
   TaskBrowserHtml out;
   out.markup = fmt::format(R"html(<section id="task-browser">

@@ -33,9 +33,11 @@ const char* const kTaskBrowserScript = R"js(
   var FILTERS = [['filter-status', 'status', 'status'], ['filter-complexity', 'complexity', 'class'],
                  ['filter-category', 'category', 'category'], ['filter-model', 'models', 'model'],
                  ['filter-error', 'error_classes', 'error class']];
-  var TIMING = ['reference_ms', 'reference_ms_p90', 'candidate_ms', 'candidate_ms_p90'];
   // Maps, not objects, where names come from the data: a task called "constructor" is a task.
   var index, byId = new Map(), choices = {}, view = [], shown = 0, sort = {key: null, dir: 1}, parsed = [], scroll = 0;
+  // The timing table's parties and columns, from the index (kTimingStatistics in
+  // candidates.hpp: kforge show has the same), and every metric name they cover.
+  var timing, timingNames = new Set();
 
   function $(id) { return document.getElementById(id); }
   // An element whose children are nodes or text; props set attributes ('text' the text).
@@ -172,22 +174,30 @@ const char* const kTaskBrowserScript = R"js(
   function metricsText(metrics) {
     return Object.keys(metrics).map(function (k) { return k + '=' + number(metrics[k]); }).join('  ');
   }
+  // One row per party, one column per statistic; '-' for what the verdict did not record.
+  function timingTable(m) {
+    return table([''].concat(timing.columns.map(function (c) { return c.heading; })), timing.parties.map(function (party) {
+      return el('tr', null, [el('th', {text: party})].concat(timing.columns.map(function (c) {
+        var name = party + c.suffix;
+        return el('td', {text: m.has(name) ? number(m.get(name)) : '-'});
+      })));
+    }), {className: 'timing'});
+  }
   function measurement(c) {
-    if (missing(c.measurement)) return null;
-    var s = c.stages[c.measurement], m = s.metrics, box = el('div', {className: 'measurement'});
-    box.appendChild(el('h4', {text: 'Correctness and timing'}));
+    var box = el('div', {className: 'measurement'}, [el('h4', {text: 'Correctness and timing'})]);
+    if (missing(c.measurement)) {
+      box.appendChild(el('p', {className: 'note', text: 'no stage measured this candidate'}));
+      box.appendChild(timingTable(new Map()));
+      return box;
+    }
+    var s = c.stages[c.measurement], m = new Map(Object.entries(s.metrics));
     box.appendChild(el('p', {className: 'note', text: 'from stage ' + s.stage + ' (' + (s.role || s.kind) + '), round ' + s.round +
                                                     (s.cached ? ', answered from the verdict cache' : '')}));
-    if (TIMING.some(function (k) { return k in m; })) {
-      box.appendChild(table(['', 'median (ms)', 'p90 (ms)'], [
-        el('tr', null, [el('th', {text: 'reference'}), el('td', {text: number(m.reference_ms)}), el('td', {text: number(m.reference_ms_p90)})]),
-        el('tr', null, [el('th', {text: 'candidate'}), el('td', {text: number(m.candidate_ms)}), el('td', {text: number(m.candidate_ms_p90)})])],
-        {className: 'timing'}));
-    }
-    var rest = Object.keys(m).filter(function (k) { return TIMING.indexOf(k) < 0; });
+    box.appendChild(timingTable(m));
+    var rest = Array.from(m.keys()).filter(function (k) { return !timingNames.has(k); });
     if (rest.length) {
       box.appendChild(table(['metric', 'value'], rest.map(function (k) {
-        return el('tr', null, [el('td', {text: k}), el('td', {text: number(m[k])})]);
+        return el('tr', null, [el('td', {text: k}), el('td', {text: number(m.get(k))})]);
       }), {className: 'stats'}));
     }
     return box;
@@ -234,8 +244,7 @@ const char* const kTaskBrowserScript = R"js(
       ['cost', missing(c.cost) ? null : money(c.cost)], ['speedup', missing(c.speedup) ? null : speedup(c.speedup)],
       ['time', secs(c.seconds) + (missing(c.eval_seconds) ? '' : ' (evaluation ' + secs(c.eval_seconds) + ', generation ' + secs(c.gen_seconds) + ')')],
       ['run', String(c.run) + (c.finished_at ? ', finished ' + c.finished_at : '')]]));
-    var measured = measurement(c);
-    if (measured) box.appendChild(measured);
+    box.appendChild(measurement(c));
     c.rounds.forEach(function (r, i) { box.appendChild(roundView(c, r, artifacts, i === c.rounds.length - 1)); });
     return box;
   }
@@ -298,6 +307,8 @@ const char* const kTaskBrowserScript = R"js(
   window.kforgeStartTaskBrowser = function () {
     index = JSON.parse($('kf-index').textContent);
     index.tasks.forEach(function (t, i) { t.at = i; byId.set(t.id, t); });
+    timing = index.timing;
+    timing.parties.forEach(function (p) { timing.columns.forEach(function (c) { timingNames.add(p + c.suffix); }); });
     environment();
     FILTERS.forEach(fillFilter);
     $('filter-text').addEventListener('input', filter);

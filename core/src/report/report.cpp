@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -24,6 +26,19 @@ std::string share_cell(const Share& share) { return share.total == 0 ? "-" : for
 
 bool has_named(const std::vector<GroupMetrics>& groups) {
   return std::any_of(groups.begin(), groups.end(), [](const GroupMetrics& g) { return g.name != "(none)"; });
+}
+
+// The verdicts that measured each task's best candidate, in per_task order; null for a task
+// without a correct candidate, or one whose best candidate no verdict measured.
+std::vector<const StageRecord*> best_measurements(const Report& report) {
+  std::map<std::pair<std::string, int>, const CandidateRecord*> by_job;
+  for (const CandidateRecord& c : report.candidates.candidates) by_job[{c.task_id, c.sample}] = &c;
+  std::vector<const StageRecord*> verdicts;
+  for (const TaskResult& t : report.metrics.per_task) {
+    const auto it = t.best_sample ? by_job.find({t.task_id, *t.best_sample}) : by_job.end();
+    verdicts.push_back(it == by_job.end() ? nullptr : measurement_verdict(*it->second));
+  }
+  return verdicts;
 }
 
 Table summary_table(const Metrics& m) {
@@ -174,6 +189,23 @@ json failures_json(const std::vector<CandidateFailure>& failures) {
   return out;
 }
 
+// A task's best candidate's timing statistics by party, null for each one not recorded;
+// null as a whole when the task has no correct candidate.
+json best_timing_json(const TaskResult& task, const StageRecord* timed) {
+  if (!task.best_sample) return nullptr;
+  json out = {{"sample", *task.best_sample}};
+  for (const char* party : kTimingParties) {
+    json& statistics = out[party] = json::object();
+    const auto values = timing_statistics(timed, party);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const TimingStatistic& statistic = kTimingStatistics[i];
+      const bool count = statistic.count && values[i];
+      statistics[statistic.key] = count ? json(static_cast<int64_t>(*values[i])) : optional_json(values[i]);
+    }
+  }
+  return out;
+}
+
 json group_json(const std::vector<GroupMetrics>& groups) {
   json out = json::array();
   for (const auto& g : groups) {
@@ -228,6 +260,17 @@ std::string format_money(double dollars) {
 
 std::string format_speedup(std::optional<double> speedup) { return or_dash(speedup, "{:.2f}x"); }
 
+std::string format_number(std::optional<double> value) {
+  if (!value) return "-";
+  const double v = *value;
+  const double a = std::abs(v);
+  if (!std::isfinite(v) || (a != 0 && (a < 1e-3 || a >= 1e6))) return fmt::format("{:.3e}", v);
+  std::string text = fmt::format("{:.4f}", v);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
 std::vector<Table> report_tables(const Metrics& m) {
   std::vector<Table> tables{summary_table(m), models_table(m)};
   if (has_named(m.by_complexity)) {
@@ -245,13 +288,20 @@ std::vector<Table> report_tables(const Metrics& m) {
   return tables;
 }
 
-Table task_table(const Metrics& m) {
-  Table t{"Tasks", "best: the fastest correct candidate (best-of-k)",
-          {"Task", "Category", "Class", "Passed", "Best sample", "Best speedup", "First failure"}, {}};
-  for (const TaskResult& r : m.per_task) {
+Table task_table(const Report& report) {
+  Table t{"Tasks",
+          "best: the fastest correct candidate (best-of-k); its verdict's timing medians, '-' where not timed",
+          {"Task", "Category", "Class", "Passed", "Best sample", "Best speedup", "Reference median (ms)",
+           "Best median (ms)", "First failure"},
+          {}};
+  const std::vector<const StageRecord*> timed = best_measurements(report);
+  for (size_t i = 0; i < report.metrics.per_task.size(); ++i) {
+    const TaskResult& r = report.metrics.per_task[i];
     t.rows.push_back({r.task_id, r.category.empty() ? "-" : r.category, r.complexity.empty() ? "-" : r.complexity,
                       format_share(r.candidates), r.best_sample ? std::to_string(*r.best_sample) : "-",
-                      format_speedup(r.best_speedup), r.failures.empty() ? "" : r.failures.front().describe()});
+                      format_speedup(r.best_speedup), format_number(recorded_metric(timed[i], "reference_ms")),
+                      format_number(recorded_metric(timed[i], "candidate_ms")),
+                      r.failures.empty() ? "" : r.failures.front().describe()});
   }
   return t;
 }
@@ -321,7 +371,7 @@ std::string render_markdown(const Report& report) {
   }
   out += "\n";
   std::vector<Table> tables = report_tables(report.metrics);
-  tables.push_back(task_table(report.metrics));
+  tables.push_back(task_table(report));
   return out + render_markdown_tables(tables);
 }
 
@@ -334,7 +384,7 @@ std::string render_markdown_tables(const std::vector<Table>& tables) {
 std::string render_json(const Report& report) {
   const Metrics& m = report.metrics;
   json out;
-  out["kforge_report"] = 2;  // docs/schemas/report.schema.json; 2 added "environments"
+  out["kforge_report"] = 3;  // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing"
   out["strategy"] = m.label;
   auto& runs = out["runs"] = json::array();
   for (const RunRecord& r : report.runs) {
@@ -398,11 +448,14 @@ std::string render_json(const Report& report) {
     selection.push_back({{"model", s.model}, {"chosen", s.chosen}, {"share", s.share}, {"passed", share_json(s.passed)}});
   }
   auto& tasks = out["tasks"] = json::array();
-  for (const TaskResult& r : m.per_task) {
+  const std::vector<const StageRecord*> timed = best_measurements(report);
+  for (size_t i = 0; i < m.per_task.size(); ++i) {
+    const TaskResult& r = m.per_task[i];
     tasks.push_back({{"task", r.task_id}, {"category", r.category}, {"complexity", r.complexity},
                      {"candidates", share_json(r.candidates)}, {"solved", r.solved},
                      {"best_sample", r.best_sample ? json(*r.best_sample) : json(nullptr)},
-                     {"best_speedup", optional_json(r.best_speedup)}, {"failures", failures_json(r.failures)},
+                     {"best_speedup", optional_json(r.best_speedup)},
+                     {"best_timing", best_timing_json(r, timed[i])}, {"failures", failures_json(r.failures)},
                      {"seconds", r.seconds}});
   }
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

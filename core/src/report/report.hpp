@@ -44,8 +44,8 @@ struct Table {
 // The tables of seed 000 sections 5-6 and their KernelBench/KernelBenchX companions, in
 // report order; tables with nothing to say (no models named, no categories) are left out.
 KFORGE_API std::vector<Table> report_tables(const Metrics& m);
-// One row per task: candidates, best-of-k, first failure.
-Table task_table(const Metrics& m);
+// One row per task: candidates, best-of-k with its timing medians, first failure.
+Table task_table(const Report& report);
 // Strategies side by side (seed 000 table 6.2) plus pass rate per complexity class.
 KFORGE_API Table comparison_table(const std::vector<Metrics>& strategies);
 
@@ -82,5 +82,8 @@ std::string format_percent(double rate);       // "40.9%"
 std::string format_seconds(double seconds);    // "5460.0 s"
 std::string format_money(double dollars);      // "$0.4010", "$12.50"
 std::string format_speedup(std::optional<double> speedup);  // "1.58x", "-"
+// Up to four decimals without trailing zeros, exponent notation for the very small or
+// large: "2.1", "0.0296", "4.768e-07"; "-" for a value not there.
+std::string format_number(std::optional<double> value);
 
 }  // namespace kforge

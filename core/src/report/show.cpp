@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -16,25 +15,6 @@
 
 namespace kforge {
 namespace {
-
-const char* const kTimingMetrics[] = {"reference_ms", "reference_ms_p90", "candidate_ms", "candidate_ms_p90"};
-
-// Up to four decimals without trailing zeros; exponent notation for the very small or large.
-std::string number(double v) {
-  const double a = std::abs(v);
-  if (!std::isfinite(v) || (a != 0 && (a < 1e-3 || a >= 1e6))) return fmt::format("{:.3e}", v);
-  std::string text = fmt::format("{:.4f}", v);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (text.back() == '.') text.pop_back();
-  return text;
-}
-
-std::optional<double> metric(const StageRecord& s, const std::string& name) {
-  for (const auto& [key, value] : s.metrics) {
-    if (key == name) return value;
-  }
-  return std::nullopt;
-}
 
 // Every line of `text` behind `prefix`, made safe for the terminal.
 std::string indented(const std::string& text, const std::string& prefix) {
@@ -69,23 +49,29 @@ std::string artifact(const CandidateRecords& records, const std::string& hash) {
   return it == records.artifacts.end() ? "" : it->second;
 }
 
+// One row per party, one column per statistic (candidates.hpp), '-' for what the verdict
+// did not record, so that what was not measured reads as such.
+std::string timing_table(const StageRecord* s) {
+  std::string out = fmt::format("  {:<10}", "");
+  for (const TimingStatistic& statistic : kTimingStatistics) out += fmt::format(" {:>11}", statistic.heading);
+  out += "\n";
+  for (const char* party : kTimingParties) {
+    out += fmt::format("  {:<10}", party);
+    for (const std::optional<double>& value : timing_statistics(s, party)) out += fmt::format(" {:>11}", format_number(value));
+    out += "\n";
+  }
+  return out;
+}
+
 std::string measurement_text(const CandidateRecord& c) {
   const StageRecord* s = measurement_verdict(c);
-  if (s == nullptr) return "";
+  if (s == nullptr) return "correctness and timing: no stage measured this candidate\n" + timing_table(nullptr) + "\n";
   std::string out = fmt::format("correctness and timing (stage {}, round {}{}):\n", terminal_safe(s->stage), s->round,
                                 s->cached ? ", from the verdict cache" : "");
-  auto cell = [&](const char* name) {
-    const auto v = metric(*s, name);
-    return v ? number(*v) : std::string("-");
-  };
-  if (std::any_of(std::begin(kTimingMetrics), std::end(kTimingMetrics), [&](const char* k) { return metric(*s, k).has_value(); })) {
-    out += fmt::format("  {:<10} {:>14} {:>14}\n", "", "median (ms)", "p90 (ms)");
-    out += fmt::format("  {:<10} {:>14} {:>14}\n", "reference", cell("reference_ms"), cell("reference_ms_p90"));
-    out += fmt::format("  {:<10} {:>14} {:>14}\n", "candidate", cell("candidate_ms"), cell("candidate_ms_p90"));
-  }
+  out += timing_table(s);
   for (const auto& [name, value] : s->metrics) {
-    if (std::find(std::begin(kTimingMetrics), std::end(kTimingMetrics), name) != std::end(kTimingMetrics)) continue;
-    out += fmt::format("  {:<20} {}\n", terminal_safe(name), number(value));
+    if (is_timing_statistic(name)) continue;
+    out += fmt::format("  {:<20} {}\n", terminal_safe(name), format_number(value));
   }
   return out + "\n";
 }
@@ -98,7 +84,7 @@ std::string stage_text(const StageRecord& s, const CandidateRecords& records) {
   if (!s.message.empty()) out += indented(s.message, "      ");
   if (!s.metrics.empty()) {
     std::vector<std::string> parts;
-    for (const auto& [name, value] : s.metrics) parts.push_back(terminal_safe(name) + "=" + number(value));
+    for (const auto& [name, value] : s.metrics) parts.push_back(terminal_safe(name) + "=" + format_number(value));
     out += fmt::format("      metrics: {}\n", fmt::join(parts, "  "));
   }
   if (!s.log_hash.empty()) out += "      log tail:\n" + indented(artifact(records, s.log_hash), "      | ");
@@ -113,8 +99,8 @@ std::string candidate_text(const CandidateRecord& c, const CandidateRecords& rec
                      c.language.empty() ? "" : ", language " + terminal_safe(c.language),
                      c.device.empty() ? "" : ", device " + terminal_safe(c.device));
   if (c.tokens_in || c.cost) {
-    out += fmt::format("cost:     {} tokens in / {} out, {}\n", number(c.tokens_in.value_or(0)),
-                       number(c.tokens_out.value_or(0)), format_money(c.cost.value_or(0)));
+    out += fmt::format("cost:     {} tokens in / {} out, {}\n", format_number(c.tokens_in.value_or(0)),
+                       format_number(c.tokens_out.value_or(0)), format_money(c.cost.value_or(0)));
   }
   out += fmt::format("time:     {:.2f} s{}, run {}, finished {}\n", c.seconds,
                      c.eval_seconds ? fmt::format(" (evaluation {:.2f} s, generation {:.2f} s)", *c.eval_seconds,
