@@ -314,7 +314,6 @@ def _slices(numel, workers):
 
 def _accumulate(stats, ref, cand, where, start, count):
     """One pass over elements [start, start + count) of both leaves into `stats`."""
-    whole_leaf = start == 0 and count == ref.numel
     ref_handle = ref.open()
     try:
         try:
@@ -322,13 +321,8 @@ def _accumulate(stats, ref, cand, where, start, count):
         except ValueError as exc:
             raise CandidateOutputError(f"{where}: {exc}") from None
         try:
-            if whole_leaf:  # a TensorLeaf reads only whole
-                ref_chunks = ref.chunks(ref_handle, CHUNK_ELEMENTS)
-                cand_chunks = cand.chunks(cand_handle, CHUNK_ELEMENTS)
-            else:
-                ref_chunks = ref.chunks(ref_handle, CHUNK_ELEMENTS, start, count)
-                cand_chunks = cand.chunks(cand_handle, CHUNK_ELEMENTS, start, count)
-            for ref_chunk in ref_chunks:
+            cand_chunks = cand.chunks(cand_handle, CHUNK_ELEMENTS, start, count)
+            for ref_chunk in ref.chunks(ref_handle, CHUNK_ELEMENTS, start, count):
                 try:
                     cand_chunk = next(cand_chunks)
                 except (ValueError, StopIteration) as exc:

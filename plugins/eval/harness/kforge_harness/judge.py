@@ -101,9 +101,8 @@ def _fail(error_class, message, metrics=None):
 
 def serve(channel, threads):
     """The judge's loop: one command in, one answer out, until EOF. Its `threads` each
-    compare a slice of an output, one torch thread each: torch's own threads gain little
-    on the comparison's 64K-element chunks (1 GB on the H100 host: 5.0 s with one, 3.2 s
-    with two, 3.4 s with four; slices: 3.6, 2.4 and 1.9 s)."""
+    compare a slice of an output with one torch thread: torch's own threads gain little
+    on the comparison's 64K-element chunks (server.JUDGE_WORKERS has the numbers)."""
     torch.set_num_threads(1)
     # The first comparison loads torch's CPU kernels: paid before any request.
     sample = torch.linspace(-1.0, 1.0, 64)
@@ -113,7 +112,7 @@ def serve(channel, threads):
         if command is None:
             return
         try:
-            result = judge_trial(command, max(1, threads))
+            result = judge_trial(command, threads)
         except Exception as exc:  # noqa: BLE001 - the harness's own failure, not a verdict
             traceback.print_exc()
             sys.stderr.flush()

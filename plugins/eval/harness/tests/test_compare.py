@@ -253,6 +253,19 @@ class OutputFilesTest(unittest.TestCase):
                 self.assertEqual(back.dtype, expected.dtype)
                 self.assertTrue(torch.equal(back, expected.contiguous()), index)
 
+    def test_the_staging_buffer_is_reused_and_grows_only_for_a_larger_piece(self):
+        # A device's pieces go through it (a CPU tensor stands in for one here: the copy
+        # and the reuse are the same; pinning is CUDA's alone).
+        staging = outputs._Staging()
+        first = staging.copy(torch.arange(8, dtype=torch.float32))
+        buffer = staging.buffer
+        second = staging.copy(torch.arange(4, dtype=torch.int16) - 2)
+        self.assertIs(staging.buffer, buffer)
+        self.assertEqual(second.tolist(), [-2, -1, 0, 1])
+        self.assertEqual(first[:1].view(torch.int16).tolist(), [-2, -1])  # the same memory
+        staging.copy(torch.zeros(16, dtype=torch.float64))
+        self.assertEqual(staging.buffer.numel(), 128)
+
     def test_reader_refuses_links_and_wrong_sizes(self):
         with tempfile.TemporaryDirectory() as directory:
             info = outputs.write_leaves([torch.zeros(4)], directory, "a")[0]
