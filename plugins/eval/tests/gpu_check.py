@@ -148,7 +148,7 @@ def row(section, name, stage, response, expected, seconds):
     return {"section": section, "candidate": name, "stage": stage, "got": got, "expected": expected,
             "ok": got == expected, "max_abs_diff": metrics.get("max_abs_diff"),
             "speedup": metrics.get("speedup"), "seconds": seconds,
-            "message": (response.get("message") or "").splitlines()[0][:100] if response.get("message") else ""}
+            "message": (response.get("message") or "").splitlines()[0][:600] if response.get("message") else ""}
 
 
 def kbx_section(checker, pool):

@@ -7,4 +7,4 @@ the pieces fit together.
 
 # Part of the verdict-cache key on the C++ side: bump it whenever a change here can turn
 # a verdict around (new rules, new comparison semantics, new anti-cheat checks).
-HARNESS_VERSION = "9"
+HARNESS_VERSION = "10"

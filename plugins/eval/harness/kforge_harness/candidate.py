@@ -15,7 +15,7 @@ What it sends (Channel, JSON lines), all of it data:
   i's outputs are in this child's directory (outputs.write_leaves, prefix "out-i");
 - {"compiled": true} (compile action);
 - the timed loop's lines {"prepared": k, "outputs": [...] | null} and {"called": k, "ms",
-  "synced_ms", "types"} (timing_plan.py has the exchange);
+  "synced_ms", "tail_ms", "types"} (timing_plan.py has the exchange);
 - {"failed": {"stage": "import" | "init" | "forward" | "timing", "trial": i, "types": [..],
   "text": .., "where": ..}}: the candidate's code raised (errors.report).
 
@@ -184,11 +184,11 @@ class CandidateChild:
                 self.channel.send({"pong": command["ping"]})
             elif "call" in command:
                 inputs = pool.inputs(command["call"])
-                out, event_ms, synced_ms = self._guarded(
+                out, event_ms, synced_ms, tail_ms = self._guarded(
                     "timing", lambda: clock.call(lambda: model(inputs)))
                 types = [f"{type(v).__module__}.{type(v).__qualname__}" for v in flat_leaves(out)]
                 self.channel.send({"called": command["call"], "ms": event_ms,
-                                   "synced_ms": synced_ms, "types": types})
+                                   "synced_ms": synced_ms, "tail_ms": tail_ms, "types": types})
             else:
                 call = command["after"]
                 handed = None

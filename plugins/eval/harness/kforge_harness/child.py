@@ -114,11 +114,12 @@ def reference_main(job, result_fd, device, memory_base):
     _answer(result_fd, "the reference worker", compute)
 
 
-def judge_main(command_fd, result_fd, threads):
-    """A judge: compares handed-over outputs with the stored reference, until EOF."""
+def judge_main(command_fd, result_fd, threads, device=None):
+    """A judge: compares handed-over outputs with the stored reference, until EOF; on
+    `device` (a devices.Device) for a device judge."""
     faulthandler.enable()
     from . import judge
-    judge.serve(Channel(result_fd, command_fd), threads)
+    judge.serve(Channel(result_fd, command_fd), threads, device)
 
 
 def check_main(request, result_fd, device, memory_base):

@@ -4,11 +4,16 @@ comparison to prove anything.
 
 Outputs are read in chunks of CHUNK_ELEMENTS elements (outputs.FileLeaf from the files
 the reference worker and the candidate child wrote, or outputs.TensorLeaf in memory),
-and each chunk is compared in float64 on the CPU: a difference of fp32 values is exact,
-and the memory a comparison takes is a few times the chunk, whatever the output's size
-(a 6 GB output once needed 12 GB of float64 temporaries on the device). The statistics
-are accumulated over the chunks, so verdicts and metrics are those of one pass over the
-whole output."""
+and each chunk is compared in float64: a difference of fp32 values is exact, and the
+memory a comparison takes is a few times the chunk, whatever the output's size (a 6 GB
+output once needed 12 GB of float64 temporaries on the device). The statistics are
+accumulated over the chunks, so verdicts and metrics are those of one pass over the
+whole output.
+
+Large file leaves can be compared on an accelerator (a device judge, server.JudgePool):
+their chunks are read into page-locked buffers and copied to the device, where the same
+statistics are computed. The arithmetic is the same float64 arithmetic; only the order
+in which sums are added differs, within float64 rounding."""
 
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +32,14 @@ CHUNK_ELEMENTS = 1 << 16
 # A file leaf compared by several workers is cut into contiguous slices of at least this
 # many chunks each: below it a thread's start-up costs more than its share of the work.
 MIN_CHUNKS_PER_WORKER = 64
+
+# On a device, chunks of 2M elements: per worker the chunk's float64 buffers take 68 MB
+# of device memory, and a chunk's kernels are short beside reading it from its file.
+DEVICE_CHUNK_ELEMENTS = 1 << 21
+
+# Leaves of at least this many bytes are compared on the judge's device, when it has
+# one: below it, the copies and synchronisations cost more than the CPU's arithmetic.
+DEVICE_MIN_BYTES = 64 << 20
 
 
 # The judge's statistics of one trial, as metrics (PROTOCOL.md): per output, then the
@@ -108,7 +121,8 @@ class _Stats:
     to the kernel when freed, and faulting their pages in again cost more than the
     arithmetic."""
 
-    def __init__(self, atol, rtol, whole):
+    def __init__(self, atol, rtol, whole, device=None):
+        self.device = device or torch.device("cpu")
         self.atol, self.rtol = atol, rtol
         self.whole = whole
         # Relative errors are |c - r| / max(|r|, floor): elements near zero are measured
@@ -128,11 +142,10 @@ class _Stats:
 
     def _buffers(self, count):
         if self.buffers is None or self.buffers[0].numel() < count:
-            self.buffers = (torch.empty(count, dtype=torch.float64),
-                            torch.empty(count, dtype=torch.float64),
-                            torch.empty(count, dtype=torch.float64),
-                            torch.empty(count, dtype=torch.float64),
-                            torch.empty(count, dtype=torch.bool))
+            wide = {"dtype": torch.float64, "device": self.device}
+            self.buffers = (torch.empty(count, **wide), torch.empty(count, **wide),
+                            torch.empty(count, **wide), torch.empty(count, **wide),
+                            torch.empty(count, dtype=torch.bool, device=self.device))
         return [buffer[:count] for buffer in self.buffers]
 
     def add(self, ref, cand):
@@ -267,13 +280,15 @@ class CandidateOutputError(Exception):
     short file, a link): the candidate's fault, since its process wrote it."""
 
 
-def compare_leaf(ref, cand, rule, where="the output", workers=1):
+def compare_leaf(ref, cand, rule, where="the output", workers=1, device=None):
     """Compares one reference leaf with one candidate leaf (outputs.FileLeaf or
     TensorLeaf). Raises CandidateOutputError for an unreadable candidate file; a reference
     file that cannot be read raises ValueError (the harness's own store is broken).
     `workers`: threads that compare contiguous slices of two file leaves at once (torch
     releases the GIL in its kernels; each thread reads its own slice of both files); the
-    slices' statistics are merged in order, so a verdict does not depend on scheduling."""
+    slices' statistics are merged in order, so a verdict does not depend on scheduling.
+    `device`: an accelerator (torch.device) that compares file leaves of DEVICE_MIN_BYTES
+    or more; one that runs out of memory leaves the comparison to the CPU."""
     if tuple(cand.shape) != tuple(ref.shape):
         return Outcome(protocol.SHAPE_MISMATCH,
                        f"{where} has shape {list(cand.shape)}, the reference's {list(ref.shape)}")
@@ -283,15 +298,27 @@ def compare_leaf(ref, cand, rule, where="the output", workers=1):
                        f"{dtype_name(ref.dtype)}")
     if ref.numel == 0:
         return Outcome(intervals=[(0, None)])
+    files = isinstance(ref, FileLeaf) and isinstance(cand, FileLeaf)
+    if device is not None and files and ref.nbytes >= DEVICE_MIN_BYTES:
+        try:
+            return _compare(ref, cand, rule, where, workers, device)
+        except Exception as exc:  # noqa: BLE001 - only the device's memory is retried
+            if not _out_of_memory(exc):
+                raise
+    return _compare(ref, cand, rule, where, workers if files else 1, None)
+
+
+def _compare(ref, cand, rule, where, workers, device):
     atol, rtol = tolerance(rule, ref.dtype)
     whole = WholeOutput(rule, ref.dtype)
+    chunk = CHUNK_ELEMENTS if device is None else DEVICE_CHUNK_ELEMENTS
 
     def one_pass(piece):
-        stats = _Stats(atol, rtol, whole)
-        _accumulate(stats, ref, cand, where, *piece)
+        stats = _Stats(atol, rtol, whole, device)
+        _accumulate(stats, ref, cand, where, chunk, *piece)
         return stats
 
-    slices = _slices(ref.numel, workers if isinstance(ref, FileLeaf) and isinstance(cand, FileLeaf) else 1)
+    slices = _slices(ref.numel, workers, chunk)
     if len(slices) == 1:
         stats = one_pass(slices[0])
     else:
@@ -303,17 +330,25 @@ def compare_leaf(ref, cand, rule, where="the output", workers=1):
     return _verdict(stats, rule, ref.numel, where)
 
 
-def _slices(numel, workers):
+def _out_of_memory(exc):
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    return (oom is not None and isinstance(exc, oom)) or "out of memory" in str(exc)
+
+
+def _slices(numel, workers, chunk=None):
     """[(start, count)]: `numel` elements cut into at most `workers` contiguous slices of
-    whole chunks, each at least MIN_CHUNKS_PER_WORKER chunks."""
-    chunks = -(-numel // CHUNK_ELEMENTS)
-    count = max(1, min(workers, chunks // MIN_CHUNKS_PER_WORKER))
-    per_slice = -(-chunks // count) * CHUNK_ELEMENTS
+    whole chunks of `chunk` elements (default CHUNK_ELEMENTS), each at least
+    MIN_CHUNKS_PER_WORKER chunks of CHUNK_ELEMENTS."""
+    chunk = chunk or CHUNK_ELEMENTS
+    count = max(1, min(workers, -(-numel // CHUNK_ELEMENTS) // MIN_CHUNKS_PER_WORKER))
+    per_slice = -(-(-(-numel // chunk)) // count) * chunk
     return [(start, min(per_slice, numel - start)) for start in range(0, numel, per_slice)]
 
 
-def _accumulate(stats, ref, cand, where, start, count):
-    """One pass over elements [start, start + count) of both leaves into `stats`."""
+def _accumulate(stats, ref, cand, where, chunk, start, count):
+    """One pass over elements [start, start + count) of both leaves into `stats`, in
+    chunks of `chunk` elements, on stats.device."""
+    pinned = stats.device.type == "cuda"
     ref_handle = ref.open()
     try:
         try:
@@ -321,13 +356,16 @@ def _accumulate(stats, ref, cand, where, start, count):
         except ValueError as exc:
             raise CandidateOutputError(f"{where}: {exc}") from None
         try:
-            cand_chunks = cand.chunks(cand_handle, CHUNK_ELEMENTS, start, count)
-            for ref_chunk in ref.chunks(ref_handle, CHUNK_ELEMENTS, start, count):
+            cand_chunks = cand.chunks(cand_handle, chunk, start, count, pinned)
+            for ref_chunk in ref.chunks(ref_handle, chunk, start, count, pinned):
                 try:
                     cand_chunk = next(cand_chunks)
                 except (ValueError, StopIteration) as exc:
                     raise CandidateOutputError(f"{where}: {exc or 'the file ended early'}") from None
-                stats.add(ref_chunk, cand_chunk)
+                # The copies finish before the next chunk is read into the same buffers:
+                # add() waits for the device's results.
+                stats.add(ref_chunk.to(stats.device, non_blocking=pinned),
+                          cand_chunk.to(stats.device, non_blocking=pinned))
         finally:
             if cand_handle is not None:
                 cand_handle.close()
@@ -387,11 +425,11 @@ def _verdict(stats, rule, numel, where):
     return Outcome(metrics=metrics, intervals=[(numel, stats.interval())])
 
 
-def compare_leaves(ref_leaves, cand_leaves, rule, names=None, workers=1):
+def compare_leaves(ref_leaves, cand_leaves, rule, names=None, workers=1, device=None):
     """Compares a forward's outputs leaf by leaf; the first failing leaf decides.
     `cand_leaves` items are leaves or, for outputs that are not tensors, the name of what
     they are (a string). `names`: what messages call each leaf (default "output #i");
-    `workers`: see compare_leaf."""
+    `workers`, `device`: see compare_leaf."""
     if len(ref_leaves) != len(cand_leaves):
         return Outcome(protocol.SHAPE_MISMATCH,
                        f"the reference returns {len(ref_leaves)} output(s), the candidate "
@@ -404,7 +442,7 @@ def compare_leaves(ref_leaves, cand_leaves, rule, names=None, workers=1):
             return Outcome(protocol.DTYPE_MISMATCH,
                            f"{where} is a {cand}; the reference returns a tensor of "
                            f"{dtype_name(ref.dtype)}")
-        outcome = compare_leaf(ref, cand, rule, where, workers)
+        outcome = compare_leaf(ref, cand, rule, where, workers, device)
         if not outcome.passed:
             return outcome
         intervals += outcome.intervals

@@ -10,7 +10,10 @@ Commands arrive as JSON lines on its command pipe, one trial each:
 and each gets one answer line {"id": n, "result": {"status", "error_class", "message",
 "metrics"}}; the metrics are compare.TRIAL_METRICS (per-element and
 whole-output statistics, all of one pass). The comparison works in chunks (compare.py),
-so the judge's memory stays bounded whatever the outputs' size."""
+so the judge's memory stays bounded whatever the outputs' size.
+
+A device judge (server.JudgePool) has an accelerator: it compares large outputs there
+(compare.DEVICE_MIN_BYTES), the rest on the CPU like any judge."""
 
 import sys
 import traceback
@@ -61,9 +64,10 @@ def _observed(report):
     return {"changed_inputs": changed, "aliased": aliased}
 
 
-def judge_trial(command, workers=1):
+def judge_trial(command, workers=1, device=None):
     """One trial's result (a dict) from a command (see the module's docstring); `workers`
-    threads compare each large output (compare.compare_leaf)."""
+    threads compare each large output, on `device` (a torch.device) where it is one
+    (compare.compare_leaf)."""
     label = command["label"]
     reference, candidate = command["reference"], command["candidate"]
     try:
@@ -84,7 +88,8 @@ def judge_trial(command, workers=1):
     ref_leaves = [FileLeaf(reference["dir"], reference["prefix"], index, info)
                   for index, info in enumerate(reference["leaves"])]
     try:
-        outcome = compare.compare_leaves(ref_leaves, cand_leaves, command["rule"], names, workers)
+        outcome = compare.compare_leaves(ref_leaves, cand_leaves, command["rule"], names, workers,
+                                         device)
     except compare.CandidateOutputError as exc:
         return _fail(protocol.RUNTIME_ERROR,
                      f"{label}: the candidate's process handed over an unreadable output: {exc}")
@@ -99,11 +104,14 @@ def _fail(error_class, message, metrics=None):
             "metrics": metrics or {}}
 
 
-def serve(channel, threads):
+def serve(channel, threads, device=None):
     """The judge's loop: one command in, one answer out, until EOF. Its `threads` each
     compare a slice of an output with one torch thread: torch's own threads gain little
-    on the comparison's 64K-element chunks (server.JUDGE_WORKERS has the numbers)."""
+    on the comparison's 64K-element chunks (server.JUDGE_WORKERS has the numbers).
+    `device`: a devices.Device whose accelerator compares large outputs (None: the CPU
+    compares everything)."""
     torch.set_num_threads(1)
+    accelerator = device.activate(torch) if device is not None and device.is_accelerator else None
     # The first comparison loads torch's CPU kernels: paid before any request.
     sample = torch.linspace(-1.0, 1.0, 64)
     compare.compare_outputs([sample], [sample.clone()], protocol.DEFAULT_RULE)
@@ -112,7 +120,7 @@ def serve(channel, threads):
         if command is None:
             return
         try:
-            result = judge_trial(command, threads)
+            result = judge_trial(command, threads, accelerator)
         except Exception as exc:  # noqa: BLE001 - the harness's own failure, not a verdict
             traceback.print_exc()
             sys.stderr.flush()

@@ -199,21 +199,23 @@ class FileLeaf:
                              f"{self.nbytes} bytes")
         return os.fdopen(fd, "rb")
 
-    def chunks(self, handle, elements, start=0, count=None):
+    def chunks(self, handle, elements, start=0, count=None, pinned=False):
         """Flat CPU tensors of at most `elements` elements, in order: the leaf's elements
         [start, start + count) (default: all of them). They share one buffer (reused: no
-        page faults per chunk), so each is valid until the next."""
+        page faults per chunk), so each is valid until the next. `pinned`: the buffer is
+        page-locked, so that a chunk copies to a CUDA device without another host copy."""
         left = self.numel - start if count is None else count
+        itemsize = np.dtype(self.storage).itemsize
         if start:
-            handle.seek(start * np.dtype(self.storage).itemsize)
-        buffer = np.empty(min(left, elements), dtype=self.storage)
+            handle.seek(start * itemsize)
+        raw = torch.empty(min(left, elements) * itemsize, dtype=torch.uint8, pin_memory=pinned)
+        array = raw.numpy()
         while left > 0:
-            view = buffer[:min(left, elements)]
-            if handle.readinto(memoryview(view).cast("B")) != view.nbytes:
+            nbytes = min(left, elements) * itemsize
+            if handle.readinto(memoryview(array[:nbytes])) != nbytes:
                 raise ValueError(f"{os.path.basename(self.path)} ended early")
-            chunk = torch.from_numpy(view)
-            yield chunk.view(self.dtype) if chunk.dtype != self.dtype else chunk
-            left -= view.size
+            yield raw[:nbytes].view(self.dtype)
+            left -= nbytes // itemsize
 
 
 class TensorLeaf:
@@ -228,7 +230,7 @@ class TensorLeaf:
     def open(self):
         return None
 
-    def chunks(self, _handle, elements, start=0, count=None):
+    def chunks(self, _handle, elements, start=0, count=None, _pinned=False):
         """Chunks of exactly `elements` elements (the last may be shorter), like a
         FileLeaf's, so two leaves of any layouts read in step. Only whole: compare_leaf
         cuts file leaves alone into slices."""

@@ -60,6 +60,14 @@ MAX_CANDIDATE_BYTES = 64 << 20
 # 3.1 s with eight (torch's own threads on one slice instead: 5.0, 3.2, 3.4 s with 1, 2, 4).
 JUDGE_WORKERS = 4
 
+# Judges that compare large outputs on the server's accelerator (none on the CPU): two,
+# so that one reads its files while the other waits for its next trial. Each holds a
+# CUDA context and its chunks' buffers (compare.DEVICE_CHUNK_ELEMENTS per worker) for its
+# life; the device memory reported for admission is the device's less JUDGE_DEVICE_MB for
+# each, so admitted jobs never count on it.
+DEVICE_JUDGES = 2
+JUDGE_DEVICE_MB = 1024
+
 # How long a judge may take for one trial (a multi-GB output compares in seconds).
 JUDGE_TIMEOUT_S = 900.0
 JOB_FILE = "job.json"
@@ -96,6 +104,7 @@ class Proc:
         self.received = 0  # bytes read from `read_fd`
         self.lines = 0  # lines read from `read_fd`
         self.owner = None  # the Job (or, for a judge, the judge slot's current job)
+        self.on_device = False  # a device judge (JudgePool)
         self.result = None  # a trusted child's {"result"}
 
     def parent_fds(self):
@@ -244,7 +253,8 @@ class Server:
         # most of the time one or two judge at once, and when more do, the kernel shares
         # the cores among them.
         self.judges = JudgePool(self, self.max_children,
-                                max(1, min(JUDGE_WORKERS, (os.cpu_count() or 1) // 2)))
+                                max(1, min(JUDGE_WORKERS, (os.cpu_count() or 1) // 2)),
+                                DEVICE_JUDGES if device.is_accelerator else 0)
         self.stdin_open = True
         self.stdin_buffer = bytearray()
         # poll, not epoll: epoll refuses a regular file as stdin (requests from a file).
@@ -355,7 +365,8 @@ class Server:
         task_sizes = None
         if job.entry is not None and job.entry.facts is not None:
             facts = job.entry.facts
-            metrics.update(task_peak_mb=facts["peak_mb"], device_memory_mb=facts["device_memory_mb"])
+            metrics.update(task_peak_mb=facts["peak_mb"],
+                           device_memory_mb=facts["device_memory_mb"] - self.judges.device_mb())
             task_sizes = facts["task_sizes"]
             flags += [f for f in facts.get("flags", []) if f not in flags]
         if job.action in ("run", "compile"):  # the actions that use the task's reference
@@ -809,7 +820,8 @@ class Server:
         timing = job.timing()
         half = len(job.spot_seeds) // 2
         seeds = job.spot_seeds[:half] if label == "timing" else job.spot_seeds[half:]
-        job.loop = timing_plan.Loop(label, timing, seeds, job.entry.facts.get("input_bytes", 0))
+        replay = job.first_loop[0].seeds if label == "confirm" else None
+        job.loop = timing_plan.Loop(label, timing, seeds, job.entry.facts.get("input_bytes", 0), replay)
         job.proc.send(job.loop.start_command())
 
     def _loop_called(self, job, message, now):
@@ -893,12 +905,13 @@ class Server:
         first, first_measured = job.first_loop
         first_ms = first_measured["ms"]
         speedup = reference["ms"] / first_ms if first_ms > 0 else math.inf
-        message = timing_plan.unconfirmed(job.timing(), first_ms, ms, speedup)
+        message = timing_plan.unconfirmed(job.timing(), first_ms, job.loop.fresh_ms(),
+                                          job.loop.replayed_ms(), speedup)
         job.confirmations += 1
         if message is not None and job.confirmations < timing_plan.CONFIRMATION_LOOPS:
-            # A busy machine can slow one loop as much as unseen inputs slow a cheat: a
-            # loop of fresh inputs again, and only a speed that depends on inputs is slow
-            # both times.
+            # A burst of load can slow one loop's fresh calls more than its replayed
+            # ones: another loop, and only a speed that depends on inputs is slow on
+            # fresh inputs both times.
             self._start_loop(job, "confirm")
             return
         if message is not None:
@@ -1183,42 +1196,52 @@ class Server:
 
 
 class JudgePool:
-    """Up to `size` judge processes, forked when first needed and kept; trials wait in
-    a queue for a free one. A judge that dies or overruns fails the trial it had with a
-    harness_error and is replaced by the next fork."""
+    """Up to `size` judge processes, forked when first needed and kept, and up to
+    `device_size` device judges (judge.py) for trials with a leaf of at least
+    compare.DEVICE_MIN_BYTES; trials wait in a queue for a free judge of their kind. A
+    judge that dies or overruns fails the trial it had with a harness_error and is
+    replaced by the next fork."""
 
-    def __init__(self, server, size, threads):
+    def __init__(self, server, size, threads, device_size=0):
         self.server = server
-        self.size = size
         self.threads = threads
-        self.idle = []
-        self.busy = {}  # pid -> (proc, job)
-        self.queue = []
+        self.sizes = {False: size, True: device_size}
+        self.idle = {False: [], True: []}
+        self.queues = {False: [], True: []}
+        self.busy = {}  # pid -> proc
         self.next_id = 0
+
+    def device_mb(self):
+        """The device memory the device judges may hold (MB)."""
+        return self.sizes[True] * JUDGE_DEVICE_MB
 
     def submit(self, job, command, on_result=None):
         """Queues `command` for a judge; its result goes to on_result(job, result), by
         default the server's judged() (a trial)."""
-        self.queue.append((job, command, on_result or self.server.judged))
-        self._dispatch()
+        on_device = self.sizes[True] > 0 and _largest_leaf_bytes(command["reference"]) >= compare.DEVICE_MIN_BYTES
+        self.queues[on_device].append((job, command, on_result or self.server.judged))
+        self._dispatch(on_device)
 
-    def _dispatch(self):
-        while self.queue:
-            if self.idle:
-                proc = self.idle.pop()
-            elif len(self.busy) < self.size:
+    def _dispatch(self, on_device):
+        queue, idle = self.queues[on_device], self.idle[on_device]
+        while queue:
+            if idle:
+                proc = idle.pop()
+            elif sum(p.on_device == on_device for p in self.busy.values()) < self.sizes[on_device]:
+                device = self.server.device if on_device else None
                 try:
                     proc = self.server.fork_child("judge", lambda p: child.judge_main(
-                        p["command_r"], p["result_w"], self.threads), commands=True)
+                        p["command_r"], p["result_w"], self.threads, device), commands=True)
                 except OSError as exc:
-                    job, _, on_result = self.queue.pop(0)
+                    job, _, on_result = queue.pop(0)
                     on_result(job, _error(protocol.HARNESS_ERROR, f"cannot start a judge: {exc}"))
                     continue
+                proc.on_device = on_device
             else:
                 return
-            job, command, on_result = self.queue.pop(0)
+            job, command, on_result = queue.pop(0)
             if job.finished or job.decided is not None:
-                self.idle.append(proc)
+                idle.append(proc)
                 continue
             self.next_id += 1
             command = dict(command, id=self.next_id)
@@ -1237,13 +1260,13 @@ class JudgePool:
         del self.busy[proc.pid]
         proc.owner = None
         proc.deadline = math.inf
-        self.idle.append(proc)
+        self.idle[proc.on_device].append(proc)
         on_result(job, message["result"])
-        self._dispatch()
+        self._dispatch(proc.on_device)
 
     def died(self, proc, status):
-        if proc in self.idle:
-            self.idle.remove(proc)
+        if proc in self.idle[proc.on_device]:
+            self.idle[proc.on_device].remove(proc)
         if self.busy.pop(proc.pid, None) is not None:
             job, _, on_result = proc.owner
             what = (f"did not finish within {JUDGE_TIMEOUT_S:g} s" if proc.timed_out
@@ -1252,7 +1275,13 @@ class JudgePool:
             on_result(job, _error(protocol.HARNESS_ERROR,
                                   f"the judge {what}; its log ends with: {tail[-1000:]}"))
         shutil.rmtree(proc.workdir, ignore_errors=True)
-        self._dispatch()
+        self._dispatch(proc.on_device)
+
+
+def _largest_leaf_bytes(reference):
+    """The largest output leaf of a judge command's reference side, in bytes."""
+    return max([leaf.get("nbytes", 0) for leaf in reference.get("leaves", []) if leaf.get("kind") == "tensor"],
+               default=0)
 
 
 def spot_checked(task_format):

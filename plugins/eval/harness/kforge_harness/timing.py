@@ -4,9 +4,11 @@ Every timed call gets its own input set from a pool made before the loop (`Input
 so a kernel that memoizes by pointer, shape or content, or works only in its first
 calls, gains nothing. Per call, the L2 cache is flushed and the whole device is idle
 before the clock starts; the call is bracketed by device events on the current stream
-(KernelBench's measure) and by a wall clock read after the whole device is synchronised
-(all streams): work hidden on a private stream shows as a gap between the two. On the
-CPU both are time.perf_counter_ns around the call. The candidate's numbers are data: the
+(KernelBench's measure); then the host waits for the end event (the current stream's
+work) and after it for the whole device (all streams): work hidden on a private stream,
+or left running past the call, shows as the "tail" between the two. The host's own time
+in the call (Python, a launcher) is over before the end event is done: not in the tail. On the
+CPU the times are time.perf_counter_ns around the call and the tail is 0. The candidate's numbers are data: the
 server (timing_plan.py) brackets each call with its own clock and decides."""
 
 import statistics
@@ -41,7 +43,7 @@ def input_bytes(inputs):
 
 
 class Clock:
-    """One device's timed call: (outputs, event ms, device-synchronised wall ms)."""
+    """One device's timed call: (outputs, event ms, device-synchronised wall ms, tail ms)."""
 
     def __init__(self, torch, device, flush_l2):
         self.torch = torch
@@ -63,26 +65,27 @@ class Clock:
             start = time.perf_counter_ns()
             out = call()
             elapsed = (time.perf_counter_ns() - start) / 1e6
-            return out, elapsed, elapsed
+            return out, elapsed, elapsed, 0.0
         start_event = self.module.Event(enable_timing=True)
         end_event = self.module.Event(enable_timing=True)
         wall_start = time.perf_counter_ns()
         start_event.record()
         out = call()
         end_event.record()
+        end_event.synchronize()
+        stream_done = time.perf_counter_ns()
         # The whole device, every stream: what the call left running counts here.
         self.module.synchronize()
-        wall = (time.perf_counter_ns() - wall_start) / 1e6
-        return out, start_event.elapsed_time(end_event), wall
+        end = time.perf_counter_ns()
+        return out, start_event.elapsed_time(end_event), (end - wall_start) / 1e6, (end - stream_done) / 1e6
 
     def bare_gap(self):
-        """The device-synchronised time less the event time of an empty bracket (ms): what
-        recording the events and waking from the synchronisation add to every honest
-        call on this device and process. 0 where there are no events."""
+        """The tail of an empty bracket (ms): what waiting for an idle device after the
+        end event costs in this process, which every honest call's tail pays too. 0
+        where there are no events."""
         if self.module is None:
             return 0.0
-        _, event_ms, synced_ms = self.call(lambda: None)
-        return max(0.0, synced_ms - event_ms)
+        return self.call(lambda: None)[3]
 
 
 class InputPool:
@@ -149,7 +152,7 @@ class Timer:
         for index in range(self.warmup + self.trials):
             inputs = pool.inputs(index)
             self.clock.idle()
-            _, event_ms, _ = self.clock.call(lambda: call(inputs))
+            event_ms = self.clock.call(lambda: call(inputs))[1]
             if index >= self.warmup:
                 samples.append(event_ms)
         return summarise(samples)

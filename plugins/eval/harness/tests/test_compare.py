@@ -4,6 +4,7 @@ import math
 import os
 import tempfile
 import unittest
+from unittest import mock
 
 import numpy as np
 import torch
@@ -172,9 +173,8 @@ def _peak_allocated(call):
     return field("VmHWM:") - base
 
 
-class SlicedFileComparisonTest(unittest.TestCase):
-    """The judge compares a large output's files in slices, one thread each: the verdict
-    and the metrics are those of one pass, whatever the number of workers."""
+class FileLeavesTest(unittest.TestCase):
+    """Leaves in files, with chunks and slices made small enough to test."""
 
     def setUp(self):
         saved = (compare.CHUNK_ELEMENTS, compare.MIN_CHUNKS_PER_WORKER)
@@ -190,6 +190,11 @@ class SlicedFileComparisonTest(unittest.TestCase):
         cand_info = outputs.write_leaves([cand], self.directory, "c")[0]
         return ([outputs.FileLeaf(self.directory, "r", 0, ref_info)],
                 [outputs.FileLeaf(self.directory, "c", 0, cand_info)])
+
+
+class SlicedFileComparisonTest(FileLeavesTest):
+    """The judge compares a large output's files in slices, one thread each: the verdict
+    and the metrics are those of one pass, whatever the number of workers."""
 
     def test_the_slices_cover_every_element_once(self):
         for numel, workers in ((1000, 3), (64 * 7, 4), (64 * 8 + 1, 4), (100, 8), (5000, 1)):
@@ -231,6 +236,86 @@ class SlicedFileComparisonTest(unittest.TestCase):
             handle.truncate(999 * 4)
         with self.assertRaises(compare.CandidateOutputError):
             compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=4)
+
+
+class DeviceComparisonTest(FileLeavesTest):
+    """A device judge compares large file leaves on its accelerator, in larger chunks
+    read into page-locked buffers. The CPU stands in for the device here (the chunking,
+    the slicing and the statistics are the same code; plugins/eval/tests/gpu_check.py
+    runs it on CUDA): the same verdicts and metrics as the CPU's comparison, and a device
+    out of memory leaves the comparison to the CPU."""
+
+    def setUp(self):
+        super().setUp()
+        saved = (compare.DEVICE_CHUNK_ELEMENTS, compare.DEVICE_MIN_BYTES)
+        self.addCleanup(lambda: (setattr(compare, "DEVICE_CHUNK_ELEMENTS", saved[0]),
+                                 setattr(compare, "DEVICE_MIN_BYTES", saved[1])))
+        compare.DEVICE_CHUNK_ELEMENTS, compare.DEVICE_MIN_BYTES = 96, 1024
+
+    def cases(self):
+        torch.manual_seed(1)
+        ref = torch.randn(1000) * 3
+        ref[300] = -math.inf
+        noisy = ref + torch.randn(1000) * 1e-6
+        off = ref.clone()
+        off[990] += 1.0
+        nan = ref.clone()
+        nan[5] = math.nan
+        return ref, (ref.clone(), noisy, off, nan, ref * 1.5)
+
+    def assert_same(self, one, other):
+        self.assertEqual((one.error_class, one.message), (other.error_class, other.message))
+        self.assertEqual(one.intervals, other.intervals)
+        for name, value in one.metrics.items():
+            if math.isnan(value):
+                self.assertTrue(math.isnan(other.metrics[name]), name)
+            else:
+                self.assertAlmostEqual(value, other.metrics[name], places=9, msg=name)
+
+    def test_the_same_verdict_and_metrics_as_on_the_cpu(self):
+        ref, candidates = self.cases()
+        device = torch.device("cpu")
+        for cand in candidates:
+            ref_leaves, cand_leaves = self.files(ref, cand)
+            on_cpu = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=1)
+            for workers in (1, 3):
+                with mock.patch.object(compare, "_Stats", wraps=compare._Stats) as stats:
+                    on_device = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE,
+                                                       workers=workers, device=device)
+                self.assertTrue(all(call.args[3] is device for call in stats.call_args_list))
+                self.assert_same(on_cpu, on_device)
+
+    def test_a_small_leaf_stays_on_the_cpu(self):
+        compare.DEVICE_MIN_BYTES = 1 << 30
+        ref_leaves, cand_leaves = self.files(torch.randn(1000), torch.randn(1000))
+        with mock.patch.object(compare, "_Stats", wraps=compare._Stats) as stats:
+            compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, device=torch.device("cpu"))
+        self.assertTrue(all(call.args[3] is None for call in stats.call_args_list))
+
+    def test_a_device_out_of_memory_leaves_the_comparison_to_the_cpu(self):
+        ref, candidates = self.cases()
+        real_add = compare._Stats.add
+
+        def add(stats, ref_chunk, cand_chunk):
+            if stats.device.type == "cpu" and stats.buffers is None and ref_chunk.numel() == 96:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return real_add(stats, ref_chunk, cand_chunk)
+
+        for cand in candidates:
+            ref_leaves, cand_leaves = self.files(ref, cand)
+            on_cpu = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE)
+            with mock.patch.object(compare._Stats, "add", add):
+                fallen_back = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE,
+                                                     device=torch.device("cpu"))
+            self.assert_same(on_cpu, fallen_back)
+
+    def test_a_short_candidate_file_is_still_the_candidate_s_fault(self):
+        ref_leaves, cand_leaves = self.files(torch.randn(1000), torch.randn(1000))
+        with open(cand_leaves[0].path, "r+b") as handle:
+            handle.truncate(999 * 4)
+        with self.assertRaises(compare.CandidateOutputError):
+            compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=2,
+                                   device=torch.device("cpu"))
 
 
 class OutputFilesTest(unittest.TestCase):
