@@ -156,6 +156,7 @@ class Job:
         self.judge_started = 0.0
         self.awaiting_timing = False
         self.thread_baseline = None  # the child's process tree's threads at the marker
+        self.workdir_bytes = 0  # what the child's directory held at the marker (weights...)
         self.loop = None  # the timed loop running (timing_plan.Loop)
         self.first_loop = None  # the timing loop, once a confirmation loop follows it
         self.confirmations = 0  # confirmation loops run (a second one before a rejection)
@@ -633,6 +634,7 @@ class Server:
         the thread guard (none of the candidate's code has run); then it may build
         ModelNew, and the first trials are commanded."""
         job.marker = True
+        job.workdir_bytes = _tree_bytes(job.proc.workdir)
         job.thread_baseline = threads.tree_threads(job.proc.pid)
         if job.thread_baseline is None and job.timing() is not None:
             job.flags.append("threads_not_counted")
@@ -983,11 +985,18 @@ class Server:
         return result
 
     def _scratch_full(self, job, report):
-        """host_error when the candidate's outputs found the scratch filesystem full. Its
-        word is not taken for it: the filesystem must really lack room for one trial."""
+        """host_error when the candidate's outputs found the scratch filesystem full and
+        the candidate did not fill it: its directory holds no more than it had at the
+        marker plus the outputs it may keep there (the trials ahead of the judge and a
+        spot check's). Its word is not taken for the cause, and room that other jobs
+        freed since (the filesystem is shared by every job of the server: a KernelBench
+        level-1 run on the H100 host had a candidate blamed that way) does not make it
+        the candidate's fault."""
         text = report.get("text") if isinstance(report, dict) else None
-        if (job.action != "run" or not isinstance(text, str) or "No space left on device" not in text
-                or self._scratch_free() >= self._trials_ahead(job)[1]):
+        if job.action != "run" or not isinstance(text, str) or "No space left on device" not in text:
+            return None
+        ahead, trial_bytes = self._trials_ahead(job)
+        if _tree_bytes(job.proc.workdir) > job.workdir_bytes + (ahead + 1) * trial_bytes:
             return None
         return protocol.verdict_result(protocol.host_error(
             f"the harness's scratch filesystem ({self.root}) filled up while the candidate wrote "
@@ -1343,6 +1352,18 @@ def _signal_name(sig):
         return signal.Signals(sig).name
     except ValueError:
         return f"signal {sig}"
+
+
+def _tree_bytes(path):
+    """The bytes the files under `path` occupy on disk (links not followed)."""
+    total = 0
+    for directory, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(directory, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
 
 
 def _tail(path):

@@ -10,6 +10,7 @@ import tempfile
 import time
 import unittest
 
+from kforge_harness import server
 from tests import client
 from tests.client import request
 
@@ -77,6 +78,59 @@ class SmallScratchTest(unittest.TestCase):
         # What fits still runs, on the same server.
         small = request("small", "run", "relu", sizes={"batch_size": 128, "dim": 4096})
         self.assertEqual(self.server.ask(small, timeout=300)["small"]["status"], "pass")
+
+
+class _Proc:
+    def __init__(self, workdir):
+        self.workdir = workdir
+
+
+class _Job:
+    action = "run"
+
+    def __init__(self, workdir):
+        self.proc = _Proc(workdir)
+        self.workdir_bytes = 0
+
+
+class _Server:
+    """What Server._scratch_full uses: one trial of 1 MiB ahead of the judge."""
+
+    root = "/scratch"
+
+    @staticmethod
+    def _trials_ahead(_job):
+        return 1, 1 << 20
+
+
+class FullScratchBlameTest(unittest.TestCase):
+    """A candidate whose output write finds the shared scratch full is not blamed for it
+    unless its own directory holds more than its outputs: other jobs may have filled the
+    filesystem, and freed it again, before the server looks."""
+
+    ENOSPC = {"text": "OSError: [Errno 28] No space left on device (outputs.py:167, in write_leaves)"}
+
+    def setUp(self):
+        self.workdir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.workdir, True)
+
+    def write(self, name, mib):
+        with open(os.path.join(self.workdir, name), "wb") as handle:
+            handle.write(os.urandom(1 << 20) * mib)
+
+    def test_a_full_filesystem_the_candidate_did_not_fill_is_the_host_s(self):
+        self.write("out-0-0.bin", 1)  # its partial output: within what it may keep
+        result = server.Server._scratch_full(_Server(), _Job(self.workdir), self.ENOSPC)
+        self.assertEqual(result["error_class"], "host_error", result)
+        self.assertIn("scratch_full", result["flags"])
+
+    def test_a_candidate_that_filled_its_directory_is_not_excused(self):
+        self.write("junk.bin", 8)
+        self.assertIsNone(server.Server._scratch_full(_Server(), _Job(self.workdir), self.ENOSPC))
+
+    def test_other_failures_are_not_the_filesystem_s(self):
+        self.assertIsNone(server.Server._scratch_full(
+            _Server(), _Job(self.workdir), {"text": "RuntimeError: bad kernel"}))
 
 
 if __name__ == "__main__":
