@@ -33,7 +33,7 @@ CHUNK_ELEMENTS = 1 << 16
 # many chunks each: below it a thread's start-up costs more than its share of the work.
 MIN_CHUNKS_PER_WORKER = 64
 
-# On a device, chunks of 2M elements: per worker the chunk's float64 buffers take 68 MB
+# On a device, chunks of 2M elements: per worker the chunk's float64 buffers take 66 MB
 # of device memory, and a chunk's kernels are short beside reading it from its file.
 DEVICE_CHUNK_ELEMENTS = 1 << 21
 
@@ -341,7 +341,8 @@ def _slices(numel, workers, chunk=None):
     MIN_CHUNKS_PER_WORKER chunks of CHUNK_ELEMENTS."""
     chunk = chunk or CHUNK_ELEMENTS
     count = max(1, min(workers, -(-numel // CHUNK_ELEMENTS) // MIN_CHUNKS_PER_WORKER))
-    per_slice = -(-(-(-numel // chunk)) // count) * chunk
+    chunks = -(-numel // chunk)
+    per_slice = -(-chunks // count) * chunk
     return [(start, min(per_slice, numel - start)) for start in range(0, numel, per_slice)]
 
 
