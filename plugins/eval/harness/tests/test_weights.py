@@ -1,6 +1,7 @@
 """Weights a candidate cannot predict: the reference's parameters re-initialised from
 the request's seed and handed to ModelNew, so ignoring a weight fails."""
 
+import copy
 import json
 import unittest
 
@@ -70,6 +71,22 @@ class ReinitialiseTest(unittest.TestCase):
         self.assertGreater(float(fresh[2].running_var.min()), 0.0)
         weight = fresh[0].weight
         self.assertLessEqual(float(weight.abs().max()), 1.5 / 8 ** 0.5)  # kaiming bound x1.5
+
+    def test_a_large_tensor_is_reordered_in_blocks(self):
+        # Past _REORDER_BLOCKS elements whole blocks move (a memory copy, not a gather):
+        # still no default value survives, the scale is kept, and a seed decides.
+        self.addCleanup(setattr, runner, "_REORDER_BLOCKS", runner._REORDER_BLOCKS)
+        runner._REORDER_BLOCKS = 4
+        torch.manual_seed(0)
+        default = torch.nn.Linear(9, 8)  # 72 weights: 4 blocks of 18; 8 biases: 4 of 2
+        first, second = copy.deepcopy(default), copy.deepcopy(default)
+        runner.reinitialise(first, 11)
+        runner.reinitialise(second, 11)
+        for (name, old), (_, new), (_, again) in zip(runner.weight_tensors(default), runner.weight_tensors(first),
+                                                     runner.weight_tensors(second)):
+            self.assertTrue(torch.equal(new, again), name)
+            self.assertFalse(bool((old == new).any()), name)
+            self.assertLessEqual(float(new.abs().max()), float(old.abs().max()) * 1.5, name)
 
     def test_the_same_seed_gives_the_same_weights(self):
         first, second, other = self.model(), self.model(), self.model()
