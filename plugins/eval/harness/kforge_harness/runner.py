@@ -4,8 +4,10 @@ trial's inputs from its seed, run a forward. Who is blamed when one of these fai
 decided here: the reference worker (reference.py) and the candidate child (candidate.py)
 each wrap them in their own terms."""
 
+import os
 import random
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -302,6 +304,12 @@ def weight_tensors(model):
 # host. Blocks move as whole rows: a memory copy.
 _REORDER_BLOCKS = 1 << 16
 
+# The random factors are drawn in pieces of this many elements, each from a generator of
+# its own seeded from the tensor's draw, on threads: a CPU generator is sequential
+# (torch.rand: about 4 s per 100M elements on the 2-core VM). Fixed pieces, so that the
+# weights do not depend on the number of threads.
+_FACTOR_PIECE = 1 << 22
+
 
 def _redrawn(default, generator):
     """New values for a tensor whose default initialisation is `default`, drawn with
@@ -316,19 +324,40 @@ def _redrawn(default, generator):
     work = torch.float64 if default.dtype == torch.float64 else torch.float32
     flat = default.detach().reshape(-1).to("cpu", work)
     count = flat.numel()
+    fresh = torch.empty(count, dtype=work)
     if not bool(flat.any()):
-        fresh = torch.rand(count, generator=generator, dtype=work).sub_(0.5)
-    else:
-        blocks = min(count, _REORDER_BLOCKS)
-        size = count // blocks
-        head = blocks * size
-        fresh = torch.empty(count, dtype=work)
-        order = torch.randperm(blocks, generator=generator)
-        torch.index_select(flat[:head].view(blocks, size), 0, order, out=fresh[:head].view(blocks, size))
-        rest = torch.randperm(count - head, generator=generator)  # fewer than `blocks`
-        fresh[head:] = flat[head:].index_select(0, rest)
-        fresh.mul_(torch.rand(count, generator=generator, dtype=work).add_(0.5))
+        _draw_uniform(fresh, generator, None)  # U(0, 1)
+        return fresh.sub_(0.5).reshape(default.shape)
+    blocks = min(count, _REORDER_BLOCKS)
+    size = count // blocks
+    head = blocks * size
+    order = torch.randperm(blocks, generator=generator)
+    torch.index_select(flat[:head].view(blocks, size), 0, order, out=fresh[:head].view(blocks, size))
+    rest = torch.randperm(count - head, generator=generator)  # fewer than `blocks`
+    fresh[head:] = flat[head:].index_select(0, rest)
+    _draw_uniform(fresh, generator, 0.5)
     return fresh.reshape(default.shape)
+
+
+def _draw_uniform(tensor, generator, offset):
+    """tensor <- U(0, 1) when `offset` is None, else tensor *= U(offset, offset + 1); in
+    _FACTOR_PIECE pieces, each from a generator seeded by one draw of `generator`."""
+    starts = range(0, tensor.numel(), _FACTOR_PIECE)
+    seeds = torch.randint(0, 1 << 62, (len(starts),), generator=generator).tolist()
+
+    def one(start, seed):
+        piece = tensor[start:start + _FACTOR_PIECE]
+        drawn = torch.rand(piece.numel(), generator=torch.Generator().manual_seed(seed), dtype=tensor.dtype)
+        if offset is None:
+            piece.copy_(drawn)
+        else:
+            piece.mul_(drawn.add_(offset))
+
+    if len(starts) == 1:
+        one(0, seeds[0])
+        return
+    with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1), thread_name_prefix="weights") as pool:
+        list(pool.map(one, starts, seeds))
 
 
 def reinitialise(model, seed):

@@ -73,10 +73,12 @@ class ReinitialiseTest(unittest.TestCase):
         self.assertLessEqual(float(weight.abs().max()), 1.5 / 8 ** 0.5)  # kaiming bound x1.5
 
     def test_a_large_tensor_is_reordered_in_blocks(self):
-        # Past _REORDER_BLOCKS elements whole blocks move (a memory copy, not a gather):
-        # still no default value survives, the scale is kept, and a seed decides.
+        # Past _REORDER_BLOCKS elements whole blocks move (a memory copy, not a gather),
+        # and the factors are drawn in pieces on threads: still no default value
+        # survives, the scale is kept, and the seed alone decides.
         self.addCleanup(setattr, runner, "_REORDER_BLOCKS", runner._REORDER_BLOCKS)
-        runner._REORDER_BLOCKS = 4
+        self.addCleanup(setattr, runner, "_FACTOR_PIECE", runner._FACTOR_PIECE)
+        runner._REORDER_BLOCKS, runner._FACTOR_PIECE = 4, 8
         torch.manual_seed(0)
         default = torch.nn.Linear(9, 8)  # 72 weights: 4 blocks of 18; 8 biases: 4 of 2
         first, second = copy.deepcopy(default), copy.deepcopy(default)
