@@ -157,6 +157,7 @@ class Job:
         self.awaiting_timing = False
         self.thread_baseline = None  # the child's process tree's threads at the marker
         self.workdir_bytes = 0  # what the child's directory held at the marker (weights...)
+        self.had_company = False  # another job of this server ran while this one did
         self.loop = None  # the timed loop running (timing_plan.Loop)
         self.first_loop = None  # the timing loop, once a confirmation loop follows it
         self.confirmations = 0  # confirmation loops run (a second one before a rejection)
@@ -386,6 +387,10 @@ class Server:
     # ---- jobs ----
 
     def _start(self, job):
+        # Jobs that write to the scratch at the same time may fill it for each other.
+        for other in self.jobs:
+            other.had_company = True
+        job.had_company = bool(self.jobs)
         self.jobs.add(job)
         if job.action == "check":
             try:
@@ -988,15 +993,19 @@ class Server:
         """host_error when the candidate's outputs found the scratch filesystem full and
         the candidate did not fill it: its directory holds no more than it had at the
         marker plus the outputs it may keep there (the trials ahead of the judge and a
-        spot check's). Its word is not taken for the cause, and room that other jobs
-        freed since (the filesystem is shared by every job of the server: a KernelBench
-        level-1 run on the H100 host had a candidate blamed that way) does not make it
-        the candidate's fault."""
+        spot check's). Its word is not taken for the cause: the filesystem must lack
+        room for a trial now, or other jobs of the server ran beside it, which may have
+        filled it and freed it again before the server looks (a KernelBench level-1 run
+        on the H100 host had a candidate blamed that way). The client retries such a
+        job alone (flag scratch_full), and alone a claim with room to spare is the
+        candidate's."""
         text = report.get("text") if isinstance(report, dict) else None
         if job.action != "run" or not isinstance(text, str) or "No space left on device" not in text:
             return None
         ahead, trial_bytes = self._trials_ahead(job)
         if _tree_bytes(job.proc.workdir) > job.workdir_bytes + (ahead + 1) * trial_bytes:
+            return None
+        if not job.had_company and self._scratch_free() >= trial_bytes:
             return None
         return protocol.verdict_result(protocol.host_error(
             f"the harness's scratch filesystem ({self.root}) filled up while the candidate wrote "

@@ -88,19 +88,27 @@ class _Proc:
 class _Job:
     action = "run"
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, had_company=True):
         self.proc = _Proc(workdir)
         self.workdir_bytes = 0
+        self.had_company = had_company
 
 
 class _Server:
-    """What Server._scratch_full uses: one trial of 1 MiB ahead of the judge."""
+    """What Server._scratch_full uses: one trial of 1 MiB ahead of the judge, and the
+    scratch's free bytes now."""
 
     root = "/scratch"
+
+    def __init__(self, free=1 << 30):
+        self.free = free
 
     @staticmethod
     def _trials_ahead(_job):
         return 1, 1 << 20
+
+    def _scratch_free(self):
+        return self.free
 
 
 class FullScratchBlameTest(unittest.TestCase):
@@ -109,6 +117,10 @@ class FullScratchBlameTest(unittest.TestCase):
     filesystem, and freed it again, before the server looks."""
 
     ENOSPC = {"text": "OSError: [Errno 28] No space left on device (outputs.py:167, in write_leaves)"}
+
+    def host_s(self, result):
+        self.assertEqual(result["error_class"], "host_error", result)
+        self.assertIn("scratch_full", result["flags"])
 
     def setUp(self):
         self.workdir = tempfile.mkdtemp()
@@ -120,9 +132,13 @@ class FullScratchBlameTest(unittest.TestCase):
 
     def test_a_full_filesystem_the_candidate_did_not_fill_is_the_host_s(self):
         self.write("out-0-0.bin", 1)  # its partial output: within what it may keep
-        result = server.Server._scratch_full(_Server(), _Job(self.workdir), self.ENOSPC)
-        self.assertEqual(result["error_class"], "host_error", result)
-        self.assertIn("scratch_full", result["flags"])
+        # Beside other jobs, which may have freed the room since: the host's (retried alone).
+        self.host_s(server.Server._scratch_full(_Server(), _Job(self.workdir), self.ENOSPC))
+        # Alone, with the filesystem still full: the host's.
+        self.host_s(server.Server._scratch_full(_Server(free=0), _Job(self.workdir, False), self.ENOSPC))
+
+    def test_alone_with_room_to_spare_the_claim_is_the_candidate_s(self):
+        self.assertIsNone(server.Server._scratch_full(_Server(), _Job(self.workdir, False), self.ENOSPC))
 
     def test_a_candidate_that_filled_its_directory_is_not_excused(self):
         self.write("junk.bin", 8)
