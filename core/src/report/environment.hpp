@@ -1,4 +1,4 @@
-// The environments that judged a run's jobs (kRunEnvironmentKey: GPU model, driver,
+// The environments that judged a run's jobs (KF_KEY_RUN_ENVIRONMENT: GPU model, driver,
 // CUDA, torch, Triton, compilers, host), as reports show them and as `kforge compare` checks
 // them: timings from different hardware or software are not comparable.
 #pragma once

@@ -181,6 +181,9 @@ TEST(Plugin, RunCacheKeyNamesTheJudgesSoftwareAndDevice) {
   EXPECT_EQ(ready.at("device"), "cpu");
   EXPECT_FALSE(ready.at("torch").get<std::string>().empty());
   EXPECT_FALSE(ready.at("harness_version").get<std::string>().empty());
+  // The device's model (the CPU's here; the GPU's on cuda:N), not only its name.
+  EXPECT_FALSE(ready.at("environment").at("cpu").get<std::string>().empty());
+  EXPECT_FALSE(ready.at("environment").contains("host")) << "machines alike but for their names judge alike";
   EXPECT_FALSE(ready.contains("pid"));  // the same software on the same machine keys alike
   EXPECT_EQ(run.cache_key(job_for_task("001_relu")), key);
 }
