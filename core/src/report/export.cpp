@@ -212,7 +212,8 @@ ojson export_record(const Dataset& data, const JobOutcome& job, const nlohmann::
 }
 
 ExportInput load_export_input(const std::string& directory) {
-  Store store((std::filesystem::path(directory) / kStoreFileName).string(), StoreMode::ReadOnly);
+  const std::unique_ptr<Store> opened = open_store_read_only(directory);
+  Store& store = *opened;
   const std::optional<RunRecord> latest = store.latest_run();
   if (!latest) {
     throw ExportError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
