@@ -169,6 +169,20 @@ TEST(Plugin, CppLadderThroughTheAbi) {
     EXPECT_GE(job.metric(party + "_ms_max"), job.metric(party + "_ms_min")) << party;
     EXPECT_EQ(job.metric(party + "_timing_trials"), 3) << party;
   }
+  // Timings belong to this run's machine and moment: the verdict cache replays them only
+  // when asked (job_measured). An untimed verdict carries no timing and may be replayed.
+  EXPECT_TRUE(job.verdict.measured);
+  StageUnderTest untimed("eval.run", with(harness_params(), {{"tolerance", "seed000"}}));
+  ASSERT_EQ(untimed.create_error(), "");
+  job.next_stage();
+  ASSERT_EQ(untimed.process(job), "");
+  ASSERT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.error_class << ": " << job.verdict.message;
+  EXPECT_FALSE(job.verdict.measured);
+  for (const auto& [name, value] : job.metrics) {
+    EXPECT_TRUE(name.find("_ms") == std::string::npos && name.find("_timing_") == std::string::npos &&
+                name != KF_METRIC_SPEEDUP)
+        << "an untimed verdict that may be replayed reports the timing " << name << " = " << value;
+  }
 }
 
 TEST(Plugin, RunCacheKeyNamesTheJudgesSoftwareAndDevice) {
