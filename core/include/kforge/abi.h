@@ -210,10 +210,12 @@ typedef struct kf_host_api {
 /* Since 0.2. The device that ran the candidate (cuda:1, npu:0, cpu), as a run stage
  * knows it: with a pool of devices, which one timed it. */
 #define KF_KEY_CANDIDATE_DEVICE "candidate.device"
-/* Since 0.2. What judged the candidate, as a run stage knows it: a JSON object of strings
- * (gpu, driver, cuda, torch, triton, compilers, cpu, python, host; any other fact of the
- * judging setup that decides its timings). Kept once per content in the run store; the
- * reports' environment table and `kforge compare` read it. */
+/* Since 0.2. What judged the candidate, as a run stage knows it: a JSON object of strings,
+ * one per fact of the judging setup (the bundled harness's: device, host, os, gpu, driver,
+ * cuda, torch, triton, nvcc, cxx, cpu, python; a run stage names its own, "npu", "cann").
+ * Kept once per content in the run store; the reports' Environment table shows every fact,
+ * and `kforge compare` warns when one differs between runs, but for where the job ran
+ * ("host", "device") and the "os" string. */
 #define KF_KEY_RUN_ENVIRONMENT "run.environment"
 /* The verdict that routed the job here (read-only): stage id, status, class, message. */
 #define KF_KEY_LAST_STAGE "last.stage"
