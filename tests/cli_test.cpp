@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -195,6 +196,35 @@ TEST(Cli, SchemaIsJsonWithEveryKind) {
   for (const char* kind : {"demo.range", "demo.sleep", "demo.judge"}) {
     EXPECT_NE(text.find(kind), std::string::npos) << kind;
   }
+}
+
+// Time is spelled one way: every parameter of a bundled kind that holds a length of time
+// (named seconds, timeout, backoff, age, or ending in _s) is a duration (90s, 2m, 500ms).
+TEST(Cli, EveryTimeParameterOfEveryBundledKindIsADuration) {
+  auto r = kforge({"schema", "--log-level", "off"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto schema = nlohmann::json::parse(r.output);
+  const std::regex time_name("(^|_)(s|seconds|timeout|backoff|age)(_|$)");
+  const auto is_duration = [](const nlohmann::json& property) {
+    if (!property.contains("anyOf")) return false;
+    for (const auto& alternative : property["anyOf"]) {
+      if (alternative.value("pattern", "").find("(ms|s|m|h)") != std::string::npos) return true;
+    }
+    return false;
+  };
+  int checked = 0;
+  for (const char* part : {"stage", "tasks"}) {
+    for (const auto& kind : schema["$defs"][part]["allOf"]) {
+      const std::string name = kind["if"]["properties"]["uses"]["const"];
+      const nlohmann::json parameters = kind["then"]["properties"]["with"].value("properties", nlohmann::json::object());
+      for (const auto& [parameter, property] : parameters.items()) {
+        if (!std::regex_search(parameter, time_name)) continue;
+        ++checked;
+        EXPECT_TRUE(is_duration(property)) << name << "'s " << parameter << " is not a duration: " << property.dump();
+      }
+    }
+  }
+  EXPECT_GE(checked, 10);  // demo's, eval's and llm's
 }
 
 TEST(Cli, InterruptKeepsWholeResultsExits130AndResumeFinishesTheRest) {

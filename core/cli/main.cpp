@@ -89,7 +89,7 @@ kforge::Overrides parse_overrides(const std::vector<std::string>& sets) {
     if (eq == std::string::npos || eq == 0) {
       // Reported as every pipeline problem is: where (the argument), then what to write.
       throw kforge::ConfigError({{{"--set " + s, 0, 0},
-                                  "expected NAME=value (a variable) or STAGE.PARAM=value (a stage parameter)"}});
+                                  "expected NAME=value (a variable) or STAGE.PARAM=value (a stage parameter)", ""}});
     }
     overrides.values[s.substr(0, eq)] = s.substr(eq + 1);
   }

@@ -264,7 +264,7 @@ TEST(AgreementFacts, AnHonestLineAgreesWhateverItHoldsAndAChangedEnvironmentDoes
       job.strings[KF_KEY_CANDIDATE_CODE] = "code";
       job.strings[KF_KEY_CANDIDATE_MODEL] = "m";
       job.strings["candidate.file"] = "kernel.py";  // the line's alone
-      job.strings[kforge::kRunEnvironmentKey] = R"({"gpu":"H100","torch":"2.11"})";
+      job.strings[KF_KEY_RUN_ENVIRONMENT] = R"({"gpu":"H100","torch":"2.11"})";
       job.numbers[KF_KEY_CANDIDATE_TOKENS_IN] = 120;
     }
     kforge::Verdict v;

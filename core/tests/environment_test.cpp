@@ -146,6 +146,32 @@ TEST(Environment, CompareWarnsOnlyWhenHardwareOrSoftwareDiffers) {
   EXPECT_EQ(kforge::environment_mismatches({metrics_with("a", {kH100, kA100}), metrics_with("b", {kH100})}).size(), 1u);
 }
 
+// A run stage the engine has never heard of reports facts of its own (an NPU's model, its
+// toolkit): the table shows them, and `kforge compare` warns when they differ, as it does
+// for the bundled harness's GPU; where a job ran (host, device) and the OS string are no
+// difference.
+TEST(Environment, AForeignRunStagesOwnFactsAreShownAndCompared) {
+  const std::string a910 = R"({"device":"npu:0","host":"a","os":"Linux-6.1","npu":"Ascend 910B","cann":"8.0"})";
+  const std::string elsewhere = R"({"device":"npu:3","host":"b","os":"Linux-6.8","npu":"Ascend 910B","cann":"8.0"})";
+  const std::string a310 = R"({"device":"npu:0","host":"a","os":"Linux-6.1","npu":"Ascend 310P","cann":"8.0"})";
+  const kforge::Table table = kforge::environment_table(metrics_with("s", {a910}).environments);
+  const auto column = [&](const std::string& title) {
+    const auto it = std::find(table.columns.begin(), table.columns.end(), title);
+    return it == table.columns.end() ? std::string("(no column)")
+                                     : table.rows.at(0).at(static_cast<size_t>(it - table.columns.begin()));
+  };
+  EXPECT_EQ(column("npu"), "Ascend 910B");
+  EXPECT_EQ(column("cann"), "8.0");
+  EXPECT_EQ(column("Device"), "npu:0");
+  EXPECT_EQ(column("os"), "(no column)") << "placement facts are not extra columns";
+  EXPECT_EQ(table.columns.back(), "Jobs");
+
+  EXPECT_TRUE(kforge::environment_mismatches({metrics_with("a", {a910}), metrics_with("b", {elsewhere})}).empty());
+  const auto npu = kforge::environment_mismatches({metrics_with("a", {a910}), metrics_with("b", {a310})});
+  ASSERT_EQ(npu.size(), 1u);
+  EXPECT_NE(npu[0].find("different npu: Ascend 910B vs Ascend 310P"), std::string::npos) << npu[0];
+}
+
 // ---- the exports' mappings
 
 TEST(Export, EveryErrorClassHasItsCommonStatus) {

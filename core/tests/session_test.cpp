@@ -7,13 +7,16 @@
 #include <stdlib.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
 #include "kforge_process.hpp"
 #include "support/store_view.hpp"
+#include "report/export.hpp"
 #include "report/report.hpp"
 
 namespace {
@@ -103,6 +106,59 @@ TEST_F(SessionTest, APluginWithUnknownKindNamesGetsEveryReportRow) {
   const std::string results = kforge_test::slurp(dir / "npu" / "results.jsonl");
   EXPECT_NE(results.find("\"device\":\"npu:3\""), std::string::npos);
   EXPECT_EQ(results.find("\"diff\""), std::string::npos) << "the diff is stored, not written to results.jsonl";
+}
+
+// What a run stage reports through the ABI's well-known names (KF_KEY_RUN_ENVIRONMENT,
+// KF_TIMING_*, KF_METRIC_*, KF_ERROR_*, KF_TASK_FORMAT_KERNELBENCHX) reaches every report
+// and export of a plugin the engine has never heard of: its environment, its timing table,
+// its correctness evidence, its comparison failures and KernelBenchX's category rates.
+TEST_F(SessionTest, AForeignRunStagesWellKnownMetricsReachEveryReportAndExport) {
+  const kforge::Overrides overrides{
+      {{"tasks.format", KF_TASK_FORMAT_KERNELBENCHX}, {"tasks.category", "Activation"}, {"run.mismatched", "[npu-2]"}}};
+  const auto result = run(dir / "npu", overrides);
+  ASSERT_EQ(result.status, kforge::RunStatus::Finished);
+  EXPECT_EQ(result.summary.passed, 4u);
+  const Json report = report_json(dir / "npu");
+
+  ASSERT_EQ(report["environments"].size(), 1u);
+  EXPECT_EQ(report["environments"][0]["facts"]["npu"], "Ascend 910B");
+  EXPECT_EQ(report["environments"][0]["jobs"], 6);
+
+  // npu-2's candidates ran to the end and their outputs were compared: called, not correct.
+  ASSERT_EQ(report["category_rates"].size(), 1u) << report["category_rates"];
+  const Json& rates = report["category_rates"][0];
+  EXPECT_EQ(rates["name"], "Activation");
+  EXPECT_EQ(rates["called"]["count"], 6);
+  EXPECT_EQ(rates["correct"]["count"], 4);
+  EXPECT_EQ(rates["faster"]["count"], 4);
+
+  const Json& timing = report["tasks"][0]["best_timing"];
+  ASSERT_TRUE(timing.is_object()) << report["tasks"][0];
+  EXPECT_EQ(timing["reference"]["median"], 5.0);
+  EXPECT_EQ(timing["candidate"]["median"], 2.0);
+  EXPECT_EQ(timing["candidate"]["p90"], 2.5);
+  EXPECT_EQ(timing["candidate"]["trials"], 10);
+
+  const kforge::ExportInput input = kforge::load_export_input((dir / "npu").string());
+  std::map<std::string, Json> records;
+  for (const auto& file : kforge::export_files(input, kforge::ExportFormat::Records, {})) {
+    std::istringstream lines(file.content);
+    for (std::string line; std::getline(lines, line);) {
+      const Json record = Json::parse(line);
+      records[record["task"].get<std::string>() + "/" + std::to_string(record["sample"].get<int>())] = record;
+    }
+  }
+  ASSERT_EQ(records.size(), 6u);
+  const Json& passed = records.at("npu-0/0");
+  EXPECT_EQ(passed["status"], "passed");
+  EXPECT_EQ(passed["latency_ms"], 2.0);
+  EXPECT_EQ(passed["reference_latency_p90_ms"], 5.5);
+  EXPECT_EQ(passed["latency_stats"]["num_trials"], 10);
+  EXPECT_EQ(passed["correctness_trials"], 5);
+  EXPECT_EQ(passed["environment"]["npu"], "Ascend 910B");
+  const Json& mismatched = records.at("npu-2/1");
+  EXPECT_EQ(mismatched["status"], "incorrect numerical");
+  EXPECT_EQ(mismatched["max_abs_error"], 0.5);
 }
 
 TEST_F(SessionTest, TheSameStagesUnderTheBundledNamesGiveTheSameReport) {

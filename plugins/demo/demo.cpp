@@ -157,7 +157,7 @@ class Busy : public kforge::sdk::Stage {
       "Spins on a CPU for `seconds`, then passes. Metric `concurrent`: calls in the stage when "
       "this one began.";
   static std::vector<Param> params() {
-    return {{"seconds", KF_PARAM_FLOAT, "0.001", false, "How long each call spins."}};
+    return {Param{"seconds", KF_PARAM_DURATION, "0.001", false, "How long each call spins (1ms, 0.5s)."}.at_least(0)};
   }
   explicit Busy(const Config& cfg) : seconds_(cfg.number("seconds")) {}
   void process(Job& job) override {
@@ -186,7 +186,7 @@ class Sleep : public kforge::sdk::Stage {
       "when this one began.";
   static constexpr uint32_t kFlags = KF_STAGE_WAITS;
   static std::vector<Param> params() {
-    return {{"seconds", KF_PARAM_FLOAT, "0.1", false, "How long each call waits."}};
+    return {Param{"seconds", KF_PARAM_DURATION, "0.1", false, "How long each call waits (100ms, 2s)."}.at_least(0)};
   }
   explicit Sleep(const Config& cfg) : seconds_(cfg.number("seconds")) {}
   void process(Job& job) override {

@@ -192,6 +192,9 @@ typedef struct kf_host_api {
 #define KF_KEY_TASK_CATEGORY "task.category"
 #define KF_KEY_TASK_COMPLEXITY "task.complexity" /* C1..C4 */
 #define KF_KEY_TASK_FORMAT "task.format"         /* e.g. kernelbench-torch, kernelbench-numpy */
+/* Since 0.2. The task.format of KernelBenchX's tasks: reports add its per-category rates
+ * (called, correct, faster) for a run that has them. */
+#define KF_TASK_FORMAT_KERNELBENCHX "kernelbenchx"
 #define KF_KEY_TASK_PATH "task.path"             /* reference source file */
 #define KF_KEY_TASK_SOURCE "task.source"         /* reference source text */
 #define KF_KEY_CANDIDATE_SAMPLE "candidate.sample"       /* number: 0..k-1 */
@@ -207,6 +210,13 @@ typedef struct kf_host_api {
 /* Since 0.2. The device that ran the candidate (cuda:1, npu:0, cpu), as a run stage
  * knows it: with a pool of devices, which one timed it. */
 #define KF_KEY_CANDIDATE_DEVICE "candidate.device"
+/* Since 0.2. What judged the candidate, as a run stage knows it: a JSON object of strings,
+ * one per fact of the judging setup (the bundled harness's: device, host, os, gpu, driver,
+ * cuda, torch, triton, nvcc, cxx, cpu, python; a run stage names its own, "npu", "cann").
+ * Kept once per content in the run store; the reports' Environment table shows every fact,
+ * and `kforge compare` warns when one differs between runs, but for where the job ran
+ * ("host", "device") and the "os" string. */
+#define KF_KEY_RUN_ENVIRONMENT "run.environment"
 /* The verdict that routed the job here (read-only): stage id, status, class, message. */
 #define KF_KEY_LAST_STAGE "last.stage"
 #define KF_KEY_LAST_STATUS "last.status"
@@ -219,11 +229,50 @@ typedef struct kf_host_api {
 /* An answer replayed from a recording: the seconds it took when it was recorded, which is
  * what generation time means for a replayed run (the replay itself takes no time). */
 #define KF_METRIC_RECORDED_SECONDS "recorded_seconds"
+/* Since 0.2. A run stage's correctness evidence: how many input sets it compared, and the
+ * largest absolute and relative and the mean absolute difference it found (exports). A
+ * nonzero KF_METRIC_SUSPICIOUS_SPEEDUP flags a speedup too large to trust. */
+#define KF_METRIC_TRIALS "trials"
+#define KF_METRIC_MAX_ABS_DIFF "max_abs_diff"
+#define KF_METRIC_MEAN_ABS_DIFF "mean_abs_diff"
+#define KF_METRIC_MAX_REL_ERROR "max_rel_error"
+#define KF_METRIC_SUSPICIOUS_SPEEDUP "suspicious_speedup"
+/* Since 0.2. A run stage's timings: a metric named party + statistic, for the parties
+ * KF_TIMING_CANDIDATE and KF_TIMING_REFERENCE, e.g. KF_TIMING_CANDIDATE KF_TIMING_MS is
+ * "candidate_ms". KF_TIMING_MS is the median of the timed calls in milliseconds, the
+ * _MS_* ones the other statistics of the same calls, KF_TIMING_TRIALS how many calls were
+ * timed. The reports' timing tables and the exports read these names and no others. */
+#define KF_TIMING_CANDIDATE "candidate"
+#define KF_TIMING_REFERENCE "reference"
+#define KF_TIMING_MS "_ms"
+#define KF_TIMING_MS_MEAN "_ms_mean"
+#define KF_TIMING_MS_STD "_ms_std"
+#define KF_TIMING_MS_MIN "_ms_min"
+#define KF_TIMING_MS_P90 "_ms_p90"
+#define KF_TIMING_MS_MAX "_ms_max"
+#define KF_TIMING_TRIALS "_timing_trials"
 
 /* Well-known error classes, since 0.2. A run stage that fails with a compile or syntax
  * error says the candidate did not build; any other verdict of a run stage shows it did. */
 #define KF_ERROR_COMPILE "compile_error"
 #define KF_ERROR_SYNTAX "syntax_error"
+/* Since 0.2. A run stage's verdict on what the candidate did; reports and exports group
+ * failures by them (docs/reports.md#exports). The candidate ran to the end and its outputs
+ * were compared: */
+#define KF_ERROR_SHAPE_MISMATCH "shape_mismatch"
+#define KF_ERROR_DTYPE_MISMATCH "dtype_mismatch"
+#define KF_ERROR_NUMERICAL_MISMATCH "numerical_mismatch"
+#define KF_ERROR_CHEAT_DETECTED "cheat_detected" /* it ran, but gamed the comparison or timing */
+/* It did not run to the end: */
+#define KF_ERROR_INIT "init_error"       /* building the candidate's model failed */
+#define KF_ERROR_RUNTIME "runtime_error" /* its forward raised */
+#define KF_ERROR_DEVICE "device_error"   /* the device faulted while it ran */
+#define KF_ERROR_CRASH "crash"           /* its process died */
+#define KF_ERROR_OUT_OF_MEMORY "out_of_memory"
+#define KF_ERROR_TIMEOUT "timeout"       /* it overran its own time limit */
+/* It was refused before running: */
+#define KF_ERROR_CHECKER_REJECTED "checker_rejected" /* a static check turned it down */
+#define KF_ERROR_NO_CANDIDATE "no_candidate"         /* the job has no code to judge */
 /* Given by the host: the plugin misbehaved (threw, returned an error status, misused the
  * API), or a stage call overran the stage's timeout. */
 #define KF_ERROR_PLUGIN "plugin_error"

@@ -82,7 +82,7 @@ JobOutcome outcome_of(const Job& job) {
   o.model = text(KF_KEY_CANDIDATE_MODEL);
   o.language = text(KF_KEY_CANDIDATE_LANGUAGE);
   o.device = text(KF_KEY_CANDIDATE_DEVICE);
-  o.environment = text(kRunEnvironmentKey);
+  o.environment = text(KF_KEY_RUN_ENVIRONMENT);
   o.code = text(KF_KEY_CANDIDATE_CODE);
   o.tokens_in = job.find_number(KF_KEY_CANDIDATE_TOKENS_IN).value_or(0);
   o.tokens_out = job.find_number(KF_KEY_CANDIDATE_TOKENS_OUT).value_or(0);

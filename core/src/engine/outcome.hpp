@@ -15,11 +15,6 @@
 
 namespace kforge {
 
-// The job attribute a run stage sets to what judged the job, a JSON object of strings (gpu,
-// driver, cuda, torch, triton, compilers, host; docs/reports.md#environment). The store
-// keeps it per job; reports and `kforge compare` read it.
-inline constexpr const char* kRunEnvironmentKey = "run.environment";
-
 struct JobOutcome {
   std::shared_ptr<const Task> task;  // absent when read back from the store
   std::string task_id;
@@ -38,7 +33,7 @@ struct JobOutcome {
   std::string model;
   std::string language;
   std::string device;
-  std::string environment;  // kRunEnvironmentKey: a JSON object's text; empty when no stage set it
+  std::string environment;  // KF_KEY_RUN_ENVIRONMENT: a JSON object's text; empty when no stage set it
   double tokens_in = 0;
   double tokens_out = 0;
   double cost = 0;

@@ -124,7 +124,8 @@ Kind read_kind(const Table& k, size_t first_release_size, const char* noun, bool
   kind.plugin = plugin;
   kind.version = version;
   kind.file = origin;
-  const auto* constraints = KF_HAS_FIELD(&k, Table, param_constraints) ? k.param_constraints : nullptr;
+  const Table* table = &k;  // KF_HAS_FIELD reads a table through a pointer
+  const auto* constraints = KF_HAS_FIELD(table, Table, param_constraints) ? k.param_constraints : nullptr;
   kind.params = read_params(k.params, k.param_count, constraints, where);
   kind.create = k.create;
   kind.destroy = k.destroy;
@@ -139,9 +140,10 @@ StageKind read_stage(const kf_stage_kind& k, const std::string& plugin, const st
   for (uint32_t r = 0; r < k.route_count; ++r) kind.routes.emplace_back(k.routes[r]);
   kind.flags = k.flags;
   kind.process = k.process;
-  if (KF_HAS_FIELD(&k, kf_stage_kind, role)) kind.role = read_role(k.role);
-  if (KF_HAS_FIELD(&k, kf_stage_kind, cache_key)) kind.cache_key = k.cache_key;
-  if (KF_HAS_FIELD(&k, kf_stage_kind, preflight)) kind.preflight = k.preflight;
+  const kf_stage_kind* table = &k;
+  if (KF_HAS_FIELD(table, kf_stage_kind, role)) kind.role = read_role(k.role);
+  if (KF_HAS_FIELD(table, kf_stage_kind, cache_key)) kind.cache_key = k.cache_key;
+  if (KF_HAS_FIELD(table, kf_stage_kind, preflight)) kind.preflight = k.preflight;
   return kind;
 }
 
@@ -152,7 +154,8 @@ SourceKind read_source(const kf_source_kind& k, const std::string& plugin, const
                                           "create, next and destroy", plugin, version, origin);
   kind.next = k.next;
   kind.count = k.count;
-  if (KF_HAS_FIELD(&k, kf_source_kind, preflight)) kind.preflight = k.preflight;
+  const kf_source_kind* table = &k;
+  if (KF_HAS_FIELD(table, kf_source_kind, preflight)) kind.preflight = k.preflight;
   return kind;
 }
 

@@ -3,6 +3,8 @@
 // reads it; docs/reports.md shows both renderings.
 #pragma once
 
+#include <kforge/abi.h>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -83,9 +85,9 @@ struct RoundCode {
 // round whose fix stage set it, not again for later rounds that kept it.
 std::vector<RoundCode> candidate_rounds(const CandidateRecord& candidate);
 
-// The timing statistics eval.run records for each party (plugins/eval/src/plugin.cpp's
-// eval.run doc), in the order the reports show them. A metric's name is the party's name
-// and the suffix: "reference_ms_mean", "candidate_timing_trials". Kept here once so that
+// The timing statistics a run stage records for each party (the ABI's KF_TIMING_*), in the
+// order the reports show them. A metric's name is the party's name and the suffix:
+// "reference_ms_mean", "candidate_timing_trials". Kept here once so that
 // the HTML report's script, `kforge show`, report.json and report.md agree.
 struct TimingStatistic {
   const char* key;      // report.json's name for it
@@ -94,10 +96,11 @@ struct TimingStatistic {
   bool count = false;   // a number of calls (an integer in report.json), not milliseconds
 };
 inline constexpr TimingStatistic kTimingStatistics[] = {
-    {"mean", "mean (ms)", "_ms_mean"}, {"std", "std (ms)", "_ms_std"},  {"min", "min (ms)", "_ms_min"},
-    {"median", "median (ms)", "_ms"},  {"p90", "p90 (ms)", "_ms_p90"}, {"max", "max (ms)", "_ms_max"},
-    {"trials", "trials", "_timing_trials", true}};
-inline constexpr const char* kTimingParties[] = {"reference", "candidate"};
+    {"mean", "mean (ms)", KF_TIMING_MS_MEAN}, {"std", "std (ms)", KF_TIMING_MS_STD},
+    {"min", "min (ms)", KF_TIMING_MS_MIN},    {"median", "median (ms)", KF_TIMING_MS},
+    {"p90", "p90 (ms)", KF_TIMING_MS_P90},    {"max", "max (ms)", KF_TIMING_MS_MAX},
+    {"trials", "trials", KF_TIMING_TRIALS, true}};
+inline constexpr const char* kTimingParties[] = {KF_TIMING_REFERENCE, KF_TIMING_CANDIDATE};
 
 // Whether `metric` is one of the timing statistics of a party: the timing table shows it,
 // the list of the other metrics does not.

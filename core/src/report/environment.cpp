@@ -25,20 +25,46 @@ std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs)
   return uses;
 }
 
+namespace {
+
+constexpr const char* kPlacementFacts[] = {"host", "device", "os"};
+
+bool has_column(const std::string& fact) {
+  return std::any_of(std::begin(kEnvironmentColumns), std::end(kEnvironmentColumns),
+                     [&](const EnvironmentColumn& c) { return fact == c.fact; });
+}
+
+// The facts that decide timings in any of `environments` and have no column of their own, by name.
+std::set<std::string> other_facts(const std::vector<EnvironmentUse>& environments) {
+  std::set<std::string> facts;
+  for (const EnvironmentUse& use : environments) {
+    for (const auto& [fact, value] : use.facts) {
+      if (decides_timing(fact) && !has_column(fact)) facts.insert(fact);
+    }
+  }
+  return facts;
+}
+
+}  // namespace
+
+bool decides_timing(const std::string& fact) {
+  return std::none_of(std::begin(kPlacementFacts), std::end(kPlacementFacts),
+                      [&](const char* placement) { return fact == placement; });
+}
+
 Table environment_table(const std::vector<EnvironmentUse>& environments) {
   Table table;
   table.title = "Environment";
   table.note = "what judged the jobs: one row per device/harness server setup (jobs: how many it judged)";
-  const std::vector<std::pair<const char*, const char*>> fields = {
-      {"Device", "device"}, {"GPU", "gpu"},         {"Driver", "driver"}, {"CUDA", "cuda"}, {"torch", "torch"},
-      {"Triton", "triton"}, {"nvcc", "nvcc"},        {"C++", "cxx"},       {"CPU", "cpu"},   {"Python", "python"},
-      {"Host", "host"}};
-  for (const auto& [title, key] : fields) table.columns.push_back(title);
+  std::vector<std::pair<std::string, std::string>> columns;  // title, fact
+  for (const EnvironmentColumn& c : kEnvironmentColumns) columns.emplace_back(c.title, c.fact);
+  for (const std::string& fact : other_facts(environments)) columns.emplace(columns.end() - 1, fact, fact);  // before Host
+  for (const auto& [title, fact] : columns) table.columns.push_back(title);
   table.columns.push_back("Jobs");
   for (const EnvironmentUse& use : environments) {
     std::vector<std::string> row;
-    for (const auto& [title, key] : fields) {
-      const auto it = use.facts.find(key);
+    for (const auto& [title, fact] : columns) {
+      const auto it = use.facts.find(fact);
       row.push_back(it == use.facts.end() ? "-" : it->second);
     }
     row.push_back(std::to_string(use.jobs));
@@ -50,7 +76,7 @@ Table environment_table(const std::vector<EnvironmentUse>& environments) {
 namespace {
 
 // Every value a strategy's environments give `field`, joined: "NVIDIA H100" or "A, B".
-std::string values_of(const Metrics& m, const char* field) {
+std::string values_of(const Metrics& m, const std::string& field) {
   std::set<std::string> values;
   for (const EnvironmentUse& use : m.environments) {
     const auto it = use.facts.find(field);
@@ -77,7 +103,15 @@ std::vector<std::string> environment_mismatches(const std::vector<Metrics>& stra
   for (size_t i = 1; i < strategies.size(); ++i) {
     const Metrics& other = strategies[i];
     if (other.environments.empty()) continue;
-    for (const char* field : kTimingRelevantFields) {
+    // The bundled harness's facts in the table's order, then any other by name.
+    std::vector<std::string> fields;
+    for (const EnvironmentColumn& c : kEnvironmentColumns) {
+      if (decides_timing(c.fact)) fields.emplace_back(c.fact);
+    }
+    std::vector<EnvironmentUse> both = first.environments;
+    both.insert(both.end(), other.environments.begin(), other.environments.end());
+    for (const std::string& fact : other_facts(both)) fields.push_back(fact);
+    for (const std::string& field : fields) {
       const std::string a = values_of(first, field);
       const std::string b = values_of(other, field);
       if (a != b) {

@@ -1,4 +1,4 @@
-// The environments that judged a run's jobs (kRunEnvironmentKey: GPU model, driver,
+// The environments that judged a run's jobs (KF_KEY_RUN_ENVIRONMENT: GPU model, driver,
 // CUDA, torch, Triton, compilers, host), as reports show them and as `kforge compare` checks
 // them: timings from different hardware or software are not comparable.
 #pragma once
@@ -29,10 +29,21 @@ std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs)
 // One row per environment; nullopt-like empty rows when there is none.
 Table environment_table(const std::vector<EnvironmentUse>& environments);
 
-// The fields whose difference makes timings incomparable: hardware and the software that
-// builds or runs a kernel (not the host's name: two identical machines compare fine).
-inline constexpr const char* kTimingRelevantFields[] = {"gpu", "driver", "cuda", "torch", "triton",
-                                                        "nvcc", "cxx", "cpu", "python"};
+// The facts of the bundled harness that the Environment table has columns for, in order;
+// any other fact a run stage reports gets a column of its own after them.
+struct EnvironmentColumn {
+  const char* title;
+  const char* fact;
+};
+inline constexpr EnvironmentColumn kEnvironmentColumns[] = {
+    {"Device", "device"}, {"GPU", "gpu"},   {"Driver", "driver"}, {"CUDA", "cuda"}, {"torch", "torch"},
+    {"Triton", "triton"}, {"nvcc", "nvcc"}, {"C++", "cxx"},       {"CPU", "cpu"},   {"Python", "python"},
+    {"Host", "host"}};
+
+// Whether a fact's difference makes timings incomparable: every fact (the hardware and the
+// software that builds or runs a kernel, whatever a run stage calls them) but where the job
+// ran (host, device: two identical machines or devices compare fine) and the OS string.
+bool decides_timing(const std::string& fact);
 
 // One sentence per difference between the first strategy's environments and each other's,
 // e.g. "'b' was timed on gpu NVIDIA A100 ..., 'a' on NVIDIA H100 ...", and one per strategy

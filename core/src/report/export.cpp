@@ -1,6 +1,7 @@
 #include "report/export.hpp"
 
 #include <fmt/format.h>
+#include <kforge/abi.h>
 
 #include <algorithm>
 #include <cctype>
@@ -16,19 +17,19 @@ using ojson = nlohmann::ordered_json;
 
 enum class Outcome { Passed, Shape, Dtype, Numerical, Compile, Runtime, Timeout, Rejected, NoCandidate, Evaluation, Other };
 
-// kforge's error classes (plugins/eval/harness/kforge_harness/protocol.py and the engine's
-// KF_ERROR_*) by what they say about the candidate. docs/reports.md#exports lists the table.
+// The ABI's well-known error classes (KF_ERROR_*) by what they say about the candidate.
+// docs/reports.md#exports lists the table.
 Outcome outcome_of_job(const JobOutcome& job) {
   if (job.passed()) return Outcome::Passed;
   static const std::map<std::string, Outcome> kByClass = {
-      {"shape_mismatch", Outcome::Shape},       {"dtype_mismatch", Outcome::Dtype},
-      {"numerical_mismatch", Outcome::Numerical}, {"syntax_error", Outcome::Compile},
-      {"compile_error", Outcome::Compile},      {"init_error", Outcome::Runtime},
-      {"runtime_error", Outcome::Runtime},      {"device_error", Outcome::Runtime},
-      {"crash", Outcome::Runtime},              {"out_of_memory", Outcome::Runtime},
-      {"timeout", Outcome::Timeout},            {"stage_timeout", Outcome::Timeout},
-      {"checker_rejected", Outcome::Rejected},  {"cheat_detected", Outcome::Rejected},
-      {"no_candidate", Outcome::NoCandidate}};
+      {KF_ERROR_SHAPE_MISMATCH, Outcome::Shape},       {KF_ERROR_DTYPE_MISMATCH, Outcome::Dtype},
+      {KF_ERROR_NUMERICAL_MISMATCH, Outcome::Numerical}, {KF_ERROR_SYNTAX, Outcome::Compile},
+      {KF_ERROR_COMPILE, Outcome::Compile},            {KF_ERROR_INIT, Outcome::Runtime},
+      {KF_ERROR_RUNTIME, Outcome::Runtime},            {KF_ERROR_DEVICE, Outcome::Runtime},
+      {KF_ERROR_CRASH, Outcome::Runtime},              {KF_ERROR_OUT_OF_MEMORY, Outcome::Runtime},
+      {KF_ERROR_TIMEOUT, Outcome::Timeout},            {KF_ERROR_STAGE_TIMEOUT, Outcome::Timeout},
+      {KF_ERROR_CHECKER_REJECTED, Outcome::Rejected},  {KF_ERROR_CHEAT_DETECTED, Outcome::Rejected},
+      {KF_ERROR_NO_CANDIDATE, Outcome::NoCandidate}};
   if (job.status == VerdictStatus::Error && !kByClass.count(job.error_class)) return Outcome::Evaluation;
   const auto it = kByClass.find(job.error_class);
   return it == kByClass.end() ? Outcome::Other : it->second;
@@ -78,20 +79,20 @@ std::string hardware_of(const JobOutcome& job) {
   return job.device.empty() ? "unknown" : job.device;
 }
 
-// The per-call statistics eval.run measured for one party, "candidate" or "reference", by
+// The per-call statistics a run stage measured for one party (KF_TIMING_*), by
 // KernelBench's names (its get_timing_stats): mean, std, min, max and num_trials of the
 // timed calls. Empty where the metrics have no mean (not timed, or a store from before the
 // harness measured one): the median is another statistic, so nothing is made up from it;
 // a statistic the metrics lack is left out.
 ojson measured_stats(const nlohmann::json& metrics, const std::string& party) {
   ojson stats = ojson::object();
-  const auto mean = number(metrics, (party + "_ms_mean").c_str());
+  const auto mean = number(metrics, (party + KF_TIMING_MS_MEAN).c_str());
   if (!mean) return stats;
   stats["mean"] = *mean;
-  for (const char* field : {"std", "min", "max"}) {
-    if (auto value = number(metrics, (party + "_ms_" + field).c_str())) stats[field] = *value;
+  for (const auto& [field, suffix] : {std::pair{"std", KF_TIMING_MS_STD}, {"min", KF_TIMING_MS_MIN}, {"max", KF_TIMING_MS_MAX}}) {
+    if (auto value = number(metrics, (party + suffix).c_str())) stats[field] = *value;
   }
-  if (auto trials = number(metrics, (party + "_timing_trials").c_str())) {
+  if (auto trials = number(metrics, (party + KF_TIMING_TRIALS).c_str())) {
     stats["num_trials"] = static_cast<int64_t>(*trials);
   }
   return stats;
@@ -130,7 +131,7 @@ ojson kernelbench_entry(const JobOutcome& job, const nlohmann::json& metrics) {
   metadata["hardware"] = hardware_of(job);
   metadata["device"] = job.device.empty() ? "unknown" : job.device;
   const Outcome outcome = outcome_of_job(job);
-  const auto trials = number(metrics, "trials");
+  const auto trials = number(metrics, KF_METRIC_TRIALS);
   switch (outcome) {
     case Outcome::Passed:
       if (trials) metadata["correctness_trials"] = fmt::format("({} / {})", static_cast<int64_t>(*trials), static_cast<int64_t>(*trials));
@@ -148,8 +149,8 @@ ojson kernelbench_entry(const JobOutcome& job, const nlohmann::json& metrics) {
     case Outcome::Dtype:
     case Outcome::Numerical:
       metadata["correctness_issue"] = job.message;
-      if (auto max_diff = number(metrics, "max_abs_diff")) metadata["max_difference"] = ojson::array({six_decimals(*max_diff)});
-      if (auto mean_diff = number(metrics, "mean_abs_diff")) metadata["avg_difference"] = ojson::array({six_decimals(*mean_diff)});
+      if (auto max_diff = number(metrics, KF_METRIC_MAX_ABS_DIFF)) metadata["max_difference"] = ojson::array({six_decimals(*max_diff)});
+      if (auto mean_diff = number(metrics, KF_METRIC_MEAN_ABS_DIFF)) metadata["avg_difference"] = ojson::array({six_decimals(*mean_diff)});
       break;
     default:
       break;
@@ -161,13 +162,13 @@ ojson kernelbench_entry(const JobOutcome& job, const nlohmann::json& metrics) {
     metadata["kforge_stage"] = job.stage;
     metadata["kforge_message"] = job.message;
   }
-  if (number(metrics, "suspicious_speedup")) metadata["excessive_speedup"] = true;
+  if (number(metrics, KF_METRIC_SUSPICIOUS_SPEEDUP)) metadata["excessive_speedup"] = true;
 
   ojson entry;
   entry["sample_id"] = job.sample;
   entry["compiled"] = job.compiled();
   entry["correctness"] = job.passed();
-  ojson stats = job.passed() ? timing_stats(metrics, "candidate", job) : ojson::object();
+  ojson stats = job.passed() ? timing_stats(metrics, KF_TIMING_CANDIDATE, job) : ojson::object();
   entry["metadata"] = std::move(metadata);
   entry["runtime"] = stats.contains("mean") ? stats["mean"].get<double>() : -1.0;
   entry["runtime_stats"] = std::move(stats);
@@ -192,18 +193,17 @@ ojson export_record(const Dataset& data, const JobOutcome& job, const nlohmann::
   r["language"] = job.language;
   r["model"] = job.model;
   r["device"] = job.device;
-  r["correctness_trials"] = nullable(number(metrics, "trials"));
-  r["max_abs_error"] = nullable(number(metrics, "max_abs_diff"));
-  r["mean_abs_error"] = nullable(number(metrics, "mean_abs_diff"));
-  r["max_rel_error"] = nullable(number(metrics, "max_rel_error"));
-  r["latency_ms"] = nullable(number(metrics, "candidate_ms"));
-  r["latency_p90_ms"] = nullable(number(metrics, "candidate_ms_p90"));
-  r["reference_latency_ms"] = nullable(number(metrics, "reference_ms"));
-  r["reference_latency_p90_ms"] = nullable(number(metrics, "reference_ms_p90"));
-  for (const char* party : {"candidate", "reference"}) {
+  r["correctness_trials"] = nullable(number(metrics, KF_METRIC_TRIALS));
+  r["max_abs_error"] = nullable(number(metrics, KF_METRIC_MAX_ABS_DIFF));
+  r["mean_abs_error"] = nullable(number(metrics, KF_METRIC_MEAN_ABS_DIFF));
+  r["max_rel_error"] = nullable(number(metrics, KF_METRIC_MAX_REL_ERROR));
+  r["latency_ms"] = nullable(number(metrics, KF_TIMING_CANDIDATE KF_TIMING_MS));
+  r["latency_p90_ms"] = nullable(number(metrics, KF_TIMING_CANDIDATE KF_TIMING_MS_P90));
+  r["reference_latency_ms"] = nullable(number(metrics, KF_TIMING_REFERENCE KF_TIMING_MS));
+  r["reference_latency_p90_ms"] = nullable(number(metrics, KF_TIMING_REFERENCE KF_TIMING_MS_P90));
+  for (const auto& [key, party] : {std::pair{"latency_stats", KF_TIMING_CANDIDATE}, {"reference_latency_stats", KF_TIMING_REFERENCE}}) {
     ojson stats = measured_stats(metrics, party);
-    r[std::string(party) == "candidate" ? "latency_stats" : "reference_latency_stats"] =
-        stats.empty() ? ojson(nullptr) : std::move(stats);
+    r[key] = stats.empty() ? ojson(nullptr) : std::move(stats);
   }
   r["speedup"] = nullable(job.speedup);
   const auto facts = environment_facts(job);
@@ -212,7 +212,8 @@ ojson export_record(const Dataset& data, const JobOutcome& job, const nlohmann::
 }
 
 ExportInput load_export_input(const std::string& directory) {
-  Store store((std::filesystem::path(directory) / kStoreFileName).string(), StoreMode::ReadOnly);
+  const std::unique_ptr<Store> opened = open_store_read_only(directory);
+  Store& store = *opened;
   const std::optional<RunRecord> latest = store.latest_run();
   if (!latest) {
     throw ExportError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
@@ -272,14 +273,14 @@ std::vector<ExportFile> kernelbench_files(const ExportInput& input, const Export
     }
     const nlohmann::json& metrics = metrics_of(input, job);
     if (!baseline_by_id.count(*id)) {
-      ojson stats = timing_stats(metrics, "reference", job);
+      ojson stats = timing_stats(metrics, KF_TIMING_REFERENCE, job);
       if (!stats.empty()) {
         baseline_by_id[*id] = std::move(stats);
         baseline_names[*id] = task.name + ".py";
       }
     }
     // A sample the run folder did not have was never evaluated: KernelBench has no entry for it.
-    if (job.error_class == "no_candidate") continue;
+    if (job.error_class == KF_ERROR_NO_CANDIDATE) continue;
     entries[job.sample] = kernelbench_entry(job, metrics);
   }
   ojson results = ojson::object();

@@ -1,5 +1,7 @@
 #include "report/metrics.hpp"
 
+#include <kforge/abi.h>
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -55,15 +57,10 @@ std::vector<GroupMetrics> by_group(const std::vector<TaskTally>& tasks,
   return rows;
 }
 
-// The task format whose task sets are reported with KernelBenchX's rates
-// (docs/kernelbenchx.md): a task attribute's value, like KF_KEY_TASK_FORMAT's others.
-constexpr const char* kKernelBenchXFormat = "kernelbenchx";
-
-// The error classes of a run stage's comparison (the harness protocol's vocabulary, beside
-// KF_ERROR_COMPILE and KF_ERROR_SYNTAX): the candidate's code ran to the end and its
-// outputs were compared.
-constexpr const char* kComparisonErrors[] = {"shape_mismatch", "dtype_mismatch", "numerical_mismatch",
-                                             "cheat_detected"};
+// The well-known error classes of a run stage's comparison: the candidate's code ran to the
+// end and its outputs were compared.
+constexpr const char* kComparisonErrors[] = {KF_ERROR_SHAPE_MISMATCH, KF_ERROR_DTYPE_MISMATCH,
+                                             KF_ERROR_NUMERICAL_MISMATCH, KF_ERROR_CHEAT_DETECTED};
 
 // Whether the candidate's code ran to the end: it passed, or only the comparison of its
 // outputs failed it (KernelBenchX's call accuracy).
@@ -76,7 +73,7 @@ bool ran_to_the_end(const JobOutcome& job) {
 
 std::vector<CategoryRates> category_rates(const Dataset& data) {
   const bool kernelbenchx = std::any_of(data.tasks.begin(), data.tasks.end(), [](const auto& item) {
-    return item.second.format == kKernelBenchXFormat;
+    return item.second.format == KF_TASK_FORMAT_KERNELBENCHX;
   });
   if (!kernelbenchx) return {};
   std::map<std::string, CategoryRates> rows;

@@ -1,6 +1,7 @@
 #include "report/report.hpp"
 
 #include <fmt/format.h>
+#include <kforge/abi.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -299,8 +300,8 @@ Table task_table(const Report& report) {
     const TaskResult& r = report.metrics.per_task[i];
     t.rows.push_back({r.task_id, r.category.empty() ? "-" : r.category, r.complexity.empty() ? "-" : r.complexity,
                       format_share(r.candidates), r.best_sample ? std::to_string(*r.best_sample) : "-",
-                      format_speedup(r.best_speedup), format_number(recorded_metric(timed[i], "reference_ms")),
-                      format_number(recorded_metric(timed[i], "candidate_ms")),
+                      format_speedup(r.best_speedup), format_number(recorded_metric(timed[i], KF_TIMING_REFERENCE KF_TIMING_MS)),
+                      format_number(recorded_metric(timed[i], KF_TIMING_CANDIDATE KF_TIMING_MS)),
                       r.failures.empty() ? "" : r.failures.front().describe()});
   }
   return t;

@@ -33,22 +33,31 @@ bool listed(const std::vector<std::string>& ids, std::string_view id) {
   return false;
 }
 
-// Tasks npu-0 .. npu-(count-1).
+// Tasks npu-0 .. npu-(count-1), of one task format and category when given.
 class Tasks : public kforge::sdk::Source {
  public:
   static constexpr const char* kName = NPU_TASKS;
   static constexpr const char* kDoc = "Tasks npu-0, npu-1, ...";
-  static std::vector<Param> params() { return {Param{"count", KF_PARAM_INT, "3", false, "How many."}.at_least(0)}; }
-  explicit Tasks(const Config& cfg) : count_(cfg.integer("count")) {}
+  static std::vector<Param> params() {
+    return {Param{"count", KF_PARAM_INT, "3", false, "How many."}.at_least(0),
+            {"format", KF_PARAM_STRING, "", false, "Their task.format."},
+            {"category", KF_PARAM_STRING, "", false, "Their task.category."}};
+  }
+  explicit Tasks(const Config& cfg)
+      : count_(cfg.integer("count")), format_(cfg.string("format")), category_(cfg.string("category")) {}
   bool next(kforge::sdk::Task& task) override {
     if (next_ >= count_) return false;
     task.set(KF_KEY_TASK_ID, "npu-" + std::to_string(next_++));
+    if (!format_.empty()) task.set(KF_KEY_TASK_FORMAT, format_);
+    if (!category_.empty()) task.set(KF_KEY_TASK_CATEGORY, category_);
     return true;
   }
   std::optional<uint64_t> count() const override { return static_cast<uint64_t>(count_); }
 
  private:
   int64_t count_;
+  std::string format_;
+  std::string category_;
   int64_t next_ = 0;
 };
 
@@ -94,8 +103,10 @@ class Compile : public kforge::sdk::Stage {
   std::vector<std::string> broken_;
 };
 
-// Runs on "npu:3" and times the candidate at 2.5x. Cacheable: the verdict depends on the
-// code, and on the NPU's model, which the host cannot know: the stage adds it to the key
+// Runs on "npu:3" of an "Ascend 910B" and times the candidate at 2.5x, with the ABI's
+// well-known names only: its environment, correctness evidence and per-call timings; the
+// listed tasks' outputs do not match. Cacheable: the verdict depends on the code, and on
+// the NPU's model, which the host cannot know: the stage adds it to the key
 // (NPU_TEST_DEVICE_MODEL, read at call time). With timing, the verdict is measured.
 class Run : public kforge::sdk::Stage {
  public:
@@ -105,13 +116,32 @@ class Run : public kforge::sdk::Stage {
   static constexpr uint32_t kFlags = KF_STAGE_CACHEABLE;
   static std::vector<Param> params() {
     return {{"timing", KF_PARAM_BOOL, "true", false, "Time the candidate."},
-            Param{"budget", KF_PARAM_DURATION, "30s", false, "How long a run may take."}.above(0)};
+            Param{"budget", KF_PARAM_DURATION, "30s", false, "How long a run may take."}.above(0),
+            {"mismatched", KF_PARAM_STRING_LIST, "[]", false, "Task ids whose outputs do not match."}};
   }
-  explicit Run(const Config& cfg) : timing_(cfg.boolean("timing")), budget_(cfg.number("budget")) {}
+  explicit Run(const Config& cfg)
+      : timing_(cfg.boolean("timing")), budget_(cfg.number("budget")), mismatched_(cfg.list("mismatched")) {}
   void process(Job& job) override {
     job.set(KF_KEY_CANDIDATE_DEVICE, "npu:3");
+    job.set(KF_KEY_RUN_ENVIRONMENT, R"({"npu":"Ascend 910B","cann":"8.0"})");
     job.metric("budget_seconds", budget_);
+    job.metric(KF_METRIC_TRIALS, 5);
+    if (listed(mismatched_, job.get_or(KF_KEY_TASK_ID))) {
+      job.metric(KF_METRIC_MAX_ABS_DIFF, 0.5);
+      return job.fail(KF_ERROR_NUMERICAL_MISMATCH, "output 0 differs by up to 0.5");
+    }
+    job.metric(KF_METRIC_MAX_ABS_DIFF, 0.0);
     if (timing_) {
+      for (const auto& [party, median] : {std::pair{KF_TIMING_REFERENCE, 5.0}, {KF_TIMING_CANDIDATE, 2.0}}) {
+        const std::string name = party;
+        job.metric((name + KF_TIMING_MS).c_str(), median);
+        job.metric((name + KF_TIMING_MS_MEAN).c_str(), median + 0.1);
+        job.metric((name + KF_TIMING_MS_STD).c_str(), 0.05);
+        job.metric((name + KF_TIMING_MS_MIN).c_str(), median - 0.5);
+        job.metric((name + KF_TIMING_MS_P90).c_str(), median + 0.5);
+        job.metric((name + KF_TIMING_MS_MAX).c_str(), median + 1.0);
+        job.metric((name + KF_TIMING_TRIALS).c_str(), 10);
+      }
       job.metric(KF_METRIC_SPEEDUP, 2.5);
       job.mark_measured();
     }
@@ -125,6 +155,7 @@ class Run : public kforge::sdk::Stage {
  private:
   bool timing_;
   double budget_;
+  std::vector<std::string> mismatched_;
 };
 
 class Fix : public kforge::sdk::Stage {

@@ -23,14 +23,14 @@ inline constexpr const char* kAttrCudaSource = "check.cuda_source";
 inline constexpr const char* kAttrArtifact = "compile.artifact";
 // Where eval.run ran the candidate (with a device pool: which GPU timed it). A candidate.*
 // attribute, so results.jsonl shows it as "device".
-inline constexpr const char* kAttrRunDevice = "candidate.device";
+inline constexpr const char* kAttrRunDevice = KF_KEY_CANDIDATE_DEVICE;
 // The sizes the task ran at in eval.run (a JSON object of every module-level integer of
 // the task file, as the reference worker saw them; the fitter's choice under
 // task.fit_memory_mb).
 inline constexpr const char* kAttrRunTaskSizes = "run.task_sizes";
-// What judged the job: the harness server's ready-line "environment" (PROTOCOL.md), as JSON;
-// the engine's well-known run.environment (docs/reports.md#environment).
-inline constexpr const char* kAttrRunEnvironment = "run.environment";
+// What judged the job: the harness server's ready-line "environment" (PROTOCOL.md), as JSON
+// (docs/reports.md#environment).
+inline constexpr const char* kAttrRunEnvironment = KF_KEY_RUN_ENVIRONMENT;
 // Task attributes the task source sets beyond the well-known KF_KEY_TASK_* ones.
 inline constexpr const char* kTaskSizes = "task.sizes";
 inline constexpr const char* kTaskSizeScale = "task.size_scale";

@@ -126,7 +126,7 @@ StageResult result_from_response(const HarnessResponse& response) {
       tail += "flag retried_alone: out of memory while other jobs shared the device; this is the verdict of a "
               "second run with the device to itself\n";
     } else if (flag == "speedup_over_10x") {
-      result.metrics.emplace_back("suspicious_speedup", 1);
+      result.metrics.emplace_back(KF_METRIC_SUSPICIOUS_SPEEDUP, 1);
       tail += "flag speedup_over_10x: the candidate is more than 10x faster than the reference; "
               "check it for a cheat before trusting the number\n";
     } else {
@@ -185,7 +185,7 @@ CheckStage::CheckStage(std::shared_ptr<HarnessPool> pool, Options options)
     : pool_(std::move(pool)), options_(std::move(options)) {}
 
 StageResult CheckStage::process(const EvalJob& job) const {
-  if (!job.code) return StageResult::fail("no_candidate", "the job has no candidate.code to check");
+  if (!job.code) return StageResult::fail(KF_ERROR_NO_CANDIDATE, "the job has no candidate.code to check");
   json request = harness_request("check", job, language_of(job, options_.language), options_.limits);
   if (!options_.rules_file.empty()) request["options"] = {{"rules_file", options_.rules_file}};
   const HarnessResponse response = pool_->call(request, DeviceUse::None, call_budget(job, options_.limits));
@@ -201,7 +201,7 @@ TritonCompileStage::TritonCompileStage(std::shared_ptr<HarnessPool> pool, ChildL
     : pool_(std::move(pool)), limits_(limits) {}
 
 StageResult TritonCompileStage::process(const EvalJob& job) const {
-  if (!job.code) return StageResult::fail("no_candidate", "the job has no candidate.code to compile");
+  if (!job.code) return StageResult::fail(KF_ERROR_NO_CANDIDATE, "the job has no candidate.code to compile");
   const json request = harness_request("compile", job, "triton", limits_);
   return result_from_response(pool_->call(request, DeviceUse::Shared, call_budget(job, limits_), admission_key(job)));
 }

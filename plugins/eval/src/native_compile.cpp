@@ -358,11 +358,11 @@ StageResult build_cached(Build build) {
   if (result.cancelled) {
     verdict = StageResult::error("harness_error", build.tool + " was stopped: the run is being cancelled");
   } else if (result.timed_out) {
-    verdict = StageResult::fail("timeout", build.tool + " did not finish compiling " + build.source_name +
+    verdict = StageResult::fail(KF_ERROR_TIMEOUT, build.tool + " did not finish compiling " + build.source_name +
                                                " within " + std::to_string(static_cast<int>(compile_limit)) +
                                                " s and was killed");
   } else if (!result.ok()) {
-    verdict = StageResult::fail("compile_error", build.tool + " could not compile " + build.source_name + " (" +
+    verdict = StageResult::fail(KF_ERROR_COMPILE, build.tool + " could not compile " + build.source_name + " (" +
                                                      result.describe() + build.origin_note + "):\n" +
                                                      compiler_error_excerpt(result.output, kMessageChars));
   } else {
@@ -391,7 +391,7 @@ std::optional<std::string> extracted_source(const EvalJob& job, const char* attr
                                             const ChildLimits& limits, StageResult& failure) {
   if (const std::string* source = job.attribute(attribute)) return *source;
   if (!job.code) {
-    failure = StageResult::fail("no_candidate", "the job has no candidate.code to compile");
+    failure = StageResult::fail(KF_ERROR_NO_CANDIDATE, "the job has no candidate.code to compile");
     return std::nullopt;
   }
   const HarnessResponse response =
@@ -402,7 +402,7 @@ std::optional<std::string> extracted_source(const EvalJob& job, const char* attr
   }
   auto it = response.extracted.find(field);
   if (it == response.extracted.end() || !it->is_string()) {
-    failure = StageResult::fail("checker_rejected", std::string("the candidate has no ") + field +
+    failure = StageResult::fail(KF_ERROR_CHECKER_REJECTED, std::string("the candidate has no ") + field +
                                                         " to compile (expected a module-level string named " +
                                                         (std::string(field) == "cpp_source" ? "cpp_source" : "cuda_source, or load_inline(cuda_sources=...)") + ")");
     return std::nullopt;

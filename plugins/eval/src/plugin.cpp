@@ -323,7 +323,7 @@ class FileCandidates : public kforge::sdk::Stage {
     std::string why;
     const auto file = eval::candidate_for_sample(dir_, job.get_or(KF_KEY_TASK_PATH), job.get_or(KF_KEY_TASK_ID),
                                                  sample, why);
-    if (!file) return job.fail("no_candidate", why);
+    if (!file) return job.fail(KF_ERROR_NO_CANDIDATE, why);
     std::ifstream in(file->path, std::ios::binary);
     std::ostringstream code;
     code << in.rdbuf();

@@ -3,6 +3,7 @@
 // (examples/kernelbench-mini/manifest.yaml shows the format).
 #pragma once
 
+#include <kforge/abi.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -14,8 +15,9 @@ namespace kforge::eval {
 
 // KernelBenchX / TritonBench task files: a reference function, a separator line of '#',
 // test code filling test_results (kforge_harness/kbx.py runs them). A directory of them
-// holds one folder per category.
-inline constexpr const char* kFormatKernelBenchX = "kernelbenchx";
+// holds one folder per category. The reports know the format by its ABI name (and add its
+// per-category rates).
+inline constexpr const char* kFormatKernelBenchX = KF_TASK_FORMAT_KERNELBENCHX;
 
 struct TaskListOptions {
   std::string dir;                            // absolute, or relative to the working directory

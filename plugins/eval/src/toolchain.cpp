@@ -56,7 +56,7 @@ std::vector<std::string> toolchain_include_dirs(const std::string& python, const
 }
 
 void blame_missing_toolchain(StageResult& result, const std::string& python, const std::string& compiler) {
-  if (result.error_class != "compile_error") return;
+  if (result.error_class != KF_ERROR_COMPILE) return;
   const auto missing =
       missing_toolchain_header(result.message + "\n" + result.log_tail, toolchain_include_dirs(python, compiler));
   if (!missing) return;

@@ -128,7 +128,7 @@ TEST(Plugin, FileCandidatesSetCodeOrFailWithNoCandidate) {
   TestJob missing = job_for_task("001_relu", 7);
   EXPECT_EQ(files.process(missing), "");
   EXPECT_EQ(missing.verdict.status, KF_VERDICT_FAIL);
-  EXPECT_EQ(missing.verdict.error_class, "no_candidate");
+  EXPECT_EQ(missing.verdict.error_class, KF_ERROR_NO_CANDIDATE);
   EXPECT_EQ(missing.strings.count(KF_KEY_CANDIDATE_CODE), 0u);
 
   StageUnderTest broken("candidates.files", {{"dir", "candidates/broken"}, {"language", "cpp"}}, examples_dir());
@@ -160,14 +160,33 @@ TEST(Plugin, CppLadderThroughTheAbi) {
   }
   EXPECT_NE(job.strings.at("check.cpp_source").find("extern \"C\""), std::string::npos);
   EXPECT_EQ(job.strings.at("compile.artifact").substr(job.strings.at("compile.artifact").size() - 3), ".so");
-  EXPECT_LE(job.metric("max_abs_diff"), 1e-3);
-  EXPECT_GT(job.metric("candidate_ms"), 0);
-  EXPECT_GT(job.metric("speedup"), 0);
+  // Under the ABI's well-known names, which the reports and exports read.
+  EXPECT_LE(job.metric(KF_METRIC_MAX_ABS_DIFF), 1e-3);
+  EXPECT_GE(job.metric(KF_METRIC_TRIALS), 1);
+  EXPECT_GT(job.metric(KF_TIMING_CANDIDATE KF_TIMING_MS), 0);
+  EXPECT_GT(job.metric(KF_METRIC_SPEEDUP), 0);
+  EXPECT_NE(job.strings.count(KF_KEY_RUN_ENVIRONMENT), 0u);
   // The timing's per-call statistics reach the job through the ABI, both parties'.
-  for (const std::string party : {"candidate", "reference"}) {
-    EXPECT_GT(job.metric(party + "_ms_mean"), 0) << party;
-    EXPECT_GE(job.metric(party + "_ms_max"), job.metric(party + "_ms_min")) << party;
-    EXPECT_EQ(job.metric(party + "_timing_trials"), 3) << party;
+  for (const std::string party : {KF_TIMING_CANDIDATE, KF_TIMING_REFERENCE}) {
+    EXPECT_GT(job.metric(party + KF_TIMING_MS_MEAN), 0) << party;
+    EXPECT_GE(job.metric(party + KF_TIMING_MS_MAX), job.metric(party + KF_TIMING_MS_MIN)) << party;
+    EXPECT_GE(job.metric(party + KF_TIMING_MS_P90), job.metric(party + KF_TIMING_MS)) << party;
+    EXPECT_GE(job.metric(party + KF_TIMING_MS_STD), 0) << party;
+    EXPECT_EQ(job.metric(party + KF_TIMING_TRIALS), 3) << party;
+  }
+  // Timings belong to this run's machine and moment: the verdict cache replays them only
+  // when asked (job_measured). An untimed verdict carries no timing and may be replayed.
+  EXPECT_TRUE(job.verdict.measured);
+  StageUnderTest untimed("eval.run", with(harness_params(), {{"tolerance", "seed000"}}));
+  ASSERT_EQ(untimed.create_error(), "");
+  job.next_stage();
+  ASSERT_EQ(untimed.process(job), "");
+  ASSERT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.error_class << ": " << job.verdict.message;
+  EXPECT_FALSE(job.verdict.measured);
+  for (const auto& [name, value] : job.metrics) {
+    EXPECT_TRUE(name.find("_ms") == std::string::npos && name.find("_timing_") == std::string::npos &&
+                name != KF_METRIC_SPEEDUP)
+        << "an untimed verdict that may be replayed reports the timing " << name << " = " << value;
   }
 }
 
@@ -181,6 +200,9 @@ TEST(Plugin, RunCacheKeyNamesTheJudgesSoftwareAndDevice) {
   EXPECT_EQ(ready.at("device"), "cpu");
   EXPECT_FALSE(ready.at("torch").get<std::string>().empty());
   EXPECT_FALSE(ready.at("harness_version").get<std::string>().empty());
+  // The device's model (the CPU's here; the GPU's on cuda:N), not only its name.
+  EXPECT_FALSE(ready.at("environment").at("cpu").get<std::string>().empty());
+  EXPECT_FALSE(ready.at("environment").contains("host")) << "machines alike but for their names judge alike";
   EXPECT_FALSE(ready.contains("pid"));  // the same software on the same machine keys alike
   EXPECT_EQ(run.cache_key(job_for_task("001_relu")), key);
 }

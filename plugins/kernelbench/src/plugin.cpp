@@ -139,7 +139,7 @@ class Candidates : public kforge::sdk::Stage {
     const std::string path = kb::kernel_file(run_dir_, static_cast<int>(*level), static_cast<int>(*problem), sample);
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
-      return job.fail("no_candidate", "sample " + std::to_string(sample) + " of " + job.get_or(KF_KEY_TASK_ID) +
+      return job.fail(KF_ERROR_NO_CANDIDATE, "sample " + std::to_string(sample) + " of " + job.get_or(KF_KEY_TASK_ID) +
                                           " is missing from the run folder: no file " + path);
     }
     std::string code;
