@@ -145,6 +145,9 @@ class Checker:
 def row(section, name, stage, response, expected, seconds):
     metrics = response.get("metrics") or {}
     got = "pass" if response["status"] == "pass" else response.get("error_class") or response["status"]
+    # As each finishes, on stderr: a run cut by a time limit still shows what it got.
+    print(f"done: {section} {name} {stage}: {got} (expected {expected}), {seconds:.1f} s",
+          file=sys.stderr, flush=True)
     return {"section": section, "candidate": name, "stage": stage, "got": got, "expected": expected,
             "ok": got == expected, "max_abs_diff": metrics.get("max_abs_diff"),
             "speedup": metrics.get("speedup"), "seconds": seconds,
