@@ -76,7 +76,9 @@ class Loop:
 
     def __init__(self, label, timing, spot_seeds, set_bytes, replay=None):
         """`replay`: the seeds of an earlier loop (as many calls), replayed at every other
-        timed call (the second, fourth...) that is not spot-checked."""
+        timed call that is not spot-checked (the second, fourth... of those): with two or
+        more such calls at least one replays and one does not, wherever the spot checks
+        fell."""
         self.label = label
         self.timing = timing
         self.warmup = int(timing["warmup"])
@@ -90,7 +92,8 @@ class Loop:
             self.spots[position] = seed
         self.replayed = set()
         if replay is not None:
-            self.replayed = {k for k in range(self.warmup + 1, self.calls, 2) if k not in self.spots}
+            unchecked = [k for k in range(self.warmup, self.calls) if k not in self.spots]
+            self.replayed = set(unchecked[1::2])
             for position in self.replayed:
                 self.seeds[position] = replay[position]
         self.event_ms, self.synced_ms, self.wall_ms, self.ping_ms = [], [], [], []

@@ -264,6 +264,19 @@ class StatisticsTest(unittest.TestCase):
             with self.assertRaises(ValueError):
                 loop.prepared_report({"prepared": -1, "bare_gap_ms": bad})
 
+    def test_a_confirmation_replays_some_calls_wherever_the_spot_checks_fall(self):
+        # 5 timed calls, 3 spot-checked: every placement leaves two unchecked calls, one
+        # replayed and one fresh (a placement on both replay slots of a fixed pattern
+        # once left none, and a loaded honest candidate was rejected in CI).
+        options = dict(protocol.DEFAULT_TIMING, warmup=1, trials=5)
+        first = timing_plan.Loop("timing", options, [], set_bytes=0)
+        for _ in range(200):
+            loop = timing_plan.Loop("confirm", options, [1, 2, 3], set_bytes=0, replay=first.seeds)
+            self.assertEqual(len(loop.replayed), 1, loop.spots)
+            self.assertFalse(loop.replayed & set(loop.spots))
+            for k in loop.replayed:
+                self.assertEqual(loop.seeds[k], first.seeds[k])
+
     def test_the_counted_loop_brings_its_own_statistics(self):
         fast = timing.summarise([1.0, 1.0, 1.2])
         slow = timing.summarise([2.0, 2.5, 9.0])
