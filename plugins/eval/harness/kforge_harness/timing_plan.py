@@ -17,9 +17,10 @@ checked only after the call returned. `refill` replaces call k's pool slot with 
 input set of call k + pool size. Every call's input seed is distinct within a loop; the
 checked ones come from seeds drawn once per task (the reference worker computes their
 outputs, once), the others are drawn per call; the child sees a seed only when it makes
-that set. A confirmation loop replays, at every other call, the input set the timing
-loop's call at the same position had: its fresh and its replayed calls, interleaved,
-tell a speed that depends on inputs seen before from a machine that got slower."""
+that set. A confirmation loop replays, at every other call not spot-checked, the input
+set the timing loop's call at the same position had: its fresh and its replayed calls,
+interleaved, tell a speed that depends on inputs seen before from a machine that got
+slower."""
 
 import math
 import secrets
