@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a judge's comparison of one large output costs on the CPU and on a device judge
 (compare.compare_leaves with device=...): a float32 output of G GB and a noisy copy are
-written as the harness's output files (outputs.write_leaves), then each way compares
+written in the format outputs.FileLeaf reads (raw bytes named by outputs.leaf_file,
+in pieces, so the bench never holds a whole output), then each way compares
 them in a fresh process, as a judge does. For the device, the memory the process holds on
 the device (its CUDA context included, as nvidia-smi sees it) is what a device judge
 costs admission (server.JUDGE_DEVICE_MB). Needs a CUDA device for the device rows.

@@ -191,6 +191,16 @@ class FileLeavesTest(unittest.TestCase):
         return ([outputs.FileLeaf(self.directory, "r", 0, ref_info)],
                 [outputs.FileLeaf(self.directory, "c", 0, cand_info)])
 
+    def assert_same(self, one, other):
+        """The same verdict, message, intervals and metrics (to float64 rounding)."""
+        self.assertEqual((one.error_class, one.message), (other.error_class, other.message))
+        self.assertEqual(one.intervals, other.intervals)
+        for name, value in one.metrics.items():
+            if math.isnan(value):
+                self.assertTrue(math.isnan(other.metrics[name]), name)
+            else:
+                self.assertAlmostEqual(value, other.metrics[name], places=9, msg=name)
+
 
 class SlicedFileComparisonTest(FileLeavesTest):
     """The judge compares a large output's files in slices, one thread each: the verdict
@@ -219,14 +229,8 @@ class SlicedFileComparisonTest(FileLeavesTest):
             ref_leaves, cand_leaves = self.files(ref, cand)
             one = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=1)
             for workers in (2, 3, 7):
-                many = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=workers)
-                self.assertEqual((one.error_class, one.message), (many.error_class, many.message))
-                self.assertEqual(one.intervals, many.intervals)
-                for name, value in one.metrics.items():
-                    if math.isnan(value):
-                        self.assertTrue(math.isnan(many.metrics[name]), name)
-                    else:
-                        self.assertAlmostEqual(value, many.metrics[name], places=9, msg=name)
+                self.assert_same(one, compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE,
+                                                             workers=workers))
         self.assertIn("1 of 1000 elements", compare.compare_leaves(
             *self.files(ref, off_late), ALLCLOSE, workers=3).message)
 
@@ -262,15 +266,6 @@ class DeviceComparisonTest(FileLeavesTest):
         nan = ref.clone()
         nan[5] = math.nan
         return ref, (ref.clone(), noisy, off, nan, ref * 1.5)
-
-    def assert_same(self, one, other):
-        self.assertEqual((one.error_class, one.message), (other.error_class, other.message))
-        self.assertEqual(one.intervals, other.intervals)
-        for name, value in one.metrics.items():
-            if math.isnan(value):
-                self.assertTrue(math.isnan(other.metrics[name]), name)
-            else:
-                self.assertAlmostEqual(value, other.metrics[name], places=9, msg=name)
 
     def test_the_same_verdict_and_metrics_as_on_the_cpu(self):
         ref, candidates = self.cases()
