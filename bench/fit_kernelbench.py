@@ -27,7 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HARNESS_DIR = os.path.join(REPO, "plugins", "eval", "harness")
 sys.path.insert(0, HARNESS_DIR)
 
-from kforge_harness import fit as fitter  # noqa: E402
+from kforge_harness.tasks import fit as fitter  # noqa: E402
 from tests.client import Server  # noqa: E402
 
 

@@ -24,7 +24,8 @@ sys.path.insert(0, HARNESS_DIR)
 
 import torch  # noqa: E402
 
-from kforge_harness import compare, devices, outputs, protocol  # noqa: E402
+from kforge_harness.judge import compare, outputs
+from kforge_harness import devices, protocol  # noqa: E402
 
 
 def write_pair(directory, gb):

@@ -6,8 +6,8 @@ import importlib
 import os
 import sys
 
-from . import HARNESS_VERSION, protocol
-from .devices import Device
+from kforge_harness import HARNESS_VERSION, protocol
+from kforge_harness.devices import Device
 
 
 def _not_ready(message):
@@ -52,7 +52,13 @@ def serve(args):
     else:
         _prepare_triton()
     # Everything a child needs is imported here, once, so a forked child starts warm.
-    from . import candidate, child, environment, judge, reference, runner, sandbox, server  # noqa: F401
+    from kforge_harness.candidate import candidate
+    from kforge_harness.server import child, server
+    from kforge_harness.devices import environment
+    from kforge_harness.judge import judge
+    from kforge_harness.reference import reference
+    from kforge_harness.tasks import runner
+    from kforge_harness import sandbox  # noqa: F401
     # What every sandbox shows (the libraries these imports mapped included): worked out
     # once, inherited by forked children, handed to spawned ones in a file.
     sandbox.prepare()
@@ -78,8 +84,8 @@ def child_entry(args):
     CUDA do at import on GPU hosts; enter() needs a single-threaded process): until then
     only modules that import neither are loaded, and what the sandbox shows is the
     server's answer (--sandbox-view), not one worked out from this process's imports."""
-    from . import sandbox
-    from .child import candidate_main
+    from kforge_harness import sandbox
+    from kforge_harness.server.child import candidate_main
     if not args.network:
         sandbox.load_view(args.sandbox_view)
     candidate_main(args.command_fd, args.result_fd, Device(args.device), args.workdir,

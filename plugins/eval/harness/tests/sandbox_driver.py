@@ -31,7 +31,7 @@ SECRET_MEMORY = b"kforge-driver-memory-secret"
 def _deny_unshare_filter():
     """A container-like host for the test of missing protections: unshare (and so every
     namespace) refused with EPERM, everything else allowed."""
-    from kforge_harness import seccomp
+    from kforge_harness.sandbox import seccomp
     arch = seccomp.current_arch()
     insns = [(0x20, 0, 0, 0),  # ld nr
              (0x15, 0, 1, arch.numbers["unshare"]),  # jeq unshare

@@ -23,7 +23,11 @@ import unittest.mock
 import torch
 
 import kforge_cpp
-from kforge_harness import checker, judge, outputs, protocol, reporter, server
+from kforge_harness.l1 import checker
+from kforge_harness.judge import judge, outputs
+from kforge_harness import protocol
+from kforge_harness.protocol import reporter
+from kforge_harness.server import server
 from tests import client
 from tests.client import request
 

@@ -12,8 +12,9 @@ import tempfile
 import textwrap
 import unittest
 
-from kforge_harness import checker, protocol
-from kforge_harness.analysis import Func, Kernel, Launcher, Mod, ModuleFacts, Native, Opaque
+from kforge_harness.l1 import checker
+from kforge_harness import protocol
+from kforge_harness.l1.analysis import Func, Kernel, Launcher, Mod, ModuleFacts, Native, Opaque
 from tests import client
 
 SUITE = os.path.normpath(os.path.join(client.HARNESS_DIR, "..", "..", "..", "examples",

@@ -9,8 +9,10 @@ from unittest import mock
 import numpy as np
 import torch
 
-from kforge_harness import anticheat, compare, outputs, protocol
-from kforge_harness.compare import ConstantDetector, compare_outputs, compare_tensors
+from kforge_harness.anticheat import anticheat
+from kforge_harness.judge import compare, outputs
+from kforge_harness import protocol
+from kforge_harness.judge.compare import ConstantDetector, compare_outputs, compare_tensors
 from kforge_harness.protocol import normalise_request
 
 ALLCLOSE = normalise_request({"id": 1, "action": "check", "candidate": {"code": ""}})[

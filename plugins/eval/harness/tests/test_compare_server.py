@@ -6,7 +6,9 @@ import json
 import os
 import unittest
 
-from kforge_harness import compare, devices, server
+from kforge_harness.judge import compare
+from kforge_harness import devices
+from kforge_harness.server import server
 from tests import client
 
 KERNELBENCH_V0 = {"kind": "allclose", "atol": 1e-2, "rtol": 1e-2}

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-from kforge_harness import environment
+from kforge_harness.devices import environment
 from kforge_harness.devices import Device
 
 HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -13,7 +13,7 @@ import unittest
 
 import torch
 
-from kforge_harness import fit, footprint, forked, tasks
+from kforge_harness.tasks import fit, footprint, forked, tasks
 from kforge_harness.devices import Device
 from tests import client
 
@@ -185,7 +185,7 @@ class FitContractTest(unittest.TestCase):
 
     def test_what_the_task_prints_stays_off_the_callers_stdout(self):
         answer = subprocess.run(
-            [sys.executable, "-m", "kforge_harness.fit", "--budget-mb", "16", "--json",
+            [sys.executable, "-m", "kforge_harness.tasks.fit", "--budget-mb", "16", "--json",
              os.path.join(FIT_TASKS, "prints.py")],
             cwd=client.HARNESS_DIR, capture_output=True, text=True, timeout=300, check=False)
         self.assertEqual(answer.returncode, 0, answer.stderr)
@@ -243,7 +243,7 @@ class CudaFitTest(unittest.TestCase):
 
     def fit_on_cuda(self, name, budget_mb):
         answer = subprocess.run(
-            [sys.executable, "-m", "kforge_harness.fit", "--device", "cuda:0", "--budget-mb",
+            [sys.executable, "-m", "kforge_harness.tasks.fit", "--device", "cuda:0", "--budget-mb",
              str(budget_mb), "--json", os.path.join(FIT_TASKS, name + ".py")],
             cwd=client.HARNESS_DIR, capture_output=True, text=True, timeout=300, check=False)
         self.assertEqual(answer.returncode, 0, answer.stderr)

@@ -7,7 +7,9 @@ import unittest
 
 import torch
 
-from kforge_harness import checker, kbx, protocol
+from kforge_harness.l1 import checker
+from kforge_harness.tasks import kbx
+from kforge_harness import protocol
 from tests import client
 from tests.client import request
 

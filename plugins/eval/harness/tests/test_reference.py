@@ -8,7 +8,9 @@ import os
 import unittest
 from unittest import mock
 
-from kforge_harness import errors, protocol, server
+from kforge_harness.protocol import errors
+from kforge_harness import protocol
+from kforge_harness.server import server
 from tests import client
 from tests.client import request
 

@@ -17,7 +17,8 @@ import tempfile
 import time
 import unittest
 
-from kforge_harness import sandbox, sandbox_fs, seccomp
+from kforge_harness import sandbox
+from kforge_harness.sandbox import sandbox_fs, seccomp
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 HARNESS_DIR = os.path.dirname(TESTS_DIR)

@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from kforge_harness import server
+from kforge_harness.server import server
 from tests import client
 from tests.client import request
 

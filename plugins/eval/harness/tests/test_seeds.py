@@ -5,7 +5,7 @@ import json
 import re
 import unittest
 
-from kforge_harness import seeds
+from kforge_harness.server import seeds
 from tests import client
 
 

@@ -15,7 +15,7 @@ import unittest
 import torch
 
 import kforge_cpp
-from kforge_harness import checker
+from kforge_harness.l1 import checker
 from tests import client
 from tests.client import request
 

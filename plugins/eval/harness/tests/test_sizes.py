@@ -3,8 +3,8 @@
 import ast
 import unittest
 
-from kforge_harness import tasks
-from kforge_harness.sizes import constant_int, module_sizes, rewrite_sizes
+from kforge_harness.tasks import tasks
+from kforge_harness.tasks.sizes import constant_int, module_sizes, rewrite_sizes
 from tests import client
 
 SOURCE = """

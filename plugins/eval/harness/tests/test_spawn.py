@@ -107,7 +107,8 @@ class SpawnedChildTest(unittest.TestCase):
         # What `python -m kforge_harness child` has loaded when it calls sandbox.enter().
         loaded = subprocess.run(
             [sys.executable, "-c", "import sys\n"
-             "from kforge_harness import __main__, child, sandbox\n"
+             "from kforge_harness import __main__, sandbox\n"
+             "from kforge_harness.server import child\n"
              "print(' '.join(sorted(sys.modules)))"],
             env={**os.environ, "PYTHONPATH": client.HARNESS_DIR}, capture_output=True,
             text=True, check=True).stdout.split()

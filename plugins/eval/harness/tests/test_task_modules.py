@@ -12,7 +12,8 @@ import tempfile
 import textwrap
 import unittest
 
-from kforge_harness import kbx, protocol, task_modules
+from kforge_harness.tasks import kbx, task_modules
+from kforge_harness import protocol
 from tests import client
 from tests.client import HARNESS_DIR, request
 from tests.test_kbx import KBX_RULE
@@ -157,7 +158,7 @@ class CollectAndInstallTest(unittest.TestCase):
         write(os.path.join(self.root, "flat.py"), "def fails():\n    raise ValueError('from flat')\n")
         out = self.run_python(textwrap.dedent(f"""
             import json, sys
-            from kforge_harness import task_modules
+            from kforge_harness.tasks import task_modules
             before = task_modules.snapshot()
             sys.path.insert(0, {self.root!r})
             import json as shown_anyway  # the Python installation's: not carried
@@ -170,7 +171,7 @@ class CollectAndInstallTest(unittest.TestCase):
         shutil.rmtree(self.root)  # the candidate's side cannot read them
         served = self.run_python(textwrap.dedent(f"""
             import traceback
-            from kforge_harness import task_modules
+            from kforge_harness.tasks import task_modules
             task_modules.install({modules!r})
             import pkg.deep, flat
             print(pkg.deep.VALUE, pkg.deep.__file__ == {os.path.join(self.root, 'pkg', 'deep.py')!r})
@@ -185,7 +186,8 @@ class CollectAndInstallTest(unittest.TestCase):
         write(os.path.join(self.root, "big.py"), "X = '" + "x" * (task_modules.MAX_BYTES + 10) + "'\n")
         out = self.run_python(textwrap.dedent(f"""
             import sys
-            from kforge_harness import protocol, task_modules
+            from kforge_harness import protocol
+            from kforge_harness.tasks import task_modules
             before = task_modules.snapshot()
             sys.path.insert(0, {self.root!r})
             import big
@@ -199,7 +201,8 @@ class CollectAndInstallTest(unittest.TestCase):
         write(not_source, "")
         out = self.run_python(textwrap.dedent(f"""
             import sys, types
-            from kforge_harness import protocol, task_modules
+            from kforge_harness import protocol
+            from kforge_harness.tasks import task_modules
             before = task_modules.snapshot()
             sys.path.insert(0, {self.root!r})
             module = types.ModuleType("native")
@@ -223,7 +226,7 @@ class CollectAndInstallTest(unittest.TestCase):
         write(os.path.join(self.root, "cache", "flat_in_parent.py"), "VALUE = 2\n")
         out = self.run_python(textwrap.dedent(f"""
             import importlib.util, json, sys, types
-            from kforge_harness import task_modules
+            from kforge_harness.tasks import task_modules
             before = task_modules.snapshot()
             sys.path.append({os.path.join(self.root, "cache")!r})  # a parent of the cache on sys.path
             native = types.ModuleType("cuda_utils")

@@ -13,7 +13,10 @@ from unittest import mock
 import numpy as np
 import torch
 
-from kforge_harness import protocol, runner, server, timing, timing_plan
+from kforge_harness import protocol
+from kforge_harness.tasks import runner
+from kforge_harness.server import server
+from kforge_harness.timing import timing, timing_plan
 
 from . import client
 

@@ -7,8 +7,8 @@ import unittest
 
 import torch
 
-from kforge_harness import runner
-from kforge_harness.outputs import FileLeaf, write_leaves
+from kforge_harness.tasks import runner
+from kforge_harness.judge.outputs import FileLeaf, write_leaves
 from tests import client
 
 

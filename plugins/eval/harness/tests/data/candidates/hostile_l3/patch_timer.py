@@ -5,7 +5,7 @@ import time
 
 import torch
 
-from kforge_harness import timing
+from kforge_harness.timing import timing
 
 
 def _instant(self, call):

@@ -1,0 +1,401 @@
+"""KernelBenchX / TritonBench-style tasks (task.format "kernelbenchx").
+
+Such a task file is a reference *function* (`def gelu(input, approximate='none')`), a
+separator line of `#` characters (146 in KernelBenchX and TritonBench), then test code
+that calls the function on fixed and random inputs and leaves a `test_results` dict. A
+candidate supplies the same function (or `kernel_function`, as KernelBenchX accepts).
+
+Here one "trial" is one run of the task's test code, right after seeding random, NumPy
+and torch with the trial's seed, with the function's name bound to the side's function:
+the reference's in the reference worker, the candidate's in the candidate child. The test
+code always comes from the task file, never from the candidate (a candidate file's own
+test part, after a separator, is dropped). `test_results` is flattened into named leaves
+in a fixed order: tensors (and NumPy arrays and numbers, as tensors) go through the usual
+output files and comparison; other values (strings, None, dtypes) travel inline and must
+be equal. The judge (`leaf_mismatch`) fails a missing or extra leaf, or one of another
+kind, with its name.
+
+Timing replays the function's calls that one run of the test code made (recorded on the
+timing seed), in order, as one timed unit: the sum over the test's calls, as KernelBenchX
+sums its per-input-size timings before dividing reference by candidate."""
+
+import ast
+import itertools
+import linecache
+import os
+import sys
+import types
+
+import numpy as np
+import torch
+
+from kforge_harness.anticheat import anticheat
+from kforge_harness import protocol
+from kforge_harness.tasks.runner import NoEntry, TaskSession, seed_everything
+from kforge_harness.tasks.tasks import REFERENCE_MODULE
+
+FORMAT = "kernelbenchx"
+# A separator is a line of only '#', at least this long (KernelBenchX and TritonBench
+# write 146): a shorter run of '#' is a comment banner a reference may well contain.
+SEPARATOR_MIN = 80
+RESULTS_NAME = "test_results"
+# KernelBenchX's entry check accepts this name beside the task's own.
+ALIAS = "kernel_function"
+# Inline (non-tensor) leaves are compared as text of at most this many characters.
+MAX_VALUE_CHARS = 4096
+MAX_LEAVES = 4096
+# [call, argument] pairs of in-place changes a report may list.
+MAX_MUTATED = 4096
+
+
+def _separator_index(lines):
+    for index, line in enumerate(lines):
+        text = line.strip()
+        if len(text) >= SEPARATOR_MIN and set(text) == {"#"}:
+            return index
+    return None
+
+
+def split_task(source, path):
+    """(reference part, test part padded with blank lines so that its line numbers are
+    the file's); a file without a separator is a task_error."""
+    lines = source.splitlines(True)
+    index = _separator_index(lines)
+    if index is None:
+        raise protocol.task_error(
+            f"task file {path} has no separator line (a line of {SEPARATOR_MIN} or more '#') "
+            "between the reference function and its test code: a kernelbenchx task is "
+            "the function, the separator, then test code that fills test_results")
+    return "".join(lines[:index]), "\n" * (index + 1) + "".join(lines[index + 1:])
+
+
+def candidate_part(code):
+    """The candidate's implementation: its file up to a separator, if it has one (a
+    KernelBenchX candidate file may carry the test code too; the task's is the one run)."""
+    lines = code.splitlines(True)
+    index = _separator_index(lines)
+    return code if index is None else "".join(lines[:index])
+
+
+def defined_names(tree):
+    """Module-level functions and names bound by assignment, in order."""
+    names = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.append(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.append(stmt.target.id)
+    return names
+
+
+def entry_name(reference_source, path):
+    """The function the task is about: the one named like the file (KernelBenchX's rule),
+    else the reference part's only function. Raises a task_error otherwise."""
+    try:
+        tree = ast.parse(reference_source, filename=path)
+    except SyntaxError as exc:
+        raise protocol.task_error(f"task file {path}:{exc.lineno} does not parse: {exc.msg}") from None
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem in defined_names(tree):
+        return stem
+    functions = [s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if len(functions) == 1:
+        return functions[0]
+    raise protocol.task_error(
+        f"task file {path} defines no function {stem}() before its separator and "
+        f"{'no' if not functions else len(functions)} other function(s) "
+        f"({', '.join(functions)}): name the reference function like the file")
+
+
+# ---- test_results as named leaves ----
+
+def _key_text(key):
+    return key if isinstance(key, str) else repr(key)
+
+
+def _as_leaf_tensor(value):
+    """A tensor for a value compared numerically, else None (compared inline)."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach()
+        return value.to_dense() if value.layout != torch.strided else value
+    if isinstance(value, (np.ndarray, np.generic)):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, bool):
+        return torch.tensor(value, dtype=torch.bool)
+    if isinstance(value, int) and -(1 << 63) <= value < (1 << 63):
+        return torch.tensor(value, dtype=torch.int64)
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.float64)
+    if isinstance(value, complex):
+        return torch.tensor(value, dtype=torch.complex128)
+    return None
+
+
+def _inline(value):
+    if value is None or isinstance(value, str):
+        text = value
+    else:
+        text = f"{type(value).__name__}: {value}"
+    return text if text is None else text[:MAX_VALUE_CHARS]
+
+
+def flatten(results):
+    """(names, tensors, values): every leaf of `results` by its path
+    ("test_results.case_1[0]"), dict keys sorted; the tensors of the numeric leaves, in
+    order; {name: text or None} for the others."""
+    names, tensors, values = [], [], {}
+
+    def walk(value, name):
+        if isinstance(value, dict):
+            for key in sorted(value, key=_key_text):
+                walk(value[key], f"{name}.{_key_text(key)}")
+            return
+        if isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                walk(item, f"{name}[{index}]")
+            return
+        names.append(name)
+        tensor = _as_leaf_tensor(value)
+        if tensor is None:
+            values[name] = _inline(value)
+        else:
+            tensors.append(tensor)
+
+    walk(results, RESULTS_NAME)
+    if len(names) > MAX_LEAVES:  # what the judge accepts from a candidate's process
+        raise ValueError(f"{RESULTS_NAME} has {len(names)} leaves, more than the {MAX_LEAVES} "
+                         "a comparison takes")
+    return names, tensors, values
+
+
+# ---- the sides and the session ----
+
+class TestRun:
+    """A trial's "inputs": one run of the task's test code on a seed. `calls`: the
+    function's calls that run made (args, kwargs), once recorded for timing."""
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.calls = None
+
+
+class FunctionSide:
+    """A function (the reference's or the candidate's) in the place of runner.Side.
+    Fed test runs, it records their calls to the function (by running the test code);
+    called with them (timing), it replays those calls only."""
+
+    def __init__(self, function, session):
+        self.model = function
+        self.session = session
+
+    def feed(self, master):
+        """This side's own recordings of the test runs. Recorded here, where inputs are
+        made (before a timed loop, and when a timing pool slot is refilled), never inside
+        a timed call: the test code's own work is not the function's."""
+        runs = [TestRun(run.seed) for run in master]
+        for run in runs:
+            self.session.run_tests(self, run, record=True)
+        return runs
+
+    def __call__(self, inputs):
+        for run in inputs:
+            for args, kwargs in run.calls:
+                self.model(*args, **kwargs)
+
+
+class KbxSession(TaskSession):
+    """A kernelbenchx task in this process: runner.TaskSession's steps in this format's
+    terms (no Model, no get_inputs: the test code makes its own inputs)."""
+
+    inputs_can_vary = False
+    no_spot_checks_reason = (
+        "its timed unit replays the function's calls of a test run, whose outputs are not "
+        "a trial's test_results: no stored reference output matches them")
+
+    def __init__(self, task, options, device):
+        super().__init__(task, options, device)
+        # Its master inputs are test runs, not tensors: like a NumPy task's, they have no
+        # torch.compile baseline (the flag compile_baseline_unavailable says so).
+        self.numpy_task = True
+        self.entry = None
+        self.test_code = None
+        self.last_facts = {}
+
+    def load(self):
+        task = self.task_spec
+        path, source = task["path"], task["source"]
+        reference, test = split_task(source, path)
+        self.entry = entry_name(reference, path)
+        try:
+            self.test_code = compile(test, path, "exec")
+        except SyntaxError as exc:
+            raise protocol.task_error(f"task file {path}:{exc.lineno} does not parse: {exc.msg}") from None
+        self.module = _load_reference(reference, path, source)
+        self.sizes = {}
+
+    def make_init_inputs(self):
+        self.init_inputs = []
+
+    def reference_class(self):
+        return getattr(self.module, self.entry), FORMAT
+
+    def candidate_entry(self, module):
+        for name in (self.entry, ALIAS):
+            function = getattr(module, name, None)
+            if callable(function):
+                return function, FORMAT
+        raise NoEntry(f"the candidate defines no function {self.entry}() (or {ALIAS}()): "
+                      f"the task's test code calls {self.entry}")
+
+    def candidate_code(self, code):
+        return candidate_part(code)
+
+    def build(self, cls, kind):
+        return FunctionSide(cls, self)
+
+    def make_inputs(self, seed, transform=None):
+        if transform is not None:  # reference.VARIATIONS: a test's own inputs cannot be scaled
+            raise ValueError("a kernelbenchx task's inputs are its test code's: they cannot be "
+                             "scaled and shifted")
+        return [TestRun(seed)]
+
+    def forward(self, side, inputs, seed):
+        return self.observe(side, inputs, seed)[0]
+
+    def observe(self, side, inputs, seed):
+        """The test run's tensor leaves, the indices of the function's calls that changed
+        a tensor argument in place, and [call, argument] of the first call whose result
+        shares memory with an argument (or None): the anti-cheat observations, per call
+        of the function rather than per input of a forward."""
+        (run,) = inputs
+        names, tensors, values, mutated, aliased = self.run_tests(side, run, record=False)
+        self.last_facts = {"names": names, "values": values, "mutated": mutated}
+        return tensors, sorted({call for call, _ in mutated}), aliased
+
+    def output_facts(self):
+        return dict(self.last_facts)
+
+    def run_tests(self, side, run, record):
+        """Runs the test code with the task's name bound to the side's function; returns
+        flatten(test_results), the [call, argument] pairs of the tensor arguments a call
+        changed in place, and [call, argument] of the first call whose result shares
+        memory with an argument (or None); no observations with `record`, which records
+        the calls into `run` instead, for timing."""
+        function = side.model
+        calls, mutated, aliased = [], [], []
+        counter = itertools.count()
+
+        def recorded(*args, **kwargs):
+            calls.append((args, kwargs))
+            return function(*args, **kwargs)
+
+        def watched(*args, **kwargs):
+            index = next(counter)
+            arguments = anticheat.tensors_in([list(args), dict(kwargs)])
+            before = anticheat.input_digests(arguments)
+            out = function(*args, **kwargs)
+            after = anticheat.input_digests(arguments)
+            mutated.extend([index, position] for position in anticheat.changed_inputs(before, after))
+            shared = anticheat.aliasing(out, arguments) if not aliased else None
+            if shared is not None:
+                aliased.extend([index, shared[1]])
+            return out
+
+        namespace = dict(vars(self.module))
+        namespace.update(__name__="__main__", __file__=self.task_spec["path"])
+        namespace[self.entry] = recorded if record else watched
+        seed_everything(run.seed)
+        exec(self.test_code, namespace)  # noqa: S102 - the task's own test code
+        self.device.synchronize(torch)
+        if RESULTS_NAME not in namespace:
+            raise NameError(f"the task's test code left no {RESULTS_NAME}")
+        if record:
+            run.calls = calls
+        return (*flatten(namespace[RESULTS_NAME]), mutated, aliased or None)
+
+
+def _load_reference(reference, path, source):
+    """The reference part executed as the task's module, under the task's file name (its
+    lines in linecache, so tracebacks show the real file's)."""
+    linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+    module = types.ModuleType(REFERENCE_MODULE)
+    module.__file__ = path
+    sys.modules[REFERENCE_MODULE] = module
+    exec(compile(reference, path, "exec"), module.__dict__)  # noqa: S102 - the task is the reference
+    return module
+
+
+# ---- the judge's part ----
+
+def _valid_facts(report):
+    names, values = report.get("names"), report.get("values")
+    if (not isinstance(names, list) or len(names) > MAX_LEAVES
+            or not all(isinstance(n, str) and len(n) <= MAX_VALUE_CHARS for n in names)
+            or len(set(names)) != len(names)):
+        return None
+    if not isinstance(values, dict) or not all(
+            k in names and (v is None or (isinstance(v, str) and len(v) <= MAX_VALUE_CHARS))
+            for k, v in values.items()):
+        return None
+    return names, values
+
+
+def _shown(value):
+    return "None" if value is None else repr(value[:80])
+
+
+def _valid_mutated(report):
+    mutated = report.get("mutated", [])
+    if (not isinstance(mutated, list) or len(mutated) > MAX_MUTATED
+            or not all(isinstance(pair, list) and len(pair) == 2
+                       and all(type(i) is int for i in pair) for pair in mutated)):
+        return None
+    return mutated
+
+
+def leaf_mismatch(reference, report):
+    """(error_class, message) when the candidate changed in place an argument of a call
+    that the reference's same call leaves unchanged (the test's calls are compared one by
+    one: an optimizer step may update its parameter, not the gradient it is given), when
+    its test_results does not have the reference's leaves, or an inline leaf differs;
+    else None."""
+    names, values = reference["names"], reference["values"]
+    facts, mutated = _valid_facts(report), _valid_mutated(report)
+    if facts is None or mutated is None:
+        return protocol.RUNTIME_ERROR, "the candidate's process handed over malformed leaf names"
+    allowed = {tuple(pair) for pair in reference.get("mutated", [])}
+    for call, argument in mutated:
+        if (call, argument) not in allowed:
+            return (protocol.CHEAT_DETECTED,
+                    f"call #{call} of the function by the test code: the candidate changed its "
+                    f"tensor argument #{argument} in place; the reference's same call leaves "
+                    "it unchanged")
+    cand_names, cand_values = facts
+    missing = [n for n in names if n not in cand_names]
+    extra = [n for n in cand_names if n not in names]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+        if extra:
+            parts.append(f"has {', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''} "
+                         "the reference's has not")
+        return protocol.SHAPE_MISMATCH, f"the candidate's {RESULTS_NAME} {' and '.join(parts)}"
+    if cand_names != names:
+        return protocol.SHAPE_MISMATCH, f"the candidate's {RESULTS_NAME} has its leaves in another order"
+    for name in names:
+        if (name in values) != (name in cand_values):
+            kinds = ("a tensor or number", "a value of another kind")
+            mine, theirs = (kinds[1], kinds[0]) if name in cand_values else kinds
+            return protocol.DTYPE_MISMATCH, f"{name} is {mine}; the reference's is {theirs}"
+        if name in values and values[name] != cand_values[name]:
+            return (protocol.NUMERICAL_MISMATCH,
+                    f"{name} is {_shown(cand_values[name])}, the reference's {_shown(values[name])}")
+    return None
+
+
+def tensor_names(reference):
+    """The names of the reference's tensor leaves, in output-file order."""
+    return [n for n in reference["names"] if n not in reference["values"]]

@@ -1,0 +1,443 @@
+"""What the reference worker and the candidate child both do with a task: set up the
+device, load the task module at its sizes, build a model right after seeding, make a
+trial's inputs from its seed, run a forward. Who is blamed when one of these fails is not
+decided here: the reference worker (reference.py) and the candidate child (candidate.py)
+each wrap them in their own terms."""
+
+import os
+import random
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+from kforge_harness.anticheat import anticheat
+from kforge_harness.tasks import task_modules, tasks
+from kforge_harness.judge.outputs import as_tensor, flat_leaves, pieces
+
+
+def seed_everything(seed):
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # seeds every device's generator too
+
+
+def to_torch(obj, device=None):
+    """`obj` with NumPy arrays turned into tensors (copies: the arrays stay untouched)
+    and every tensor moved to `device`."""
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_torch(item, device) for item in obj)
+    if isinstance(obj, np.ndarray):
+        obj = torch.from_numpy(obj.copy())
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device) if device is not None else obj
+    return obj
+
+
+def as_torch_view(obj):
+    """Tensors over the same memory as the NumPy arrays in `obj` (no copy): lets the
+    anti-cheat observations treat NumPy and torch values alike."""
+    if isinstance(obj, (list, tuple)):
+        return [as_torch_view(item) for item in obj]
+    if isinstance(obj, np.ndarray):
+        return torch.from_numpy(obj)
+    return obj
+
+
+def warm_up(device):
+    """What every candidate child pays before its own work, paid ahead in a standby
+    child: the device context (CUDA: ~0.2-0.3 s) and the first use of the harness's own
+    kernels (input checksums, poisoning), which load lazily. Triton's driver is
+    initialised too where triton is present."""
+    torch_device = device.activate(torch)
+    sample = torch.linspace(-1.0, 1.0, 64, device=torch_device)
+    anticheat.input_digests([sample])
+    anticheat.poison_allocator([64], torch_device)
+    device.synchronize(torch)
+    if device.is_accelerator:
+        try:
+            import triton
+        except ImportError:
+            return
+        triton.runtime.driver.active.get_current_device()
+
+
+def mindspore_module():
+    """MindSpore when this interpreter has it, else None."""
+    try:
+        import mindspore  # noqa: PLC0415 - optional, and heavy: only for its tasks
+    except ImportError:
+        return None
+    return mindspore
+
+
+def from_mindspore(obj):
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(from_mindspore(item) for item in obj)
+    return obj.asnumpy() if hasattr(obj, "asnumpy") else obj
+
+
+def limit_device_memory(device, megabytes):
+    """Holds this process's caching allocator on an accelerator to the share of the
+    device the client admitted the job with (limits.device_memory_mb), so that a job that
+    outgrows its share fails itself rather than a neighbour. On the CPU the memory limit
+    does it (child.py)."""
+    if not megabytes or not device.is_accelerator:
+        return
+    module = device.module(torch)
+    if not hasattr(module, "set_per_process_memory_fraction"):
+        return
+    total = module.get_device_properties(device.index).total_memory
+    module.set_per_process_memory_fraction(min(1.0, megabytes * (1 << 20) / total), device.index)
+
+
+class Side:
+    """One model (reference or candidate) and how it is fed, by `kind`: "torch" models
+    get tensors on the device; "numpy" models (the reference of a kernelbench-numpy task,
+    or that reference as its own candidate) get arrays; "mindspore" models (a
+    kernelbench-mindspore reference) get MindSpore tensors made from the arrays and give
+    back arrays."""
+
+    def __init__(self, model, kind, device):
+        self.model = model
+        self.kind = kind
+        self.device = device
+
+    def feed(self, master):
+        """The inputs as this side takes them (tensors on the device for torch models)."""
+        if self.kind == "torch":
+            return to_torch(master, self.device)
+        return master
+
+    def __call__(self, inputs):
+        if self.kind == "numpy":
+            forward = getattr(self.model, "forward", None) or self.model
+            return forward(*inputs)
+        if self.kind == "mindspore":
+            tensor = mindspore_module().Tensor
+            return from_mindspore(self.model(*[tensor(a) if isinstance(a, np.ndarray) else a for a in inputs]))
+        with torch.no_grad():
+            return self.model(*inputs)
+
+
+class MissingFramework(Exception):
+    """The task needs a framework this interpreter lacks and has no fallback."""
+
+
+class NoEntry(Exception):
+    """The candidate lacks what the task's format calls (ModelNew, or a function)."""
+
+
+def session_class(task_format):
+    """The TaskSession class of a task format: kernelbenchx tasks have their own (kbx.py).
+    Its class attributes are what the format declares to those who never load a task
+    (the server)."""
+    from kforge_harness.tasks import kbx  # noqa: PLC0415 - kbx builds on this module
+
+    return kbx.KbxSession if task_format == kbx.FORMAT else TaskSession
+
+
+def task_session(task, options, device):
+    """The session for the task's format. A candidate's job carries the task's helper
+    modules that its sandbox does not show (task_modules.py): they are importable from
+    here on."""
+    task_modules.install(task.get("modules"))
+    return session_class(task["format"])(task, options, device)
+
+
+class TaskSession:
+    """One task at its sizes in this process, on this device."""
+
+    # make_inputs(seed, transform) can scale and shift the inputs (a near-constant
+    # reference's varied trials, reference.VARIATIONS).
+    inputs_can_vary = True
+    # Why a timed call's outputs cannot be compared with the reference's stored outputs
+    # for the same input seed (the server's spot checks during timing, timing_plan.py),
+    # or None where they can: a timed call here is one trial's forward on one input set.
+    no_spot_checks_reason = None
+
+    def __init__(self, task, options, device):
+        self.task_spec = task
+        self.options = options
+        self.device = device
+        # The master inputs are NumPy arrays (numpy and mindspore tasks), not tensors.
+        self.numpy_task = task["format"] in ("kernelbench-numpy", "kernelbench-mindspore")
+        self.torch_device = None
+        self.module = None
+        self.init_inputs = None
+        self.sizes = {}
+        self.flags = []
+
+    def setup_device(self):
+        self.torch_device = self.device.activate(torch)
+        # fp32 references must be fp32: cuDNN convolutions default to TF32, which is off
+        # by ~1e-3 at real sizes and would fail exact kernels at atol=rtol=1e-4.
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    def load(self):
+        """Executes the task module (a task_error Verdict, or whatever its code raises)."""
+        self.module, changes = tasks.load_task(self.task_spec, self.task_spec["source"])
+        self.sizes = tasks.run_sizes(self.task_spec, self.task_spec["source"])
+        for name, (old, new) in changes.items():
+            print(f"kforge: task size {name} = {old} -> {new}", file=sys.stderr)
+
+    def make_init_inputs(self):
+        self.init_inputs = list(self.with_default_device(self.module.get_init_inputs))
+
+    def reference_class(self):
+        """The reference model class and its kind. A kernelbench-mindspore task runs its
+        MindSpore Model where MindSpore is installed, else its PyTorch fallback (class
+        TorchModel in the same file), as seed 000's MindSpore suite did."""
+        task_format = self.task_spec["format"]
+        if task_format == "kernelbench-numpy":
+            return self.module.Model, "numpy"
+        if task_format != "kernelbench-mindspore":
+            return self.module.Model, "torch"
+        if mindspore_module() is not None and hasattr(self.module, "Model"):
+            return self.module.Model, "mindspore"
+        if hasattr(self.module, "TorchModel"):
+            self.flags.append("reference_fallback_torch")
+            return self.module.TorchModel, "torch"
+        raise MissingFramework(
+            "this kernelbench-mindspore task needs MindSpore, which "
+            f"{sys.executable} cannot import, and defines no PyTorch fallback: install "
+            "MindSpore, or add class TorchModel to the task file")
+
+    def candidate_code(self, code):
+        """The part of the candidate's file that is its implementation."""
+        return code
+
+    def candidate_entry(self, module):
+        """(what the candidate supplies, its kind); NoEntry when it lacks it."""
+        cls = getattr(module, "ModelNew", None)
+        if cls is None:
+            raise NoEntry("the candidate defines no ModelNew class")
+        return cls, "torch"
+
+    def output_facts(self):
+        """What the last forward's outputs carry beyond their leaves (kbx: leaf names)."""
+        return {}
+
+    def build(self, cls, kind):
+        """Seeds before the constructor, so equal parameter shapes get equal weights."""
+        seed = self.options["seed"]
+        seed_everything(seed)
+        if kind == "mindspore":
+            mindspore_module().set_seed(seed)
+        model = cls(*self.init_inputs)
+        if isinstance(model, torch.nn.Module):
+            model = model.to(self.torch_device)
+        return Side(model, kind, self.torch_device)
+
+    def with_default_device(self, make):
+        """Calls get_inputs/get_init_inputs with the target device as torch's default
+        device, so big inputs are made where they are used. torch < 2.0 lacks that: there,
+        and with inputs_on_device=false, they are made on the host and moved."""
+        on_device = (self.device.is_accelerator and self.options["inputs_on_device"]
+                     and not self.numpy_task and hasattr(torch, "set_default_device"))
+        if on_device:
+            with torch.device(self.torch_device):
+                return make()
+        return make()
+
+    def make_inputs(self, seed, transform=None):
+        """Trial inputs from `seed`; `transform` (scale, shift), when given, maps every
+        floating-point input x to x * scale + shift (the varied trials of a task whose
+        reference is near-constant; integer inputs such as indices stay as they are)."""
+        seed_everything(seed)
+        inputs = list(self.with_default_device(self.module.get_inputs))
+        if transform is not None:
+            inputs = [_scaled(value, *transform) for value in inputs]
+        return inputs if self.numpy_task else to_torch(inputs, self.torch_device)
+
+    def forward(self, side, inputs, seed):
+        """The forward's outputs as a flat list, NumPy arrays viewed as tensors; the device
+        is synchronised, so asynchronous faults surface here."""
+        seed_everything(seed)  # same RNG stream for both sides (dropout-like ops)
+        out = side(inputs)
+        self.device.synchronize(torch)
+        return as_torch_view(flat_leaves(out))
+
+    def observe(self, side, inputs, seed):
+        """One forward with what the anti-cheat checks need: (outputs, changed input
+        positions, [output, input] of an aliasing output or None)."""
+        viewed = as_torch_view(inputs)
+        before = anticheat.input_digests(viewed)
+        out = self.forward(side, inputs, seed)
+        changed = anticheat.changed_inputs(before, anticheat.input_digests(viewed))
+        aliased = anticheat.aliasing(out, anticheat.tensors_in(viewed))
+        return out, changed, aliased
+
+    def synchronize(self):
+        self.device.synchronize(torch)
+
+
+def _scaled(value, scale, shift):
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value * scale + shift
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
+        return (value * scale + shift).astype(value.dtype)
+    return value
+
+
+def weight_tensors(model):
+    """The model's state that the harness re-initialises and hands to ModelNew, as
+    (name, tensor) in registration order: every floating-point parameter, and the
+    running statistics of batch/instance norms (which a model in eval mode reads).
+    Other buffers (masks, tables the task built) keep their values: re-drawing them
+    would change what the task computes."""
+    found = [(name, p) for name, p in model.named_parameters() if p.is_floating_point()]
+    for module_name, module in model.named_modules():
+        if isinstance(module, torch.nn.modules.batchnorm._NormBase):
+            for buffer in ("running_mean", "running_var"):
+                tensor = getattr(module, buffer, None)
+                if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                    found.append((f"{module_name}.{buffer}" if module_name else buffer, tensor))
+    return found
+
+
+# A tensor is re-ordered in at most this many blocks of consecutive elements (one element
+# per block below it). A permutation of every element of a large weight cost 10 s per
+# 100M elements on the 2-core VM (randperm, then a random gather): KernelBench's
+# 1_MLP (1.6G parameters at its sizes) took 69 s of its reference worker on the H100
+# host. Blocks move as whole rows: a memory copy.
+_REORDER_BLOCKS = 1 << 16
+
+# The random factors are drawn in pieces of this many elements, each from a generator of
+# its own seeded from the tensor's draw, on threads: a CPU generator is sequential
+# (torch.rand: about 4 s per 100M elements on the 2-core VM). Fixed pieces, so that the
+# weights do not depend on the number of threads.
+_FACTOR_PIECE = 1 << 22
+
+
+def _redrawn(default, generator):
+    """New values for a tensor whose default initialisation is `default`, drawn with
+    `generator`: the default's own values in a random order (of blocks of consecutive
+    elements, when it has more than _REORDER_BLOCKS), each scaled by a factor from
+    U(0.5, 1.5). That keeps each tensor's scale, sign and support (a positive running_var
+    or a positive scale stays positive, a kaiming-uniform weight stays within 1.5x its
+    bound) while no element keeps its default value: ones become U(0.5, 1.5), and an
+    all-zero default (a bias, a running mean) becomes U(-0.5, 0.5)."""
+    # On the CPU, whatever the model's device: the same seed gives the same weights
+    # everywhere. In float32 (float64 for float64 tensors).
+    work = torch.float64 if default.dtype == torch.float64 else torch.float32
+    flat = default.detach().reshape(-1).to("cpu", work)
+    count = flat.numel()
+    fresh = torch.empty(count, dtype=work)
+    if not bool(flat.any()):
+        _draw_uniform(fresh, generator, None)  # U(0, 1)
+        return fresh.sub_(0.5).reshape(default.shape)
+    blocks = min(count, _REORDER_BLOCKS)
+    size = count // blocks
+    head = blocks * size
+    order = torch.randperm(blocks, generator=generator)
+    torch.index_select(flat[:head].view(blocks, size), 0, order, out=fresh[:head].view(blocks, size))
+    rest = torch.randperm(count - head, generator=generator)  # fewer than `blocks`
+    fresh[head:] = flat[head:].index_select(0, rest)
+    _draw_uniform(fresh, generator, 0.5)
+    return fresh.reshape(default.shape)
+
+
+def _draw_uniform(tensor, generator, offset):
+    """tensor <- U(0, 1) when `offset` is None, else tensor *= U(offset, offset + 1); in
+    _FACTOR_PIECE pieces, each from a generator seeded by one draw of `generator`."""
+    starts = range(0, tensor.numel(), _FACTOR_PIECE)
+    seeds = torch.randint(0, 1 << 62, (len(starts),), generator=generator).tolist()
+
+    def one(start, seed):
+        piece = tensor[start:start + _FACTOR_PIECE]
+        drawn = torch.rand(piece.numel(), generator=torch.Generator().manual_seed(seed), dtype=tensor.dtype)
+        if offset is None:
+            piece.copy_(drawn)
+        else:
+            piece.mul_(drawn.add_(offset))
+
+    if len(starts) == 1:
+        one(0, seeds[0])
+        return
+    with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1), thread_name_prefix="weights") as pool:
+        list(pool.map(one, starts, seeds))
+
+
+def reinitialise(model, seed):
+    """Re-initialises weight_tensors(model) in place from `seed`; returns them. With the
+    default initialisation (ones and zeros for norms, the same draws as ModelNew's from
+    the same seed) a candidate that ignores a weight, or uses its own instead of the
+    ones it was given, would pass."""
+    generator = torch.Generator().manual_seed(seed)
+    found = weight_tensors(model)
+    with torch.no_grad():
+        for _, tensor in found:
+            tensor.copy_(_redrawn(tensor, generator))
+    return found
+
+
+def load_weights(model, weights):
+    """Copies the reference's re-initialised weights into ModelNew. `weights`: (name,
+    leaf) pairs (outputs.FileLeaf). A ModelNew tensor takes the reference's tensor of the
+    same name and shape; those left over are matched in order, each to the first unused
+    reference tensor of its shape (ModelNew naming its layers differently). Returns
+    (copied, ModelNew names that got nothing, reference names nobody took)."""
+    targets = weight_tensors(model) if isinstance(model, torch.nn.Module) else []
+    sources = dict(weights)
+    pairs, free_targets = [], []
+    for name, tensor in targets:
+        leaf = sources.get(name)
+        if leaf is not None and tuple(leaf.shape) == tuple(tensor.shape):
+            pairs.append((tensor, leaf))
+            del sources[name]
+        else:
+            free_targets.append((name, tensor))
+    not_copied = []
+    for name, tensor in free_targets:
+        match = next((key for key, leaf in sources.items() if tuple(leaf.shape) == tuple(tensor.shape)), None)
+        if match is None:
+            not_copied.append(name)
+            continue
+        pairs.append((tensor, sources.pop(match)))
+    with torch.no_grad():
+        for tensor, leaf in pairs:
+            _fill(tensor, leaf)
+    return len(pairs), not_copied, list(sources)
+
+
+def _fill(tensor, leaf):
+    """tensor <- the leaf's values, read in chunks."""
+    flat = tensor.view(-1) if tensor.is_contiguous() else torch.empty(tensor.numel(), dtype=tensor.dtype,
+                                                                      device=tensor.device)
+    handle = leaf.open()
+    try:
+        offset = 0
+        for chunk in leaf.chunks(handle, 1 << 22):
+            flat[offset:offset + chunk.numel()].copy_(chunk)
+            offset += chunk.numel()
+    finally:
+        if handle is not None:
+            handle.close()
+    if not tensor.is_contiguous():
+        tensor.copy_(flat.view(tensor.shape))
+
+
+def nan_count(values):
+    """NaN elements in a forward's tensor outputs (0 for integer outputs). Counted in
+    pieces: a whole-tensor sum of a mask widens it to int64, 8 bytes per element (12 GiB
+    for KernelBench's 6 GiB activations)."""
+    count = 0
+    for value in values:
+        tensor = as_tensor(value)
+        if tensor is not None and (tensor.is_floating_point() or tensor.is_complex()):
+            for piece in pieces(tensor.detach(), 1 << 24):
+                count += int(torch.isnan(piece).sum())
+    return count
+
+
+def all_finite(values):
+    """Whether every floating-point element of a forward's tensor outputs is finite."""
+    for value in values:
+        tensor = as_tensor(value)
+        if tensor is not None and (tensor.is_floating_point() or tensor.is_complex()):
+            if not bool(torch.isfinite(tensor).all()):
+                return False
+    return True
