@@ -52,13 +52,12 @@ def serve(args):
     else:
         _prepare_triton()
     # Everything a child needs is imported here, once, so a forked child starts warm.
-    from kforge_harness.candidate import candidate
-    from kforge_harness.server import child, server
+    from kforge_harness import handover, sandbox  # noqa: F401
+    from kforge_harness.candidate import candidate, guards  # noqa: F401
     from kforge_harness.devices import environment
-    from kforge_harness.judge import judge
-    from kforge_harness.reference import reference
-    from kforge_harness.tasks import runner
-    from kforge_harness import sandbox  # noqa: F401
+    from kforge_harness.reference import host  # noqa: F401
+    from kforge_harness.server import child, server  # noqa: F401
+    from kforge_harness.tasks import runner  # noqa: F401
     # What every sandbox shows (the libraries these imports mapped included): worked out
     # once, inherited by forked children, handed to spawned ones in a file.
     sandbox.prepare()

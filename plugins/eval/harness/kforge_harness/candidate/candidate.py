@@ -1,29 +1,26 @@
-"""The candidate child: builds ModelNew, makes each trial's inputs from the seeds it is
-given, runs forward, and hands over what it saw. It holds no reference output and no
-comparator; it decides nothing.
+"""The candidate child: builds ModelNew, runs it on the inputs the task host left in a
+buffer, and copies what it returns into the output buffer. It holds no reference output,
+no seed it was not given for a forward, no comparator and no timing of the reference; it
+decides nothing. Everything it says after the marker is data the server checks.
 
-What it sends (Channel, JSON lines), all of it data:
-- {"harness_failed": text}: setting up the device or loading the task failed, before
-  any candidate code ran (the server trusts this only before the marker below);
-- {"candidate_code": "start"}: the marker; from here on candidate code runs here, and
-  the server believes nothing this process says about who is to blame;
-- {"ready": true}: ModelNew is built;
-- {"weights": {"copied": n, "not_copied": [..], "unused": [..]}}: the reference's
-  re-initialised weights (files in its directory) loaded into ModelNew
-  (runner.load_weights);
-- {"trial": i, "outputs": [...], "changed_inputs": [...], "aliased": [o, i] | null}: trial
-  i's outputs are in this child's directory (outputs.write_leaves, prefix "out-i");
+What it sends (protocol.reporter.Channel, JSON lines), all of it data:
+- {"harness_flags": [...]} and {"harness_failed": text}: the harness's own setup (the
+  device, the task, the buffers), before any candidate code ran (the server trusts these
+  only before the marker);
+- {"candidate_code": "start"}: the marker; from here on candidate code runs here;
+- {"ready": true}: ModelNew is built; {"weights": {"matched", "copied", "not_copied",
+  "unused"}}: the reference's weights compared with ModelNew's, copied where they differ;
+- {"trial": t, "facts": {...}} or {"trial": t, "mismatch": {"error_class", "message"}}:
+  trial t's outputs are in the output buffer (or could not go there);
 - {"compiled": true} (compile action);
-- the timed loop's lines {"prepared": k, "outputs": [...] | null} and {"called": k, "ms",
-  "synced_ms", "tail_ms", "types"} (timing_plan.py has the exchange);
-- {"failed": {"stage": "import" | "init" | "forward" | "timing", "trial": i, "types": [..],
-  "text": .., "where": ..}}: the candidate's code raised (errors.report).
+- a timed loop's {"prepared": true} and {"called": k, "ms", "tail_ms", "mismatch"?};
+- {"failed": {"stage", "trial", "types", "text", "where"}}: the candidate's code raised.
 
-After the marker it waits for {"build": true} (the server counts this process tree's
-threads first: the baseline of the thread guard). It runs trial i only after the
-server's command {"go": i} (the server commands trials ahead only while their outputs
-fit its window, so outputs waiting on disk for the judge stay bounded), and runs a timed
-loop on each {"time": plan}, one call per {"call": k}; EOF on the command pipe ends it."""
+Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); then
+{"build": true} once the server has counted this process's threads; then per trial
+{"go": t, "slot", "inputs", "output", "seed"}; per timed loop {"time": {...}} and per call
+{"call": k, "slot", "inputs", "output", "seed"}. EOF ends it. Between a timed loop's calls
+the server stops this process (SIGSTOP): nothing here runs between calls."""
 
 import os
 import sys
@@ -31,12 +28,13 @@ import traceback
 
 import torch
 
-from kforge_harness.anticheat import anticheat
+from kforge_harness import handover
+from kforge_harness.candidate import guards
+from kforge_harness.judge.outputs import as_tensor, dtype_name, flat_leaves
 from kforge_harness.protocol import errors
 from kforge_harness.tasks import tasks
-from kforge_harness.judge.outputs import FileLeaf, flat_leaves, write_leaves
-from kforge_harness.tasks.runner import NoEntry, load_weights, task_session
-from kforge_harness.timing.timing import Clock, InputPool
+from kforge_harness.tasks.runner import NoEntry, as_torch_view, load_weights, task_session
+from kforge_harness.timing.timing import Clock
 
 
 class _Failed(Exception):
@@ -44,8 +42,9 @@ class _Failed(Exception):
 
 
 class CandidateChild:
-    def __init__(self, job, device, workdir, channel):
+    def __init__(self, job, buffers, device, workdir, channel):
         self.job = job
+        self.buffers = buffers  # role -> mapping (handover)
         self.device = device
         self.workdir = workdir
         self.channel = channel
@@ -66,12 +65,9 @@ class CandidateChild:
         try:
             model = self._build()
             self.channel.send({"ready": True})
-            if self.job.get("weights"):
+            if "weights" in self.buffers:
                 self.channel.send({"weights": self._guarded("init", lambda: self._load_weights(model))})
-            if self.job["action"] == "compile":
-                self._compile(model)
-            else:
-                self._trials(model)
+            self._commands(model)
         except _Failed:
             pass
         sys.stdout.flush()
@@ -85,9 +81,10 @@ class CandidateChild:
         self.session.setup_device()
         self.session.load()
         self.session.make_init_inputs()
-        # torch's CPU thread pool starts at its first parallel operation: started here,
-        # before the server's thread count, so an honest forward adds no thread.
+        # torch's CPU thread pool starts at its first parallel operation: before the
+        # candidate, so that what it starts is its own.
         torch.ones(1 << 20).add_(1)
+        self.clock = Clock(self.device, flush_l2=True)
 
     # ---- the candidate's part ----
 
@@ -103,7 +100,7 @@ class CandidateChild:
 
     def _build(self):
         code = self.job["candidate"]["code"]
-        if code is None:  # the task's reference as its own candidate
+        if code is None:  # the task's reference as its own candidate (its timing)
             cls, kind = self.session.reference_class()
         else:
             artifact = self.job["candidate"].get("artifact")
@@ -114,6 +111,7 @@ class CandidateChild:
                 os.environ.pop("KFORGE_CPP_ARTIFACT", None)
             code = self.session.candidate_code(code)
             self.candidate_path = os.path.abspath(tasks.write_candidate(code, self.workdir))
+            guards.install(self.job["candidate"]["language"], self.candidate_path, self.workdir)
             module = self._guarded("import", lambda: tasks.import_candidate(self.candidate_path))
             try:
                 cls, kind = self.session.candidate_entry(module)
@@ -123,87 +121,104 @@ class CandidateChild:
                 raise _Failed() from None
         return self._guarded("init", lambda: self.session.build(cls, kind))
 
-    def _compile(self, model):
-        """Triton compiles a kernel at its first launch: one forward compiles them all."""
-        if self.job["candidate"]["language"] == "triton":
-            seed = self.job["input_seeds"][0]
-            self._guarded("forward", lambda: self.session.forward(
-                model, model.feed(self.session.make_inputs(seed)), seed), trial=0)
-        self.channel.send({"compiled": True})
-
     def _load_weights(self, model):
-        """The harness's step after ModelNew's constructor: the reference's weights
-        into ModelNew. (Runs in this process, so a candidate could undo it; what it
-        computes with is then its own default weights, which the comparison fails.)"""
-        weights = self.job["weights"]
-        leaves = [(name, FileLeaf(self.workdir, weights["prefix"], index, info))
-                  for index, (name, info) in enumerate(zip(weights["names"], weights["leaves"]))]
-        copied, not_copied, unused = load_weights(model.model, leaves)
+        """The reference's weights (a buffer the task host filled) compared with
+        ModelNew's, copied where they differ (runner.load_weights). It runs in this
+        process, so a candidate could undo it: what it computes with is then its own
+        weights, which the comparison fails."""
+        layout = handover.Layout.from_json(self.job["weights"])
+        views = handover.views(self.buffers["weights"], layout)
+        named = [(leaf.name, view) for leaf, view in zip(layout.leaves, views)]
+        matched, copied, not_copied, unused = load_weights(model.model, named)
         if not_copied or unused:
-            print(f"kforge: the reference's weights reached {copied} of ModelNew's tensors; "
+            print(f"kforge: the reference's weights reached {matched} of ModelNew's tensors; "
                   f"ModelNew's {not_copied} got no copy (their shapes match no reference weight "
                   f"left), the reference's {unused} went nowhere", file=sys.stderr)
-        return {"copied": copied, "not_copied": not_copied, "unused": unused}
+        return {"matched": matched, "copied": copied, "not_copied": not_copied, "unused": unused}
 
-    def _trials(self, model):
-        transforms = self.job.get("input_transforms") or [None] * len(self.job["input_seeds"])
-        for index, (seed, transform) in enumerate(zip(self.job["input_seeds"], transforms)):
-            if self.channel.command() is None:
-                return
-            report = self._guarded("forward", lambda: self._trial(model, index, seed, transform),
-                                   trial=index)
-            self.channel.send(report)
+    def _commands(self, model):
+        command = self.channel.command()
+        while command is not None:
+            if "go" in command:
+                report = self._guarded("forward", lambda: self._trial(model, command),
+                                       trial=command["go"])
+                self.channel.send(report)
+                command = self.channel.command()
+            elif isinstance(command.get("time"), dict):
+                command = self._timed_loop(model)
+            else:
+                command = self.channel.command()
+
+    def _inputs(self, command):
+        """The inputs of a trial or a timed call: views of the slot the task host filled,
+        or, for a task whose inputs cannot cross by buffer, made here from the seed."""
+        if command.get("inputs") is None:
+            return self.session.make_inputs(command["seed"])
+        layout = handover.Layout.from_json(command["inputs"])
+        return handover.views(self.buffers[f"input{command['slot']}"], layout)
+
+    def _hand_over(self, out, command):
+        """Copies the outputs into the output buffer, in the reference's layout; returns
+        a mismatch ({"error_class", "message"}) when they do not fit it, else None."""
+        if command.get("output") is None:
+            return None
+        layout = handover.Layout.from_json(command["output"])
+        expected = [leaf for leaf in layout.leaves if leaf.kind == "tensor"]
+        leaves = as_torch_view(flat_leaves(out))
+        if len(leaves) != len(expected):
+            return {"error_class": "shape_mismatch",
+                    "message": f"the candidate returns {len(leaves)} output(s), the reference "
+                               f"{len(expected)}"}
+        views = [v for v in handover.views(self.buffers["output"], layout) if isinstance(v, torch.Tensor)]
+        for index, (value, leaf, view) in enumerate(zip(leaves, expected, views)):
+            tensor = as_tensor(value)
+            if tensor is None:
+                return {"error_class": "dtype_mismatch",
+                        "message": f"output #{index} is a {type(value).__name__}, not a tensor"}
+            if tuple(tensor.shape) != tuple(leaf.shape):
+                return {"error_class": "shape_mismatch",
+                        "message": f"output #{index} has shape {list(tensor.shape)}, the "
+                                   f"reference's {list(leaf.shape)}"}
+            if dtype_name(tensor.dtype) != leaf.dtype:
+                return {"error_class": "dtype_mismatch",
+                        "message": f"output #{index} has dtype {dtype_name(tensor.dtype)}, the "
+                                   f"reference's {leaf.dtype}"}
+            self.clock.copy(view, tensor)
+        return None
+
+    def _trial(self, model, command):
+        inputs = model.feed(self._inputs(command))
+        language = self.job["candidate"]["language"] if self.job["candidate"]["code"] else None
+        with guards.compute_guard(language):
+            out = self.session.forward(model, inputs, command["seed"])
+        mismatch = self._hand_over(out, command)
+        self.clock.synchronize()
+        report = {"trial": command["go"], "facts": self.session.output_facts(),
+                  "guard": guards.violations()}
+        if mismatch is not None:
+            report["mismatch"] = mismatch
+        return report
+
+    def _timed_loop(self, model):
+        """One timed loop: each call on the inputs the task host filled just before it,
+        timed by the clock (bound before the candidate was imported), its outputs handed
+        over inside the server's bracket. Returns the first command that is not a call."""
+        self.channel.send({"prepared": True})
         while True:
             command = self.channel.command()
-            if command is None or not isinstance(command.get("time"), dict):
-                return
-            self._timed_loop(model, command["time"])
-
-    def _trial(self, model, index, seed, transform=None):
-        inputs = model.feed(self.session.make_inputs(seed, transform))
-        # What an uninitialised output would read: poison, not an earlier trial's values.
-        anticheat.poison_allocator(self.job["poison_bytes"], self.session.torch_device)
-        out, changed, aliased = self.session.observe(model, inputs, seed)
-        leaves = write_leaves(out, self.workdir, f"out-{index}")
-        return {"trial": index, "outputs": leaves, "changed_inputs": changed, "aliased": aliased,
-                **self.session.output_facts()}
-
-    def _timed_loop(self, model, plan):
-        """One timed loop (timing_plan.py): a pool of input sets made before it, one call
-        per command, each call's outputs checked for their exact type, handed over when
-        the server asks after the call, the pool slot refilled with the next seed."""
-        clock = Clock(torch, self.device, bool(plan["flush_l2"]))
-        pool = self._guarded("timing", lambda: InputPool(
-            lambda seed: model.feed(self.session.make_inputs(seed)), plan["pool"]))
-        clock.idle()
-        self.channel.send({"prepared": -1, "bare_gap_ms": clock.bare_gap()})
-        out = None
-        for _ in range(3 * int(plan["calls"])):
-            command = self.channel.command()
-            if command is None:
-                return
-            if "ping" in command:
-                self.channel.send({"pong": command["ping"]})
-            elif "call" in command:
-                inputs = pool.inputs(command["call"])
-                out, event_ms, synced_ms, tail_ms = self._guarded(
-                    "timing", lambda: clock.call(lambda: model(inputs)))
-                types = [f"{type(v).__module__}.{type(v).__qualname__}" for v in flat_leaves(out)]
-                self.channel.send({"called": command["call"], "ms": event_ms,
-                                   "synced_ms": synced_ms, "tail_ms": tail_ms, "types": types})
-            else:
-                call = command["after"]
-                handed = None
-                if command.get("hand"):
-                    handed = self._guarded("timing", lambda: write_leaves(
-                        out, self.workdir, f"spot-{call}"))
-                out = inputs = None  # the refill below frees this call's set first
-                if command.get("refill") is not None:
-                    self._guarded("timing", lambda: pool.refill(call, command["refill"]))
-                clock.idle()
-                self.channel.send({"prepared": call, "outputs": handed,
-                                   "bare_gap_ms": clock.bare_gap()})
+            if command is None or "call" not in command:
+                return command
+            inputs = model.feed(self._inputs(command))
+            out, event_ms, tail_ms = self._guarded(
+                "timing", lambda: self.clock.call(lambda: model(inputs)))
+            mismatch = self._guarded("timing", lambda: self._hand_over(out, command))
+            self.clock.synchronize()
+            report = {"called": command["call"], "ms": event_ms, "tail_ms": tail_ms}
+            if mismatch is not None:
+                report["mismatch"] = mismatch
+            out = inputs = None
+            self.channel.send(report)
 
 
-def run(job, device, workdir, channel):
-    CandidateChild(job, device, workdir, channel).run()
+def run(job, buffers, device, workdir, channel):
+    CandidateChild(job, buffers, device, workdir, channel).run()

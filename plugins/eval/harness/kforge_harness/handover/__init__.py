@@ -35,12 +35,14 @@ class Leaf:
     nbytes: int = 0
     value: object = None
     array: bool = False  # a NumPy array on the reference's side (a numpy task)
+    name: str = ""  # what the leaf is (a weight's name), where it matters
 
     def to_json(self):
         if self.kind == "value":
             return {"kind": "value", "value": self.value}
         return {"kind": "tensor", "dtype": self.dtype, "shape": list(self.shape),
-                "offset": self.offset, "nbytes": self.nbytes, "array": self.array}
+                "offset": self.offset, "nbytes": self.nbytes, "array": self.array,
+                "name": self.name}
 
     @staticmethod
     def from_json(data):
@@ -48,7 +50,7 @@ class Leaf:
             return Leaf("value", value=data.get("value"))
         return Leaf("tensor", dtype=data["dtype"], shape=tuple(int(x) for x in data["shape"]),
                     offset=int(data["offset"]), nbytes=int(data["nbytes"]),
-                    array=bool(data.get("array")))
+                    array=bool(data.get("array")), name=str(data.get("name", "")))
 
 
 def aligned(nbytes):
@@ -85,3 +87,76 @@ class Layout:
             leaves.append(Leaf("tensor", dtype, tuple(shape), offset, nbytes, array=array))
             offset += aligned(nbytes)
         return Layout(leaves)
+
+
+_device_kind = {}
+
+
+def kind_for(device):
+    """DEVICE where this process can export device memory for `device` (a CUDA device
+    whose driver has the virtual memory API with POSIX descriptors), else HOST. Found once
+    per device, by exporting a small buffer."""
+    if device.name not in _device_kind:
+        kind = HOST
+        if device.type == "cuda":
+            try:
+                import torch
+                from kforge_harness.handover.cuda import DeviceMapping
+                DeviceMapping.allocate(1, torch.device(device.name)).close()
+                kind = DEVICE
+            except (OSError, AttributeError) as exc:
+                import sys
+                print(f"kforge: device memory cannot be exported on {device.name} ({exc}); "
+                      "outputs cross through host memory", file=sys.stderr)
+        _device_kind[device.name] = kind
+    return _device_kind[device.name]
+
+
+def allocate(nbytes, device, kind):
+    """A buffer of `nbytes` this process owns and can lend (`kind`: kind_for's)."""
+    if kind == DEVICE:
+        import torch
+        from kforge_harness.handover.cuda import DeviceMapping
+        return DeviceMapping.allocate(nbytes, torch.device(device.name))
+    from kforge_harness.handover.host import HostMapping
+    return HostMapping.allocate(nbytes)
+
+
+def describe(mapping, role):
+    """What the child needs besides the descriptor to map `mapping`."""
+    return {"role": role, "kind": mapping.kind, "nbytes": mapping.nbytes,
+            "size": getattr(mapping, "size", mapping.nbytes)}
+
+
+def open_buffer(description, fd, torch_device):
+    """The child's side of describe(): maps the received descriptor `fd` (owned by the
+    returned mapping, or closed). `torch_device`: the device as the child names it."""
+    nbytes = int(description["nbytes"])
+    if description["kind"] == DEVICE:
+        from kforge_harness.handover.cuda import DeviceMapping
+        return DeviceMapping.open(fd, nbytes, int(description["size"]), torch_device)
+    from kforge_harness.handover.host import HostMapping
+    try:
+        return HostMapping.open(fd, nbytes)
+    except BaseException:
+        import os
+        os.close(fd)
+        raise
+
+
+def views(mapping, layout):
+    """The layout's leaves over the mapping's bytes: tensors (NumPy arrays for `array`
+    leaves on the host) and inline values, in order."""
+    import torch
+    from kforge_harness.judge.outputs import torch_dtype
+    result = []
+    for leaf in layout.leaves:
+        if leaf.kind != "tensor":
+            result.append(leaf.value)
+            continue
+        dtype = torch_dtype(leaf.dtype)
+        if dtype is None or leaf.offset + leaf.nbytes > mapping.nbytes:
+            raise ValueError(f"a layout leaf that does not fit its buffer ({leaf.to_json()})")
+        view = mapping.raw[leaf.offset:leaf.offset + leaf.nbytes].view(dtype).view(leaf.shape)
+        result.append(view.numpy() if leaf.array and view.device.type == "cpu" else view)
+    return result

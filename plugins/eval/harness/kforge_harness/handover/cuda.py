@@ -156,10 +156,13 @@ class DeviceMapping:
             raise
 
     @staticmethod
-    def open(fd, nbytes, device):
-        """The child's side: imports and maps a received descriptor (closed here)."""
+    def open(fd, nbytes, size, device):
+        """The child's side: imports and maps a received descriptor (closed here) of an
+        allocation of `size` bytes, `nbytes` of which are used."""
         lib = _lib()
-        size = _rounded(nbytes, device.index)
+        if size < nbytes or size != _rounded(size, device.index):
+            os.close(fd)
+            raise DriverError(f"a device buffer of {size} bytes for {nbytes}")
         handle = ctypes.c_ulonglong()
         try:
             _check("cuMemImportFromShareableHandle",

@@ -183,6 +183,7 @@ class FileLeaf:
         for extent in self.shape:
             self.numel *= extent
         self.nbytes = self.numel * np.dtype(self.storage).itemsize
+        self.device = torch.device("cpu")
 
     def open(self):
         """The open file, or raises ValueError saying why it is not acceptable."""
@@ -219,35 +220,64 @@ class FileLeaf:
 
 
 class TensorLeaf:
-    """An in-memory tensor with FileLeaf's reading interface (tests, small values)."""
+    """An in-memory tensor with FileLeaf's reading interface: the task host's reference
+    outputs (on its device), tests' values."""
 
     def __init__(self, tensor):
         self.tensor = tensor.detach()
         self.dtype = tensor.dtype
         self.shape = tuple(tensor.shape)
         self.numel = tensor.numel()
+        self.nbytes = self.numel * tensor.element_size()
+        self.device = tensor.device
 
     def open(self):
         return None
 
+    def _piece(self, flat, start, count):
+        return flat[start:start + count]
+
     def chunks(self, _handle, elements, start=0, count=None, _pinned=False):
-        """Chunks of exactly `elements` elements (the last may be shorter), like a
-        FileLeaf's, so two leaves of any layouts read in step. Only whole: compare_leaf
-        cuts file leaves alone into slices."""
+        """Flat chunks of exactly `elements` elements (the last may be shorter), on the
+        tensor's device, like a FileLeaf's, so two leaves of any layouts read in step.
+        Only whole: compare_leaf cuts file leaves alone into slices."""
         if start != 0 or count not in (None, self.numel):
             raise ValueError("a tensor leaf is read whole")
+        if self.tensor.is_contiguous():
+            flat = self.tensor.reshape(-1)
+            for begin in range(0, self.numel, elements):
+                yield self._piece(flat, begin, min(elements, self.numel - begin))
+            return
         held, count = [], 0
         for piece in pieces(self.tensor, elements):
-            held.append(piece.cpu())
+            held.append(piece.clone())
             count += piece.numel()
             if count >= elements:
                 joined = torch.cat(held)
-                for start in range(0, count - count % elements, elements):
-                    yield joined[start:start + elements]
+                for begin in range(0, count - count % elements, elements):
+                    yield joined[begin:begin + elements]
                 rest = joined[count - count % elements:]
                 held, count = ([rest], rest.numel()) if rest.numel() else ([], 0)
         if count:
             yield torch.cat(held)
+
+
+class SnapshotLeaf(TensorLeaf):
+    """A tensor in memory another process can write (a buffer lent to a candidate's
+    child): each chunk is copied before it is compared, so every element is read once and
+    the statistics of a chunk all describe the same bytes, whatever the child writes
+    meanwhile."""
+
+    def __init__(self, tensor):
+        super().__init__(tensor)
+        self._buffer = None
+
+    def _piece(self, flat, start, count):
+        if self._buffer is None or self._buffer.numel() < count:
+            self._buffer = torch.empty(count, dtype=self.dtype, device=self.device)
+        copy = self._buffer[:count]
+        copy.copy_(flat[start:start + count])
+        return copy
 
 
 def digest(value):

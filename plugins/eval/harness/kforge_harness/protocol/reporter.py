@@ -1,12 +1,16 @@
-"""A child's two pipes to the server: JSON lines it sends (`send`) and JSON lines of
-commands it reads (`command`).
+"""A child's two channels to the server: JSON lines it sends (`send`) and JSON lines of
+commands it reads (`command`), with file descriptors beside them where the channel is a
+socket (the buffers a task host lends, handover.py).
 
 What a child sends is data, never a verdict: the server decides what it means, and for
 the candidate child it trusts nothing that child sends after the marker
 {"candidate_code": "start"} (from then on, code it does not control runs there)."""
 
+import collections
 import json
 import os
+import socket
+import stat
 
 from kforge_harness import protocol
 
@@ -17,13 +21,25 @@ MAX_DEPTH = 32
 
 
 class Channel:
+    """`result_fd`: what this process writes to (a pipe, or a socket when it sends
+    descriptors); `command_fd`: what it reads commands from (a pipe, or a socket when
+    descriptors come with them, SCM_RIGHTS). A message that carries descriptors says how
+    many in its "fds" field; they are taken with take_fds() after command() returned it."""
+
     def __init__(self, result_fd, command_fd=None):
         self.result_fd = result_fd
         self.command_fd = command_fd
         self.pending = b""
+        self.received_fds = collections.deque()
+        self.command_socket = None
+        if command_fd is not None and stat.S_ISSOCK(os.fstat(command_fd).st_mode):
+            self.command_socket = socket.socket(fileno=os.dup(command_fd))
 
-    def send(self, obj):
-        data = protocol.encode(obj).encode("utf-8")
+    def send(self, obj, fds=()):
+        data = protocol.encode(dict(obj, fds=len(fds)) if fds else obj).encode("utf-8")
+        if fds:
+            with socket.socket(fileno=os.dup(self.result_fd)) as sock:
+                data = data[socket.send_fds(sock, [data], list(fds)):]
         while data:
             data = data[os.write(self.result_fd, data):]
 
@@ -31,12 +47,23 @@ class Channel:
         """The next command line as a JSON object; None at EOF (the server is done with
         this child)."""
         while b"\n" not in self.pending:
-            chunk = os.read(self.command_fd, 1 << 16)
+            if self.command_socket is not None:
+                chunk, fds, _, _ = socket.recv_fds(self.command_socket, 1 << 16, 64)
+                self.received_fds.extend(fds)
+            else:
+                chunk = os.read(self.command_fd, 1 << 16)
             if not chunk:
                 return None
             self.pending += chunk
         line, self.pending = self.pending.split(b"\n", 1)
         return json.loads(line)
+
+    def take_fds(self, count):
+        """The `count` descriptors that came with the last command (SCM_RIGHTS keeps them
+        in order, and they arrive no later than the line they belong to)."""
+        if len(self.received_fds) < count:
+            raise OSError(f"a command announced {count} descriptor(s), {len(self.received_fds)} came")
+        return [self.received_fds.popleft() for _ in range(count)]
 
 
 def decode(line):

@@ -1,10 +1,9 @@
-"""What each kind of child runs once the server has forked it (or, for the candidate
-child in spawn mode, once a fresh interpreter has started): the entry points of the
-candidate child, the reference worker, the judge and the checker. The server owns what
-a child cannot report itself (signals, timeouts, the log tail, wall time)."""
+"""What each kind of child runs once it has been forked (the candidate child from the
+zygote, or in spawn mode once a fresh interpreter has started; the task host and the
+checker from the server): their entry points. The server owns what a child cannot report
+itself (signals, timeouts, the log tail, wall time)."""
 
 import faulthandler
-import json
 import os
 import sys
 import traceback
@@ -19,10 +18,11 @@ def enter_candidate_sandbox(workdir, device, hidden_paths, network, memory_base)
     candidate child (the fork-mode standby included, before it initialises the device),
     while the process is still single-threaded. sandbox.enter() forks: this process
     stays outside as the supervisor the server waits for and kills, and the candidate's
-    code runs in the sandboxed worker it returns in. Everything the worker needs is in
-    `workdir` (the job, with the task's source text, arrives on its command pipe and in
-    job.json; an artifact is copied in; its outputs go there); `hidden_paths` are the
-    server's private places (the reference store, the other children's directories).
+    code runs in the sandboxed worker it returns in. What the worker needs arrives on its
+    command socket (the job, with the task's source text, and the descriptors of the
+    buffers its inputs and outputs cross in) or is in `workdir` (an artifact is copied
+    in); `hidden_paths` are the server's private places (the other children's
+    directories).
     Limits that depend on the job are applied when it comes (apply_job_limits).
     `network`: the request asked for the network, which the sandbox never gives: such a
     child runs without it (flag sandbox_not_entered). Returns (flags for every verdict of
@@ -50,8 +50,9 @@ def apply_job_limits(limits, device, memory_base, file_size_mb=None):
 
 def candidate_main(command_fd, result_fd, device, workdir, memory_base, hidden_paths,
                    network=False):
-    """A candidate child: sandbox, device warm-up (ahead of its job when it is the
-    fork-mode standby), then the job (job.json, announced on the command pipe)."""
+    """A candidate child (or the reference's own timing child): sandbox, device warm-up
+    (ahead of its job when it is the fork-mode standby), then the job, which arrives on
+    the command socket with the descriptors of the buffers the task host lends."""
     flags, device = enter_candidate_sandbox(workdir, device, hidden_paths, network, memory_base)
     channel = Channel(result_fd, command_fd)
     try:
@@ -59,11 +60,13 @@ def candidate_main(command_fd, result_fd, device, workdir, memory_base, hidden_p
         warm_up(device)
     except Exception:  # noqa: BLE001 - the job's own device setup reports it properly
         traceback.print_exc()
-    if channel.command() is None:  # the server is done with this standby
+    command = channel.command()
+    if command is None or "job" not in command:  # the server is done with this standby
         return
+    job = command["job"]
+    buffers = {}
     try:
-        with open(os.path.join(workdir, "job.json"), encoding="utf-8") as handle:
-            job = json.load(handle)
+        fds = channel.take_fds(int(command.get("fds", 0)))
         apply_job_limits(job["limits"], device, memory_base, job["file_size_mb"])
         # On SIGSEGV/SIGABRT, the Python stack goes to the log: the server reports the
         # signal, the log tail shows which line of the candidate was running.
@@ -75,14 +78,36 @@ def candidate_main(command_fd, result_fd, device, workdir, memory_base, hidden_p
         # would stall the next. Each child builds in its own directory, removed with it.
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(workdir, "torch_extensions")
         from kforge_harness.tasks.runner import limit_device_memory
+        torch_device = device.activate(__import__("torch"))
         limit_device_memory(device, job["limits"].get("device_memory_mb"))
+        from kforge_harness import handover
+        for description, fd in zip(job["buffers"], fds):
+            buffers[description["role"]] = handover.open_buffer(description, fd, torch_device)
     except BaseException as exc:  # noqa: BLE001 - nothing of the candidate has run yet
         traceback.print_exc()
         channel.send({"harness_failed": f"setting up the child failed: {type(exc).__name__}: {exc}"})
         return
     channel.send({"harness_flags": flags})
     from kforge_harness.candidate import candidate
-    candidate.run(job, device, workdir, channel)
+    candidate.run(job, buffers, device, workdir, channel)
+
+
+def task_host_main(job, command_fd, result_fd, device, memory_base):
+    """A task host (reference/host.py): trusted, runs the task's own code only (no
+    sandbox: it lends buffers to the children of its task's candidates)."""
+    channel = Channel(result_fd, command_fd)
+    try:
+        apply_job_limits(job["limits"], device, memory_base)
+        faulthandler.enable()
+        from kforge_harness.tasks.runner import limit_device_memory
+        limit_device_memory(device, job["limits"].get("device_memory_mb"))
+    except BaseException as exc:  # noqa: BLE001 - the harness's own failure
+        traceback.print_exc()
+        channel.send({"failed": {"status": "error", "error_class": protocol.HARNESS_ERROR,
+                                 "message": f"setting up the task host failed: {type(exc).__name__}: {exc}"}})
+        return
+    from kforge_harness.reference import host
+    host.main(job, device, channel)
 
 
 def _answer(result_fd, who, compute):
@@ -99,27 +124,6 @@ def _answer(result_fd, who, compute):
     sys.stdout.flush()
     sys.stderr.flush()
     Channel(result_fd).send({"result": result})
-
-
-def reference_main(job, result_fd, device, memory_base):
-    """A reference worker: trusted, runs the task's own code only (no sandbox: it writes
-    the reference store; no file-size limit: it writes outputs of any size)."""
-    def compute():
-        apply_job_limits(job["limits"], device, memory_base)
-        faulthandler.enable()
-        from kforge_harness.reference import reference
-        from kforge_harness.tasks.runner import limit_device_memory
-        limit_device_memory(device, job["limits"].get("device_memory_mb"))
-        return reference.compute(job, device)
-    _answer(result_fd, "the reference worker", compute)
-
-
-def judge_main(command_fd, result_fd, threads, device=None):
-    """A judge: compares handed-over outputs with the stored reference, until EOF; on
-    `device` (a devices.Device) for a device judge."""
-    faulthandler.enable()
-    from kforge_harness.judge import judge
-    judge.serve(Channel(result_fd, command_fd), threads, device)
 
 
 def check_main(request, result_fd, device, memory_base):

@@ -4,10 +4,9 @@ trial's inputs from its seed, run a forward. Who is blamed when one of these fai
 decided here: the reference worker (reference.py) and the candidate child (candidate.py)
 each wrap them in their own terms."""
 
-import os
+import contextlib
 import random
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -47,13 +46,12 @@ def as_torch_view(obj):
 
 def warm_up(device):
     """What every candidate child pays before its own work, paid ahead in a standby
-    child: the device context (CUDA: ~0.2-0.3 s) and the first use of the harness's own
-    kernels (input checksums, poisoning), which load lazily. Triton's driver is
-    initialised too where triton is present."""
+    child: the device context (CUDA: ~0.2-0.3 s) and the first use of the kernels the
+    harness's own code runs there (copies into a buffer), which load lazily. Triton's
+    driver is initialised too where triton is present."""
     torch_device = device.activate(torch)
     sample = torch.linspace(-1.0, 1.0, 64, device=torch_device)
-    anticheat.input_digests([sample])
-    anticheat.poison_allocator([64], torch_device)
+    torch.empty_like(sample).copy_(sample)
     device.synchronize(torch)
     if device.is_accelerator:
         try:
@@ -226,7 +224,8 @@ class TaskSession:
         seed_everything(seed)
         if kind == "mindspore":
             mindspore_module().set_seed(seed)
-        model = cls(*self.init_inputs)
+        with drawn_defaults():
+            model = cls(*self.init_inputs)
         if isinstance(model, torch.nn.Module):
             model = model.to(self.torch_device)
         return Side(model, kind, self.torch_device)
@@ -283,11 +282,10 @@ def _scaled(value, scale, shift):
 
 
 def weight_tensors(model):
-    """The model's state that the harness re-initialises and hands to ModelNew, as
-    (name, tensor) in registration order: every floating-point parameter, and the
-    running statistics of batch/instance norms (which a model in eval mode reads).
-    Other buffers (masks, tables the task built) keep their values: re-drawing them
-    would change what the task computes."""
+    """The model's state the reference lends to ModelNew (load_weights), as (name,
+    tensor) in registration order: every floating-point parameter, and the running
+    statistics of batch/instance norms (which a model in eval mode reads). Other buffers
+    (masks, tables the task built) are the model's own."""
     found = [(name, p) for name, p in model.named_parameters() if p.is_floating_point()]
     for module_name, module in model.named_modules():
         if isinstance(module, torch.nn.modules.batchnorm._NormBase):
@@ -298,126 +296,84 @@ def weight_tensors(model):
     return found
 
 
-# A tensor is re-ordered in at most this many blocks of consecutive elements (one element
-# per block below it). A permutation of every element of a large weight cost 10 s per
-# 100M elements on the 2-core VM (randperm, then a random gather): KernelBench's
-# 1_MLP (1.6G parameters at its sizes) took 69 s of its reference worker on the H100
-# host. Blocks move as whole rows: a memory copy.
-_REORDER_BLOCKS = 1 << 16
+@contextlib.contextmanager
+def drawn_defaults():
+    """While a model is built: the constants that initialisers fill tensors with (ones,
+    zeros, constant_, and a norm's running statistics) are drawn instead from torch's
+    generator, which build() has just seeded with the model seed. Both Model and
+    ModelNew are built this way, so equal parameters created in the same order get equal
+    values (KernelBench's convention), and what a ModelNew precomputes from them in its
+    constructor holds; but no weight is left at a constant a kernel could assume (a
+    LayerNorm's ones and zeros): a candidate that ignores one fails. A ones-filled tensor
+    becomes U(0.5, 1.5), a constant c becomes c * U(0.5, 1.5), zeros become U(-0.5, 0.5):
+    the scale, sign and support stay (a variance stays positive)."""
+    init = torch.nn.init
+    norm = torch.nn.modules.batchnorm._NormBase
+    saved = {name: getattr(init, name) for name in ("ones_", "zeros_", "constant_")}
+    saved_reset = norm.reset_running_stats
 
-# The random factors are drawn in pieces of this many elements, each from a generator of
-# its own seeded from the tensor's draw, on threads: a CPU generator is sequential
-# (torch.rand: about 4 s per 100M elements on the 2-core VM). Fixed pieces, so that the
-# weights do not depend on the number of threads.
-_FACTOR_PIECE = 1 << 22
+    def drawn(original, tensor, value):
+        if not tensor.is_floating_point():
+            return original(tensor)
+        with torch.no_grad():
+            if value == 0:
+                return tensor.uniform_(-0.5, 0.5)
+            return tensor.uniform_(0.5, 1.5).mul_(value)
 
+    def reset_running_stats(module):
+        saved_reset(module)
+        if module.track_running_stats:
+            with torch.no_grad():
+                module.running_mean.uniform_(-0.5, 0.5)
+                module.running_var.uniform_(0.5, 1.5)
 
-def _redrawn(default, generator):
-    """New values for a tensor whose default initialisation is `default`, drawn with
-    `generator`: the default's own values in a random order (of blocks of consecutive
-    elements, when it has more than _REORDER_BLOCKS), each scaled by a factor from
-    U(0.5, 1.5). That keeps each tensor's scale, sign and support (a positive running_var
-    or a positive scale stays positive, a kaiming-uniform weight stays within 1.5x its
-    bound) while no element keeps its default value: ones become U(0.5, 1.5), and an
-    all-zero default (a bias, a running mean) becomes U(-0.5, 0.5)."""
-    # On the CPU, whatever the model's device: the same seed gives the same weights
-    # everywhere. In float32 (float64 for float64 tensors).
-    work = torch.float64 if default.dtype == torch.float64 else torch.float32
-    flat = default.detach().reshape(-1).to("cpu", work)
-    count = flat.numel()
-    fresh = torch.empty(count, dtype=work)
-    if not bool(flat.any()):
-        _draw_uniform(fresh, generator, None)  # U(0, 1)
-        return fresh.sub_(0.5).reshape(default.shape)
-    blocks = min(count, _REORDER_BLOCKS)
-    size = count // blocks
-    head = blocks * size
-    order = torch.randperm(blocks, generator=generator)
-    torch.index_select(flat[:head].view(blocks, size), 0, order, out=fresh[:head].view(blocks, size))
-    rest = torch.randperm(count - head, generator=generator)  # fewer than `blocks`
-    fresh[head:] = flat[head:].index_select(0, rest)
-    _draw_uniform(fresh, generator, 0.5)
-    return fresh.reshape(default.shape)
-
-
-def _draw_uniform(tensor, generator, offset):
-    """tensor <- U(0, 1) when `offset` is None, else tensor *= U(offset, offset + 1); in
-    _FACTOR_PIECE pieces, each from a generator seeded by one draw of `generator`."""
-    starts = range(0, tensor.numel(), _FACTOR_PIECE)
-    seeds = torch.randint(0, 1 << 62, (len(starts),), generator=generator).tolist()
-
-    def one(start, seed):
-        piece = tensor[start:start + _FACTOR_PIECE]
-        drawn = torch.rand(piece.numel(), generator=torch.Generator().manual_seed(seed), dtype=tensor.dtype)
-        if offset is None:
-            piece.copy_(drawn)
-        else:
-            piece.mul_(drawn.add_(offset))
-
-    if len(starts) == 1:
-        one(0, seeds[0])
-        return
-    with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1), thread_name_prefix="weights") as pool:
-        list(pool.map(one, starts, seeds))
-
-
-def reinitialise(model, seed):
-    """Re-initialises weight_tensors(model) in place from `seed`; returns them. With the
-    default initialisation (ones and zeros for norms, the same draws as ModelNew's from
-    the same seed) a candidate that ignores a weight, or uses its own instead of the
-    ones it was given, would pass."""
-    generator = torch.Generator().manual_seed(seed)
-    found = weight_tensors(model)
-    with torch.no_grad():
-        for _, tensor in found:
-            tensor.copy_(_redrawn(tensor, generator))
-    return found
+    init.ones_ = lambda tensor: drawn(saved["ones_"], tensor, 1.0)
+    init.zeros_ = lambda tensor: drawn(saved["zeros_"], tensor, 0.0)
+    init.constant_ = lambda tensor, val: drawn(lambda t: saved["constant_"](t, val), tensor, float(val))
+    norm.reset_running_stats = reset_running_stats
+    try:
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(init, name, function)
+        norm.reset_running_stats = saved_reset
 
 
 def load_weights(model, weights):
-    """Copies the reference's re-initialised weights into ModelNew. `weights`: (name,
-    leaf) pairs (outputs.FileLeaf). A ModelNew tensor takes the reference's tensor of the
-    same name and shape; those left over are matched in order, each to the first unused
-    reference tensor of its shape (ModelNew naming its layers differently). Returns
-    (copied, ModelNew names that got nothing, reference names nobody took)."""
+    """Makes ModelNew's weights the reference's where they differ. `weights`: (name,
+    tensor) pairs of the reference's weight_tensors (views of the buffer the task host
+    lends). A ModelNew tensor is matched with the reference's tensor of the same name and
+    shape; those left over in order, each with the first unused reference tensor of its
+    shape (ModelNew naming its layers differently). Built like the reference, a ModelNew
+    has equal values already and nothing is copied, so what its constructor derived from
+    them stays valid. Returns (matched, copied, ModelNew names that got nothing,
+    reference names nobody took)."""
     targets = weight_tensors(model) if isinstance(model, torch.nn.Module) else []
     sources = dict(weights)
     pairs, free_targets = [], []
     for name, tensor in targets:
-        leaf = sources.get(name)
-        if leaf is not None and tuple(leaf.shape) == tuple(tensor.shape):
-            pairs.append((tensor, leaf))
+        source = sources.get(name)
+        if source is not None and tuple(source.shape) == tuple(tensor.shape):
+            pairs.append((tensor, source))
             del sources[name]
         else:
             free_targets.append((name, tensor))
     not_copied = []
     for name, tensor in free_targets:
-        match = next((key for key, leaf in sources.items() if tuple(leaf.shape) == tuple(tensor.shape)), None)
+        match = next((key for key, source in sources.items()
+                      if tuple(source.shape) == tuple(tensor.shape)), None)
         if match is None:
             not_copied.append(name)
             continue
         pairs.append((tensor, sources.pop(match)))
+    copied = 0
     with torch.no_grad():
-        for tensor, leaf in pairs:
-            _fill(tensor, leaf)
-    return len(pairs), not_copied, list(sources)
-
-
-def _fill(tensor, leaf):
-    """tensor <- the leaf's values, read in chunks."""
-    flat = tensor.view(-1) if tensor.is_contiguous() else torch.empty(tensor.numel(), dtype=tensor.dtype,
-                                                                      device=tensor.device)
-    handle = leaf.open()
-    try:
-        offset = 0
-        for chunk in leaf.chunks(handle, 1 << 22):
-            flat[offset:offset + chunk.numel()].copy_(chunk)
-            offset += chunk.numel()
-    finally:
-        if handle is not None:
-            handle.close()
-    if not tensor.is_contiguous():
-        tensor.copy_(flat.view(tensor.shape))
+        for tensor, source in pairs:
+            source = source.to(tensor.device)
+            if tensor.dtype != source.dtype or not torch.equal(tensor, source):
+                tensor.copy_(source)
+                copied += 1
+    return len(pairs), copied, not_copied, list(sources)
 
 
 def nan_count(values):

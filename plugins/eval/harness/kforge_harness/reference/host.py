@@ -1,0 +1,504 @@
+"""The task host: a trusted, long-lived child of the server that holds one task at its
+sizes on the device, for as long as that task's candidates need it.
+
+It runs only the task's own code. When it starts it fits the task's sizes if asked,
+loads the task, builds the reference Model under the model seed (runner.build: default
+constants of initialisers drawn from that seed, so that a ModelNew built the same way has
+the same weights, and one that ignores a weight of ones is caught), self-tests it and
+computes the reference's outputs for the trials. It keeps those outputs where they are
+(on the device) within its budget and recomputes beyond it. Then, for each candidate (or
+the reference's own timing child) it serves a session:
+
+- `open`: buffers the child works in (handover: exported device memory on CUDA, a
+  sealed memfd elsewhere): two input slots, one output slot, and the reference's weights.
+- `fill`: a trial's or a timed call's inputs made by the task's get_inputs() from a seed
+  the child never learns, written into a slot; their digest kept; the output slot
+  poisoned (every byte 0xFF: NaN for floating types).
+- `judge`: a trial. The output slot is read in chunks copied before they are compared
+  (outputs.SnapshotLeaf), against the reference's outputs for that seed, under the
+  request's rule; the input slot's digest must be unchanged (unless the reference's own
+  forward changes that input).
+- `after`: a timed call. Every call: no poison left in floating outputs (the whole output
+  was written before the child said the call was done) and the inputs unchanged; a
+  checked call (drawn by the server, secretly, independently per call) is also compared
+  with the reference's forward on the same seed's inputs, computed now.
+
+Commands arrive as JSON lines on its command pipe, each {"id": n, VERB: {...}}; each gets
+one line back on its socket, {"id": n, "result": {...}} (a verdict or data), `open`'s
+with the buffers' descriptors attached (SCM_RIGHTS). Its first line is {"ready": facts}
+after the self-test, or {"failed": verdict} (a task_error, or the harness's own failure
+to set up the device), after which it exits. What the task's code does wrong is the
+task's; this process never runs candidate code and never reads a candidate object: only
+bytes the child left in buffers this process owns."""
+
+import sys
+import time
+import traceback
+
+import torch
+
+from kforge_harness import handover, protocol
+from kforge_harness.anticheat import anticheat
+from kforge_harness.judge import compare
+from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dtype_name, digest
+from kforge_harness.protocol import errors
+from kforge_harness.reference.reference import (PeakMemory, TaskFailure, VARIATIONS, fitted_sizes,
+                                                input_key, task_error)
+from kforge_harness.tasks import kbx, task_modules
+from kforge_harness.tasks.runner import (MissingFramework, all_finite, nan_count, task_session,
+                                         weight_tensors)
+
+POISON_BYTE = 0xFF
+INPUT_SLOTS = 2
+
+
+class HostFailure(Exception):
+    """The host cannot go on (its verdict has been sent)."""
+
+
+class Session:
+    """One child's buffers: input slots, the output slot, the weights."""
+
+    def __init__(self, number, inputs, output, weights):
+        self.number = number
+        self.inputs = inputs
+        self.output = output
+        self.weights = weights
+        self.digests = [None] * len(inputs)  # per slot: the digests of what was filled
+        self.layouts = [None] * len(inputs)  # per slot: the input layout filled
+        self.output_layout = None  # the layout of the outputs expected of the last fill
+
+    def mappings(self):
+        return [m for m in (*self.inputs, self.output, self.weights) if m is not None]
+
+    def close(self):
+        for mapping in self.mappings():
+            mapping.close()
+
+
+class Host:
+    def __init__(self, job, device, channel):
+        self.job = job
+        self.device = device
+        self.channel = channel
+        self.task = dict(job["task"])
+        self.options = job["options"]
+        self.keep_bytes = int(job.get("keep_bytes", 0))
+        self.session = None
+        self.reference = None
+        self.peak = PeakMemory(device)
+        self.kept = {}  # input_key -> {"outputs": [contiguous tensors], "facts": {...}}
+        self.kept_bytes = 0
+        self.recomputed = 0
+        self.sessions = {}
+        self.next_session = 0
+        self.input_capacity = 0
+        self.output_capacity = 0
+        self.weights_layout = None
+        self.weights_values = []
+        self.handover_kind = None
+        self.mutated = set()  # input positions the reference's own forward changes
+        self.plans = {}  # rule key -> varied trials
+
+    # ---- start ----
+
+    def start(self):
+        """The self-test; returns the facts the server keeps (raises protocol.Verdict)."""
+        fitted = False
+        imported_before = task_modules.snapshot()
+        if self.task.get("fit_memory_mb"):
+            # The fitter forks children that use the device: before this process does.
+            self.task["sizes"] = fitted_sizes(self.task, self.device,
+                                              float(self.job["limits"]["timeout_s"]))
+            self.task["size_scale"] = 1.0
+            fitted = True
+        try:
+            self.session = task_session(self.task, self.options, self.device)
+            self.session.setup_device()
+        except Exception as exc:  # noqa: BLE001
+            traceback.print_exc()
+            raise protocol.harness_error(f"device setup failed: {type(exc).__name__}: {exc}") from None
+        self.peak.start()
+        self.handover_kind = handover.kind_for(self.device)
+        try:
+            self.reference = self._prepare()
+            self._weights()
+            first = self.job["input_seeds"][0]
+            inputs = self._make_inputs(first, None, check_determinism=True)
+            self._outputs(first, None, inputs)
+        except TaskFailure as failure:
+            raise task_error(self, str(failure), failure.__cause__) from None
+        except Exception as exc:  # noqa: BLE001 - only running out of memory is the task's
+            if errors.classify(errors.report(exc), None) != protocol.OUT_OF_MEMORY:
+                raise
+            traceback.print_exc()
+            raise task_error(self, "the harness's checks of the reference's outputs", exc) from None
+        layout = self.input_layout(inputs)
+        self.input_capacity = layout.nbytes if layout is not None else 0
+        return {"task_sizes": self.session.sizes, "fitted": fitted,
+                "peak_mb": self.peak.peak_mb(), "device_memory_mb": self.peak.device_mb(),
+                "flags": list(self.session.flags),
+                "task_modules": task_modules.collect(imported_before),
+                "inputs_in_child": layout is None, "input_bytes": self.input_capacity,
+                "output_bytes": self.output_capacity, "handover": self.handover_kind,
+                "spot_checks": self.session.no_spot_checks_reason is None,
+                "can_vary": self.session.inputs_can_vary}
+
+    def _step(self, name, call):
+        try:
+            return call()
+        except (protocol.Verdict, TaskFailure):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the task's code may raise SystemExit
+            traceback.print_exc()
+            raise TaskFailure(name) from exc
+
+    def _prepare(self):
+        session = self.session
+        self._step("loading the task module", session.load)
+        self._step("get_init_inputs()", session.make_init_inputs)
+        try:
+            cls, kind = session.reference_class()
+        except MissingFramework as exc:
+            raise protocol.task_error(str(exc)) from None
+        return self._step("building Model(*get_init_inputs())", lambda: session.build(cls, kind))
+
+    def _weights(self):
+        """The reference's weights as a layout (runner.weight_tensors: what a ModelNew
+        built the same way holds too, and what the child copies where its own differ)."""
+        found = weight_tensors(self.reference.model) if isinstance(self.reference.model, torch.nn.Module) else []
+        described = [("tensor", dtype_name(t.dtype), tuple(t.shape), t.numel() * t.element_size(), None, False)
+                     for _, t in found]
+        layout = handover.Layout.pack(described)
+        for (name, _), leaf in zip(found, layout.leaves):
+            leaf.name = name
+        self.weights_layout = layout
+        self.weights_values = [t for _, t in found]
+
+    # ---- inputs and the reference's outputs ----
+
+    def _label(self, seed, transform):
+        if transform is None:
+            return f"input seed {seed}"
+        return f"input seed {seed}, inputs x*{transform[0]:g}{transform[1]:+g}"
+
+    def _make_inputs(self, seed, transform, check_determinism=False):
+        label = self._label(seed, transform)
+        inputs = self._step(f"get_inputs() ({label})", lambda: self.session.make_inputs(seed, transform))
+        if check_determinism:
+            again = self._step(f"get_inputs() ({label})", lambda: self.session.make_inputs(seed, transform))
+            if anticheat.input_digests(inputs) != anticheat.input_digests(again):
+                raise protocol.task_error(
+                    "get_inputs() made different inputs from the same seed twice: the "
+                    "candidate and the reference could not be given the same inputs; make "
+                    "it depend only on torch/NumPy/random's seeded generators")
+        return inputs
+
+    def _forward(self, seed, transform, inputs):
+        """The reference's outputs for these inputs (the inputs are left as they were
+        unless the reference's own forward changes them), checked: tensors, no NaN."""
+        label = self._label(seed, transform)
+        fed = self._step(f"preparing the inputs ({label})", lambda: self.reference.feed(inputs))
+        out, changed, _ = self._step(f"Model.forward ({label})",
+                                     lambda: self.session.observe(self.reference, fed, seed))
+        self.mutated.update(changed)
+        for index, value in enumerate(out):
+            if as_tensor(value) is None:
+                what = "None" if value is None else f"a {type(value).__name__}"
+                raise protocol.task_error(
+                    f"the task's Model.forward returns {what} as output #{index} ({label}), "
+                    "not a tensor: there is nothing to compare a candidate with")
+        nans = nan_count(out)
+        if nans:
+            raise protocol.task_error(
+                f"the task's reference output contains {nans} NaN value(s) ({label}): NaN "
+                "never passes, so no candidate could; fix the task's inputs or sizes")
+        if transform is not None and not all_finite(out):
+            raise protocol.task_error(f"the reference's output overflows ({label})")
+        tensors = [as_tensor(value).detach().contiguous() for value in out]
+        return tensors, self.session.output_facts()
+
+    def _outputs(self, seed, transform, inputs=None):
+        """The reference's outputs and facts for (seed, transform): kept ones, or computed
+        now (and kept while they fit the budget)."""
+        key = input_key(seed, transform)
+        if key in self.kept:
+            return self.kept[key]
+        if inputs is None:
+            inputs = self._make_inputs(seed, transform)
+        tensors, facts = self._forward(seed, transform, inputs)
+        record = {"outputs": tensors, "facts": facts}
+        nbytes = sum(t.numel() * t.element_size() for t in tensors)
+        self.output_capacity = max(self.output_capacity, self.output_layout(tensors).nbytes)
+        if self.kept_bytes + nbytes <= self.keep_bytes or not self.kept:
+            self.kept[key] = record
+            self.kept_bytes += nbytes
+        else:
+            self.recomputed += 1
+        return record
+
+    @staticmethod
+    def input_layout(inputs):
+        """The layout an input set crosses in, or None when it cannot cross by buffer
+        (a kernelbenchx test run, a nested or opaque value: the child makes such inputs
+        itself from the seed)."""
+        described = []
+        for value in inputs:
+            tensor = as_tensor(value) if not isinstance(value, (bool, int, float, str, type(None))) else None
+            if tensor is not None and not isinstance(value, (list, tuple)):
+                described.append(("tensor", dtype_name(tensor.dtype), tuple(tensor.shape),
+                                  tensor.numel() * tensor.element_size(), None,
+                                  not isinstance(value, torch.Tensor)))
+            elif isinstance(value, (bool, int, float, str, type(None))):
+                described.append(("value", "", (), 0, value, False))
+            else:
+                return None
+        return handover.Layout.pack(described)
+
+    @staticmethod
+    def output_layout(tensors):
+        return handover.Layout.pack(
+            ("tensor", dtype_name(t.dtype), tuple(t.shape), t.numel() * t.element_size(), None, False)
+            for t in tensors)
+
+    # ---- sessions ----
+
+    def open(self, request):
+        """A session's buffers; returns (result, mappings whose descriptors go along)."""
+        inputs = [] if self.input_capacity == 0 else [
+            handover.allocate(self.input_capacity, self.device, self.handover_kind)
+            for _ in range(INPUT_SLOTS)]
+        output = handover.allocate(self.output_capacity, self.device, self.handover_kind)
+        weights = None
+        if self.weights_values:
+            weights = handover.allocate(self.weights_layout.nbytes, self.device, self.handover_kind)
+            for view, value in zip(handover.views(weights, self.weights_layout), self.weights_values):
+                view.copy_(value)
+            self.device.synchronize(torch)
+        self.next_session += 1
+        session = Session(self.next_session, inputs, output, weights)
+        self.sessions[session.number] = session
+        buffers = [handover.describe(m, role) for m, role in
+                   [*((m, f"input{i}") for i, m in enumerate(inputs)), (output, "output"),
+                    *([(weights, "weights")] if weights is not None else [])]]
+        return ({"session": session.number, "buffers": buffers,
+                 "weights": self.weights_layout.to_json() if weights is not None else None},
+                session.mappings())
+
+    def close(self, request):
+        session = self.sessions.pop(request["session"], None)
+        if session is not None:
+            session.close()
+        return {"closed": True}
+
+    def _session(self, request):
+        session = self.sessions.get(request.get("session"))
+        if session is None:
+            raise protocol.harness_error(f"no session {request.get('session')!r}")
+        return session
+
+    def fill(self, request):
+        """A slot filled with the inputs of (seed, transform), the output slot poisoned;
+        returns the layouts the child reads and writes. A trial's reference outputs are
+        computed first (from the same inputs, before the child may touch them)."""
+        session = self._session(request)
+        seed, transform = request["seed"], request.get("transform")
+        slot = int(request["slot"])
+        inputs = self._make_inputs(seed, transform)
+        if request.get("trial"):
+            record = self._outputs(seed, transform, inputs)
+            inputs = self._make_inputs(seed, transform) if self.mutated else inputs
+        else:
+            record = next(iter(self.kept.values()), None) or self._outputs(
+                self.job["input_seeds"][0], None)
+        output_layout = self.output_layout(record["outputs"])
+        if output_layout.nbytes > session.output.nbytes:
+            raise protocol.task_error(
+                f"the reference's outputs for {self._label(seed, transform)} are larger than "
+                "for the first trial's seed: get_inputs() must make inputs of the same shapes "
+                "for every seed")
+        layout = None
+        if session.inputs:
+            layout = self.input_layout(inputs)
+            if layout is None or layout.nbytes > session.inputs[slot].nbytes:
+                raise protocol.task_error(
+                    f"get_inputs() made inputs for {self._label(seed, transform)} of other "
+                    "kinds or larger than for the first trial's seed: they must have the same "
+                    "shapes for every seed")
+            views = handover.views(session.inputs[slot], layout)
+            for view, value in zip(views, inputs):
+                if isinstance(view, torch.Tensor):
+                    view.copy_(as_tensor(value))
+            session.digests[slot] = [digest(v) if isinstance(v, torch.Tensor) else None for v in views]
+            session.layouts[slot] = layout
+        session.output.raw.fill_(POISON_BYTE)
+        session.output_layout = output_layout
+        self.device.synchronize(torch)
+        return {"inputs": layout.to_json() if layout is not None else None,
+                "output": output_layout.to_json()}
+
+    def _changed_inputs(self, session, slot):
+        """Positions of the slot's inputs whose bytes changed since the fill and that the
+        reference's own forward leaves alone."""
+        if not session.inputs or session.digests[slot] is None:
+            return []
+        views = handover.views(session.inputs[slot], session.layouts[slot])
+        return [i for i, (view, before) in enumerate(zip(views, session.digests[slot]))
+                if before is not None and i not in self.mutated and digest(view) != before]
+
+    def _candidate_leaves(self, session):
+        return [SnapshotLeaf(view) if isinstance(view, torch.Tensor) else view
+                for view in handover.views(session.output, session.output_layout)]
+
+    def judge(self, request):
+        """A trial's verdict: what the child left in the output slot against the
+        reference's outputs for the trial's seed."""
+        session = self._session(request)
+        label, report = request["label"], request.get("report") or {}
+        record = self._outputs(request["seed"], request.get("transform"))
+        changed = self._changed_inputs(session, int(request["slot"]))
+        if changed:
+            return _fail(protocol.CHEAT_DETECTED,
+                         f"{label}: the candidate changed its input(s) {changed} in place; the "
+                         "reference's forward leaves them unchanged")
+        names = None
+        if "names" in record["facts"]:  # a kernelbenchx task's test_results, leaf by leaf
+            mismatch = kbx.leaf_mismatch(record["facts"], report)
+            if mismatch is not None:
+                return _fail(mismatch[0], f"{label}: {mismatch[1]}")
+            names = kbx.tensor_names(record["facts"])
+        outcome = compare.compare_leaves([TensorLeaf(t) for t in record["outputs"]],
+                                         self._candidate_leaves(session), request["rule"], names,
+                                         self.job.get("workers", 1))
+        if not outcome.passed:
+            return _fail(outcome.error_class, f"{label}: {outcome.message}", outcome.metrics)
+        return {"status": "pass", "metrics": outcome.metrics}
+
+    def after(self, request):
+        """A timed call's checks (the module's docstring)."""
+        session = self._session(request)
+        label = request["label"]
+        unwritten = 0
+        for view in handover.views(session.output, session.output_layout):
+            if isinstance(view, torch.Tensor) and (view.is_floating_point() or view.is_complex()):
+                unwritten += int(torch.isnan(view).sum())
+        if unwritten:
+            return _fail(protocol.CHEAT_DETECTED,
+                         f"{label}: {unwritten} output element(s) were not written when the "
+                         "candidate reported the call done (the harness poisons the output "
+                         "before each call): its work was not finished within the timed call")
+        changed = self._changed_inputs(session, int(request["slot"]))
+        if changed:
+            return _fail(protocol.CHEAT_DETECTED,
+                         f"{label}: the candidate changed its input(s) {changed} in place during "
+                         "a timed call; the reference's forward leaves them unchanged")
+        if not request.get("check"):
+            return {"status": "pass"}
+        # A checked call: the reference's outputs for the same seed, computed now; the
+        # child's outputs were copied out chunk by chunk as they are compared.
+        tensors, _ = self._forward(request["seed"], None, self._make_inputs(request["seed"], None))
+        outcome = compare.compare_leaves([TensorLeaf(t) for t in tensors],
+                                         self._candidate_leaves(session), request["rule"], None,
+                                         self.job.get("workers", 1))
+        if not outcome.passed:
+            return _fail(protocol.CHEAT_DETECTED,
+                         f"{label}: spot check failed: {outcome.message} (its trials passed: the "
+                         "timed call's output was not computed from that call's inputs)",
+                         outcome.metrics)
+        return {"status": "pass", "metrics": outcome.metrics}
+
+    def plan(self, request):
+        """The varied trials of a near-constant reference under `rule` (see VARIATIONS):
+        [[seed, scale, shift], ...], empty when the base trials' outputs vary; a task_error
+        when nothing makes them vary."""
+        rule = request["rule"]
+        key = protocol.encode(rule)
+        if key in self.plans:
+            return {"varied": self.plans[key]}
+        if not self.session.inputs_can_vary:
+            self.plans[key] = []
+            return {"varied": []}
+        detector = compare.ConstantDetector(rule)
+        for seed in request["seeds"]:
+            detector.observe(self._outputs(seed, None)["outputs"])
+        chosen = []
+        for seed, transform in zip(request["varied_seeds"], VARIATIONS):
+            if detector.constant() is None:
+                break
+            try:
+                record = self._outputs(seed, tuple(transform))
+            except (TaskFailure, protocol.Verdict) as exc:
+                print(f"kforge: inputs x*{transform[0]:g}{transform[1]:+g} do not work for the "
+                      f"reference ({exc}); trying the next variation", file=sys.stderr)
+                continue
+            detector.observe(record["outputs"])
+            chosen.append([seed, transform[0], transform[1]])
+        constant = detector.constant()
+        if constant is not None:
+            tried = ", ".join(f"x*{s:g}{b:+g}" for s, b in VARIATIONS)
+            raise protocol.task_error(
+                f"the task's output is (near-)constant: returning {constant:.6g} for every "
+                f"element would pass every trial under the comparison rule, also with inputs "
+                f"scaled and shifted ({tried}), so no comparison can tell a correct kernel from "
+                "that constant (KernelBench issue #165); change the task so that its output "
+                "depends on its inputs")
+        self.plans[key] = chosen
+        return {"varied": chosen}
+
+    # ---- the loop ----
+
+    def serve(self):
+        handlers = {"open": self.open, "close": self.close, "fill": self.fill,
+                    "judge": self.judge, "after": self.after, "plan": self.plan}
+        while True:
+            command = self.channel.command()
+            if command is None:
+                return
+            verb = next((name for name in handlers if name in command), None)
+            fds = []
+            try:
+                if verb is None:
+                    raise protocol.harness_error(f"an unknown command {sorted(command)}")
+                result = handlers[verb](command[verb])
+                if verb == "open":
+                    result, mappings = result
+                    fds = [m.fd for m in mappings]
+            except protocol.Verdict as verdict:
+                result = protocol.verdict_result(verdict)
+            except TaskFailure as failure:
+                result = protocol.verdict_result(task_error(self, str(failure), failure.__cause__))
+            except Exception as exc:  # noqa: BLE001 - the harness's own failure, answered
+                traceback.print_exc()
+                sys.stderr.flush()
+                if errors.classify(errors.report(exc), None) == protocol.OUT_OF_MEMORY:
+                    result = protocol.verdict_result(task_error(self, f"the task host's {verb}", exc))
+                else:
+                    result = {"status": "error", "error_class": protocol.HARNESS_ERROR,
+                              "message": f"the task host failed on {verb}: {type(exc).__name__}: {exc}"}
+            self.channel.send({"id": command.get("id"), "result": result,
+                               "peak_mb": self.peak.peak_mb(), "recomputed": self.recomputed},
+                              fds=fds)
+
+
+def _fail(error_class, message, metrics=None):
+    return {"status": "fail", "error_class": error_class, "message": message,
+            "metrics": metrics or {}}
+
+
+def main(job, device, channel):
+    """The task host's life: the self-test, then sessions until the server is done."""
+    host = Host(job, device, channel)
+    started = time.monotonic()
+    try:
+        facts = host.start()
+    except protocol.Verdict as verdict:
+        channel.send({"failed": protocol.verdict_result(verdict)})
+        return
+    except BaseException as exc:  # noqa: BLE001 - a harness bug must still answer
+        traceback.print_exc()
+        channel.send({"failed": {"status": "error", "error_class": protocol.HARNESS_ERROR,
+                                 "message": f"the task host failed: {type(exc).__name__}: {exc}"}})
+        return
+    facts["reference_seconds"] = time.monotonic() - started
+    channel.send({"ready": facts})
+    host.serve()

@@ -1,0 +1,224 @@
+"""The server's children as it sees them: their pipes, deadlines and process trees, and
+what their deaths mean."""
+
+import fcntl
+import glob
+import math
+import os
+import signal
+import socket
+import stat
+import time
+
+from kforge_harness import protocol
+
+
+class Proc:
+    """A child process of the server: its role, its own directory (log.txt), the channel
+    it writes to (`read_fd`: a pipe, or a socket where it sends descriptors, `fd_socket`)
+    and, for the candidate child and the task host, the channel it reads commands from
+    (`command_fd`)."""
+
+    def __init__(self, role, pid, workdir, read_fd, command_fd=None, fd_socket=False):
+        self.role = role  # "candidate", "host" or "check"
+        self.pid = pid
+        self.workdir = workdir
+        self.read_fd = read_fd
+        self.reader = socket.socket(fileno=os.dup(read_fd)) if fd_socket else None
+        self.received_fds = []
+        self.commands = 0  # command lines sent: each may get one line back
+        self.command_fd = command_fd
+        self.buffer = bytearray()
+        self.started = time.monotonic()
+        self.deadline = math.inf
+        self.timed_out = False
+        self.flooded = False
+        self.frozen = False
+        self.received = 0  # bytes read from `read_fd`
+        self.lines = 0  # lines read from `read_fd`
+        self.owner = None  # the Job (or, for a task host, its TaskEntry)
+
+    def parent_fds(self):
+        fds = [fd for fd in (self.read_fd, self.command_fd) if fd is not None]
+        if self.reader is not None:
+            fds.append(self.reader.fileno())
+        return fds
+
+    def send(self, obj, fds=()):
+        """One command line (with descriptors, over a socket); False when the child is
+        gone."""
+        if self.command_fd is None:
+            return False
+        data = protocol.encode(dict(obj, fds=len(fds)) if fds else obj).encode("utf-8")
+        try:
+            if fds:
+                with socket.socket(fileno=os.dup(self.command_fd)) as sock:
+                    data = data[socket.send_fds(sock, [data], list(fds)):]
+            while data:
+                data = data[os.write(self.command_fd, data):]
+        except OSError:
+            return False
+        self.commands += 1
+        return True
+
+    def read(self):
+        """What the child wrote since the last read (b"" at EOF; None when nothing is
+        there now); descriptors that came with it go to received_fds."""
+        try:
+            if self.reader is not None:
+                data, fds, _, _ = socket.recv_fds(self.reader, 1 << 16, 64)
+                self.received_fds += fds
+                return data
+            return os.read(self.read_fd, 1 << 16)
+        except BlockingIOError:
+            return None
+
+    def take_fds(self, count):
+        taken, self.received_fds = self.received_fds[:count], self.received_fds[count:]
+        if len(taken) != count:
+            for fd in taken:
+                os.close(fd)
+            raise OSError(f"the {self.role} announced {count} descriptor(s), {len(taken)} came")
+        return taken
+
+    def close_read(self):
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+        if self.read_fd is not None:
+            os.close(self.read_fd)
+            self.read_fd = None
+        for fd in self.received_fds:
+            os.close(fd)
+        self.received_fds = []
+
+    def close_commands(self):
+        if self.command_fd is not None:
+            os.close(self.command_fd)
+            self.command_fd = None
+
+
+def set_nonblocking(fd):
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+
+
+def kill_group(pid):
+    # The child leads its own process group (setsid), so this also ends what it started.
+    for kill, target in ((os.killpg, pid), (os.kill, pid)):
+        try:
+            kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def descendants(pid):
+    """Every process below `pid` (children, theirs...), from /proc: the sandbox's worker,
+    its PID namespace's reaper and whatever the candidate started (orphans are
+    re-parented inside the tree: to the namespace's reaper, or to the supervisor, a
+    subreaper)."""
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for path in glob.glob(f"/proc/{parent}/task/*/children"):
+            try:
+                with open(path, encoding="ascii") as handle:
+                    children = [int(x) for x in handle.read().split()]
+            except (OSError, ValueError):
+                continue
+            for child in children:
+                if child not in found:
+                    found.append(child)
+                    frontier.append(child)
+    return found
+
+
+def signal_tree(pid, sig):
+    """Sends `sig` to every process below `pid` until no new one appears (a process
+    forking while the tree is walked). For SIGSTOP: nothing below `pid` runs afterwards."""
+    done = set()
+    while True:
+        pending = [p for p in descendants(pid) if p not in done]
+        if not pending:
+            return
+        for child in pending:
+            try:
+                os.kill(child, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            done.add(child)
+
+
+def death_text(proc, status, limits, where):
+    if proc.timed_out and limits is not None:
+        return f"wall-clock limit of {limits['timeout_s']:g} s hit{where}"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return f"killed by {signal_name(sig)} ({signal.strsignal(sig)}){where}"
+    return f"exited with status {os.WEXITSTATUS(status)}{where}"
+
+
+def death_verdict(proc, status, limits, where):
+    """The verdict for a candidate child that died before its verdict was known."""
+    flags = []
+    if proc.timed_out:
+        error_class = protocol.TIMEOUT
+        message = (f"wall-clock limit of {limits['timeout_s']:g} s hit{where}; the "
+                   "child's process group was killed")
+    elif os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = signal_name(sig)
+        if sig == signal.SIGXCPU:
+            error_class = protocol.TIMEOUT
+            message = f"CPU-time limit of {limits['cpu_s']} s hit{where} ({name})"
+        else:
+            error_class = protocol.CRASH
+            message = f"the child was killed by {name} ({signal.strsignal(sig)}){where}"
+            if sig == signal.SIGKILL:
+                message += ": not by the harness; often the kernel's OOM killer"
+                flags.append("out_of_memory")
+    else:
+        error_class = protocol.RUNTIME_ERROR
+        message = (f"the child exited with status {os.WEXITSTATUS(status)}{where} "
+                   "before reporting a result")
+    result = fail(error_class, message)
+    result["flags"] = flags
+    return result
+
+
+def signal_name(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def error(error_class, message):
+    return {"status": "error", "error_class": error_class, "message": message}
+
+
+def fail(error_class, message):
+    return {"status": "fail", "error_class": error_class, "message": message}
+
+
+def log_tail(path):
+    """The end of a child's log. The candidate can replace its log.txt: a link to the
+    server's secrets (/proc/self/environ) is not followed, and a FIFO or a device is not
+    read, so the tail holds nothing but what the candidate wrote itself."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        with os.fdopen(fd, "rb") as handle:
+            fd = None
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 4 * protocol.MAX_LOG_TAIL_CHARS))
+            return handle.read().decode("utf-8", errors="replace")[-protocol.MAX_LOG_TAIL_CHARS:]
+    except OSError:
+        return ""
+    finally:
+        if fd is not None:
+            os.close(fd)
