@@ -71,7 +71,7 @@ class KbxServerTest(client.SharedServerTest):
             "fp16": ("kbx/Activation/scale_shift_fp16", "scale_shift_fp16_off",
                      protocol.NUMERICAL_MISMATCH, "beyond atol=0.005, rtol=0.005"),
             "in-place": ("kbx/Activation/leaky_relu", "leaky_relu_inplace",
-                         protocol.CHEAT_DETECTED, "changed input #0 in place"),
+                         protocol.CHEAT_DETECTED, "changed its tensor argument #0 in place"),
         }
         got = self.verdicts(*[kbx_request(key, task, cand) for key, (task, cand, _, _) in cases.items()])
         for key, (_, _, error_class, text) in cases.items():

@@ -145,6 +145,8 @@ class CandidateChild:
                 self.channel.send(report)
                 command = self.channel.command()
             elif isinstance(command.get("time"), dict):
+                if command["time"].get("compile") and self.job["candidate"]["code"] is None:
+                    model = self._guarded("timing", lambda: self.session.compiled(model))
                 command = self._timed_loop(model)
             else:
                 command = self.channel.command()
@@ -170,18 +172,19 @@ class CandidateChild:
                     "message": f"the candidate returns {len(leaves)} output(s), the reference "
                                f"{len(expected)}"}
         views = [v for v in handover.views(self.buffers["output"], layout) if isinstance(v, torch.Tensor)]
-        for index, (value, leaf, view) in enumerate(zip(leaves, expected, views)):
+        names = self.session.tensor_names() or [f"output #{i}" for i in range(len(leaves))]
+        for name, value, leaf, view in zip(names, leaves, expected, views):
             tensor = as_tensor(value)
             if tensor is None:
                 return {"error_class": "dtype_mismatch",
-                        "message": f"output #{index} is a {type(value).__name__}, not a tensor"}
+                        "message": f"{name} is a {type(value).__name__}, not a tensor"}
             if tuple(tensor.shape) != tuple(leaf.shape):
                 return {"error_class": "shape_mismatch",
-                        "message": f"output #{index} has shape {list(tensor.shape)}, the "
+                        "message": f"{name} has shape {list(tensor.shape)}, the "
                                    f"reference's {list(leaf.shape)}"}
             if dtype_name(tensor.dtype) != leaf.dtype:
                 return {"error_class": "dtype_mismatch",
-                        "message": f"output #{index} has dtype {dtype_name(tensor.dtype)}, the "
+                        "message": f"{name} has dtype {dtype_name(tensor.dtype)}, the "
                                    f"reference's {leaf.dtype}"}
             self.clock.copy(view, tensor)
         return None

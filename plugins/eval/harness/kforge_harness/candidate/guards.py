@@ -13,10 +13,13 @@ is imported (install()):
   referrers, traceback and generator frames, settrace/setprofile, more audit hooks),
   processes (subprocess, os.system, exec, spawn, fork), ctypes beyond what the language
   needs, and opening /proc/self/mem. "Candidate code is responsible" means: walking the
-  Python stack out from the event, skipping the standard library's own frames, the first
-  frame met is the candidate's file, the child's work directory, or code compiled from a
-  string; torch's, triton's, NumPy's and the harness's frames are trusted (torch and
-  triton exec generated code and run compilers for honest kernels).
+  Python stack out from the event, past library frames (the standard library, other
+  packages, code they generated: they act for whoever called them), the first frame met
+  is the candidate's file or the child's work directory; torch's, triton's,
+  NumPy's and the harness's frames are trusted (torch and triton exec generated code and
+  run compilers for honest kernels). The import system loading a module from a file is
+  an import, not code from a string, unless the file lies in the work directory (the
+  candidate's own file excepted).
 - a torch dispatch mode during each trial's forward (compute_guard()) that records every
   aten operator outside allocation, views, copies and metadata: torch doing the work
   the kernel should (L1's torch-compute rule, however torch was reached, also from C++).
@@ -29,7 +32,6 @@ child reports the record with its trials and the server rejects the candidate
 
 import os
 import sys
-import sysconfig
 import threading
 
 from kforge_harness.protocol.errors import GUARD_REFUSAL
@@ -73,7 +75,7 @@ _INTERNALS = {"gi_frame", "cr_frame", "ag_frame", "tb_frame", "f_back", "gi_code
 # Programs each language's own tool chain runs (torch's cpp_extension and kforge_cpp
 # build with these; triton assembles with ptxas and finds libcuda with ldconfig).
 _PROGRAMS = {
-    "triton": {"ptxas", "ldconfig", "cuobjdump", "nvdisasm"},
+    "triton": {"ptxas", "ldconfig", "cuobjdump", "nvdisasm", "gcc", "cc", "clang"},
     "cuda": {"nvcc", "ninja", "c++", "g++", "gcc", "cc", "clang++", "ptxas", "cicc", "fatbinary",
              "nvlink", "ld", "which", "ldconfig", "cudafe++"},
     "cpp": {"c++", "g++", "gcc", "cc", "clang++", "ld", "as"},
@@ -84,12 +86,9 @@ _PROGRAMS = {
 class _State:
     def __init__(self, language, candidate_path, workdir):
         self.language = language
-        self.candidate_path = candidate_path
         self.workdir = os.path.realpath(workdir) + os.sep
+        self.candidate_path = os.path.realpath(candidate_path)
         self.trusted = tuple(p + os.sep for p in _trusted_roots())
-        stdlib = sysconfig.get_paths()
-        self.stdlib = tuple({os.path.realpath(stdlib["stdlib"]) + os.sep,
-                             os.path.realpath(stdlib["platstdlib"]) + os.sep})
         self.violations = []
         self.local = threading.local()
 
@@ -109,27 +108,48 @@ def _trusted_roots():
 
 
 def _kind_of(state, filename):
-    """"trusted", "neutral" (the standard library's own code) or "candidate" (the
-    candidate's file, its work directory, code from a string, anything else)."""
+    """"trusted" (torch's, triton's, NumPy's, the harness's own code), "candidate" (the
+    candidate's file, anything in the child's work directory) or "library" (everything
+    else: the standard library, other packages, generated code), which decides nothing
+    by itself: what matters is who called it."""
     if not filename or filename.startswith("<"):
-        return "neutral" if filename.startswith("<frozen") else "candidate"
+        # Code compiled from a string: the candidate cannot make any (exec and compile
+        # are refused to it), so it is a library's (torch generates modules so, triton
+        # its launchers), acting for whoever called it.
+        return "library"
     path = os.path.realpath(filename)
     if path.startswith(state.workdir):
         return "candidate"
     if path.startswith(state.trusted):
         return "trusted"
-    if path.startswith(state.stdlib) and "site-packages" not in path and "dist-packages" not in path:
-        return "neutral"
-    return "candidate"
+    return "library"
 
 
 def _responsible(state, frame):
+    """(kind, file) of the frame that decides: the first one out from `frame` that is
+    not library code."""
     while frame is not None:
         kind = _kind_of(state, frame.f_code.co_filename)
-        if kind != "neutral":
+        if kind != "library":
             return kind, frame.f_code.co_filename
         frame = frame.f_back
     return "trusted", ""
+
+
+def _imported(state, frame, event, args):
+    """Whether an exec/compile event is the import system loading a module from a file
+    that is not the child's own work (an import, not code from a string): (decided,
+    allowed)."""
+    if not frame.f_code.co_filename.startswith("<frozen importlib"):
+        return False, False
+    if event == "exec":
+        code = args[0] if args else None
+        filename = getattr(code, "co_filename", "")
+    else:
+        filename = args[1] if len(args) > 1 else ""
+    filename = os.fsdecode(filename) if isinstance(filename, (str, bytes)) else ""
+    path = os.path.realpath(filename) if filename else ""
+    return True, bool(path) and (not path.startswith(state.workdir) or path == state.candidate_path)
 
 
 def _allowed_program(state, args):
@@ -155,11 +175,17 @@ def _refused(state, event, args):
     elif not (event in _ACTIONS or event.startswith(("os.exec", "os.spawn"))):
         return None
     frame = sys._getframe(2)
+    if event in ("exec", "compile"):
+        decided, allowed = _imported(state, frame, event, args)
+        if decided:
+            return None if allowed else f"{_ACTIONS[event]} ({event}, an import from the work directory)"
     kind, where = _responsible(state, frame)
     if event == "subprocess.Popen":
-        # The tool chain of the candidate's own language (run by torch, triton or
-        # kforge_cpp), nothing else, whoever asks.
-        return None if _allowed_program(state, args) else f"{event} {str(args[:2])[:200]}"
+        # The tool chain of the candidate's own language, run by torch, triton or
+        # kforge_cpp for it; never by the candidate's own code, never another program.
+        if kind == "trusted" and _allowed_program(state, args):
+            return None
+        return f"a program was started ({str(args[:2])[:200]})"
     if kind != "candidate":
         return None
     if event.startswith("ctypes.") and state.language == "cpp" and event != "ctypes.dlopen":

@@ -144,9 +144,9 @@ def open_buffer(description, fd, torch_device):
         raise
 
 
-def views(mapping, layout):
+def views(mapping, layout, arrays=True):
     """The layout's leaves over the mapping's bytes: tensors (NumPy arrays for `array`
-    leaves on the host) and inline values, in order."""
+    leaves on the host, where `arrays`) and inline values, in order."""
     import torch
     from kforge_harness.judge.outputs import torch_dtype
     result = []
@@ -158,5 +158,5 @@ def views(mapping, layout):
         if dtype is None or leaf.offset + leaf.nbytes > mapping.nbytes:
             raise ValueError(f"a layout leaf that does not fit its buffer ({leaf.to_json()})")
         view = mapping.raw[leaf.offset:leaf.offset + leaf.nbytes].view(dtype).view(leaf.shape)
-        result.append(view.numpy() if leaf.array and view.device.type == "cpu" else view)
+        result.append(view.numpy() if arrays and leaf.array and view.device.type == "cpu" else view)
     return result

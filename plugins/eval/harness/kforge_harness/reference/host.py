@@ -142,6 +142,7 @@ class Host:
                 "inputs_in_child": layout is None, "input_bytes": self.input_capacity,
                 "output_bytes": self.output_capacity, "handover": self.handover_kind,
                 "spot_checks": self.session.no_spot_checks_reason is None,
+                "can_compile": not self.session.numpy_task and hasattr(torch, "compile"),
                 "can_vary": self.session.inputs_can_vary}
 
     def _step(self, name, call):
@@ -215,7 +216,7 @@ class Host:
                 "never passes, so no candidate could; fix the task's inputs or sizes")
         if transform is not None and not all_finite(out):
             raise protocol.task_error(f"the reference's output overflows ({label})")
-        tensors = [as_tensor(value).detach().contiguous() for value in out]
+        tensors = [as_tensor(value).detach().resolve_conj().resolve_neg().contiguous() for value in out]
         return tensors, self.session.output_facts()
 
     def _outputs(self, seed, transform, inputs=None):
@@ -308,10 +309,13 @@ class Host:
         if request.get("trial"):
             record = self._outputs(seed, transform, inputs)
             inputs = self._make_inputs(seed, transform) if self.mutated else inputs
-        else:
+            output_layout = self.output_layout(record["outputs"])
+        elif self.session.no_spot_checks_reason is None:
             record = next(iter(self.kept.values()), None) or self._outputs(
                 self.job["input_seeds"][0], None)
-        output_layout = self.output_layout(record["outputs"])
+            output_layout = self.output_layout(record["outputs"])
+        else:  # a timed unit whose outputs are no trial's (kbx): nothing to hand over
+            output_layout = handover.Layout()
         if output_layout.nbytes > session.output.nbytes:
             raise protocol.task_error(
                 f"the reference's outputs for {self._label(seed, transform)} are larger than "
@@ -325,7 +329,7 @@ class Host:
                     f"get_inputs() made inputs for {self._label(seed, transform)} of other "
                     "kinds or larger than for the first trial's seed: they must have the same "
                     "shapes for every seed")
-            views = handover.views(session.inputs[slot], layout)
+            views = handover.views(session.inputs[slot], layout, arrays=False)
             for view, value in zip(views, inputs):
                 if isinstance(view, torch.Tensor):
                     view.copy_(as_tensor(value))
@@ -335,14 +339,14 @@ class Host:
         session.output_layout = output_layout
         self.device.synchronize(torch)
         return {"inputs": layout.to_json() if layout is not None else None,
-                "output": output_layout.to_json()}
+                "output": output_layout.to_json() if output_layout.leaves else None}
 
     def _changed_inputs(self, session, slot):
         """Positions of the slot's inputs whose bytes changed since the fill and that the
         reference's own forward leaves alone."""
         if not session.inputs or session.digests[slot] is None:
             return []
-        views = handover.views(session.inputs[slot], session.layouts[slot])
+        views = handover.views(session.inputs[slot], session.layouts[slot], arrays=False)
         return [i for i, (view, before) in enumerate(zip(views, session.digests[slot]))
                 if before is not None and i not in self.mutated and digest(view) != before]
 
@@ -359,8 +363,8 @@ class Host:
         changed = self._changed_inputs(session, int(request["slot"]))
         if changed:
             return _fail(protocol.CHEAT_DETECTED,
-                         f"{label}: the candidate changed its input(s) {changed} in place; the "
-                         "reference's forward leaves them unchanged")
+                         f"{label}: the candidate changed input #{changed[0]} in place; the "
+                         "reference's forward leaves it unchanged")
         names = None
         if "names" in record["facts"]:  # a kernelbenchx task's test_results, leaf by leaf
             mismatch = kbx.leaf_mismatch(record["facts"], report)
@@ -390,8 +394,8 @@ class Host:
         changed = self._changed_inputs(session, int(request["slot"]))
         if changed:
             return _fail(protocol.CHEAT_DETECTED,
-                         f"{label}: the candidate changed its input(s) {changed} in place during "
-                         "a timed call; the reference's forward leaves them unchanged")
+                         f"{label}: the candidate changed input #{changed[0]} in place during a "
+                         "timed call; the reference's forward leaves it unchanged")
         if not request.get("check"):
             return {"status": "pass"}
         # A checked call: the reference's outputs for the same seed, computed now; the

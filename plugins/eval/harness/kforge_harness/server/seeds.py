@@ -37,12 +37,6 @@ class RequestSeeds:
         parameter shapes get equal default weights (KernelBench's convention)."""
         return derive(self.secret, self.task_id, "model")
 
-    @property
-    def weights(self):
-        """The values the reference's parameters are re-initialised from (trusted side
-        only: the candidate gets the values, not the seed)."""
-        return derive(self.secret, self.task_id, "weights")
-
     def inputs(self, count):
         """Input seeds of trials 0..count-1."""
         return [derive(self.secret, self.task_id, "input", trial) for trial in range(count)]
@@ -51,7 +45,3 @@ class RequestSeeds:
         """Input seed of the index-th extra trial with scaled and shifted inputs (for a
         reference whose output is near-constant at its own input distribution)."""
         return derive(self.secret, self.task_id, "varied", index)
-
-    @property
-    def timing(self):
-        return derive(self.secret, self.task_id, "timing")

@@ -100,6 +100,7 @@ class Job:
         self.trial_metrics = []
         self.loop = None
         self.first_loop = None  # (loop, summary) once a confirmation follows it
+        self.record = None  # an internal job's reference timing record
         self.asked_again = False
         self.timing_started = 0.0
         self.had_company = False
@@ -149,11 +150,12 @@ class Server:
         # poll, not epoll: epoll refuses a regular file as stdin (requests from a file).
         self.selector = selectors.PollSelector()
         self.wake_r = self.wake_w = None
+        # Forked after every import and before any request: what it holds is what every
+        # candidate child holds (sandbox/zygote.py). Before NVML is opened here: a child
+        # must open its own (torch's allocator asks NVML when memory runs out).
+        self.zygote = Zygote(self._zygote_child) if mode == "fork" else None
         self.memory_watch = memory_watch.open_watch(device)
         self.next_watch = 0.0
-        # Forked last, after every import and before any request: what it holds is
-        # what every candidate child holds (sandbox/zygote.py).
-        self.zygote = Zygote(self._zygote_child) if mode == "fork" else None
 
     def _zygote_child(self, request, fds):
         """What a child forked from the zygote runs (in the child)."""
@@ -370,6 +372,8 @@ class Server:
 
     def _host_message(self, proc, message):
         entry = proc.owner
+        if entry.proc is not proc:  # a retired host's last words
+            return
         if "ready" in message and entry.facts is None and isinstance(message["ready"], dict):
             entry.facts = message["ready"]
             proc.deadline = math.inf
@@ -450,6 +454,8 @@ class Server:
 
     def _host_death(self, proc, status):
         entry = proc.owner
+        if entry.proc is not proc:  # retired (_close_idle_hosts): it was told to end
+            return
         entry.proc = None
         limits = {"timeout_s": self._host_timeout(entry)}
         if entry.facts is None:
@@ -478,8 +484,11 @@ class Server:
                                         f"the task host {what}; its log ends with: {tail}"))
 
     def _close_idle_hosts(self):
+        """Retires the hosts beyond what Hosts keeps idle: EOF on its commands ends it; a
+        later job of its task starts a new one (the entry keeps its timings and plans)."""
         for entry in self.hosts.idle_to_close():
-            entry.proc.close_commands()  # EOF: it ends by itself
+            entry.proc.close_commands()
+            entry.proc, entry.facts, entry.starter = None, None, None
 
     # ---- a job with its host ready ----
 
@@ -669,7 +678,7 @@ class Server:
             "transform": list(transform) if transform else None, "trial": True}}, self._trial_filled)
 
     def _trial_filled(self, job, result):
-        if "output" not in result:
+        if "inputs" not in result:
             self._decide(job, result)
             return
         seed, _ = job.trials[job.next_trial]
@@ -748,7 +757,7 @@ class Server:
             request = dict(job.request, id=f"reference-timing-{self.next_internal}", action="run",
                            candidate={"code": None, "language": "python", "artifact": None})
             internal = Job(request, internal={"key": key})
-            internal.seeds = job.seeds
+            internal.seeds, internal.source = job.seeds, job.source
             entry.timing_job[key] = internal
             self._attach(internal, entry)
 
@@ -773,7 +782,7 @@ class Server:
         spot_checks = bool(job.entry.facts.get("spot_checks"))
         job.loop = timing_plan.Loop(label, job.timing(), spot_checks)
         signal_tree(job.proc.pid, signal.SIGCONT)
-        job.proc.send({"time": {"label": label}})
+        job.proc.send({"time": {"label": label, "compile": label == "compiled"}})
 
     def _loop_fill(self, job):
         loop = job.loop
@@ -783,7 +792,7 @@ class Server:
             self._loop_filled)
 
     def _loop_filled(self, job, result):
-        if "output" not in result:
+        if "inputs" not in result:
             self._decide(job, result)
             return
         loop = job.loop
@@ -826,7 +835,7 @@ class Server:
     def _loop_done(self, job):
         loop = job.loop
         if job.internal is not None:
-            self._decide(job, {"status": "pass", "record": loop.record(time.time())}, stop=False)
+            self._reference_loop_done(job)
             return
         entry = job.entry
         reference = entry.timings[job.timing_key()]
@@ -855,6 +864,19 @@ class Server:
         self._timed_pass(job, reference, timing_plan.counted(first_measured, measured),
                          ["speedup_confirmed"], dict(loop.metrics("confirm"), **first.metrics("timing")))
 
+    def _reference_loop_done(self, job):
+        """The reference's own loop ended: with `baseline: compile`, a second loop times
+        torch.compile's build of it (in the same child); then the record is kept."""
+        loop = job.loop
+        if loop.label == "reference":
+            job.record = loop.record(time.time())
+            if job.timing()["baseline"] == "compile" and job.entry.facts.get("can_compile"):
+                self._start_loop(job, "compiled")
+                return
+        else:
+            job.record["compile_ms"] = summarise(loop.timed(loop.event_ms))["ms"]
+        self._decide(job, {"status": "pass", "record": job.record}, stop=False)
+
     def _timed_pass(self, job, reference, measured, flags, loop_metrics):
         metrics = self._correctness_metrics(job)
         metrics.update(loop_metrics)
@@ -868,7 +890,12 @@ class Server:
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
             flags.append("speedup_over_10x")
         if job.timing()["baseline"] == "compile":
-            flags.append("compile_baseline_unavailable")
+            if "compile_ms" not in reference:
+                flags.append("compile_baseline_unavailable")
+            else:
+                metrics["compile_ms"] = reference["compile_ms"]
+                metrics["speedup_vs_compile"] = (reference["compile_ms"] / cand_ms
+                                                 if cand_ms > 0 else math.inf)
         self._decide(job, {"status": "pass", "metrics": metrics, "flags": flags}, stop=False)
 
     # ---- the candidate's failures ----

@@ -277,6 +277,10 @@ class KbxSession(TaskSession):
     def output_facts(self):
         return dict(self.last_facts)
 
+    def tensor_names(self):
+        names, values = self.last_facts.get("names"), self.last_facts.get("values", {})
+        return [name for name in names if name not in values] if names else None
+
     def run_tests(self, side, run, record):
         """Runs the test code with the task's name bound to the side's function; returns
         flatten(test_results), the [call, argument] pairs of the tensor arguments a call

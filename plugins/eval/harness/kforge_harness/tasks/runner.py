@@ -218,6 +218,11 @@ class TaskSession:
         """What the last forward's outputs carry beyond their leaves (kbx: leaf names)."""
         return {}
 
+    def tensor_names(self):
+        """Names of the last forward's tensor outputs where the format names them (kbx),
+        else None."""
+        return None
+
     def build(self, cls, kind):
         """Seeds before the constructor, so equal parameter shapes get equal weights."""
         seed = self.options["seed"]
@@ -229,6 +234,10 @@ class TaskSession:
         if isinstance(model, torch.nn.Module):
             model = model.to(self.torch_device)
         return Side(model, kind, self.torch_device)
+
+    def compiled(self, side):
+        """The reference side built by torch.compile (the `baseline: compile` timing)."""
+        return Side(torch.compile(side.model), side.kind, side.device)
 
     def with_default_device(self, make):
         """Calls get_inputs/get_init_inputs with the target device as torch's default

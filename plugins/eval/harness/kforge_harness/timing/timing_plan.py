@@ -41,11 +41,6 @@ import statistics
 from kforge_harness import protocol
 from kforge_harness.timing.timing import summarise
 
-# Output types a timed call may return are no longer reported by the child: the task host
-# reads the outputs in the reference's layout from its own buffer.
-LABELS = ("timing", "confirm", "reference")
-
-
 def draw_seed():
     return secrets.randbelow(1 << 62)
 
@@ -99,8 +94,8 @@ class Loop:
 
     def label_of(self, call):
         what = "warm-up call" if call < self.warmup else "timed call"
-        loop = {"confirm": "the confirmation", "reference": "the reference's timing"}.get(
-            self.label, "the timing")
+        loop = {"confirm": "the confirmation", "reference": "the reference's timing",
+                "compiled": "the torch.compile baseline's timing"}.get(self.label, "the timing")
         return f"{what} {call + 1} of {self.calls} in {loop}"
 
     def called(self, message, wall_ms):
