@@ -1,14 +1,13 @@
-"""Weights a candidate cannot predict: the reference's parameters re-initialised from
-the request's seed and handed to ModelNew, so ignoring a weight fails."""
+"""Weights by construction (issue 19 item 7): Model and ModelNew built under the same
+secret seed with drawn defaults agree, so what a ModelNew precomputes in its constructor
+holds, while a candidate that ignores a weight (assumes a LayerNorm's ones) fails."""
 
-import copy
 import json
 import unittest
 
 import torch
 
 from kforge_harness.tasks import runner
-from kforge_harness.judge.outputs import FileLeaf, write_leaves
 from tests import client
 
 
@@ -26,6 +25,8 @@ class WeightsThroughTheServerTest(unittest.TestCase):
             req("honest", "layernorm", "layernorm_honest"),
             req("renamed", "layernorm", "layernorm_renamed"),
             req("reference", "layernorm"),
+            req("assumes-defaults", "layernorm", "layernorm_default_assumed"),
+            req("precomputed", "linear", "linear_precomputed"),
             client.request("linear", "run", "linear", "linear_cpp"),
             timeout=900)
 
@@ -42,6 +43,11 @@ class WeightsThroughTheServerTest(unittest.TestCase):
 
     def test_a_candidate_that_ignores_weight_and_bias_fails(self):
         self.check("ignores", "fail", "numerical_mismatch")
+        self.check("assumes-defaults", "fail", "numerical_mismatch")
+
+    def test_what_a_modelnew_precomputes_in_its_constructor_holds(self):
+        response = self.check("precomputed", "pass")
+        self.assertNotIn("weights_not_copied", response["flags"])
 
     def test_honest_candidates_get_the_same_weights(self):
         for case in ("honest", "reference", "linear"):
@@ -54,69 +60,55 @@ class WeightsThroughTheServerTest(unittest.TestCase):
         self.assertIn("'scratch'", response["log_tail"])
 
 
-class ReinitialiseTest(unittest.TestCase):
-    def model(self):
-        torch.manual_seed(0)
-        return torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4),
-                                   torch.nn.BatchNorm1d(4))
+class DrawnDefaultsTest(unittest.TestCase):
+    """Both models are built right after seeding with the model seed, with the constants
+    of initialisers drawn from it (runner.drawn_defaults): the same structure gets the
+    same weights, and no weight is left at a constant a kernel could assume."""
 
-    def test_no_default_value_survives_and_the_scale_is_kept(self):
-        default, fresh = self.model(), self.model()
-        names = [name for name, _ in runner.reinitialise(fresh, 7)]
-        self.assertIn("2.running_var", names)
-        for (name, old), (_, new) in zip(runner.weight_tensors(default), runner.weight_tensors(fresh)):
-            self.assertFalse(torch.equal(old, new), name)
-            bound = max(float(old.abs().max()) * 1.5, 0.5)
-            self.assertLessEqual(float(new.abs().max()), bound, name)
-        self.assertGreater(float(fresh[2].running_var.min()), 0.0)
-        weight = fresh[0].weight
-        self.assertLessEqual(float(weight.abs().max()), 1.5 / 8 ** 0.5)  # kaiming bound x1.5
+    @staticmethod
+    def build(seed=7):
+        runner.seed_everything(seed)
+        with runner.drawn_defaults():
+            return torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4),
+                                       torch.nn.BatchNorm1d(4), torch.nn.PReLU())
 
-    def test_a_large_tensor_is_reordered_in_blocks(self):
-        # Past _REORDER_BLOCKS elements whole blocks move (a memory copy, not a gather),
-        # and the factors are drawn in pieces on threads: still no default value
-        # survives, the scale is kept, and the seed alone decides.
-        self.addCleanup(setattr, runner, "_REORDER_BLOCKS", runner._REORDER_BLOCKS)
-        self.addCleanup(setattr, runner, "_FACTOR_PIECE", runner._FACTOR_PIECE)
-        runner._REORDER_BLOCKS, runner._FACTOR_PIECE = 4, 8
-        torch.manual_seed(0)
-        default = torch.nn.Linear(9, 8)  # 72 weights: 4 blocks of 18; 8 biases: 4 of 2
-        first, second = copy.deepcopy(default), copy.deepcopy(default)
-        runner.reinitialise(first, 11)
-        runner.reinitialise(second, 11)
-        for (name, old), (_, new), (_, again) in zip(runner.weight_tensors(default), runner.weight_tensors(first),
-                                                     runner.weight_tensors(second)):
-            self.assertTrue(torch.equal(new, again), name)
-            self.assertFalse(bool((old == new).any()), name)
-            self.assertLessEqual(float(new.abs().max()), float(old.abs().max()) * 1.5, name)
+    def test_no_default_constant_survives_and_the_scale_is_kept(self):
+        model = self.build()
+        ln, bn, prelu = model[1], model[2], model[3]
+        for tensor, low, high in ((ln.weight, 0.5, 1.5), (ln.bias, -0.5, 0.5),
+                                  (bn.running_var, 0.5, 1.5), (bn.running_mean, -0.5, 0.5),
+                                  (prelu.weight, 0.125, 0.375)):
+            self.assertTrue(bool((tensor >= low).all() and (tensor <= high).all()), tensor)
+            self.assertGreater(float(tensor.std()) if tensor.numel() > 1 else 1.0, 0.0)
+        self.assertFalse(torch.equal(ln.weight, torch.ones(4)))
 
-    def test_the_same_seed_gives_the_same_weights(self):
-        first, second, other = self.model(), self.model(), self.model()
-        runner.reinitialise(first, 7)
-        runner.reinitialise(second, 7)
-        runner.reinitialise(other, 8)
-        for (_, a), (_, b), (_, c) in zip(runner.weight_tensors(first), runner.weight_tensors(second),
-                                          runner.weight_tensors(other)):
+    def test_the_same_seed_gives_the_same_weights_and_another_seed_others(self):
+        first, second, other = self.build(7), self.build(7), self.build(8)
+        for (name, a), (_, b), (_, c) in zip(runner.weight_tensors(first), runner.weight_tensors(second),
+                                             runner.weight_tensors(other)):
+            self.assertTrue(torch.equal(a, b), name)
+            if not name.startswith("3."):  # torch 1.13's PReLU fills its 0.25 itself (fill_)
+                self.assertFalse(torch.equal(a, c), name)
+
+    def test_the_initialisers_are_themselves_again_afterwards(self):
+        self.build()
+        layer = torch.nn.LayerNorm(4)
+        self.assertTrue(torch.equal(layer.weight, torch.ones(4)))
+
+    def test_load_copies_only_what_differs_names_then_shapes_in_order(self):
+        source = self.build(3)
+        same = self.build(3)
+        matched, copied, not_copied, unused = runner.load_weights(same, runner.weight_tensors(source))
+        self.assertEqual((copied, not_copied, unused), (0, [], []))
+        self.assertEqual(matched, len(runner.weight_tensors(source)))
+        other = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4))
+        other.add_module("scratch", torch.nn.Linear(3, 3))
+        matched, copied, not_copied, unused = runner.load_weights(other, runner.weight_tensors(source))
+        self.assertEqual(copied, 4)  # the linear's and the norm's weight and bias
+        self.assertEqual(not_copied, ["scratch.weight", "scratch.bias"])
+        self.assertIn("2.running_mean", unused)
+        for (_, a), (_, b) in zip(runner.weight_tensors(other)[:4], runner.weight_tensors(source)[:4]):
             self.assertTrue(torch.equal(a, b))
-            self.assertFalse(torch.equal(a, c))
-
-    def test_load_matches_names_then_shapes_in_order(self):
-        import tempfile
-        source = self.model()
-        runner.reinitialise(source, 3)
-        found = runner.weight_tensors(source)
-        with tempfile.TemporaryDirectory() as directory:
-            infos = write_leaves([t for _, t in found], directory, "w")
-            leaves = [(name, FileLeaf(directory, "w", i, info)) for i, ((name, _), info)
-                      in enumerate(zip(found, infos))]
-            target = torch.nn.Module()
-            target.w = torch.nn.Parameter(torch.zeros(4, 8))
-            target.extra = torch.nn.Parameter(torch.zeros(5))
-            copied, not_copied, unused = runner.load_weights(target, leaves)
-        self.assertTrue(torch.equal(target.w, source[0].weight))
-        self.assertEqual(copied, 1)
-        self.assertEqual(not_copied, ["extra"])
-        self.assertIn("0.bias", unused)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import os
 import sys
 import traceback
 
+import numpy as np
 import torch
 
 from kforge_harness import handover
@@ -35,6 +36,10 @@ from kforge_harness.protocol import errors
 from kforge_harness.tasks import tasks
 from kforge_harness.tasks.runner import NoEntry, as_torch_view, load_weights, task_session
 from kforge_harness.timing.timing import Clock
+
+
+# What an output may be: plain values (a subclass runs code of its own when read).
+_PLAIN = (torch.Tensor, np.ndarray, bool, int, float)
 
 
 class _Failed(Exception):
@@ -84,7 +89,12 @@ class CandidateChild:
         # torch's CPU thread pool starts at its first parallel operation: before the
         # candidate, so that what it starts is its own.
         torch.ones(1 << 20).add_(1)
+        # What the timed loop calls, bound now, before the candidate is imported: a class
+        # attribute it rebinds later (Clock.call, Channel.send) is not what runs here.
         self.clock = Clock(self.device, flush_l2=True)
+        self._time_call = self.clock.call
+        self._send = self.channel.send
+        self._command = self.channel.command
 
     # ---- the candidate's part ----
 
@@ -174,6 +184,13 @@ class CandidateChild:
         views = [v for v in handover.views(self.buffers["output"], layout) if isinstance(v, torch.Tensor)]
         names = self.session.tensor_names() or [f"output #{i}" for i in range(len(leaves))]
         for name, value, leaf, view in zip(names, leaves, expected, views):
+            if type(value) not in _PLAIN:
+                # A subclass runs its own code when read: it could do its work in the
+                # hand-over, after the call's clock stopped.
+                return {"error_class": "cheat_detected",
+                        "message": f"{name} is a {type(value).__module__}.{type(value).__qualname__}, "
+                                   "not a plain tensor: a subclass can defer its work past the "
+                                   "timed call; return plain tensors"}
             tensor = as_tensor(value)
             if tensor is None:
                 return {"error_class": "dtype_mismatch",
@@ -206,21 +223,21 @@ class CandidateChild:
         """One timed loop: each call on the inputs the task host filled just before it,
         timed by the clock (bound before the candidate was imported), its outputs handed
         over inside the server's bracket. Returns the first command that is not a call."""
-        self.channel.send({"prepared": True})
+        self._send({"prepared": True})
         while True:
-            command = self.channel.command()
+            command = self._command()
             if command is None or "call" not in command:
                 return command
             inputs = model.feed(self._inputs(command))
             out, event_ms, tail_ms = self._guarded(
-                "timing", lambda: self.clock.call(lambda: model(inputs)))
+                "timing", lambda: self._time_call(lambda: model(inputs)))
             mismatch = self._guarded("timing", lambda: self._hand_over(out, command))
             self.clock.synchronize()
             report = {"called": command["call"], "ms": event_ms, "tail_ms": tail_ms}
             if mismatch is not None:
                 report["mismatch"] = mismatch
             out = inputs = None
-            self.channel.send(report)
+            self._send(report)
 
 
 def run(job, buffers, device, workdir, channel):

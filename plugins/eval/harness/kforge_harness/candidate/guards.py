@@ -33,6 +33,7 @@ child reports the record with its trials and the server rejects the candidate
 import os
 import sys
 import threading
+import types
 
 from kforge_harness.protocol.errors import GUARD_REFUSAL
 
@@ -66,6 +67,7 @@ _ACTIONS = {
     "ctypes.cdata/buffer": "memory was viewed through ctypes",
     "open": "a file was opened",
     "object.__getattr__": "an object's internals were read",
+    "object.__setattr__": "a function was rewritten in place",
     "pickle.find_class": "a class was loaded by pickle",
     "marshal.loads": "code was unmarshalled",
 }
@@ -166,6 +168,11 @@ def _refused(state, event, args):
     """Why `event` is refused now, or None."""
     if event == "object.__getattr__":
         if len(args) < 2 or args[1] not in _INTERNALS:
+            return None
+    elif event == "object.__setattr__":
+        # Rewriting a function in place (its code, globals, defaults): the harness's own
+        # functions that run in this process included.
+        if len(args) < 2 or not isinstance(args[0], (types.FunctionType, types.CodeType)):
             return None
     elif event == "open":
         path = args[0] if args else None

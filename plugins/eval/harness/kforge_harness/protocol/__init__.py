@@ -71,7 +71,7 @@ DEFAULT_RULE = {
 # max_wall_gap_ms (each plus max_gap_share of the call's time); a speedup over
 # confirm_speedup is measured by a second loop, and the slower counts.
 DEFAULT_TIMING = {"enabled": True, "warmup": 3, "trials": 20, "flush_l2": True,
-                  "baseline": "eager", "reference_max_age_s": 600.0, "spot_check_rate": 0.15,
+                  "baseline": "eager", "reference_max_age_s": 600.0, "spot_check_rate": 0.25,
                   "max_sync_gap_ms": 0.1, "max_wall_gap_ms": 0.05, "max_gap_share": 0.1,
                   "confirm_speedup": 1.0}
 _TIMING_INTEGERS = ("warmup", "trials")

@@ -20,8 +20,10 @@ the reference's own timing child) it serves a session:
   forward changes that input).
 - `after`: a timed call. Every call: no poison left in floating outputs (the whole output
   was written before the child said the call was done) and the inputs unchanged; a
-  checked call (drawn by the server, secretly, independently per call) is also compared
-  with the reference's forward on the same seed's inputs, computed now.
+  checked call (drawn by the server, secretly, independently per call), and every call
+  whose outputs are byte for byte those of an earlier call (a memo, a cache, a constant:
+  its inputs were new), is also compared with the reference's forward on the same seed's
+  inputs, computed now.
 
 Commands arrive as JSON lines on its command pipe, each {"id": n, VERB: {...}}; each gets
 one line back on its socket, {"id": n, "result": {...}} (a verdict or data), `open`'s
@@ -67,6 +69,7 @@ class Session:
         self.digests = [None] * len(inputs)  # per slot: the digests of what was filled
         self.layouts = [None] * len(inputs)  # per slot: the input layout filled
         self.output_layout = None  # the layout of the outputs expected of the last fill
+        self.outputs_seen = set()  # digests of every output the child handed over
 
     def mappings(self):
         return [m for m in (*self.inputs, self.output, self.weights) if m is not None]
@@ -354,10 +357,16 @@ class Host:
         return [SnapshotLeaf(view) if isinstance(view, torch.Tensor) else view
                 for view in handover.views(session.output, session.output_layout)]
 
+    @staticmethod
+    def _output_digest(session):
+        views = handover.views(session.output, session.output_layout, arrays=False)
+        return tuple(digest(v) for v in views if isinstance(v, torch.Tensor))
+
     def judge(self, request):
         """A trial's verdict: what the child left in the output slot against the
         reference's outputs for the trial's seed."""
         session = self._session(request)
+        session.outputs_seen.add(self._output_digest(session))
         label, report = request["label"], request.get("report") or {}
         record = self._outputs(request["seed"], request.get("transform"))
         changed = self._changed_inputs(session, int(request["slot"]))
@@ -396,7 +405,12 @@ class Host:
             return _fail(protocol.CHEAT_DETECTED,
                          f"{label}: the candidate changed input #{changed[0]} in place during a "
                          "timed call; the reference's forward leaves it unchanged")
-        if not request.get("check"):
+        # Every call's inputs are new: outputs byte for byte those of an earlier call are a
+        # memo, a cached result or a constant, unless the reference's are the same too.
+        # Such a call is always checked.
+        repeated = self._output_digest(session) in session.outputs_seen
+        session.outputs_seen.add(self._output_digest(session))
+        if not request.get("check") and not repeated:
             return {"status": "pass"}
         # A checked call: the reference's outputs for the same seed, computed now; the
         # child's outputs were copied out chunk by chunk as they are compared.

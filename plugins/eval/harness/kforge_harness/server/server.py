@@ -101,6 +101,7 @@ class Job:
         self.loop = None
         self.first_loop = None  # (loop, summary) once a confirmation follows it
         self.record = None  # an internal job's reference timing record
+        self.reference = None  # the reference timing record this job's loops are judged by
         self.asked_again = False
         self.timing_started = 0.0
         self.had_company = False
@@ -779,6 +780,8 @@ class Server:
                 self._decide(waiter, failure)
 
     def _start_loop(self, job, label):
+        if label == "timing":  # what this job's loops are judged against, kept with it
+            job.reference = job.entry.timings[job.timing_key()]
         spot_checks = bool(job.entry.facts.get("spot_checks"))
         job.loop = timing_plan.Loop(label, job.timing(), spot_checks)
         signal_tree(job.proc.pid, signal.SIGCONT)
@@ -838,13 +841,14 @@ class Server:
             self._reference_loop_done(job)
             return
         entry = job.entry
-        reference = entry.timings[job.timing_key()]
+        reference = job.reference
         why = loop.violation(reference)
         if why is not None and not job.asked_again:
             # Load comes and goes: the reference's loop and this one again, before a
             # rejection.
             job.asked_again = True
-            entry.timings.pop(job.timing_key(), None)
+            if entry.timings.get(job.timing_key()) is reference:
+                del entry.timings[job.timing_key()]
             job.first_loop = None
             self._start_timing(job)
             return
@@ -1227,7 +1231,7 @@ def _mismatch(message):
     if not isinstance(mismatch, dict):
         return None
     error_class = mismatch.get("error_class")
-    if error_class not in (protocol.SHAPE_MISMATCH, protocol.DTYPE_MISMATCH):
+    if error_class not in (protocol.SHAPE_MISMATCH, protocol.DTYPE_MISMATCH, protocol.CHEAT_DETECTED):
         error_class = protocol.SHAPE_MISMATCH
     text = mismatch.get("message") if isinstance(mismatch.get("message"), str) else ""
     return error_class, text[:protocol.MAX_MESSAGE_CHARS]
