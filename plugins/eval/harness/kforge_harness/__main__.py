@@ -53,7 +53,8 @@ def serve(args):
         _prepare_triton()
     # Everything a child needs is imported here, once, so a forked child starts warm.
     from kforge_harness import handover, sandbox  # noqa: F401
-    from kforge_harness.candidate import candidate, guards  # noqa: F401
+    from kforge_harness.anticheat import guards  # noqa: F401
+    from kforge_harness.candidate import candidate  # noqa: F401
     from kforge_harness.devices import environment
     from kforge_harness.reference import host  # noqa: F401
     from kforge_harness.server import child, server  # noqa: F401

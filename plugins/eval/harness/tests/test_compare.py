@@ -9,7 +9,7 @@ from unittest import mock
 import numpy as np
 import torch
 
-from kforge_harness.anticheat import anticheat
+from kforge_harness.anticheat import observe as anticheat
 from kforge_harness.judge import compare, outputs
 from kforge_harness import protocol
 from kforge_harness.judge.compare import ConstantDetector, compare_outputs, compare_tensors
@@ -416,17 +416,6 @@ class AntiCheatHelpersTest(unittest.TestCase):
         strided = torch.randn(6, 4).t()
         self.assertEqual(outputs.digest(strided), outputs.digest(strided.contiguous()))
 
-    def test_poison_allocator_runs(self):
-        anticheat.poison_allocator([64, 24], torch.device("cpu"))
-
-    def test_judge_decides_from_observations(self):
-        self.assertIsNone(anticheat.verdict({"mutates_inputs": False}, {"changed_inputs": []}, "t"))
-        self.assertIn("changed input #1", anticheat.verdict(
-            {"mutates_inputs": False}, {"changed_inputs": [1]}, "t").message)
-        self.assertIsNone(anticheat.verdict({"mutates_inputs": True}, {"changed_inputs": [1]}, "t"))
-        self.assertIn("shares memory", anticheat.verdict(
-            {"aliases_inputs": False}, {"aliased": [0, 0]}, "t").message)
-        self.assertIsNone(anticheat.verdict({"aliases_inputs": True}, {"aliased": [0, 0]}, "t"))
 
 
 if __name__ == "__main__":

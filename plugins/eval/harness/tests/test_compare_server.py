@@ -3,12 +3,8 @@ through the real server: each class of candidate the per-element rule alone let 
 (or wrongly rejected)."""
 
 import json
-import os
 import unittest
 
-from kforge_harness.judge import compare
-from kforge_harness import devices
-from kforge_harness.server import server
 from tests import client
 
 KERNELBENCH_V0 = {"kind": "allclose", "atol": 1e-2, "rtol": 1e-2}
@@ -94,68 +90,5 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class _FakeJudge:
-    def __init__(self, pid):
-        self.pid, self.workdir, self.sent = pid, "/nonexistent", []
-        self.timed_out = False
-
-    def send(self, command):
-        self.sent.append(command)
-        return True
-
-
-class _FakeServer:
-    """What JudgePool uses of its server: judges it forks (recorded, never run)."""
-
-    def __init__(self):
-        self.device = devices.Device("cuda:0")
-        self.forked, self.results = [], []
-
-    def fork_child(self, role, _main, commands):
-        judge = _FakeJudge(1000 + len(self.forked))
-        self.forked.append((role, judge))
-        return judge
-
-    def judged(self, job, result):
-        self.results.append((job, result))
-
-
-class _Job:
-    finished = False
-    decided = None
-
-
-def _command(nbytes):
-    return {"label": "trial 1", "reference": {"leaves": [
-        {"kind": "tensor", "dtype": "float32", "shape": [nbytes // 4], "nbytes": nbytes}]}}
-
-
-class DeviceJudgesTest(unittest.TestCase):
-    """A server on an accelerator keeps device judges for trials with a large output
-    (compare.DEVICE_MIN_BYTES), and tells admission that much less device memory."""
-
-    def test_large_outputs_go_to_device_judges_small_ones_to_the_others(self):
-        fake = _FakeServer()
-        pool = server.JudgePool(fake, size=2, threads=1, device_size=1)
-        pool.submit(_Job(), _command(compare.DEVICE_MIN_BYTES))
-        pool.submit(_Job(), _command(1024))
-        pool.submit(_Job(), _command(compare.DEVICE_MIN_BYTES * 4))  # waits for the device judge
-        on_device = [judge for judge in pool.busy.values() if judge.on_device]
-        on_cpu = [judge for judge in pool.busy.values() if not judge.on_device]
-        self.assertEqual(len(fake.forked), 2)
-        self.assertEqual(len(on_device), 1)
-        self.assertEqual(len(on_cpu), 1)
-        self.assertEqual(len(pool.queues[True]), 1)
-        # The device judge's answer frees it for the queued trial; no third judge is forked.
-        judge = on_device[0]
-        pool.message(judge, {"id": judge.sent[-1]["id"], "result": {"status": "pass"}})
-        self.assertEqual(len(judge.sent), 2)
-        self.assertEqual(len(fake.forked), 2)
-        self.assertEqual(pool.device_mb(), server.JUDGE_DEVICE_MB)
-
-    def test_without_device_judges_every_trial_goes_to_the_cpu(self):
-        fake = _FakeServer()
-        pool = server.JudgePool(fake, size=2, threads=1)
-        pool.submit(_Job(), _command(compare.DEVICE_MIN_BYTES * 4))
-        self.assertEqual([judge.on_device for judge in pool.busy.values()], [False])
-        self.assertEqual(pool.device_mb(), 0)
+if __name__ == "__main__":
+    unittest.main()

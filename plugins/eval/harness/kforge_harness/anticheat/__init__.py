@@ -1,0 +1,63 @@
+"""Every anti-cheat check of the harness, in one registry: what it observes, where, and
+how it judges. The checks live in this folder; the task host, the server and the child
+call them. A new check is a function here and a line below (and the tests in
+tests/test_attacks*.py that show it catching its class). README.md's "Threat model" is
+written from this table.
+
+L1's static rules (rules/default.yaml) are a fast first filter and decide no pass: every
+check below holds whatever the candidate's code does in its own process."""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    name: str
+    where: str  # the process that observes: "task host", "server", "child"
+    observes: str
+    judges: str
+    module: str  # where it lives in this folder
+
+
+CHECKS = (
+    Check("inputs", "task host",
+          "the digest of every input the host filled, after each trial and timed call",
+          "cheat_detected when an input changed that the reference's forward leaves alone",
+          "buffers.py"),
+    Check("completeness", "task host",
+          "poison (0xFF) the host wrote into the output buffer before the call",
+          "cheat_detected when floating outputs still hold it after the child said done",
+          "buffers.py"),
+    Check("repeats", "task host",
+          "the digest of each call's outputs against every earlier call's",
+          "a repeat (a memo, a cache, a constant) is always compared with the reference",
+          "buffers.py"),
+    Check("spot checks", "task host",
+          "each timed call, with probability spot_check_rate drawn after it: its outputs "
+          "copied chunk by chunk and compared with the reference's forward on its inputs",
+          "cheat_detected on a mismatch; a skipped share f of n calls escapes with "
+          "probability (1 - rate)^(f n)",
+          "../timing/timing_plan.py (the draw), ../reference/host.py (the comparison)"),
+    Check("gap", "server",
+          "the server's bracket of each call (its own clock; the child stopped between "
+          "calls) less the child's event time, against the same on the reference's loop",
+          "measured again once, then cheat_detected beyond the bound",
+          "timing.py"),
+    Check("tail", "child (bounded by the reference's child)",
+          "how long the whole device ran on after the call's own stream was done",
+          "measured again once, then cheat_detected beyond the reference's tail",
+          "timing.py"),
+    Check("plain outputs", "child",
+          "the exact type of each output before it is copied into the buffer",
+          "cheat_detected for a subclass (it runs its own code when read)",
+          "../candidate/candidate.py"),
+    Check("runtime guards", "child",
+          "an audit hook (exec/compile of strings, frames, gc, processes, ctypes, "
+          "/proc/self/mem, rewritten functions) and torch compute in a kernel's forward",
+          "cheat_detected for what the candidate's own code was refused or ran",
+          "guards.py"),
+    Check("device memory", "server",
+          "the device memory of the candidate's processes, per process, from the driver",
+          "out_of_memory (stopped) beyond the share it was admitted with",
+          "memory.py"),
+)

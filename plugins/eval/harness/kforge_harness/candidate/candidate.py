@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from kforge_harness import handover
-from kforge_harness.candidate import guards
+from kforge_harness.anticheat import guards
 from kforge_harness.judge.outputs import as_tensor, dtype_name, flat_leaves
 from kforge_harness.protocol import errors
 from kforge_harness.tasks import tasks

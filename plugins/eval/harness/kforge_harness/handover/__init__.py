@@ -147,7 +147,6 @@ def open_buffer(description, fd, torch_device):
 def views(mapping, layout, arrays=True):
     """The layout's leaves over the mapping's bytes: tensors (NumPy arrays for `array`
     leaves on the host, where `arrays`) and inline values, in order."""
-    import torch
     from kforge_harness.judge.outputs import torch_dtype
     result = []
     for leaf in layout.leaves:

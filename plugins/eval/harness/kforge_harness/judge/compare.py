@@ -310,7 +310,8 @@ def compare_leaf(ref, cand, rule, where="the output", workers=1, device=None):
         except Exception as exc:  # noqa: BLE001 - only the device's memory is retried
             if not _out_of_memory(exc):
                 raise
-    return _compare(ref, cand, rule, where, workers if files else 1, None)
+    sliceable = getattr(ref, "sliceable", False) and getattr(cand, "sliceable", False)
+    return _compare(ref, cand, rule, where, workers if sliceable else 1, None)
 
 
 def _compare(ref, cand, rule, where, workers, device):

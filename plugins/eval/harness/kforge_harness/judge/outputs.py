@@ -14,6 +14,7 @@ the judge opens exactly the names it expects, without following links."""
 
 import os
 import stat
+import threading
 
 import numpy as np
 import torch
@@ -184,6 +185,7 @@ class FileLeaf:
             self.numel *= extent
         self.nbytes = self.numel * np.dtype(self.storage).itemsize
         self.device = torch.device("cpu")
+        self.sliceable = True
 
     def open(self):
         """The open file, or raises ValueError saying why it is not acceptable."""
@@ -237,17 +239,24 @@ class TensorLeaf:
     def _piece(self, flat, start, count):
         return flat[start:start + count]
 
+    @property
+    def sliceable(self):
+        """Whether chunks() reads any slice [start, start + count) (a contiguous tensor),
+        so that several threads can compare slices of it (compare_leaf)."""
+        return self.tensor.is_contiguous()
+
     def chunks(self, _handle, elements, start=0, count=None, _pinned=False):
         """Flat chunks of exactly `elements` elements (the last may be shorter), on the
-        tensor's device, like a FileLeaf's, so two leaves of any layouts read in step.
-        Only whole: compare_leaf cuts file leaves alone into slices."""
-        if start != 0 or count not in (None, self.numel):
-            raise ValueError("a tensor leaf is read whole")
+        tensor's device, like a FileLeaf's, so two leaves of any layouts read in step:
+        elements [start, start + count) of a contiguous tensor, else the whole."""
+        count = self.numel - start if count is None else count
         if self.tensor.is_contiguous():
             flat = self.tensor.reshape(-1)
-            for begin in range(0, self.numel, elements):
-                yield self._piece(flat, begin, min(elements, self.numel - begin))
+            for begin in range(start, start + count, elements):
+                yield self._piece(flat, begin, min(elements, start + count - begin))
             return
+        if start != 0 or count != self.numel:
+            raise ValueError("a non-contiguous tensor leaf is read whole")
         held, count = [], 0
         for piece in pieces(self.tensor, elements):
             held.append(piece.clone())
@@ -266,16 +275,17 @@ class SnapshotLeaf(TensorLeaf):
     """A tensor in memory another process can write (a buffer lent to a candidate's
     child): each chunk is copied before it is compared, so every element is read once and
     the statistics of a chunk all describe the same bytes, whatever the child writes
-    meanwhile."""
+    meanwhile. One copy buffer per thread that reads it (compare_leaf's slices)."""
 
     def __init__(self, tensor):
         super().__init__(tensor)
-        self._buffer = None
+        self._buffers = threading.local()
 
     def _piece(self, flat, start, count):
-        if self._buffer is None or self._buffer.numel() < count:
-            self._buffer = torch.empty(count, dtype=self.dtype, device=self.device)
-        copy = self._buffer[:count]
+        buffer = getattr(self._buffers, "buffer", None)
+        if buffer is None or buffer.numel() < count:
+            buffer = self._buffers.buffer = torch.empty(count, dtype=self.dtype, device=self.device)
+        copy = buffer[:count]
         copy.copy_(flat[start:start + count])
         return copy
 

@@ -13,7 +13,7 @@ from kforge_harness import protocol
 
 # Exception type names (anywhere in the MRO) that mean "the kernel did not build".
 # Matched by name: triton and kforge_cpp are imported lazily, or not at all.
-# What candidate/guards.py's refusals say (lower case): an attempt the runtime guards
+# What anticheat/guards.py's refusals say (lower case): an attempt the runtime guards
 # stopped is the candidate's cheat, whatever it raised around it.
 GUARD_REFUSAL = "kforge runtime guard: refused"
 
@@ -91,7 +91,7 @@ def classify(data, default):
     (init_error for a constructor, runtime_error for forward)."""
     names = set(data.get("types") or [])
     text = (data.get("text") or "").lower()
-    if GUARD_REFUSAL in text:  # candidate/guards.py refused what it tried
+    if GUARD_REFUSAL in text:  # anticheat/guards.py refused what it tried
         return protocol.CHEAT_DETECTED
     if "SyntaxError" in names:  # the candidate file itself does not parse
         return protocol.SYNTAX_ERROR

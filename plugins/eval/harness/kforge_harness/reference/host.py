@@ -40,9 +40,9 @@ import traceback
 import torch
 
 from kforge_harness import handover, protocol
-from kforge_harness.anticheat import anticheat
+from kforge_harness.anticheat import buffers, observe
 from kforge_harness.judge import compare
-from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dtype_name, digest
+from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dtype_name
 from kforge_harness.protocol import errors
 from kforge_harness.reference.reference import (PeakMemory, TaskFailure, VARIATIONS, fitted_sizes,
                                                 input_key, task_error)
@@ -50,7 +50,6 @@ from kforge_harness.tasks import kbx, task_modules
 from kforge_harness.tasks.runner import (MissingFramework, all_finite, nan_count, task_session,
                                          weight_tensors)
 
-POISON_BYTE = 0xFF
 INPUT_SLOTS = 2
 
 
@@ -191,7 +190,7 @@ class Host:
         inputs = self._step(f"get_inputs() ({label})", lambda: self.session.make_inputs(seed, transform))
         if check_determinism:
             again = self._step(f"get_inputs() ({label})", lambda: self.session.make_inputs(seed, transform))
-            if anticheat.input_digests(inputs) != anticheat.input_digests(again):
+            if observe.input_digests(inputs) != observe.input_digests(again):
                 raise protocol.task_error(
                     "get_inputs() made different inputs from the same seed twice: the "
                     "candidate and the reference could not be given the same inputs; make "
@@ -336,80 +335,62 @@ class Host:
             for view, value in zip(views, inputs):
                 if isinstance(view, torch.Tensor):
                     view.copy_(as_tensor(value))
-            session.digests[slot] = [digest(v) if isinstance(v, torch.Tensor) else None for v in views]
+            session.digests[slot] = buffers.digests(views)
             session.layouts[slot] = layout
-        session.output.raw.fill_(POISON_BYTE)
+        buffers.poison(session.output)
         session.output_layout = output_layout
         self.device.synchronize(torch)
         return {"inputs": layout.to_json() if layout is not None else None,
                 "output": output_layout.to_json() if output_layout.leaves else None}
 
     def _changed_inputs(self, session, slot):
-        """Positions of the slot's inputs whose bytes changed since the fill and that the
-        reference's own forward leaves alone."""
         if not session.inputs or session.digests[slot] is None:
             return []
         views = handover.views(session.inputs[slot], session.layouts[slot], arrays=False)
-        return [i for i, (view, before) in enumerate(zip(views, session.digests[slot]))
-                if before is not None and i not in self.mutated and digest(view) != before]
+        return buffers.changed_inputs(views, session.digests[slot], self.mutated)
 
     def _candidate_leaves(self, session):
         return [SnapshotLeaf(view) if isinstance(view, torch.Tensor) else view
                 for view in handover.views(session.output, session.output_layout)]
 
-    @staticmethod
-    def _output_digest(session):
-        views = handover.views(session.output, session.output_layout, arrays=False)
-        return tuple(digest(v) for v in views if isinstance(v, torch.Tensor))
-
     def judge(self, request):
         """A trial's verdict: what the child left in the output slot against the
         reference's outputs for the trial's seed."""
         session = self._session(request)
-        session.outputs_seen.add(self._output_digest(session))
+        session.outputs_seen.add(buffers.fingerprint(
+            handover.views(session.output, session.output_layout, arrays=False)))
         label, report = request["label"], request.get("report") or {}
         record = self._outputs(request["seed"], request.get("transform"))
-        changed = self._changed_inputs(session, int(request["slot"]))
-        if changed:
-            return _fail(protocol.CHEAT_DETECTED,
-                         f"{label}: the candidate changed input #{changed[0]} in place; the "
-                         "reference's forward leaves it unchanged")
+        verdict = buffers.inputs_verdict(label, self._changed_inputs(session, int(request["slot"])), False)
+        if verdict is not None:
+            return verdict
         names = None
         if "names" in record["facts"]:  # a kernelbenchx task's test_results, leaf by leaf
             mismatch = kbx.leaf_mismatch(record["facts"], report)
             if mismatch is not None:
-                return _fail(mismatch[0], f"{label}: {mismatch[1]}")
+                return buffers.fail(mismatch[0], f"{label}: {mismatch[1]}")
             names = kbx.tensor_names(record["facts"])
         outcome = compare.compare_leaves([TensorLeaf(t) for t in record["outputs"]],
                                          self._candidate_leaves(session), request["rule"], names,
                                          self.job.get("workers", 1))
         if not outcome.passed:
-            return _fail(outcome.error_class, f"{label}: {outcome.message}", outcome.metrics)
+            return buffers.fail(outcome.error_class, f"{label}: {outcome.message}", outcome.metrics)
         return {"status": "pass", "metrics": outcome.metrics}
 
     def after(self, request):
         """A timed call's checks (the module's docstring)."""
         session = self._session(request)
         label = request["label"]
-        unwritten = 0
-        for view in handover.views(session.output, session.output_layout):
-            if isinstance(view, torch.Tensor) and (view.is_floating_point() or view.is_complex()):
-                unwritten += int(torch.isnan(view).sum())
-        if unwritten:
-            return _fail(protocol.CHEAT_DETECTED,
-                         f"{label}: {unwritten} output element(s) were not written when the "
-                         "candidate reported the call done (the harness poisons the output "
-                         "before each call): its work was not finished within the timed call")
-        changed = self._changed_inputs(session, int(request["slot"]))
-        if changed:
-            return _fail(protocol.CHEAT_DETECTED,
-                         f"{label}: the candidate changed input #{changed[0]} in place during a "
-                         "timed call; the reference's forward leaves it unchanged")
-        # Every call's inputs are new: outputs byte for byte those of an earlier call are a
-        # memo, a cached result or a constant, unless the reference's are the same too.
-        # Such a call is always checked.
-        repeated = self._output_digest(session) in session.outputs_seen
-        session.outputs_seen.add(self._output_digest(session))
+        outputs = handover.views(session.output, session.output_layout, arrays=False)
+        verdict = (buffers.completeness_verdict(label, outputs)
+                   or buffers.inputs_verdict(label, self._changed_inputs(session, int(request["slot"])), True))
+        if verdict is not None:
+            return verdict
+        if not session.output_layout.leaves:  # a timed unit with nothing handed over (kbx)
+            return {"status": "pass"}
+        fingerprint = buffers.fingerprint(outputs)
+        repeated = fingerprint in session.outputs_seen
+        session.outputs_seen.add(fingerprint)
         if not request.get("check") and not repeated:
             return {"status": "pass"}
         # A checked call: the reference's outputs for the same seed, computed now; the
@@ -419,7 +400,7 @@ class Host:
                                          self._candidate_leaves(session), request["rule"], None,
                                          self.job.get("workers", 1))
         if not outcome.passed:
-            return _fail(protocol.CHEAT_DETECTED,
+            return buffers.fail(protocol.CHEAT_DETECTED,
                          f"{label}: spot check failed: {outcome.message} (its trials passed: the "
                          "timed call's output was not computed from that call's inputs)",
                          outcome.metrics)
@@ -496,11 +477,6 @@ class Host:
             self.channel.send({"id": command.get("id"), "result": result,
                                "peak_mb": self.peak.peak_mb(), "recomputed": self.recomputed},
                               fds=fds)
-
-
-def _fail(error_class, message, metrics=None):
-    return {"status": "fail", "error_class": error_class, "message": message,
-            "metrics": metrics or {}}
 
 
 def main(job, device, channel):

@@ -92,7 +92,7 @@ def _zygote_main(sock, server_pid, child_main, keep_fds):
     from kforge_harness.sandbox import isolation
     isolation.die_with_parent(server_pid)
     signal.set_wakeup_fd(-1)
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
     # Nothing of the server's descriptors but its error stream: the protocol's stdin and
     # stdout are the server's alone.
@@ -101,7 +101,6 @@ def _zygote_main(sock, server_pid, child_main, keep_fds):
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     keep |= {0, 1}
-    os.closerange(3, devnull) if devnull >= 3 else None
     for fd in _open_fds():
         if fd not in keep:
             try:

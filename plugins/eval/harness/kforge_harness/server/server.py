@@ -39,6 +39,7 @@ import time
 import traceback
 
 from kforge_harness import protocol, sandbox
+from kforge_harness.anticheat import memory, timing as anticheat_timing
 from kforge_harness import HARNESS_DIR
 from kforge_harness.devices import memory_watch, toolchain
 from kforge_harness.judge import compare
@@ -47,8 +48,8 @@ from kforge_harness.reference.reference import VARIATIONS
 from kforge_harness.sandbox.zygote import Zygote
 from kforge_harness.server import child
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
-from kforge_harness.server.procs import (Proc, death_text, death_verdict, error, fail, kill_group,
-                                         log_tail, set_nonblocking, signal_tree)
+from kforge_harness.server.procs import (Proc, death_text, death_verdict, descendants, error, fail,
+                                         kill_group, log_tail, set_nonblocking, signal_tree)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.tasks.tasks import read_task_source
 from kforge_harness.timing import timing_plan
@@ -103,6 +104,7 @@ class Job:
         self.record = None  # an internal job's reference timing record
         self.reference = None  # the reference timing record this job's loops are judged by
         self.asked_again = False
+        self.paid_reference = False  # it ran the reference's timing or recomputed outputs
         self.timing_started = 0.0
         self.had_company = False
         task = request.get("task") or {}
@@ -151,6 +153,7 @@ class Server:
         # poll, not epoll: epoll refuses a regular file as stdin (requests from a file).
         self.selector = selectors.PollSelector()
         self.wake_r = self.wake_w = None
+        _cap_malloc_arenas()
         # Forked after every import and before any request: what it holds is what every
         # candidate child holds (sandbox/zygote.py). Before NVML is opened here: a child
         # must open its own (torch's allocator asks NVML when memory runs out).
@@ -284,10 +287,14 @@ class Server:
             if self.device.is_accelerator and facts.get("handover") == "host":
                 flags.append("handover_host")
         if job.action in ("run", "compile") and entry is not None:
-            metrics["reference_computed"] = 1 if entry.starter is job else 0
-            if entry.starter is job and entry.facts is not None:
+            # Device work this request paid for the reference: the task host's self-test,
+            # the reference's timing, outputs recomputed beyond the budget. k candidates
+            # of a task cost the sum of these plus k.
+            started = entry.starter is job
+            metrics["reference_computed"] = 1 if started or job.paid_reference else 0
+            if started and entry.facts is not None:
                 metrics["reference_seconds"] = entry.facts.get("reference_seconds", 0.0)
-            elif entry.facts is not None:
+            elif not started:
                 flags.append("reference_from_store")
         self._respond(protocol.response(
             job.id, result.get("status", "error"), result.get("error_class", ""),
@@ -405,6 +412,12 @@ class Server:
             for fd in fds:
                 os.close(fd)
             return
+        recomputed = message.get("recomputed")
+        if isinstance(recomputed, int) and recomputed > entry.recomputed:
+            entry.recomputed = recomputed
+            if "reference_recomputed" not in job.flags:
+                job.flags.append("reference_recomputed")  # its outputs did not fit the budget
+                job.paid_reference = True
         waited = time.monotonic() - sent if sent is not None else 0.0
         job.host_seconds += waited
         if job.proc is not None:  # the child's limit does not count its wait for the host
@@ -754,6 +767,7 @@ class Server:
             return
         entry.timing_waiters.setdefault(key, []).append(job)
         if key not in entry.timing_job:
+            job.paid_reference = True
             self.next_internal += 1
             request = dict(job.request, id=f"reference-timing-{self.next_internal}", action="run",
                            candidate={"code": None, "language": "python", "artifact": None})
@@ -842,7 +856,7 @@ class Server:
             return
         entry = job.entry
         reference = job.reference
-        why = loop.violation(reference)
+        why = anticheat_timing.violation(loop, reference)
         if why is not None and not job.asked_again:
             # Load comes and goes: the reference's loop and this one again, before a
             # rejection.
@@ -995,17 +1009,10 @@ class Server:
             share = job.request["limits"].get("device_memory_mb")
             if job.proc is None or not job.marker or job.decided is not None or not share:
                 continue
-            from kforge_harness.server.procs import descendants
             held = sum(usage.get(pid, 0) for pid in [job.proc.pid] + descendants(job.proc.pid))
-            held_mb = held / (1 << 20)
-            if held_mb > float(share) + memory_watch.SLACK_MB:
-                result = fail(protocol.OUT_OF_MEMORY,
-                              f"the candidate's processes held {held_mb:.0f} MiB of device memory, "
-                              f"more than the {float(share):.0f} MiB it was admitted with "
-                              "(measured by the driver, from outside its process): stopped so that "
-                              "the jobs beside it keep theirs")
-                result["flags"] = ["out_of_memory", "device_memory_exceeded"]
-                self._decide(job, result)
+            verdict = memory.over_share(held / (1 << 20), share)
+            if verdict is not None:
+                self._decide(job, verdict)
 
     # ---- children ----
 
@@ -1216,8 +1223,26 @@ class Server:
 
 
 
+# glibc's malloc arenas a process may create: by default 8 per core, each reserving
+# 64 MB of the data segment, which the children's memory limit (RLIMIT_DATA on
+# accelerators) counts. On a 32-core host, torch's threads in a reference of a
+# 32768 x 32768 Linear took enough arenas to fail an allocation (SIGSEGV, issue 20).
+MALLOC_ARENAS = 8
+
+
+def _cap_malloc_arenas():
+    """Caps the arenas of this process and of everything forked from it (spawned
+    interpreters read MALLOC_ARENA_MAX)."""
+    import ctypes
+    os.environ["MALLOC_ARENA_MAX"] = str(MALLOC_ARENAS)
+    try:
+        ctypes.CDLL(None).mallopt(-8, MALLOC_ARENAS)  # M_ARENA_MAX
+    except (OSError, AttributeError):  # not glibc: its own allocator's rules hold
+        pass
+
+
 def _guard_violations(message):
-    """What the child's runtime guards refused (candidate/guards.py), as text."""
+    """What the child's runtime guards refused (anticheat/guards.py), as text."""
     refused = message.get("guard")
     if not isinstance(refused, list):
         return ""

@@ -29,7 +29,7 @@ import types
 import numpy as np
 import torch
 
-from kforge_harness.anticheat import anticheat
+from kforge_harness.anticheat import observe
 from kforge_harness import protocol
 from kforge_harness.tasks.runner import NoEntry, TaskSession, seed_everything
 from kforge_harness.tasks.tasks import REFERENCE_MODULE
@@ -297,12 +297,12 @@ class KbxSession(TaskSession):
 
         def watched(*args, **kwargs):
             index = next(counter)
-            arguments = anticheat.tensors_in([list(args), dict(kwargs)])
-            before = anticheat.input_digests(arguments)
+            arguments = observe.tensors_in([list(args), dict(kwargs)])
+            before = observe.input_digests(arguments)
             out = function(*args, **kwargs)
-            after = anticheat.input_digests(arguments)
-            mutated.extend([index, position] for position in anticheat.changed_inputs(before, after))
-            shared = anticheat.aliasing(out, arguments) if not aliased else None
+            after = observe.input_digests(arguments)
+            mutated.extend([index, position] for position in observe.changed_inputs(before, after))
+            shared = observe.aliasing(out, arguments) if not aliased else None
             if shared is not None:
                 aliased.extend([index, shared[1]])
             return out

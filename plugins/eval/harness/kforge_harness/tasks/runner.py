@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import torch
 
-from kforge_harness.anticheat import anticheat
+from kforge_harness.anticheat import observe
 from kforge_harness.tasks import task_modules, tasks
 from kforge_harness.judge.outputs import as_tensor, flat_leaves, pieces
 
@@ -224,13 +224,16 @@ class TaskSession:
         return None
 
     def build(self, cls, kind):
-        """Seeds before the constructor, so equal parameter shapes get equal weights."""
+        """Seeds before the constructor, so equal parameter shapes get equal weights.
+        Built where the inputs are made (with_default_device): a model of GBs of weights
+        is initialised by the device, not by the host's memory and threads."""
         seed = self.options["seed"]
         seed_everything(seed)
         if kind == "mindspore":
             mindspore_module().set_seed(seed)
         with drawn_defaults():
-            model = cls(*self.init_inputs)
+            model = self.with_default_device(lambda: cls(*self.init_inputs)) if kind == "torch" \
+                else cls(*self.init_inputs)
         if isinstance(model, torch.nn.Module):
             model = model.to(self.torch_device)
         return Side(model, kind, self.torch_device)
@@ -272,10 +275,10 @@ class TaskSession:
         """One forward with what the anti-cheat checks need: (outputs, changed input
         positions, [output, input] of an aliasing output or None)."""
         viewed = as_torch_view(inputs)
-        before = anticheat.input_digests(viewed)
+        before = observe.input_digests(viewed)
         out = self.forward(side, inputs, seed)
-        changed = anticheat.changed_inputs(before, anticheat.input_digests(viewed))
-        aliased = anticheat.aliasing(out, anticheat.tensors_in(viewed))
+        changed = observe.changed_inputs(before, observe.input_digests(viewed))
+        aliased = observe.aliasing(out, observe.tensors_in(viewed))
         return out, changed, aliased
 
     def synchronize(self):

@@ -23,41 +23,27 @@ the checks with probability (1 - rate)^(f n) (with the default rate 0.25 and Ker
 call whose outputs repeat an earlier call's byte for byte is always checked (a memo, a
 cache, a constant: every call's inputs are new), whatever the draw.
 
-The verdict's evidence, each bound from outside the candidate's process:
-- the server's bracket of each call less the candidate's event time (the "gap": what the
-  call cost that its events do not show) against the same gap on the reference's loop:
-  work hidden from the events (a doctored clock, work before or after them, a thread) is
-  in the bracket, since between calls the child is stopped;
-- the tail (how long the whole device ran on after the call's stream was done) against
-  the reference's tail (work on a private stream; the child's own number, which can
-  only count against it);
-- the checks above (the task host's).
-A bound broken once is measured again (the reference's loop and the candidate's, anew):
-load comes and goes, a cheat does not. Every claimed speedup above `confirm_speedup` is
-measured by a second loop, and the slower of the two counts."""
+The loop's evidence is judged by anticheat/timing.py (the gap and the tail, each against
+the reference's loop) and by the task host's checks (anticheat/buffers.py, the spot
+checks). A bound broken once is measured again (the reference's loop and the
+candidate's, anew): load comes and goes, a cheat does not. Every claimed speedup above
+`confirm_speedup` is measured by a second loop, and the slower of the two counts."""
 
 import math
 import secrets
 import statistics
 
 from kforge_harness import protocol
+from kforge_harness.anticheat.timing import mad
 from kforge_harness.timing.timing import summarise
+
 
 def draw_seed():
     return secrets.randbelow(1 << 62)
 
 
-class LoopRejected(Exception):
-    """The loop's evidence rejects the candidate: the message says why."""
-
-
 def _number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _mad(values):
-    middle = statistics.median(values)
-    return statistics.median(abs(v - middle) for v in values)
 
 
 class Loop:
@@ -125,34 +111,8 @@ class Loop:
         """What a reference loop leaves for the candidates' loops to be judged against."""
         gaps = self.gaps()
         return {"summary": summarise(self.timed(self.event_ms)), "gap_ms": statistics.median(gaps),
-                "gap_mad": _mad(gaps), "tail_ms": statistics.median(self.timed(self.tail_ms)),
+                "gap_mad": mad(gaps), "tail_ms": statistics.median(self.timed(self.tail_ms)),
                 "wall_ms": statistics.median(self.timed(self.wall_ms)), "measured_at": measured_at}
-
-    def violation(self, reference):
-        """Why this loop's evidence disagrees with its events beyond the bounds, measured
-        against `reference` (record()), or None."""
-        timing = self.timing
-        event = statistics.median(self.timed(self.event_ms))
-        share = float(timing["max_gap_share"])
-        tail = statistics.median(self.timed(self.tail_ms))
-        tail_bound = float(timing["max_sync_gap_ms"]) + share * event + reference["tail_ms"]
-        if tail > tail_bound:
-            return (f"{self.label}: the whole device finished {tail:.4g} ms (median) after the "
-                    f"timed call's own stream did (its event time: {event:.4g} ms), more than the "
-                    f"bound of {tail_bound:.4g} ms (the reference's own tail is "
-                    f"{reference['tail_ms']:.3g} ms): work outside the call's stream (a private "
-                    "stream, work left running) is not counted by the events")
-        gaps = self.gaps()
-        gap = statistics.median(gaps)
-        noise = 3 * (reference["gap_mad"] + _mad(gaps)) / math.sqrt(max(1, len(gaps)))
-        bound = reference["gap_ms"] + float(timing["max_wall_gap_ms"]) + share * event + noise
-        if gap > bound:
-            return (f"{self.label}: the server's clock saw {statistics.median(self.timed(self.wall_ms)):.4g} "
-                    f"ms per timed call (median), {gap:.4g} ms more than the candidate's own "
-                    f"{event:.4g} ms; the same code path around the reference's calls costs "
-                    f"{reference['gap_ms']:.4g} ms; beyond the bound of {bound:.4g} ms its process "
-                    "did work its timings do not show")
-        return None
 
     def metrics(self, prefix):
         gaps = self.gaps()

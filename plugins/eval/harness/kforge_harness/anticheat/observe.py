@@ -1,0 +1,57 @@
+"""What a forward does to its inputs, observed around it in the process that runs it:
+which inputs it changed (a digest of each before and after) and which output shares
+memory with an input. The task host observes the reference so (the inputs the reference
+itself changes may change in a candidate too); a kernelbenchx test run observes each call
+of the function so."""
+
+import torch
+
+from kforge_harness.judge.outputs import digest, flat_leaves
+
+
+def tensors_in(obj):
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for item in obj for t in tensors_in(item)]
+    if isinstance(obj, dict):
+        return [t for item in obj.values() for t in tensors_in(item)]
+    return []
+
+
+def storage_span(tensor):
+    """[start, end) of the memory that backs `tensor` (its whole storage)."""
+    try:
+        storage = tensor.untyped_storage()
+    except AttributeError:  # torch < 2.0
+        storage = tensor.storage()
+    start = storage.data_ptr()
+    return start, start + storage.nbytes()
+
+
+def shares_memory(a, b):
+    if a.device != b.device:
+        return False
+    (a0, a1), (b0, b1) = storage_span(a), storage_span(b)
+    return a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
+
+
+def aliasing(outputs, others):
+    """Indices [output, other] of the first output leaf that shares memory with one of
+    `others`, or None."""
+    for i, out in enumerate(flat_leaves(outputs)):
+        if not isinstance(out, torch.Tensor):
+            continue
+        for j, other in enumerate(others):
+            if shares_memory(out, other):
+                return [i, j]
+    return None
+
+
+def input_digests(inputs):
+    return [digest(value) for value in inputs]
+
+
+def changed_inputs(before, after):
+    """Positions whose digest changed across a forward."""
+    return [i for i, (b, a) in enumerate(zip(before, after)) if b != a]
