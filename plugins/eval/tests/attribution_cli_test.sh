@@ -33,7 +33,7 @@ done
 cp "$cands/python_relu.py" "$work/oom/relu.py"
 cp "$cands/greedy_relu.py" "$work/oom/relu.1.py"
 cp "$cands/greedy_relu.py" "$work/oom/relu.2.py"
-cp "$cands/huge_alloc.py" "$work/oom/relu.3.py"
+cp "$cands/huge_alloc_torch.py" "$work/oom/relu.3.py"  # a python candidate: no kforge_cpp
 
 for run in attribution:good oom-retry:oom; do
   name=${run%%:*} dir=${run##*:}

@@ -33,6 +33,7 @@ to set up the device), after which it exits. What the task's code does wrong is 
 task's; this process never runs candidate code and never reads a candidate object: only
 bytes the child left in buffers this process owns."""
 
+import gc
 import sys
 import time
 import traceback
@@ -69,6 +70,7 @@ class Session:
         self.layouts = [None] * len(inputs)  # per slot: the input layout filled
         self.output_layout = None  # the layout of the outputs expected of the last fill
         self.outputs_seen = set()  # digests of every output the child handed over
+        self.held = None  # (input key, record) of a trial's outputs beyond the budget
 
     def mappings(self):
         return [m for m in (*self.inputs, self.output, self.weights) if m is not None]
@@ -221,12 +223,15 @@ class Host:
         tensors = [as_tensor(value).detach().resolve_conj().resolve_neg().contiguous() for value in out]
         return tensors, self.session.output_facts()
 
-    def _outputs(self, seed, transform, inputs=None):
+    def _outputs(self, seed, transform, inputs=None, session=None):
         """The reference's outputs and facts for (seed, transform): kept ones, or computed
-        now (and kept while they fit the budget)."""
+        now: kept while they fit the budget, else held by `session` for its current trial
+        only (its judge reads them; the next trial replaces them)."""
         key = input_key(seed, transform)
         if key in self.kept:
             return self.kept[key]
+        if session is not None and session.held is not None and session.held[0] == key:
+            return session.held[1]
         if inputs is None:
             inputs = self._make_inputs(seed, transform)
         tensors, facts = self._forward(seed, transform, inputs)
@@ -238,6 +243,8 @@ class Host:
             self.kept_bytes += nbytes
         else:
             self.recomputed += 1
+            if session is not None:
+                session.held = (key, record)
         return record
 
     @staticmethod
@@ -291,7 +298,11 @@ class Host:
     def close(self, request):
         session = self.sessions.pop(request["session"], None)
         if session is not None:
+            session.held = None
             session.close()
+            if self.device.is_accelerator and not self.sessions:
+                # What the sessions held goes back to the device, for the jobs beside.
+                self.device.module(torch).empty_cache()
         return {"closed": True}
 
     def _session(self, request):
@@ -304,12 +315,14 @@ class Host:
         """A slot filled with the inputs of (seed, transform), the output slot poisoned;
         returns the layouts the child reads and writes. A trial's reference outputs are
         computed first (from the same inputs, before the child may touch them)."""
+        started = time.perf_counter()
         session = self._session(request)
         seed, transform = request["seed"], request.get("transform")
         slot = int(request["slot"])
         inputs = self._make_inputs(seed, transform)
         if request.get("trial"):
-            record = self._outputs(seed, transform, inputs)
+            session.held = None
+            record = self._outputs(seed, transform, inputs, session)
             inputs = self._make_inputs(seed, transform) if self.mutated else inputs
             output_layout = self.output_layout(record["outputs"])
         elif self.session.no_spot_checks_reason is None:
@@ -340,8 +353,11 @@ class Host:
         buffers.poison(session.output)
         session.output_layout = output_layout
         self.device.synchronize(torch)
+        # Its own time, so that the server can tell its exchange with this process (the
+        # machine's load at that moment) from the work.
         return {"inputs": layout.to_json() if layout is not None else None,
-                "output": output_layout.to_json() if output_layout.leaves else None}
+                "output": output_layout.to_json() if output_layout.leaves else None,
+                "host_ms": (time.perf_counter() - started) * 1e3}
 
     def _changed_inputs(self, session, slot):
         if not session.inputs or session.digests[slot] is None:
@@ -360,7 +376,7 @@ class Host:
         session.outputs_seen.add(buffers.fingerprint(
             handover.views(session.output, session.output_layout, arrays=False)))
         label, report = request["label"], request.get("report") or {}
-        record = self._outputs(request["seed"], request.get("transform"))
+        record = self._outputs(request["seed"], request.get("transform"), session=session)
         verdict = buffers.inputs_verdict(label, self._changed_inputs(session, int(request["slot"])), False)
         if verdict is not None:
             return verdict
@@ -475,7 +491,7 @@ class Host:
                     result = {"status": "error", "error_class": protocol.HARNESS_ERROR,
                               "message": f"the task host failed on {verb}: {type(exc).__name__}: {exc}"}
             self.channel.send({"id": command.get("id"), "result": result,
-                               "peak_mb": self.peak.peak_mb(), "recomputed": self.recomputed},
+                               "held_mb": self.peak.held_mb(), "recomputed": self.recomputed},
                               fds=fds)
 
 
@@ -483,15 +499,21 @@ def main(job, device, channel):
     """The task host's life: the self-test, then sessions until the server is done."""
     host = Host(job, device, channel)
     started = time.monotonic()
+    failure = None
     try:
         facts = host.start()
     except protocol.Verdict as verdict:
-        channel.send({"failed": protocol.verdict_result(verdict)})
-        return
+        failure = protocol.verdict_result(verdict)
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still answer
         traceback.print_exc()
-        channel.send({"failed": {"status": "error", "error_class": protocol.HARNESS_ERROR,
-                                 "message": f"the task host failed: {type(exc).__name__}: {exc}"}})
+        failure = {"status": "error", "error_class": protocol.HARNESS_ERROR,
+                   "message": f"the task host failed: {type(exc).__name__}: {exc}"}
+    if failure is not None:
+        # Answered outside the except block: its traceback held the task's tensors, and a
+        # task that ran out of memory left none for the answer.
+        host = None
+        gc.collect()
+        channel.send({"failed": failure})
         return
     facts["reference_seconds"] = time.monotonic() - started
     channel.send({"ready": facts})

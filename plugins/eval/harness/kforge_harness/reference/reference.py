@@ -106,6 +106,14 @@ class PeakMemory:
     def peak_mb(self):
         return self.peak_bytes() / MB
 
+    def held_mb(self):
+        """What the process holds of the device now (its allocator's reservation; the
+        lent buffers are counted by the jobs that use them)."""
+        if self.device.is_accelerator:
+            module = self.device.module(torch)
+            return module.memory_reserved() / MB if hasattr(module, "memory_reserved") else 0.0
+        return 0.0
+
     def device_mb(self):
         if self.device.is_accelerator:
             module = self.device.module(torch)

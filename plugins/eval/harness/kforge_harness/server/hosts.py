@@ -46,7 +46,7 @@ class TaskEntry:
         self.plans = {}  # rule (encoded) -> varied trials
         self.users = 0  # jobs holding it
         self.last_used = time.monotonic()
-        self.peak_mb = 0.0  # what the host last reported holding
+        self.held_mb = 0.0  # the device memory the host last reported holding
         self.recomputed = 0
 
     @property

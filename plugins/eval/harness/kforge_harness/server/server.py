@@ -280,7 +280,9 @@ class Server:
         task_sizes = None
         if entry is not None and entry.facts is not None:
             facts = entry.facts
-            metrics.update(task_peak_mb=facts["peak_mb"] + self._session_mb(entry),
+            # A job of this task holds the task's peak twice (its host's reference and its
+            # candidate's own) and its session's buffers.
+            metrics.update(task_peak_mb=2 * facts["peak_mb"] + self._session_mb(entry),
                            device_memory_mb=facts["device_memory_mb"] - self._hosts_mb(entry))
             task_sizes = facts["task_sizes"]
             flags += [f for f in facts.get("flags", []) if f not in flags]
@@ -310,7 +312,7 @@ class Server:
         jobs' need counts): what admitted jobs cannot count on."""
         if not self.device.is_accelerator:
             return 0.0
-        return sum(e.peak_mb for e in self.hosts.entries.values() if e.proc is not None and e is not entry)
+        return sum(e.held_mb for e in self.hosts.entries.values() if e.proc is not None and e is not entry)
 
     # ---- jobs ----
 
@@ -362,7 +364,9 @@ class Server:
         host_job = {"task": dict(request["task"], source=job.source),
                     "options": {"seed": job.seeds.model,
                                 "inputs_on_device": request["options"]["inputs_on_device"]},
-                    "limits": dict(request["limits"], device_memory_mb=None),
+                    # The first request's limits, its admitted share included: a task
+                    # too big for the device fails its self-test as the task's.
+                    "limits": request["limits"],
                     "input_seeds": job.seeds.inputs(1), "keep_bytes": self.keep_bytes,
                     "workers": max(1, min(JUDGE_WORKERS, (os.cpu_count() or 1) // 2))}
         try:
@@ -393,6 +397,7 @@ class Server:
             result = message["failed"]
             lasting = (result.get("error_class") == protocol.TASK_ERROR
                        and "out_of_memory" not in (result.get("flags") or []))
+            entry.proc = None  # it said why it ends: its exit is no news (_host_death)
             self._host_failed(entry, result, lasting)
         elif "result" in message:
             self._host_answer(entry, proc, message)
@@ -401,8 +406,8 @@ class Server:
         command_id = message.get("id")
         job, callback, wants_fds = entry.pending.pop(command_id, (None, None, False))
         sent = entry.sent_at.pop(command_id, None)
-        if isinstance(message.get("peak_mb"), (int, float)):
-            entry.peak_mb = float(message["peak_mb"])
+        if isinstance(message.get("held_mb"), (int, float)):
+            entry.held_mb = float(message["held_mb"])
         fds = proc.take_fds(int(message.get("fds", 0)))
         if not entry.pending:
             proc.deadline = math.inf
@@ -804,6 +809,7 @@ class Server:
     def _loop_fill(self, job):
         loop = job.loop
         seed = loop.seed_for_next()
+        loop.fill_sent = time.monotonic()
         self._host_command(job.entry, job, {"fill": {
             "session": job.session, "slot": loop.next_call % 2, "seed": seed, "trial": False}},
             self._loop_filled)
@@ -814,6 +820,11 @@ class Server:
             return
         loop = job.loop
         call = loop.next_call
+        host_ms = result.get("host_ms")
+        # The exchange with the task host just now, less the host's own work: what a round
+        # trip with a process costs on this machine at this moment (trusted on both ends).
+        loop.exchange_now = max(0.0, (time.monotonic() - loop.fill_sent) * 1e3 -
+                                (host_ms if isinstance(host_ms, (int, float)) else 0.0))
         command = {"call": call, "slot": call % 2, "inputs": result["inputs"],
                    "output": result["output"], "seed": loop.seeds[call]}
         signal_tree(job.proc.pid, signal.SIGCONT)

@@ -57,6 +57,11 @@ class Loop:
         self.rate = float(timing["spot_check_rate"]) if spot_checks else 0.0
         self.seeds = []
         self.event_ms, self.tail_ms, self.wall_ms = [], [], []
+        # Per call, a trusted exchange's cost at that moment (the server's round trip with
+        # the task host less the host's own work): the machine's load, paired call by call.
+        self.exchange_ms = []
+        self.exchange_now = 0.0
+        self.fill_sent = 0.0
         self.checked = []
         self.prepared = False
         self.commanded_at = None
@@ -98,6 +103,7 @@ class Loop:
         self.event_ms.append(float(event))
         self.tail_ms.append(float(tail))
         self.wall_ms.append(float(wall_ms))
+        self.exchange_ms.append(self.exchange_now)
 
     # ---- the evidence ----
 
@@ -105,7 +111,10 @@ class Loop:
         return values[self.warmup:]
 
     def gaps(self):
-        return [w - e for w, e in zip(self.timed(self.wall_ms), self.timed(self.event_ms))]
+        """Per timed call: the server's bracket less the call's event time and less the
+        trusted exchange measured just before it (what load added to every process then)."""
+        return [w - e - x for w, e, x in zip(self.timed(self.wall_ms), self.timed(self.event_ms),
+                                               self.timed(self.exchange_ms))]
 
     def record(self, measured_at):
         """What a reference loop leaves for the candidates' loops to be judged against."""
