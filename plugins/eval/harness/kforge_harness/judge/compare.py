@@ -34,9 +34,10 @@ CHUNK_ELEMENTS = 1 << 16
 # many chunks each: below it a thread's start-up costs more than its share of the work.
 MIN_CHUNKS_PER_WORKER = 64
 
-# On a device, chunks of 2M elements: per worker the chunk's float64 buffers take 66 MB
-# of device memory, and a chunk's kernels are short beside reading it from its file.
-DEVICE_CHUNK_ELEMENTS = 1 << 21
+# On a device, chunks of 16M elements: the chunk's float64 buffers take 0.5 GB of device
+# memory, and each chunk costs a dozen synchronisations (the statistics read back): a
+# 6.4 GB output is 100 chunks.
+DEVICE_CHUNK_ELEMENTS = 1 << 24
 
 # Leaves of at least this many bytes are compared on the judge's device, when it has
 # one: below it, the copies and synchronisations cost more than the CPU's arithmetic.

@@ -18,7 +18,7 @@ the reference's own timing child) it serves a session:
   (outputs.SnapshotLeaf), against the reference's outputs for that seed, under the
   request's rule; the input slot's digest must be unchanged (unless the reference's own
   forward changes that input).
-- `after`: a timed call. Every call: no poison left in floating outputs (the whole output
+- `after` (or `step`: `after`, then the next call's `fill`): a timed call. Every call: no poison left in floating outputs (the whole output
   was written before the child said the call was done) and the inputs unchanged; a
   checked call (drawn by the server, secretly, independently per call), and every call
   whose outputs are byte for byte those of an earlier call (a memo, a cache, a constant:
@@ -71,6 +71,7 @@ class Session:
         self.output_layout = None  # the layout of the outputs expected of the last fill
         self.outputs_seen = set()  # digests of every output the child handed over
         self.held = None  # (input key, record) of a trial's outputs beyond the budget
+        self.sampler = buffers.Sampler()  # which output elements the fingerprints read
 
     def mappings(self):
         return [m for m in (*self.inputs, self.output, self.weights) if m is not None]
@@ -348,7 +349,10 @@ class Host:
             for view, value in zip(views, inputs):
                 if isinstance(view, torch.Tensor):
                     view.copy_(as_tensor(value))
-            session.digests[slot] = buffers.digests(views)
+            # A trial's inputs are checked by digest after it; a timed call's, when it is
+            # checked, against the same seed's inputs made again (no pass over the inputs
+            # for the calls that are not).
+            session.digests[slot] = buffers.digests(views) if request.get("trial") else None
             session.layouts[slot] = layout
         buffers.poison(session.output)
         session.output_layout = output_layout
@@ -373,7 +377,7 @@ class Host:
         """A trial's verdict: what the child left in the output slot against the
         reference's outputs for the trial's seed."""
         session = self._session(request)
-        session.outputs_seen.add(buffers.fingerprint(
+        session.outputs_seen.add(session.sampler.fingerprint(
             handover.views(session.output, session.output_layout, arrays=False)))
         label, report = request["label"], request.get("report") or {}
         record = self._outputs(request["seed"], request.get("transform"), session=session)
@@ -398,20 +402,27 @@ class Host:
         session = self._session(request)
         label = request["label"]
         outputs = handover.views(session.output, session.output_layout, arrays=False)
-        verdict = (buffers.completeness_verdict(label, outputs)
-                   or buffers.inputs_verdict(label, self._changed_inputs(session, int(request["slot"])), True))
+        verdict = buffers.completeness_verdict(label, outputs)
         if verdict is not None:
             return verdict
         if not session.output_layout.leaves:  # a timed unit with nothing handed over (kbx)
             return {"status": "pass"}
-        fingerprint = buffers.fingerprint(outputs)
+        fingerprint = session.sampler.fingerprint(outputs)
         repeated = fingerprint in session.outputs_seen
         session.outputs_seen.add(fingerprint)
         if not request.get("check") and not repeated:
             return {"status": "pass"}
-        # A checked call: the reference's outputs for the same seed, computed now; the
-        # child's outputs were copied out chunk by chunk as they are compared.
-        tensors, _ = self._forward(request["seed"], None, self._make_inputs(request["seed"], None))
+        # A checked call: its inputs against the same seed's made again, and the
+        # reference's outputs for them, computed now; the child's outputs are copied out
+        # chunk by chunk as they are compared.
+        inputs = self._make_inputs(request["seed"], None)
+        slot = int(request["slot"])
+        if session.inputs and session.layouts[slot] is not None:
+            views = handover.views(session.inputs[slot], session.layouts[slot], arrays=False)
+            verdict = buffers.inputs_verdict(label, buffers.differing(views, inputs, self.mutated), True)
+            if verdict is not None:
+                return verdict
+        tensors, _ = self._forward(request["seed"], None, inputs)
         outcome = compare.compare_leaves([TensorLeaf(t) for t in tensors],
                                          self._candidate_leaves(session), request["rule"], None,
                                          self.job.get("workers", 1))
@@ -421,6 +432,14 @@ class Host:
                          "timed call's output was not computed from that call's inputs)",
                          outcome.metrics)
         return {"status": "pass", "metrics": outcome.metrics}
+
+    def step(self, request):
+        """A timed call's checks (`after`) and, when they pass, the next call's inputs
+        (`fill`): one exchange with the server per call."""
+        started = time.perf_counter()
+        after = self.after(request["after"])
+        filled = self.fill(request["fill"]) if after.get("status") == "pass" else None
+        return {"after": after, "filled": filled, "host_ms": (time.perf_counter() - started) * 1e3}
 
     def plan(self, request):
         """The varied trials of a near-constant reference under `rule` (see VARIATIONS):
@@ -464,7 +483,8 @@ class Host:
 
     def serve(self):
         handlers = {"open": self.open, "close": self.close, "fill": self.fill,
-                    "judge": self.judge, "after": self.after, "plan": self.plan}
+                    "judge": self.judge, "after": self.after, "step": self.step,
+                    "plan": self.plan}
         while True:
             command = self.channel.command()
             if command is None:

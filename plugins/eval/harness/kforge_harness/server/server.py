@@ -814,13 +814,13 @@ class Server:
             "session": job.session, "slot": loop.next_call % 2, "seed": seed, "trial": False}},
             self._loop_filled)
 
-    def _loop_filled(self, job, result):
+    def _loop_filled(self, job, result, host_ms=None):
         if "inputs" not in result:
             self._decide(job, result)
             return
         loop = job.loop
         call = loop.next_call
-        host_ms = result.get("host_ms")
+        host_ms = result.get("host_ms") if host_ms is None else host_ms
         # The exchange with the task host just now, less the host's own work: what a round
         # trip with a process costs on this machine at this moment (trusted on both ends).
         loop.exchange_now = max(0.0, (time.monotonic() - loop.fill_sent) * 1e3 -
@@ -845,20 +845,32 @@ class Server:
             self._decide(job, fail(mismatch[0], f"{loop.label_of(loop.next_call - 1)}: {mismatch[1]}"))
             return
         call = loop.next_call - 1
-        self._host_command(job.entry, job, {"after": {
-            "session": job.session, "slot": call % 2, "seed": loop.seeds[call],
-            "check": loop.check_drawn(), "label": loop.label_of(call),
-            "rule": job.request["options"]["rule"]}}, self._loop_after)
+        after = {"session": job.session, "slot": call % 2, "seed": loop.seeds[call],
+                 "check": loop.check_drawn(), "label": loop.label_of(call),
+                 "rule": job.request["options"]["rule"]}
+        if loop.finished:
+            self._host_command(job.entry, job, {"after": after}, self._loop_after)
+            return
+        # The call's checks and the next call's inputs in one exchange with the host.
+        seed = loop.seed_for_next()
+        loop.fill_sent = time.monotonic()
+        self._host_command(job.entry, job, {"step": {"after": after, "fill": {
+            "session": job.session, "slot": loop.next_call % 2, "seed": seed, "trial": False}}},
+            self._loop_stepped)
 
     def _loop_after(self, job, result):
         if result.get("status") != "pass":
             self._decide(job, dict(result, metrics=dict(self._correctness_metrics(job),
                                                         **(result.get("metrics") or {}))))
             return
-        if job.loop.finished:
-            self._loop_done(job)
-        else:
-            self._loop_fill(job)
+        self._loop_done(job)
+
+    def _loop_stepped(self, job, result):
+        after, filled = result.get("after"), result.get("filled")
+        if not isinstance(after, dict) or after.get("status") != "pass":
+            self._loop_after(job, after if isinstance(after, dict) else result)
+            return
+        self._loop_filled(job, filled if isinstance(filled, dict) else result, result.get("host_ms"))
 
     def _loop_done(self, job):
         loop = job.loop
