@@ -148,21 +148,39 @@ def truncate_middle(text, limit):
     return text[:head] + f"\n... [{len(text) - head - tail} chars cut] ...\n" + text[-tail:]
 
 
-def _finite_or_null(value):
+def _for_the_wire(value):
     # Standard JSON has no NaN/Infinity, and the C++ reader rejects them: a non-finite
-    # metric travels as null.
+    # metric travels as null. Text is whatever a candidate's process or source holds (an
+    # exception's message, a log tail, a string literal the checker extracted): a lone
+    # surrogate in it would be written as an escape ("\\ud800") that strict JSON readers,
+    # the C++ client's among them, refuse, and the whole answer would be lost.
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, str):
+        return _valid_text(value)
     if isinstance(value, dict):
-        return {k: _finite_or_null(v) for k, v in value.items()}
+        return {_valid_text(str(k)): _for_the_wire(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite_or_null(v) for v in value]
+        return [_for_the_wire(v) for v in value]
     return value
 
 
+def _valid_text(text):
+    """`text` with every lone surrogate replaced by U+FFFD (a surrogate pair becomes the
+    character it encodes)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def encode(obj):
-    """One JSON line, strict (no NaN), for the wire."""
-    return json.dumps(_finite_or_null(obj), allow_nan=False, separators=(",", ":")) + "\n"
+    """One JSON line for the wire that every JSON reader accepts: ASCII, no NaN, no lone
+    surrogate."""
+    return json.dumps(_for_the_wire(obj), allow_nan=False, separators=(",", ":")) + "\n"
 
 
 def merged(defaults, given):
