@@ -12,8 +12,8 @@ from kforge_harness.server import server
 from tests import client
 
 KERNELBENCH_V0 = {"kind": "allclose", "atol": 1e-2, "rtol": 1e-2}
-# Per element only: the whole-output check alone would already reject a constant 0 for
-# tiny_output (its RMS error is 1e-2 of atol), so the near-constant tests use this.
+# Per element, and the variation check that normalisation adds to every rule (no
+# max_rel_l2, which alone would reject a constant 0 for tiny_output at once).
 PER_ELEMENT = {"kind": "allclose", "atol": 1e-4, "rtol": 1e-4}
 
 
@@ -80,9 +80,14 @@ class ComparisonThroughTheServerTest(unittest.TestCase):
         honest = self.check("tiny-honest", "pass")
         self.assertIn("inputs_varied", honest["flags"], honest)
         self.assertGreater(honest["metrics"]["trials"], 2, honest)
+        self.assertLess(honest["metrics"]["centered_rel_error"], 1e-6, honest)
         self.check("tiny-reference", "pass")
         self.check("tiny-default", "pass")
-        self.check("tiny-zeros", "fail", "numerical_mismatch", "inputs varied")
+        # Within the per-element tolerance of its own inputs, but none of the output's
+        # variation: the variation check, which every rule makes, rejects it on trial 1.
+        zeros = self.check("tiny-zeros", "fail", "numerical_mismatch",
+                           "trial 1: the output does not reproduce how the reference's output varies")
+        self.assertGreater(zeros["metrics"]["centered_rel_error"], 0.99, zeros)
 
     def test_an_output_no_input_makes_vary_is_a_task_error(self):
         # (x - mean(x)).mean() is rounding noise whatever x is scaled or shifted by.

@@ -9,7 +9,8 @@ Commands arrive as JSON lines on its command pipe, one trial each:
    "candidate": {"dir", "prefix", "report": the child's trial line}}
 and each gets one answer line {"id": n, "result": {"status", "error_class", "message",
 "metrics"}}; the metrics are compare.TRIAL_METRICS (per-element and
-whole-output statistics, all of one pass). The comparison works in chunks (compare.py),
+whole-output statistics, all of one pass). A reference leaf's description may carry what
+the reference side measured of it ("centre", "noise": compare.compare_leaf's facts). The comparison works in chunks (compare.py),
 so the judge's memory stays bounded whatever the outputs' size.
 
 A device judge (server.JudgePool) has an accelerator: it compares large outputs there
@@ -92,7 +93,7 @@ def judge_trial(command, workers=1, device=None):
                   for index, info in enumerate(reference["leaves"])]
     try:
         outcome = compare.compare_leaves(ref_leaves, cand_leaves, command["rule"], names, workers,
-                                         device)
+                                         device, facts=reference["leaves"])
     except compare.CandidateOutputError as exc:
         return _fail(protocol.RUNTIME_ERROR,
                      f"{label}: the candidate's process handed over an unreadable output: {exc}")
