@@ -2,7 +2,7 @@
 """How far honest float32 kernels and low-precision downcasts land from a float32
 reference, as the judge measures it: the whole-output relative error ||c - r|| / ||r||
 (`rel_l2_error`), and beside it the reference's own rounding noise (how far the reference
-moves when its inputs move by one or two ulps, `compare.rounding_noise`), so that the
+moves when its inputs move by one or two ulps, `compare.perturbed`), so that the
 honest error can be read as a multiple of that noise. The numbers behind the default
 rule's `max_rel_l2` (harness README, "Comparison rules").
 
@@ -72,10 +72,10 @@ def rel_l2(cand, ref):
 
 
 def noise_ratio(forward, inputs, seed=0):
-    """||f(x perturbed) - f(x)|| / ||f(x)||: compare.rounding_noise of the reference."""
-    generator = torch.Generator().manual_seed(seed)
+    """||f(x perturbed) - f(x)|| / ||f(x)||: the reference's rounding noise, as
+    compare.OutputInformation measures it (inputs moved by an ulp, compare.perturbed)."""
     reference = forward(*inputs)
-    moved = forward(*[compare.perturbed(x, generator) for x in inputs])
+    moved = forward(*[compare.perturbed(x, seed + index) for index, x in enumerate(inputs)])
     return rel_l2(moved, reference)
 
 
