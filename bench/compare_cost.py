@@ -13,7 +13,6 @@ machine it is the steadier of the two.
 
 import argparse
 import importlib
-import importlib.util
 import os
 import statistics
 import sys
@@ -25,15 +24,19 @@ HARNESS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
                            "plugins", "eval", "harness")
 
 
-def load(harness, name):
-    """The kforge_harness package of `harness` as package `name`: its compare module."""
-    package_dir = os.path.join(harness, "kforge_harness")
-    spec = importlib.util.spec_from_file_location(name, os.path.join(package_dir, "__init__.py"),
-                                                  submodule_search_locations=[package_dir])
-    package = importlib.util.module_from_spec(spec)
-    sys.modules[name] = package
-    spec.loader.exec_module(package)
-    return importlib.import_module(f"{name}.compare"), importlib.import_module(f"{name}.protocol")
+def load(harness):
+    """The judge.compare and protocol modules of `harness`'s kforge_harness. Its modules
+    import each other by absolute name, so each harness is imported in turn under the
+    package's own name; the modules of one keep their references to each other when the
+    next replaces them in sys.modules."""
+    for module in [m for m in sys.modules if m == "kforge_harness" or m.startswith("kforge_harness.")]:
+        del sys.modules[module]
+    sys.path.insert(0, harness)
+    try:
+        return (importlib.import_module("kforge_harness.judge.compare"),
+                importlib.import_module("kforge_harness.protocol"))
+    finally:
+        sys.path.remove(harness)
 
 
 def timed(call):
@@ -50,9 +53,9 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="torch threads (a judge has cores/max_children)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    sides = [("this harness", load(HARNESS_DIR, "kforge_harness_this"))]
+    sides = [("this harness", load(HARNESS_DIR))]
     if args.baseline_harness:
-        sides.append(("baseline", load(args.baseline_harness, "kforge_harness_baseline")))
+        sides.append(("baseline", load(args.baseline_harness)))
     print(f"comparison of a float32 output with a noisy copy, in memory, {args.threads} thread(s), "
           f"median of {args.repeats}, the sides alternating")
     for mb in args.mb:

@@ -55,6 +55,58 @@ void append_tail(std::string& tail, std::string_view text, size_t limit) {
   if (tail.size() > limit) tail.erase(0, tail.size() - limit);
 }
 
+// The first bytes of a line for a message: printable ASCII as it is, any other byte as
+// \xNN, so that the message is valid text whatever the line held.
+std::string line_excerpt(std::string_view line, size_t limit = 300) {
+  std::string out;
+  for (size_t i = 0; i < line.size() && i < limit; ++i) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    }
+  }
+  if (line.size() > limit) out += "...";
+  return out;
+}
+
+}  // namespace
+
+// The id of an answer line that is not valid JSON as a whole: the server writes every
+// answer as {"id": ..., ...} with the id first (protocol.response), and the id is this
+// client's own (digits, in a string), so the prefix up to it still names the request.
+// nullopt when the line does not start so.
+std::optional<std::string> leading_answer_id(std::string_view line) {
+  size_t at = 0;
+  auto skip_space = [&] {
+    while (at < line.size() && (line[at] == ' ' || line[at] == '\t' || line[at] == '\r')) ++at;
+  };
+  auto expect = [&](std::string_view token) {
+    skip_space();
+    if (line.substr(at, token.size()) != token) return false;
+    at += token.size();
+    return true;
+  };
+  if (!expect("{") || !expect("\"id\"") || !expect(":")) return std::nullopt;
+  skip_space();
+  const bool quoted = at < line.size() && line[at] == '"';
+  if (quoted) ++at;
+  const size_t start = at;
+  while (at < line.size() && line[at] >= '0' && line[at] <= '9') ++at;
+  if (at == start || at - start > 20) return std::nullopt;
+  const std::string id(line.substr(start, at - start));
+  if (quoted && (at >= line.size() || line[at] != '"')) return std::nullopt;
+  if (quoted) ++at;
+  skip_space();
+  if (at >= line.size() || (line[at] != ',' && line[at] != '}')) return std::nullopt;
+  return id;
+}
+
+namespace {
+
 }  // namespace
 
 CallBudget CallBudget::of(double child_timeout_seconds, double stage_seconds_left, std::function<bool()> cancelled) {
@@ -298,8 +350,7 @@ class HarnessServer::Process {
   void handle_line(const std::string& line) {
     json body = json::parse(line, nullptr, false);
     if (body.is_discarded() || !body.is_object()) {
-      std::lock_guard lock(mutex_);
-      append_tail(stderr_tail_, "[stdout] " + line + "\n", kStderrTailBytes);
+      unreadable_line(line);
       return;
     }
     if (body.contains("ready")) {
@@ -317,6 +368,53 @@ class HarnessServer::Process {
       pending_.erase(it);
     }
     waiter.set_value(HarnessResponse::from_json(body));
+  }
+
+  // A line on the server's stdout that is not a JSON object. Before the server is ready
+  // it is noise from its start (kept for the error message). After, the request it
+  // answers is told at once, with why its answer could not be read; a line that names no
+  // request means the stream cannot be trusted to pair answers with requests: the server
+  // is killed, every request in flight told why, and the next request starts a fresh one.
+  // Waiting out the requests' budgets would only turn the server's fault into timeouts.
+  void unreadable_line(const std::string& line) {
+    std::string why;
+    try {
+      (void)json::parse(line);
+      why = "it is JSON but not an object";
+    } catch (const json::exception& e) {
+      why = line_excerpt(e.what(), 500);
+    }
+    std::promise<HarnessResponse> waiter;
+    std::string tail;
+    const std::optional<std::string> id = leading_answer_id(line);
+    {
+      std::lock_guard lock(mutex_);
+      append_tail(stderr_tail_, "[stdout] " + line_excerpt(line, 2000) + "\n", kStderrTailBytes);
+      if (state_ != State::Ready) return;
+      tail = stderr_tail_;
+      if (!id) {
+        if (!protocol_failure_.empty()) return;  // killed already
+        protocol_failure_ = "the harness server (pid " + std::to_string(child_.pid) + ", " + spec_.device +
+                            ") wrote a line that is not a JSON answer and names no request (" + why +
+                            "; it begins: " + line_excerpt(line) +
+                            "), so its answers can no longer be paired with requests: it was killed, the "
+                            "requests in flight are lost, and the server restarts for the next one";
+      } else {
+        auto it = pending_.find(*id);
+        if (it == pending_.end()) return;  // its caller gave up waiting
+        waiter = std::move(it->second);
+        pending_.erase(it);
+      }
+    }
+    if (!id) {
+      kill_process_group(child_.pid);  // the reader sees the end and fails what is pending
+      return;
+    }
+    waiter.set_value(HarnessResponse::harness_error(
+        "the harness server's answer to this request is not valid JSON, so its verdict could not be read (" +
+            why + "; it begins: " + line_excerpt(line) + "). The harness must write every answer as valid JSON "
+            "(protocol.encode); this is the harness's fault, not the candidate's",
+        tail));
   }
 
   void handle_ready(const json& body) {
@@ -357,9 +455,11 @@ class HarnessServer::Process {
         if (!tail.empty()) failure_ += "; its stderr ends with:\n" + tail;
       } else if (state_ == State::Ready) {
         state_ = State::Dead;
-        failure_ = "the harness server (pid " + std::to_string(child_.pid) + ", " + spec_.device +
-                   ") died: " + describe_wait_status(wait_status) +
-                   "; the request was lost and the server restarts for the next one";
+        failure_ = !protocol_failure_.empty()
+                       ? protocol_failure_
+                       : "the harness server (pid " + std::to_string(child_.pid) + ", " + spec_.device +
+                             ") died: " + describe_wait_status(wait_status) +
+                             "; the request was lost and the server restarts for the next one";
       }
       message = failure_;
       orphans.swap(pending_);
@@ -386,6 +486,7 @@ class HarnessServer::Process {
   bool sticky_ = false;
   bool finished_ = false;
   std::string failure_;
+  std::string protocol_failure_;  // set (by the reader) when an unreadable line named no request
   std::string stderr_tail_;
   json ready_;
   std::map<std::string, std::promise<HarnessResponse>> pending_;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kforge::eval {
@@ -122,6 +123,11 @@ class HarnessServer {
   std::atomic<int> load_{0};
   std::atomic<uint64_t> next_id_{1};
 };
+
+// The request id an answer line starts with ({"id": "17", ...}), read without parsing
+// the rest: how an answer that is not valid JSON (a lone surrogate escape, a stray byte)
+// is still given to the request it answers. nullopt when the line does not start so.
+std::optional<std::string> leading_answer_id(std::string_view line);
 
 // The process-wide server for `spec`, started lazily and shared by every stage that asks
 // for the same key; it stops when the last holder lets go.

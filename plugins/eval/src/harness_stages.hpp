@@ -21,8 +21,9 @@ struct ChildLimits {
   int64_t cpu_seconds = 300;
 };
 
-// The comparison rule of a tolerance preset: default (allclose, fp32 1e-4, fp16/bf16
-// 1e-2, plus the whole-output checks max_rel_l2 and max_coarse_share), seed000
+// The comparison rule of a tolerance preset: default (allclose, fp32 atol 1e-4 rtol 3e-4,
+// fp16/bf16 1e-2, plus the whole-output checks max_rel_l2, max_centered_rel_error and
+// max_coarse_share: the harness's DEFAULT_RULE), seed000
 // (max_abs_diff 1e-3), kernelbench-v0 (allclose 1e-2 for every dtype): the last two as
 // their benchmarks judged. Throws std::invalid_argument for other names.
 nlohmann::json tolerance_rule(const std::string& preset);

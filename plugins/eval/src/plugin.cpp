@@ -537,16 +537,17 @@ class Run : public kforge::sdk::Stage {
          "run's secret seed (runs.secret_seed in the store), so inputs and weights cannot be predicted; set it "
          "to reproduce a recorded run's inputs."},
         Param{"tolerance", KF_PARAM_STRING, "default", false,
-              "Comparison preset: default (allclose atol=rtol=1e-4 fp32, 1e-2 fp16/bf16; whole output: RMS error "
-              "<= 1e-2 of the reference's (5e-2 fp16/bf16), <= 1% of elements beyond the coarse bound), "
-              "seed000 (max abs diff < 1e-3), kernelbench-v0 (allclose 1e-2), kernelbenchx (allclose "
-              "atol=rtol=1e-5 fp32/fp64, 5e-3 fp16/bf16)."}
+              "Comparison preset: default (allclose atol=1e-4 rtol=3e-4 fp32, 1e-2 fp16/bf16; whole output: "
+              "||c - r|| <= 5e-4 of ||r|| fp32 (1e-3 fp16, 1e-2 bf16), <= 1% of elements beyond the coarse "
+              "bound), seed000 (max abs diff < 1e-3), kernelbench-v0 (allclose 1e-2), kernelbenchx (allclose "
+              "atol=rtol=1e-5 fp32/fp64, 5e-3 fp16/bf16). Every preset also checks that the output "
+              "reproduces how the reference's varies (max_centered_rel_error 0.25)."}
             .one_of({"default", "seed000", "kernelbench-v0", "kernelbenchx"}),
         {"rule", KF_PARAM_OBJECT, nullptr, false,
          "Comparison rule, overriding tolerance: {kind: allclose, atol, rtol} (numbers or per-dtype maps), "
          "{kind: max_abs_diff, limit}, {kind: share_over_limit, rtol, atol, max_share}; every kind also takes "
-         "the whole-output checks max_rel_l2, max_coarse_share, coarse_atol, coarse_rtol (numbers or per-dtype "
-         "maps)."},
+         "the whole-output checks max_rel_l2, max_centered_rel_error, max_coarse_share, coarse_atol, coarse_rtol "
+         "(numbers or per-dtype maps)."},
         {"timing", KF_PARAM_BOOL, "false", false,
          "Time candidate and reference after a correct run (the device is then held exclusively)."},
         Param{"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."}.at_least(0),

@@ -150,6 +150,9 @@ def row(section, name, stage, response, expected, seconds):
           file=sys.stderr, flush=True)
     return {"section": section, "candidate": name, "stage": stage, "got": got, "expected": expected,
             "ok": got == expected, "max_abs_diff": metrics.get("max_abs_diff"),
+            # How far from the default rule's whole-output bounds (max_rel_l2 5e-4,
+            # max_centered_rel_error 0.25 for float32): what honest kernels reach.
+            "rel_l2": metrics.get("rel_l2_error"), "centered": metrics.get("centered_rel_error"),
             "speedup": metrics.get("speedup"), "seconds": seconds,
             "message": (response.get("message") or "").splitlines()[0][:600] if response.get("message") else ""}
 
@@ -252,7 +255,8 @@ def fmt(value):
 def print_table(rows):
     if not rows:
         return
-    columns = ["section", "candidate", "stage", "got", "expected", "max_abs_diff", "speedup", "seconds"]
+    columns = ["section", "candidate", "stage", "got", "expected", "max_abs_diff", "rel_l2", "centered",
+               "speedup", "seconds"]
     cells = [[fmt(r[c]) for c in columns] + ["" if r["ok"] else "MISMATCH " + r["message"]] for r in rows]
     header = columns + ["note"]
     widths = [max(len(header[i]), *(len(c[i]) for c in cells)) for i in range(len(header) - 1)]

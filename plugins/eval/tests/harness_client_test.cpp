@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -205,6 +206,103 @@ TEST(SharedHarnessServer, OneServerPerKeyWhileHeld) {
   HarnessServerSpec other = cpu_spec(3);
   other.mode = "spawn";
   EXPECT_NE(shared_harness_server(other).get(), a.get());
+}
+
+// A stand-in for the harness server that answers each request as its candidate code
+// says: valid JSON, a lone surrogate escape or a raw invalid byte inside an answer that
+// starts with its id, or a line that names no request. Plain Python, no torch.
+const char* kHostileServer = R"PY(import json, sys
+out = sys.stdout.buffer
+out.write(json.dumps({"ready": True, "device": "cpu", "torch": "none"}).encode() + b"\n")
+out.flush()
+for line in sys.stdin.buffer:
+    request = json.loads(line)
+    code = (request.get("candidate") or {}).get("code") or ""
+    head = b'{"id":' + json.dumps(request["id"]).encode()
+    if code == "lone-surrogate":
+        out.write(head + b',"status":"fail","error_class":"runtime_error","message":"boom \\ud800 here"}\n')
+    elif code == "raw-bytes":
+        out.write(head + b',"status":"fail","error_class":"runtime_error","log_tail":"\xff\xfe\x80"}\n')
+    elif code == "no-id":
+        out.write(b"Traceback (most recent call last): \xff\n")
+    else:
+        out.write(json.dumps({"id": request["id"], "status": "pass"}).encode() + b"\n")
+    out.flush()
+)PY";
+
+HarnessResponse ask_hostile(HarnessServer& server, const std::string& code) {
+  const json request = {{"action", "check"}, {"candidate", {{"code", code}, {"language", "python"}}}};
+  return server.call(request, CallBudget::of(60, std::numeric_limits<double>::infinity()));
+}
+
+HarnessServerSpec hostile_spec() {
+  const std::string dir = testing::fresh_temp_dir("hostile-harness");
+  ::mkdir((dir + "/kforge_harness").c_str(), 0755);
+  testing::write_file(dir + "/kforge_harness/__init__.py", "");
+  testing::write_file(dir + "/kforge_harness/__main__.py", kHostileServer);
+  HarnessServerSpec spec = cpu_spec(2);
+  spec.python = "/usr/bin/python3";
+  spec.harness_dir = dir;
+  return spec;
+}
+
+TEST(HarnessServer, AnAnswerThatIsNotValidJsonIsAHarnessErrorAtOnce) {
+  // Before, the line was dropped and the request waited out its budget (90 s here).
+  HarnessServer server(hostile_spec());
+  ASSERT_EQ(ask_hostile(server, "fine").status, "pass");
+  const pid_t pid = server.pid();
+  for (const char* code : {"lone-surrogate", "raw-bytes"}) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto response = ask_hostile(server, code);
+    EXPECT_LT(seconds_since(start), 5) << code;
+    EXPECT_EQ(response.status, "error") << code;
+    EXPECT_EQ(response.error_class, "harness_error") << code;
+    EXPECT_NE(response.message.find("not valid JSON"), std::string::npos) << response.message;
+    EXPECT_NE(response.message.find("parse error"), std::string::npos) << response.message;
+    EXPECT_FALSE(json(response.message).dump(-1, ' ', false, json::error_handler_t::strict).empty());
+  }
+  EXPECT_EQ(server.pid(), pid);  // the server is fine: only that answer was lost
+  EXPECT_EQ(ask_hostile(server, "fine").status, "pass");
+}
+
+TEST(HarnessServer, ALineThatNamesNoRequestRestartsTheServer) {
+  HarnessServer server(hostile_spec());
+  ASSERT_EQ(ask_hostile(server, "fine").status, "pass");
+  const pid_t pid = server.pid();
+  const auto start = std::chrono::steady_clock::now();
+  const auto lost = ask_hostile(server, "no-id");
+  EXPECT_LT(seconds_since(start), 5);
+  EXPECT_EQ(lost.error_class, "harness_error");
+  EXPECT_NE(lost.message.find("names no request"), std::string::npos) << lost.message;
+  EXPECT_NE(lost.message.find("\\xff"), std::string::npos) << lost.message;  // the byte, escaped
+  const auto after = ask_hostile(server, "fine");
+  EXPECT_EQ(after.status, "pass") << after.message;
+  EXPECT_NE(server.pid(), pid);
+}
+
+TEST(LeadingAnswerId, ReadsTheIdOfALineThatDoesNotParse) {
+  EXPECT_EQ(leading_answer_id(R"({"id":"17","message":"\ud800"})"), "17");
+  EXPECT_EQ(leading_answer_id(R"( { "id" : "3" , "status":"pass")"), "3");
+  EXPECT_EQ(leading_answer_id(R"({"id":42})"), "42");
+  EXPECT_EQ(leading_answer_id(R"({"status":"pass","id":"1"})"), std::nullopt);
+  EXPECT_EQ(leading_answer_id(R"({"id":"1x"})"), std::nullopt);
+  EXPECT_EQ(leading_answer_id(R"({"id":"12)"), std::nullopt);
+  EXPECT_EQ(leading_answer_id("Traceback (most recent call last):"), std::nullopt);
+  EXPECT_EQ(leading_answer_id(""), std::nullopt);
+}
+
+TEST(HarnessServer, HostileTextFromACandidateKeepsItsVerdict) {
+  // A lone surrogate in the candidate's exception reaches the answer as U+FFFD: the
+  // verdict is the candidate's runtime_error, at once, not a harness_error after the budget.
+  KFORGE_REQUIRE_TORCH();
+  HarnessServer server(cpu_spec(1));
+  const std::string code =
+      "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+      "        raise ValueError('bad \\ud800 text \\udfff')\n";
+  const auto response = ask(server, "run", bundled_task_job("001_relu", code, "python"));
+  EXPECT_EQ(response.status, "fail") << response.message;
+  EXPECT_EQ(response.error_class, "runtime_error") << response.message;
+  EXPECT_NE(response.message.find("bad \xef\xbf\xbd text \xef\xbf\xbd"), std::string::npos) << response.message;
 }
 
 TEST(HarnessResponse, RejectsUnknownStatus) {

@@ -2,6 +2,7 @@
 // real harness with the test interpreter, on the bundled tasks' small profile.
 #include "harness_stages.hpp"
 #include "native_compile.hpp"
+#include "process.hpp"
 #include "python_env.hpp"
 #include "test_env.hpp"
 
@@ -238,12 +239,28 @@ TEST(ToleranceRule, PresetsAndValidation) {
   EXPECT_THROW(validate_rule({{"kind", "close_enough"}}), std::invalid_argument);
   EXPECT_THROW(validate_rule(json::array()), std::invalid_argument);
   // The whole-output checks: in the default preset, and allowed in every kind's rule.
-  EXPECT_EQ(tolerance_rule("default")["max_rel_l2"]["float32"], 1e-2);
+  EXPECT_EQ(tolerance_rule("default")["max_rel_l2"]["float32"], 5e-4);
   EXPECT_EQ(tolerance_rule("default")["max_coarse_share"], 0.01);
   EXPECT_FALSE(tolerance_rule("kernelbench-v0").contains("max_rel_l2"));
   EXPECT_NO_THROW(validate_rule({{"kind", "max_abs_diff"}, {"limit", 1e-3}, {"max_rel_l2", {{"float32", 1e-3}}},
-                                 {"max_coarse_share", 0.01}, {"coarse_atol", 1e-5}, {"coarse_rtol", 1e-2}}));
+                                 {"max_coarse_share", 0.01}, {"coarse_atol", 1e-5}, {"coarse_rtol", 1e-2},
+                                 {"max_centered_rel_error", 0.5}}));
   EXPECT_THROW(validate_rule({{"kind", "allclose"}, {"max_rel_l2", {{"float32", "tight"}}}}), std::invalid_argument);
+}
+
+TEST(ToleranceRule, TheDefaultPresetIsTheHarnessDefaultRule) {
+  // Two copies of the same numbers (the stage sends the preset; the harness defaults to
+  // its DEFAULT_RULE): the harness's is read from its own module.
+  const CommandResult printed =
+      run_command({{testing::test_python(), "-c",
+                    "import json, sys; sys.path.insert(0, sys.argv[1]); from kforge_harness import protocol; "
+                    "print(json.dumps(protocol.DEFAULT_RULE))",
+                    testing::harness_dir()},
+                   {},
+                   {}},
+                  RunLimits::within(60));
+  ASSERT_TRUE(printed.ok()) << printed.output;
+  EXPECT_EQ(json::parse(printed.output), tolerance_rule("default"));
 }
 
 TEST(RequestBudget, FitsTheChildIntoTheStageTimeout) {

@@ -13,6 +13,25 @@ HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
+def strict_json(line):
+    """A response line as the C++ client reads it: Python's json also takes the escape
+    of a lone surrogate, which strict readers refuse, so the text is checked too."""
+    response = json.loads(line)
+
+    def check(value):
+        if isinstance(value, str):
+            value.encode("utf-8")  # raises UnicodeEncodeError on a lone surrogate
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                check(key)
+                check(item)
+        elif isinstance(value, list):
+            for item in value:
+                check(item)
+    check(response)
+    return response
+
+
 def task_path(name):
     return os.path.join(DATA, "tasks", name + ".py")
 
@@ -73,7 +92,7 @@ class Server:
                 raise EOFError(f"server closed stdout after {len(responses)} responses")
             self.pending += chunk
             *lines, self.pending = self.pending.split(b"\n")
-            responses += [json.loads(line) for line in lines if line.strip()]
+            responses += [strict_json(line) for line in lines if line.strip()]
         return responses
 
     def ask(self, *requests, timeout=120):

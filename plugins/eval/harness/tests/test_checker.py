@@ -236,6 +236,69 @@ class StructureTest(unittest.TestCase):
         self.assertEqual(check(code, "python")["status"], "pass")
 
 
+class DeepCodeTest(unittest.TestCase):
+    """Code nested or chained beyond what Python's parser or L1's analysis follows is the
+    candidate's syntax_error, said at once: before, a RecursionError or MemoryError in
+    the checker was a harness_error. Every shape of deep code, 10^3 to 10^6 deep."""
+
+    SHAPES = {
+        "unary minus": lambda n: "-" * n + "x",
+        "not": lambda n: "not " * n + "x",
+        "operators": lambda n: "x" + "+x" * n,
+        "powers": lambda n: "x" + "**x" * n,
+        "attributes": lambda n: "x" + ".a" * n,
+        "calls": lambda n: "x" + "()" * n,
+        "subscripts": lambda n: "x" + "[0]" * n,
+        "lambdas": lambda n: "lambda: " * n + "0",
+        "conditionals": lambda n: "x if x else " * n + "x",
+        "nested calls": lambda n: "f(" * n + ")" * n,
+        "comparisons": lambda n: "x" + "<x" * n,
+        "conjunctions": lambda n: "x" + " and x" * n,
+    }
+    # Flat in the syntax tree however long (a list of operands): checked like any code.
+    FLAT = ("comparisons", "conjunctions")
+
+    def candidate(self, expression):
+        return ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                f"        y = {expression}\n        return y\n")
+
+    def test_every_shape_at_every_depth_gets_the_candidate_s_verdict(self):
+        for depth in (10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6):
+            for shape, make in self.SHAPES.items():
+                code = self.candidate(make(depth))
+                if shape in self.FLAT and depth == 10 ** 5 and len(code) <= checker.MAX_SOURCE_CHARS:
+                    continue  # parsed in seconds and passes: the 10^4 case shows it
+                with self.subTest(shape=shape, depth=depth):
+                    result = check(code, "python")
+                    if result["status"] == "pass":
+                        self.assertTrue(depth <= 10 ** 4, result)
+                        continue
+                    self.assertEqual(result["error_class"], protocol.SYNTAX_ERROR, result)
+                    self.assertEqual(result["findings"][0]["rule"], "syntax")
+                    if depth >= 10 ** 4 and shape not in self.FLAT + ("nested calls",) \
+                            and len(code) <= checker.MAX_SOURCE_CHARS:
+                        self.assertIn("nested too deeply", result["message"])
+
+    def test_code_beyond_the_size_l1_reads_is_refused_before_parsing(self):
+        code = self.candidate("x" + "<x" * checker.MAX_SOURCE_CHARS)
+        result = check(code, "python")
+        self.assertEqual(result["error_class"], protocol.SYNTAX_ERROR)
+        self.assertIn(f"more than the {checker.MAX_SOURCE_CHARS}", result["message"])
+
+    def test_deep_code_l1_parses_but_cannot_follow(self):
+        # 800 nested lambdas parse, but following them exceeds the recursion limit.
+        result = check(self.candidate(self.SHAPES["lambdas"](800)), "python")
+        self.assertEqual(result["error_class"], protocol.SYNTAX_ERROR, result)
+        self.assertIn("nested too deeply for L1's analysis", result["message"])
+
+    def test_folded_strings_and_numbers_stay_small(self):
+        doubling = "".join(f"s{i} = s{i - 1} + s{i - 1}\n" for i in range(1, 30))
+        numbers = "n0 = 10 ** 64\n" + "".join(f"n{i} = n{i - 1} ** 64\n" for i in range(1, 6))
+        code = TRITON_RELU.replace("import torch\n", "import torch\ns0 = 'ab' * 1000\n" + doubling
+                                   + numbers + "y = 'x' * n5\n", 1)
+        self.assertEqual(check(code)["status"], "pass")
+
+
 class AntiCheatTest(unittest.TestCase):
     def assertRejected(self, code, rule, language="triton", task="relu"):
         result = check(code, language, task)

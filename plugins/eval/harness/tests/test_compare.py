@@ -1,4 +1,4 @@
-"""Comparison rules, the near-constant detector and the dynamic anti-cheat helpers."""
+"""Comparison rules and the dynamic anti-cheat helpers."""
 
 import math
 import os
@@ -12,7 +12,7 @@ import torch
 from kforge_harness.anticheat import observe as anticheat
 from kforge_harness.judge import compare, outputs
 from kforge_harness import protocol
-from kforge_harness.judge.compare import ConstantDetector, compare_outputs, compare_tensors
+from kforge_harness.judge.compare import compare_outputs, compare_tensors
 from kforge_harness.protocol import normalise_request
 
 ALLCLOSE = normalise_request({"id": 1, "action": "check", "candidate": {"code": ""}})[
@@ -30,7 +30,10 @@ class CompareTest(unittest.TestCase):
         self.assertTrue(compare_tensors(ref, ref + 1e-5, ALLCLOSE).passed)
         self.assertFalse(compare_tensors(ref, ref + 1e-3, ALLCLOSE).passed)
         half = torch.ones(100, dtype=torch.float16)
-        self.assertTrue(compare_tensors(half, half + 0.009, ALLCLOSE).passed)
+        self.assertTrue(compare_tensors(half, half + 0.0005, ALLCLOSE).passed)
+        # Within fp16's per-element 1e-2, but 9e-3 of the whole output: over max_rel_l2.
+        self.assertTrue(compare_tensors(half, half + 0.009, rule("allclose")).passed)
+        self.assertIn("off as a whole", compare_tensors(half, half + 0.009, ALLCLOSE).message)
         ints = torch.arange(10)
         self.assertFalse(compare_tensors(ints, ints + 1, ALLCLOSE).passed)
 
@@ -118,7 +121,6 @@ class ChunkedComparisonTest(unittest.TestCase):
             self.assertEqual(whole.message, chunked.message)
             self.assertAlmostEqual(whole.max_abs_diff, chunked.max_abs_diff, places=12)
             self.assertAlmostEqual(whole.mean_abs_diff, chunked.mean_abs_diff, places=12)
-            self.assertEqual(whole.intervals, chunked.intervals)
 
     def test_nan_and_infinity_in_a_later_chunk(self):
         ref = torch.zeros(40)
@@ -126,7 +128,6 @@ class ChunkedComparisonTest(unittest.TestCase):
         cand = ref.clone()
         whole, chunked = self.both(ref, cand, ALLCLOSE)
         self.assertTrue(whole.passed and chunked.passed)
-        self.assertEqual(chunked.intervals, [(40, None)])  # an infinite value: not constant
         cand[35] = math.nan
         whole, chunked = self.both(ref, cand, ALLCLOSE)
         self.assertIn("1 NaN value(s)", chunked.message)
@@ -194,9 +195,8 @@ class FileLeavesTest(unittest.TestCase):
                 [outputs.FileLeaf(self.directory, "c", 0, cand_info)])
 
     def assert_same(self, one, other):
-        """The same verdict, message, intervals and metrics (to float64 rounding)."""
+        """The same verdict, message and metrics (to float64 rounding)."""
         self.assertEqual((one.error_class, one.message), (other.error_class, other.message))
-        self.assertEqual(one.intervals, other.intervals)
         for name, value in one.metrics.items():
             if math.isnan(value):
                 self.assertTrue(math.isnan(other.metrics[name]), name)
@@ -360,32 +360,6 @@ class OutputFilesTest(unittest.TestCase):
             outputs.write_leaves([torch.zeros(3)], directory, "a")
             with self.assertRaisesRegex(ValueError, "16 bytes"):
                 outputs.FileLeaf(directory, "a", 0, info).open()
-
-
-class ConstantDetectorTest(unittest.TestCase):
-    def test_near_zero_output_is_constant(self):
-        detector = ConstantDetector(ALLCLOSE)
-        for _ in range(3):
-            detector.observe([torch.randn(64) * 1e-8])
-        self.assertAlmostEqual(detector.constant(), 0.0, places=6)
-
-    def test_varied_output_is_not(self):
-        detector = ConstantDetector(ALLCLOSE)
-        detector.observe([torch.randn(64)])
-        self.assertIsNone(detector.constant())
-
-    def test_scalar_outputs_that_vary_across_trials_are_not(self):
-        # A loss returns one number per trial: constant within a trial, not across.
-        detector = ConstantDetector(ALLCLOSE)
-        detector.observe([torch.tensor(0.7)])
-        self.assertIsNotNone(detector.constant())
-        detector.observe([torch.tensor(1.3)])
-        self.assertIsNone(detector.constant())
-
-    def test_one_varied_output_is_enough(self):
-        detector = ConstantDetector(ALLCLOSE)
-        detector.observe([torch.zeros(8), torch.randn(8)])
-        self.assertIsNone(detector.constant())
 
 
 class AntiCheatHelpersTest(unittest.TestCase):

@@ -1,4 +1,4 @@
-"""The comparison's whole-output statistics, presets and near-constant references,
+"""The comparison's whole-output statistics, presets and outputs without information,
 through the real server: each class of candidate the per-element rule alone let through
 (or wrongly rejected)."""
 
@@ -8,8 +8,8 @@ import unittest
 from tests import client
 
 KERNELBENCH_V0 = {"kind": "allclose", "atol": 1e-2, "rtol": 1e-2}
-# Per element only: the whole-output check alone would already reject a constant 0 for
-# tiny_output (its RMS error is 1e-2 of atol), so the near-constant tests use this.
+# Per element, and the variation check that normalisation adds to every rule (no
+# max_rel_l2, which alone would reject a constant 0 for tiny_output at once).
 PER_ELEMENT = {"kind": "allclose", "atol": 1e-4, "rtol": 1e-4}
 
 
@@ -33,6 +33,8 @@ class ComparisonThroughTheServerTest(unittest.TestCase):
             req("tiny-zeros", "tiny_output", "tiny_output_zeros", rule=PER_ELEMENT),
             req("tiny-reference", "tiny_output", rule=PER_ELEMENT),
             req("tiny-default", "tiny_output", "tiny_output_honest"),
+            client.request("dead-relu", "run", "dead_relu"),
+            req("dead-relu-zeros", "dead_relu", "tiny_output_zeros"),
             client.request("unvariable", "run", "near_constant", "zeros_near_constant"),
             client.request("unvariable-reference", "run", "near_constant"),
             timeout=900)
@@ -73,17 +75,29 @@ class ComparisonThroughTheServerTest(unittest.TestCase):
         self.assertEqual(exact["max_rel_error"], 0.0, exact)
 
     def test_a_near_constant_reference_is_judged_with_varied_inputs(self):
+        # An output that varies by 1e-6 of its magnitude still carries information
+        # (compare.OutputInformation): the base trials judge it, no varied inputs needed.
         honest = self.check("tiny-honest", "pass")
-        self.assertIn("inputs_varied", honest["flags"], honest)
-        self.assertGreater(honest["metrics"]["trials"], 2, honest)
+        self.assertNotIn("inputs_varied", honest["flags"], honest)
+        self.assertLess(honest["metrics"]["centered_rel_error"], 1e-6, honest)
         self.check("tiny-reference", "pass")
         self.check("tiny-default", "pass")
-        self.check("tiny-zeros", "fail", "numerical_mismatch", "inputs varied")
+        # Within the per-element tolerance of its own inputs, but none of the output's
+        # variation: the variation check, which every rule makes, rejects it on trial 1.
+        zeros = self.check("tiny-zeros", "fail", "numerical_mismatch",
+                           "trial 1: the output does not reproduce how the reference's output varies")
+        self.assertGreater(zeros["metrics"]["centered_rel_error"], 0.99, zeros)
+
+    def test_an_output_without_information_is_judged_on_inputs_that_give_it_some(self):
+        honest = self.check("dead-relu", "pass")
+        self.assertIn("inputs_varied", honest["flags"], honest)
+        self.assertGreater(honest["metrics"]["trials"], 2, honest)
+        self.check("dead-relu-zeros", "fail", "numerical_mismatch")
 
     def test_an_output_no_input_makes_vary_is_a_task_error(self):
         # (x - mean(x)).mean() is rounding noise whatever x is scaled or shifted by.
         for case in ("unvariable", "unvariable-reference"):
-            self.check(case, "error", "task_error", "(near-)constant")
+            self.check(case, "error", "task_error", "carries no information")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ CASES = [
      "fail", "numerical_mismatch", "max abs diff"),
     ("zeros-near-constant", request("zeros-near-constant", "run", "near_constant",
                                     "zeros_near_constant"), "error", "task_error",
-     "(near-)constant"),
+     "carries no information"),
     ("mutate-input", request("mutate-input", "run", "relu", "mutate_input"),
      "fail", "cheat_detected", "changed input #0"),
     # The dynamic checks cannot see a fallback that is never taken: L1 rejects it.
@@ -200,6 +200,30 @@ class ServerBehaviourTest(client.SharedServerTest):
         self.assertIsNone(first["id"])
         self.assertEqual(second["id"], "x")
         self.assertIn("action", second["message"])
+
+    def test_hostile_text_and_deep_code_stay_the_candidate_s(self):
+        # A lone surrogate in the source the checker returns, in an exception's text, and
+        # code nested beyond Python's parser: each answer is strict JSON (client.receive
+        # checks) and the candidate's verdict, never a harness_error.
+        surrogate_source = client.candidate_code("relu_cpp").replace(
+            "cpp_source = r'''", "cpp_source = '// \\ud800\\n' r'''")
+        raising = ("import torch\n\nclass ModelNew(torch.nn.Module):\n"
+                   "    def forward(self, x):\n        raise ValueError('bad \\udfff')\n")
+        deep = "import torch\nclass ModelNew(torch.nn.Module):\n    pass\ny = x" + "+x" * 100_000
+
+        def req(request_id, action, code, language):
+            req = request(request_id, action, "relu", "relu_cpp", language=language)
+            req["candidate"]["code"] = code
+            return req
+
+        got = self.server.ask(req("source", "check", surrogate_source, "cpp"),
+                              req("raises", "run", raising, "python"),
+                              req("deep", "check", deep, "python"), timeout=180)
+        self.assertTrue(got["source"]["extracted"]["cpp_source"].startswith("// \ufffd"), got["source"])
+        self.assertEqual(got["raises"]["error_class"], "runtime_error", got["raises"])
+        self.assertIn("bad \ufffd", got["raises"]["message"])
+        self.assertEqual(got["deep"]["error_class"], "syntax_error", got["deep"])
+        self.assertIn("nested too deeply", got["deep"]["message"])
 
     def test_candidate_artifact_is_what_runs(self):
         # An artifact whose kept source is relu_cpp's cpp_source but whose code writes

@@ -54,6 +54,10 @@ _MAX_PATH_SEGMENTS = 16
 # How deep one question may lead (a name's value through the values it depends on);
 # beyond it the answer is opaque, which the rules treat as unknown, never as harmless.
 _MAX_DEPTH = 60
+# The largest string and integer string folding builds: what a source or a size can be;
+# beyond, the value is unknown (strings doubled by `s + s` twenty times are a TB).
+_MAX_FOLDED_CHARS = 1 << 20
+_MAX_FOLDED_BITS = 1 << 12
 _NUMBER_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                      ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
                      ast.LShift: operator.lshift}
@@ -465,11 +469,16 @@ class ModuleFacts:
             try:
                 if numbers and isinstance(node.op, tuple(_NUMBER_OPERATORS)) and \
                         not (isinstance(node.op, (ast.Pow, ast.LShift)) and abs(right) > 64):
-                    return _NUMBER_OPERATORS[type(node.op)](left, right)
+                    value = _NUMBER_OPERATORS[type(node.op)](left, right)
+                    # Folding stays small: 10**64, then **64 again, grows past memory.
+                    return None if isinstance(value, int) and value.bit_length() > _MAX_FOLDED_BITS \
+                        else value
                 if isinstance(node.op, ast.Add) and type(left) is type(right):
+                    if isinstance(left, str) and len(left) + len(right) > _MAX_FOLDED_CHARS:
+                        return None
                     return left + right
                 if isinstance(node.op, ast.Mult) and isinstance(left, str) and isinstance(right, int):
-                    return left * right if len(left) * right <= 1 << 20 else None
+                    return left * right if len(left) * right <= _MAX_FOLDED_CHARS else None
                 if isinstance(node.op, ast.Mod) and isinstance(left, str):
                     args = tuple(fold(e) for e in node.right.elts) \
                         if isinstance(node.right, ast.Tuple) else right

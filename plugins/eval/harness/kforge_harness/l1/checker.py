@@ -24,6 +24,13 @@ from kforge_harness.l1.native_source import looks_native, native_texts
 
 DEFAULT_RULES_PATH = os.path.join(HARNESS_DIR, "rules", "default.yaml")
 
+# The largest candidate L1 reads, in characters: candidates, inline CUDA included, are
+# tens of KB (the largest bundled one 7 KB). Python's parser spends up to 35 s and
+# 300 MB on a MB of pathological code (a chain of 340K comparisons, measured on the
+# loaded 2-core VM): at 256K characters a check stays within seconds, far inside a
+# request's time and memory limits.
+MAX_SOURCE_CHARS = 1 << 18
+
 SCOPES = ("module", "candidate", "forward")
 NATIVE_LOADERS = CPP_LOADERS + ("torch.utils.cpp_extension.load_inline",)
 NATIVE_SOURCE_ARGUMENTS = ("cpp_sources", "cuda_sources", "cpp_source")
@@ -901,6 +908,22 @@ def _run_rules(facts, rules, language, context):
     return findings
 
 
+def _syntax_failure(line, col, message, hint):
+    return {"status": "fail", "error_class": protocol.SYNTAX_ERROR, "message": f"line {line}: {message}",
+            "findings": [{"line": line, "col": col, "rule": "syntax", "severity": "error",
+                          "message": message, "hint": hint}]}
+
+
+def _too_deep(who, exc):
+    """The candidate's syntax_error for code too deep or too long for `who` to follow
+    (`exc`: the RecursionError or MemoryError it raised): the candidate's fault, at once,
+    not the harness's."""
+    return _syntax_failure(1, 0, f"the code is nested too deeply for {who} "
+                                 f"({type(exc).__name__}: {exc or 'out of memory'})",
+                           "flatten deeply nested expressions and long chains of operators, "
+                           "attributes, subscripts or calls (split them into named steps)")
+
+
 def check(code, language, task_path=None, rules_file=None, task_format=None):
     """The `check` action's result (a response dict without id). A kernelbenchx task's
     candidate supplies a function, not ModelNew: its implementation part is checked, with
@@ -913,29 +936,31 @@ def check(code, language, task_path=None, rules_file=None, task_format=None):
     if task_format == kbx.FORMAT and task_path:
         entry = kbx.entry_name(kbx.split_task(tasks.read_task_source(task_path), task_path)[0], task_path)
         code = kbx.candidate_part(code)
+    if len(code) > MAX_SOURCE_CHARS:
+        return _syntax_failure(1, 0, f"the code is {len(code)} characters long, more than the "
+                                     f"{MAX_SOURCE_CHARS} L1 reads",
+                               "keep the candidate's source below 256K characters")
     try:
         tree = ast.parse(code, filename=tasks.CANDIDATE_FILE)
     except SyntaxError as exc:
-        message = f"line {exc.lineno}: {exc.msg}"
-        return {"status": "fail", "error_class": protocol.SYNTAX_ERROR, "message": message,
-                "findings": [{"line": exc.lineno or 0, "col": exc.offset or 0, "rule": "syntax",
-                              "severity": "error", "message": exc.msg,
-                              "hint": "fix the Python syntax at that line"}]}
+        return _syntax_failure(exc.lineno or 0, exc.offset or 0, exc.msg,
+                               "fix the Python syntax at that line")
+    except (RecursionError, MemoryError) as exc:
+        return _too_deep("Python's parser", exc)
     reference = reference_init(task_path) if task_path and entry is None else None
+    # The analysis follows the syntax tree and values by recursion: code nested deeper
+    # than the interpreter's recursion limit (or whose folding would not fit in memory)
+    # cannot be analysed, and no verdict may rest on code L1 could not read.
     try:
         facts = ModuleFacts(tree, code, entry)
         findings = _run_rules(facts, rules, language, {"reference_init": reference,
                                                        "value_uses": _value_uses(facts)})
-    except RecursionError:
-        message = "the code is nested too deeply for L1 to follow"
-        return {"status": "fail", "error_class": protocol.CHECKER_REJECTED,
-                "message": f"line 1:1: [l1-analysis] {message}",
-                "findings": [{"line": 1, "col": 1, "rule": "l1-analysis", "severity": "error",
-                              "message": message,
-                              "hint": "flatten deeply nested expressions and chains of aliases"}]}
+        extracted = extract_sources(facts)
+    except (RecursionError, MemoryError) as exc:
+        return _too_deep("L1's analysis", exc)
     findings.sort(key=lambda f: (f["line"], f["col"], f["rule"]))
     errors = [f for f in findings if f["severity"] == "error"]
-    result = {"findings": findings, "extracted": extract_sources(facts)}
+    result = {"findings": findings, "extracted": extracted}
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more finding(s))" if len(errors) > 1 else ""

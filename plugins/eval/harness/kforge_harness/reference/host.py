@@ -104,6 +104,7 @@ class Host:
         self.handover_kind = None
         self.mutated = set()  # input positions the reference's own forward changes
         self.plans = {}  # rule key -> varied trials
+        self.leaf_facts = {}  # rule key -> per output leaf, compare's facts (centre, noise)
 
     # ---- start ----
 
@@ -392,7 +393,7 @@ class Host:
             names = kbx.tensor_names(record["facts"])
         outcome = compare.compare_leaves([TensorLeaf(t) for t in record["outputs"]],
                                          self._candidate_leaves(session), request["rule"], names,
-                                         self.job.get("workers", 1))
+                                         self.job.get("workers", 1), facts=self._facts(request["rule"]))
         if not outcome.passed:
             return buffers.fail(outcome.error_class, f"{label}: {outcome.message}", outcome.metrics)
         return {"status": "pass", "metrics": outcome.metrics}
@@ -425,7 +426,7 @@ class Host:
         tensors, _ = self._forward(request["seed"], None, inputs)
         outcome = compare.compare_leaves([TensorLeaf(t) for t in tensors],
                                          self._candidate_leaves(session), request["rule"], None,
-                                         self.job.get("workers", 1))
+                                         self.job.get("workers", 1), facts=self._facts(request["rule"]))
         if not outcome.passed:
             return buffers.fail(protocol.CHEAT_DETECTED,
                          f"{label}: spot check failed: {outcome.message} (its trials passed: the "
@@ -442,42 +443,62 @@ class Host:
         return {"after": after, "filled": filled, "host_ms": (time.perf_counter() - started) * 1e3}
 
     def plan(self, request):
-        """The varied trials of a near-constant reference under `rule` (see VARIATIONS):
-        [[seed, scale, shift], ...], empty when the base trials' outputs vary; a task_error
-        when nothing makes them vary."""
+        """What the reference's outputs tell under `rule` (compare.OutputInformation): per
+        output leaf its centre over the trials and its rounding noise (the reference again
+        at inputs moved by an ulp), kept as the facts every comparison of that leaf is
+        judged with; and the varied trials (see VARIATIONS) that give an output without
+        information some: [[seed, scale, shift], ...], empty when the base trials' outputs
+        carry information. A task_error when nothing does."""
         rule = request["rule"]
         key = protocol.encode(rule)
         if key in self.plans:
             return {"varied": self.plans[key]}
         if not self.session.inputs_can_vary:
-            self.plans[key] = []
+            self.plans[key], self.leaf_facts[key] = [], []
             return {"varied": []}
-        detector = compare.ConstantDetector(rule)
+        information = compare.OutputInformation(rule)
+        noise = []
+
+        def observe(seed, transform):
+            record = self._outputs(seed, transform)
+            moved = self._perturbed_outputs(seed, transform)
+            for index, value in enumerate(information.observe(record["outputs"], moved)):
+                if index == len(noise):
+                    noise.append(0.0)
+                noise[index] = max(noise[index], value or 0.0)
+
         for seed in request["seeds"]:
-            detector.observe(self._outputs(seed, None)["outputs"])
+            observe(seed, None)
         chosen = []
         for seed, transform in zip(request["varied_seeds"], VARIATIONS):
-            if detector.constant() is None:
+            if information.uninformative() is None:
                 break
             try:
-                record = self._outputs(seed, tuple(transform))
+                observe(seed, tuple(transform))
             except (TaskFailure, protocol.Verdict) as exc:
                 print(f"kforge: inputs x*{transform[0]:g}{transform[1]:+g} do not work for the "
                       f"reference ({exc}); trying the next variation", file=sys.stderr)
                 continue
-            detector.observe(record["outputs"])
             chosen.append([seed, transform[0], transform[1]])
-        constant = detector.constant()
-        if constant is not None:
+        why = information.uninformative()
+        if why is not None:
             tried = ", ".join(f"x*{s:g}{b:+g}" for s, b in VARIATIONS)
-            raise protocol.task_error(
-                f"the task's output is (near-)constant: returning {constant:.6g} for every "
-                f"element would pass every trial under the comparison rule, also with inputs "
-                f"scaled and shifted ({tried}), so no comparison can tell a correct kernel from "
-                "that constant (KernelBench issue #165); change the task so that its output "
-                "depends on its inputs")
+            raise protocol.task_error(f"{why} (also with inputs scaled and shifted: {tried}; "
+                                      "KernelBench issue #165)")
         self.plans[key] = chosen
+        self.leaf_facts[key] = [dict(facts, noise=leaf_noise) if leaf_noise else facts
+                                for facts, leaf_noise in zip(information.facts(), noise)]
         return {"varied": chosen}
+
+    def _perturbed_outputs(self, seed, transform):
+        """The reference's outputs at the trial's inputs moved by an ulp (compare.perturbed):
+        what its rounding alone moves them by."""
+        inputs = compare.perturbed(self._make_inputs(seed, transform), seed)
+        return self._forward(seed, transform, inputs)[0]
+
+    def _facts(self, rule):
+        """Per output leaf, the facts plan() measured under `rule` (none before it ran)."""
+        return self.leaf_facts.get(protocol.encode(rule))
 
     # ---- the loop ----
 

@@ -1,5 +1,5 @@
 # Hostile: replaces every comparison the harness has (compare.py's functions, the judge's
-# trial function, the anti-cheat verdict, the near-constant detector) with ones that
+# trial function, the anti-cheat verdict, the information test) with ones that
 # always pass, then returns zeros. The comparison runs in the judge, another process.
 import torch
 
@@ -22,7 +22,7 @@ def _always_pass(*args, **kwargs):
 
 compare.compare_outputs = _always_pass
 compare.compare_leaves = _always_pass
-compare.ConstantDetector.constant = lambda self: None
+compare.OutputInformation.uninformative = lambda self: None
 judge.judge_trial = lambda command: {"status": "pass", "metrics": {}, "intervals": []}
 anticheat.verdict = lambda *args, **kwargs: None
 
