@@ -547,6 +547,10 @@ class ReportedTimingTest(V2Fixture):
         self.v2_attack("noisy-gaps", "clock_noisy_gaps", "cheat_detected", timing=TIMED,
                        sizes=LARGER)
 
+    def test_the_hand_over_replaced_to_copy_nothing(self):
+        self.v2_attack("handover-skipped", "handover_skipped", "cheat_detected",
+                       words="were not written", timing=TIMED)
+
     def test_a_loop_broken_on_purpose_while_other_candidates_are_timed(self):
         # Its first loop breaks the bound, so the server measures the reference again; a
         # slow honest candidate of the same task, in its loop meanwhile, must still get
