@@ -584,7 +584,7 @@ class OutsideTheBracketsTest(V2Fixture):
 
     def test_a_lazy_tensor_computed_by_the_hand_over(self):
         self.v2_attack("lazy-handover", "lazy_handover", "cheat_detected", timing=TIMED,
-                       sizes=LARGER)
+                       sizes=LARGER, words="not a plain tensor")
 
     def test_a_function_mode_that_computes_in_the_hand_over(self):
         self.v2_attack("mode-handover", "function_mode_handover", "cheat_detected", timing=TIMED,
@@ -611,9 +611,10 @@ class OutsideTheBracketsTest(V2Fixture):
 class SpotCheckTest(V2Fixture):
     """Class 3, checks the candidate cannot see coming: each timed call is compared with
     the reference with probability `spot_check_rate`, drawn after the call, independently
-    of every other; every call's output is checked for poison and its inputs for changes.
-    A candidate that skips the work on m of a loop's calls is caught with probability
-    1 - (1 - rate)^m (timing_plan.py)."""
+    of every other (and always when its outputs repeat an earlier call's bytes); every
+    call's output is checked for poison and its inputs for changes. A candidate that
+    skips the work on m of a loop's calls, handing over outputs that never repeat, is
+    caught with probability 1 - (1 - rate)^m (timing_plan.py)."""
 
     # Skipping candidates are timed without the confirmation loop (a speedup above
     # 1 would add a loop, whose calls they do not skip) so that m is exactly the calls
@@ -626,9 +627,8 @@ class SpotCheckTest(V2Fixture):
         return self.v2(request_id, "skip_calls", code=code,
                        timing=dict(self.UNCONFIRMED, spot_check_rate=rate))
 
-    # Stale after its first two timed calls: 21 of a loop's 23 calls, and all 23 of the
-    # confirmation its speedup then gets: caught unless 44 draws at 0.15 all miss
-    # (0.85^44 = 0.08%).
+    # Stale after its first two timed calls: an output that repeats an earlier call's
+    # bytes is always compared.
     def test_outputs_memoised_by_input_pointer(self):
         self.v2_attack("memo-pointer", "memo_by_pointer", "cheat_detected",
                        words="spot check failed", timing=TIMED)
@@ -648,7 +648,8 @@ class SpotCheckTest(V2Fixture):
         self.assertIn("spot check failed", response["message"])
 
     def test_the_control_without_spot_checks_the_skipper_passes(self):
-        # Zeros are no poison: only the spot check can tell a skipped call.
+        # Its input is no poison, and new bytes at every call: only a spot check can tell
+        # a skipped call.
         req = self.skipper("skip-rate-0", {7}, 0.0)
         response = self.server.ask(req, timeout=self.TIMEOUT_S + 150)[req["id"]]
         self.assertEqual(response["status"], "pass", _detail(response))
@@ -714,6 +715,9 @@ class RuntimeGuardTest(V2Fixture):
 
     def test_the_guards_reentrancy_flag_set(self):
         self.guarded("guard-busy", "guard_busy_flag")
+
+    def test_exec_in_a_thread_whose_target_is_exec(self):
+        self.guarded("thread-exec", "guard_thread_exec")
 
     def test_exec_through_getattr_over_a_built_name(self):
         self.guarded("exec-getattr", "exec_getattr_built")

