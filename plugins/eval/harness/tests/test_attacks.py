@@ -36,7 +36,6 @@ import torch
 
 import kforge_cpp
 from kforge_harness.l1 import checker
-from kforge_harness.judge import judge, outputs
 from kforge_harness import protocol
 from kforge_harness.protocol import reporter
 from kforge_harness.server import server
@@ -432,25 +431,32 @@ class TrustedSideTest(unittest.TestCase):
             with self.subTest(line=line[:40]):
                 self.assertIsNone(reporter.decode(line))
 
-    def test_the_judge_takes_any_trial_report_as_data(self):
-        directory = tempfile.mkdtemp(prefix="kforge-judge-test-")
-        self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
-        reference = outputs.write_leaves([torch.linspace(-1, 1, 64)], directory, "ref")
-        for field in ("outputs", "changed_inputs", "aliased"):
-            for value in self.HOSTILE_VALUES:
-                # The candidate's directory holds no output: any description is a lie.
-                report = {"trial": 0, "outputs": reference, "changed_inputs": [],
-                          "aliased": None, field: value}
-                command = {"label": "trial 1", "rule": protocol.DEFAULT_RULE,
-                           "reference": {"leaves": reference, "mutates_inputs": False,
-                                         "aliases_inputs": False, "dir": directory,
-                                         "prefix": "ref"},
-                           "candidate": {"dir": directory, "prefix": "out-0",
-                                         "report": report}}
+    def test_a_trial_or_timing_report_of_any_shape_is_data(self):
+        # The task host reads a trial's outputs from its own buffer, in the reference's
+        # layout; what the child's report adds (a mismatch, the guards' record, a timed
+        # call's numbers) is type-checked here, and anything else is the candidate's.
+        candidate_classes = (protocol.SHAPE_MISMATCH, protocol.DTYPE_MISMATCH, protocol.CHEAT_DETECTED)
+        for field in ("mismatch", "guard"):
+            for value in self.HOSTILE_VALUES + [{"error_class": "harness_error", "message": 7},
+                                                {"error_class": ["task_error"]}]:
+                message = {"trial": 0, field: value}
                 with self.subTest(field=field, value=value):
-                    result = judge.judge_trial(command)
-                    self.assertEqual(result["status"], "fail", result)
-                    self.assertNotIn(result["error_class"], NOT_THE_CANDIDATES, result)
+                    mismatch = server._mismatch(message)
+                    if mismatch is not None:
+                        self.assertIn(mismatch[0], candidate_classes)
+                        self.assertIsInstance(mismatch[1], str)
+                    self.assertIsInstance(server._guard_violations(message), str)
+        for field in ("called", "ms", "tail_ms"):
+            for value in self.HOSTILE_VALUES + [float("nan"), float("inf"), -1.0]:
+                loop = timing_plan.Loop("timing", protocol.DEFAULT_TIMING, spot_checks=True)
+                loop.commanded_at = 0.0
+                with self.subTest(field=field, value=value):
+                    try:
+                        loop.called({"called": 0, "ms": 0.5, "tail_ms": 0.0, field: value}, 1.0)
+                    except ValueError:
+                        continue  # the server's runtime_error, the candidate's
+                    numbers = loop.event_ms + loop.tail_ms
+                    self.assertTrue(all(math.isfinite(v) and v >= 0 for v in numbers), numbers)
 
     def test_a_failure_report_of_any_shape_is_the_candidates(self):
         for field in ("stage", "trial", "types", "text", "where"):
@@ -505,7 +511,7 @@ class V2Fixture(AttackFixture):
 
 
 class InheritedMemoryTest(V2Fixture):
-    """Class 1, what a forked candidate inherits: the zygote never held a request, a
+    """Class 1 (item 1), what a forked candidate inherits: the zygote never held a request, a
     seed or another candidate's code, so a candidate reading all of its own memory finds
     none of them (test_zygote.py reads it from outside; this candidate reads it from
     inside, through whatever path the guards leave open)."""
@@ -609,7 +615,7 @@ class OutsideTheBracketsTest(V2Fixture):
 
 
 class SpotCheckTest(V2Fixture):
-    """Class 3, checks the candidate cannot see coming: each timed call is compared with
+    """Item 3, checks the candidate cannot see coming: each timed call is compared with
     the reference with probability `spot_check_rate`, drawn after the call, independently
     of every other (and always when its outputs repeat an earlier call's bytes); every
     call's output is checked for poison and its inputs for changes. A candidate that
