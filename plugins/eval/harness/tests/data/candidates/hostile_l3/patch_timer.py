@@ -1,18 +1,35 @@
-# Hostile: a right answer, computed slowly, with the harness's timer replaced so that
-# it reports a call of a nanosecond: a 10^6x "speedup". The candidate's own process
-# measures it, so the trusted side must not take the number on faith.
+# Hostile: a right answer, computed slowly, with the child's timed call replaced so that
+# it reports a call of a nanosecond: a 10^6x "speedup". The child binds that call before
+# the candidate's import, so the candidate finds the child's object (the garbage
+# collector's objects, walked from a thread whose target is exec, where no frame of its
+# own is on the stack) and rebinds it there. Its process measures itself: the trusted
+# side must not take the number on faith.
+import threading
 import time
 
 import torch
 
-from kforge_harness.timing import timing
+
+def _harness_child():
+    found = {}
+    worker = threading.Thread(target=exec, args=(
+        "import gc\nchildren = [o for o in gc.get_objects() if type(o).__name__ == 'CandidateChild']\n",
+        found))
+    worker.start()
+    worker.join()
+    return found["children"][0]
 
 
-def _instant(self, call):
-    return call(), 1e-6, 1e-6, 0.0
+_child = _harness_child()
+_real_call = _child._time_call
 
 
-timing.Clock.call = _instant
+def _instant(call):
+    out, _, _ = _real_call(call)
+    return out, 1e-6, 0.0
+
+
+_child._time_call = _instant
 
 
 class ModelNew(torch.nn.Module):
