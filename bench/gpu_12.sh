@@ -6,7 +6,7 @@
 #
 #   bench/gpu_12.sh BUNDLE TASKS_DIR KERNELBENCH_REPO OUT
 set -uo pipefail
-bundle=$1 tasks=$2 kernelbench=$3 out=$4
+bundle=$(realpath "$1") tasks=$(realpath "$2") kernelbench=$(realpath "$3") out=$(realpath -m "$4")
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=${KFORGE_PYTHON:-python3}
 mkdir -p "$out"

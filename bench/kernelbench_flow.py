@@ -14,6 +14,7 @@ imported from KERNELBENCH_REPO/src (a checkout of ScalingIntelligence/KernelBenc
 not part of kforge."""
 
 import argparse
+import copy
 import json
 import multiprocessing
 import os
@@ -35,12 +36,31 @@ def _stub_missing(names):
             module.OpenAI = object
             module.completion = None
             module.tqdm = lambda iterable=None, **_: iterable
+            module.BaseModel = _Record
             sys.modules[name] = module
+
+
+class _Record:
+    """Stands in for pydantic's BaseModel where pydantic is absent (the GPU host has no
+    registry): fields from the class's annotated defaults, then the keyword arguments."""
+
+    def __init__(self, **fields):
+        for klass in reversed(type(self).__mro__):
+            for name in getattr(klass, "__annotations__", {}):
+                if hasattr(klass, name):
+                    setattr(self, name, copy.deepcopy(getattr(klass, name)))
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+    def model_dump(self):
+        return dict(vars(self))
+
+    dict = model_dump
 
 
 def _one(kernelbench, path, trials, perf_trials, queue):
     sys.path.insert(0, os.path.join(kernelbench, "src"))
-    _stub_missing(("dotenv", "openai", "litellm", "tqdm"))
+    _stub_missing(("dotenv", "openai", "litellm", "tqdm", "pydantic"))
     import torch
     from kernelbench.eval import eval_kernel_against_ref
     from kernelbench.timing import measure_ref_program_time

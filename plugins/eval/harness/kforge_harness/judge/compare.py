@@ -716,7 +716,11 @@ class _Information:
             return None
         # One pass: the leaf's spread and norm, and (with `moved`) its distance to the
         # perturbed output; without one, the leaf against itself (distance 0).
-        stats = _statistics(leaf, moved or leaf, self.rule, "the reference's output", 1, None)
+        other = moved or leaf
+        # Where the output lives (a device's outputs stay there: copying GB-sized ones to
+        # the host chunk by chunk costs minutes of CPU).
+        device = leaf.device if leaf.device.type != "cpu" and other.device == leaf.device else None
+        stats = _statistics(leaf, other, self.rule, "the reference's output", 1, device)
         distance, norm = stats.norms()
         noise = distance if moved is not None else None
         self.trials += 1
