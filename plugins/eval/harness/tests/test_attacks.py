@@ -279,15 +279,17 @@ class AttackTest(AttackFixture):
         req = self.hostile("patch-timer", "patch_timer",
                            options={"timing": {"enabled": True, "warmup": 1, "trials": 5}})
         response = self.attack(req)
-        # Its answers are right; the time it reports is not believed.
+        # Its answers are right; the time it reports is not believed: the guard refuses
+        # its way to the child's timed call (an exec thread walking the garbage
+        # collector), and were it reached, the server's clock sees the slow calls.
         self.assertEqual(response["error_class"], "cheat_detected", response)
-        self.assertIn("the server's clock saw", response["message"])
+        self.assertRegex(response["message"], "runtime guard|the server's clock saw")
 
     def test_an_impossible_time(self):
         req = self.hostile("negative-time", "impossible_timing",
                            options={"timing": {"enabled": True, "warmup": 1, "trials": 3}})
         response = self.attack(req)
-        self.assertIn("malformed timings", response["message"])
+        self.assertRegex(response["message"], "runtime guard|malformed timings")
         self.assertNotIn("AttributeError", response["message"])  # the patch itself took
 
     # ---- forging the verdict ----
@@ -724,7 +726,9 @@ class RuntimeGuardTest(V2Fixture):
         self.guarded("guard-replaced", "guard_judgement_replaced")
 
     def test_the_guards_reentrancy_flag_set(self):
-        self.guarded("guard-busy", "guard_busy_flag")
+        # The guard's state is sealed in its hook (guards.install): the module's copy is
+        # None, so the attack fails where it reaches for the flag.
+        self.v2_attack("guard-busy", "guard_busy_flag", ("cheat_detected", "runtime_error"))
 
     def test_exec_in_a_thread_whose_target_is_exec(self):
         self.guarded("thread-exec", "guard_thread_exec")

@@ -24,13 +24,21 @@ is imported (install()):
   aten operator outside allocation, views, copies and metadata: torch doing the work
   the kernel should (L1's torch-compute rule, however torch was reached, also from C++).
 
-Both run in the candidate's own process: native code can take them apart. They make
+The guard's state and code are sealed from Python at install(): the hook and the
+functions it calls run over a private copy of this module's globals, with the few
+library functions they need bound then (a candidate that replaces this module's
+attributes, os.path's functions or the guard's own flags changes nothing the hook
+reads); the child keeps the only handle (install()'s) where only frames and the garbage
+collector, both refused, could reach it. A thread the candidate starts is the
+candidate's: a stack whose frames are all library code (threading's bootstrap running
+exec, say) belongs to no trusted caller. Both run in the candidate's own process: native code can take them apart. They make
 Python escapes visible, never decide a pass: every verdict still rests on the trusted
 side (the task host's comparison, the server's clock). Each refusal is recorded; the
 child reports the record with its trials and the server rejects the candidate
 (`cheat_detected`, "runtime guard: ...")."""
 
 import os
+import re
 import sys
 import threading
 import types
@@ -70,10 +78,22 @@ _ACTIONS = {
     "object.__setattr__": "a function was rewritten in place",
     "pickle.find_class": "a class was loaded by pickle",
     "marshal.loads": "code was unmarshalled",
+    "code.__new__": "a code object was built",
+    "function.__new__": "a function was built from a code object",
 }
 # object.__getattr__ is audited for these attribute names (they give frames and code).
 _INTERNALS = {"gi_frame", "cr_frame", "ag_frame", "tb_frame", "f_back", "gi_code", "cr_code",
-              "ag_code", "__code__", "__globals__", "f_globals", "f_locals"}
+              "ag_code", "__code__", "__globals__", "__closure__", "cell_contents", "f_globals",
+              "f_locals"}
+# The memory of this process, by any of its names under /proc.
+_OWN_MEMORY = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/mem$")
+
+
+def _collapsed(path):
+    """A path with its empty and '.' segments dropped (/proc/self/./mem, //proc/self/mem):
+    string work only (os.path's functions are the candidate's to replace)."""
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    return "/" + "/".join(parts)
 # Programs each language's own tool chain runs (torch's cpp_extension and kforge_cpp
 # build with these; triton assembles with ptxas and finds libcuda with ldconfig).
 _PROGRAMS = {
@@ -85,17 +105,32 @@ _PROGRAMS = {
 }
 
 
+def _spellings(path):
+    """A directory as it was given and as it resolves: a frame's file name is the path
+    its module was imported by, and the hook compares names as they are (resolving
+    them would run library code the candidate can replace)."""
+    return {os.path.abspath(path), os.path.realpath(path)}
+
+
 class _State:
     def __init__(self, language, candidate_path, workdir):
         self.language = language
-        self.workdir = os.path.realpath(workdir) + os.sep
-        self.candidate_path = os.path.realpath(candidate_path)
-        self.trusted = tuple(p + os.sep for p in _trusted_roots())
+        self.workdir = tuple(p + os.sep for p in _spellings(workdir))
+        self.candidate_path = tuple(_spellings(candidate_path))
+        self.trusted = tuple(p + os.sep for root in _trusted_roots() for p in _spellings(root))
+        self.pid = os.getpid()
         self.violations = []
         self.local = threading.local()
 
 
+# Bound at install() into the hook's private globals (None here: the module's own copy
+# is never read by the hook).
 _state = None
+_getframe = None
+
+
+def _decoded(path):
+    return path.decode("utf-8", "surrogateescape") if isinstance(path, bytes) else path
 
 
 def _trusted_roots():
@@ -106,7 +141,7 @@ def _trusted_roots():
         spec = importlib.util.find_spec(name) if name in sys.modules else None
         if spec is not None and spec.submodule_search_locations:
             roots += [os.path.realpath(p) for p in spec.submodule_search_locations]
-    return roots
+    return [root for root in roots if root]
 
 
 def _kind_of(state, filename):
@@ -119,23 +154,23 @@ def _kind_of(state, filename):
         # are refused to it), so it is a library's (torch generates modules so, triton
         # its launchers), acting for whoever called it.
         return "library"
-    path = os.path.realpath(filename)
-    if path.startswith(state.workdir):
+    if filename.startswith(state.workdir):
         return "candidate"
-    if path.startswith(state.trusted):
+    if filename.startswith(state.trusted):
         return "trusted"
     return "library"
 
 
 def _responsible(state, frame):
     """(kind, file) of the frame that decides: the first one out from `frame` that is
-    not library code."""
+    not library code; a stack of library code alone is a thread the candidate started
+    (the child's own threads and torch's run from trusted frames)."""
     while frame is not None:
         kind = _kind_of(state, frame.f_code.co_filename)
         if kind != "library":
             return kind, frame.f_code.co_filename
         frame = frame.f_back
-    return "trusted", ""
+    return "candidate", ""
 
 
 def _imported(state, frame, event, args):
@@ -144,14 +179,15 @@ def _imported(state, frame, event, args):
     allowed)."""
     if not frame.f_code.co_filename.startswith("<frozen importlib"):
         return False, False
+    if event == "marshal.loads":  # a .pyc's code; its exec is judged as a module's
+        return True, True
     if event == "exec":
         code = args[0] if args else None
         filename = getattr(code, "co_filename", "")
     else:
         filename = args[1] if len(args) > 1 else ""
-    filename = os.fsdecode(filename) if isinstance(filename, (str, bytes)) else ""
-    path = os.path.realpath(filename) if filename else ""
-    return True, bool(path) and (not path.startswith(state.workdir) or path == state.candidate_path)
+    path = _decoded(filename) if isinstance(filename, (str, bytes)) else ""
+    return True, bool(path) and (not path.startswith(state.workdir) or path in state.candidate_path)
 
 
 def _allowed_program(state, args):
@@ -160,7 +196,7 @@ def _allowed_program(state, args):
     program = args[0] if args else None
     if program is None and len(args) > 1 and args[1]:
         program = args[1][0] if isinstance(args[1], (list, tuple)) else str(args[1]).split()[0]
-    name = os.path.basename(os.fsdecode(program)) if program else ""
+    name = str(_decoded(program)).rsplit("/", 1)[-1] if program else ""
     return name in _PROGRAMS.get(state.language, set())
 
 
@@ -176,13 +212,12 @@ def _refused(state, event, args):
             return None
     elif event == "open":
         path = args[0] if args else None
-        if not isinstance(path, (str, bytes)) or os.fsdecode(path) not in (
-                "/proc/self/mem", f"/proc/{os.getpid()}/mem"):
+        if not isinstance(path, (str, bytes)) or not _OWN_MEMORY.match(_collapsed(_decoded(path))):
             return None
     elif not (event in _ACTIONS or event.startswith(("os.exec", "os.spawn"))):
         return None
-    frame = sys._getframe(2)
-    if event in ("exec", "compile"):
+    frame = _getframe(2)
+    if event in ("exec", "compile", "marshal.loads"):
         decided, allowed = _imported(state, frame, event, args)
         if decided:
             return None if allowed else f"{_ACTIONS[event]} ({event}, an import from the work directory)"
@@ -200,7 +235,7 @@ def _refused(state, event, args):
         # from the harness's code): calls, symbols and pointers are its way in.
         return None
     what = _ACTIONS.get(event) or _ACTIONS["os.exec" if event.startswith("os.exec") else "os.spawn"]
-    return f"{what} ({event}, from {os.path.basename(where) or 'code from a string'})"
+    return f"{what} ({event}, from {where.rsplit('/', 1)[-1] or 'a thread of its own'})"
 
 
 def _hook(event, args):
@@ -217,18 +252,30 @@ def _hook(event, args):
         raise RuntimeError(f"{GUARD_REFUSAL}: {why}")
 
 
+_installed = False
+
+
 def install(language, candidate_path, workdir):
-    """Installs the audit hook (once per process: audit hooks cannot be removed)."""
-    global _state
-    if _state is not None:
-        return
-    _state = _State(language, candidate_path, workdir)
-    sys.addaudithook(_hook)
-
-
-def violations():
-    """What the guards refused or recorded so far (a copy)."""
-    return list(_state.violations) if _state is not None else []
+    """Installs the audit hook (once per process: audit hooks cannot be removed) over a
+    private copy of this module's globals, and returns the child's handle: violations()
+    (what the guards refused or recorded so far, a copy) and compute_guard(language)."""
+    global _installed
+    if _installed:
+        raise RuntimeError("the runtime guards are installed once per process")
+    _installed = True
+    state = _State(language, candidate_path, workdir)
+    private = dict(globals())
+    for name, value in list(private.items()):
+        if isinstance(value, types.FunctionType) and value.__module__ == __name__:
+            private[name] = types.FunctionType(value.__code__, private, name, value.__defaults__,
+                                               value.__closure__)
+    private.update(_state=state, _getframe=sys._getframe)
+    sys.addaudithook(private["_hook"])
+    violations, make_compute_guard = state.violations, private["_compute_guard"]
+    # A namespace of closures: nothing a class attribute or a module global could replace.
+    return types.SimpleNamespace(
+        violations=lambda: list(violations),
+        compute_guard=lambda language: make_compute_guard(language, violations))
 
 
 # ---- torch computing in the candidate's forward ----
@@ -254,21 +301,32 @@ record_stream _efficientzerotensor
 _COMPUTE_GUARDED = ("triton", "cpp", "cuda")
 
 
-def compute_guard(language):
+def _compute_guard(language, violations):
     """A context manager for a trial's forward that records torch operators beyond
-    PLUMBING (none for the reference as its own candidate, or a pure-torch language)."""
+    PLUMBING (none for the reference as its own candidate, or a pure-torch language),
+    and records its own removal: a mode popped off torch's stack during the forward is
+    no longer the current one when the forward returns."""
     import contextlib
     if language not in _COMPUTE_GUARDED:
         return contextlib.nullcontext()
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
+
+    def record(why):
+        if why not in violations:
+            violations.append(why)
 
     class _Guard(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-            if name.rstrip("_") not in PLUMBING and name not in PLUMBING and _state is not None:
-                why = f"torch computed aten::{name} in the candidate's forward"
-                if why not in _state.violations:
-                    _state.violations.append(why)
+            if name.rstrip("_") not in PLUMBING and name not in PLUMBING:
+                record(f"torch computed aten::{name} in the candidate's forward")
             return func(*args, **(kwargs or {}))
+
+        def __exit__(self, *exc):
+            if _get_current_dispatch_mode() is not self:
+                record("the compute guard was taken off torch's dispatch stack in the "
+                       "candidate's forward")
+                return None
+            return super().__exit__(*exc)
 
     return _Guard()

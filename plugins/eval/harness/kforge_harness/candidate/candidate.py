@@ -22,9 +22,11 @@ Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); th
 {"call": k, "slot", "inputs", "output", "seed"}. EOF ends it. Between a timed loop's calls
 the server stops this process (SIGSTOP): nothing here runs between calls."""
 
+import contextlib
 import os
 import sys
 import traceback
+import types
 
 import numpy as np
 import torch
@@ -55,6 +57,10 @@ class CandidateChild:
         self.channel = channel
         self.options = job["options"]
         self.candidate_path = None
+        # The runtime guards' handle once a candidate's code is imported; the task's
+        # reference as its own candidate runs unguarded.
+        self.guard = types.SimpleNamespace(violations=list,
+                                           compute_guard=lambda language: contextlib.nullcontext())
         self.session = task_session(job["task"], self.options, device)
 
     def run(self):
@@ -104,6 +110,11 @@ class CandidateChild:
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise SystemExit
             traceback.print_exc()
             report = errors.report(exc, self.candidate_path)
+            refused = self.guard.violations()
+            if refused and errors.GUARD_REFUSAL not in report["text"].lower():
+                # What the guards refused elsewhere (another thread, a handler) decides:
+                # the failure that followed is its consequence.
+                report["text"] = f"{report['text']} (after {errors.GUARD_REFUSAL}: {refused[0]})"
             report.update(stage=stage, trial=trial)
             self.channel.send({"failed": report})
             raise _Failed() from None
@@ -121,7 +132,8 @@ class CandidateChild:
                 os.environ.pop("KFORGE_CPP_ARTIFACT", None)
             code = self.session.candidate_code(code)
             self.candidate_path = os.path.abspath(tasks.write_candidate(code, self.workdir))
-            guards.install(self.job["candidate"]["language"], self.candidate_path, self.workdir)
+            self.guard = guards.install(self.job["candidate"]["language"], self.candidate_path,
+                                        self.workdir)
             module = self._guarded("import", lambda: tasks.import_candidate(self.candidate_path))
             try:
                 cls, kind = self.session.candidate_entry(module)
@@ -209,12 +221,12 @@ class CandidateChild:
     def _trial(self, model, command):
         inputs = model.feed(self._inputs(command))
         language = self.job["candidate"]["language"] if self.job["candidate"]["code"] else None
-        with guards.compute_guard(language):
+        with self.guard.compute_guard(language):
             out = self.session.forward(model, inputs, command["seed"])
         mismatch = self._hand_over(out, command)
         self.clock.synchronize()
         report = {"trial": command["go"], "facts": self.session.output_facts(),
-                  "guard": guards.violations()}
+                  "guard": self.guard.violations()}
         if mismatch is not None:
             report["mismatch"] = mismatch
         return report
