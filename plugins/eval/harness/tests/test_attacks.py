@@ -53,6 +53,9 @@ LISTEN_PORTS = range(47610, 47620)  # hostile_l3/rejoin_netns.py tries these
 # each checked with probability 0.15).
 V2_TRIALS = 5
 RUN_SECRET_SEED = 0x5EC12E75EED0F00D
+# What a cheat whose work is hidden from the child's clock may show at most: its honest
+# speedup is 1 (it computes as the reference does); machine noise, a little more.
+NO_GAIN = 1.1
 TIMED = {"enabled": True}
 # A size at which a call does real work (relu of 512K floats, 0.3-1 ms on the 2-core VM):
 # work hidden from the events at this size is several times the timing's fixed slack.
@@ -508,6 +511,20 @@ class V2Fixture(AttackFixture):
             self.assertIn(words, response["message"], _detail(response))
         return response
 
+    def v2_no_gain(self, request_id, name, **fields):
+        """Runs hostile_v2/`name`, whose cheat is work the child's clock does not show
+        (computed as the reference does, so its honest speedup is about 1): it fails, or
+        it passes charged with the time the server's clock saw, gaining nothing."""
+        req = self.v2(request_id, name, **fields)
+        response = self.server.ask(req, timeout=self.TIMEOUT_S + 150)[req["id"]]
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, _detail(response))
+        else:
+            self.assert_candidate_failed(response)
+        self.assert_nothing_leaked(response)
+        self.assert_healthy(req["id"])
+        return response
+
     def v2_pass(self, request_id, name, **fields):
         """Runs hostile_v2/`name`, an honest candidate, which must pass."""
         req = self.v2(request_id, name, **fields)
@@ -589,18 +606,17 @@ class OutsideTheBracketsTest(V2Fixture):
     tree is stopped, and what runs inside a call outside its events shows in the gap."""
 
     def test_a_thread_that_computes_when_the_inputs_are_filled(self):
-        self.v2_attack("precompute", "precompute_before_command", timing=TIMED, sizes=LARGER)
+        self.v2_no_gain("precompute", "precompute_before_command", timing=TIMED, sizes=LARGER)
 
     def test_a_timer_signal_handler_that_computes_at_sigcont(self):
-        self.v2_attack("sigalrm", "sigalrm_before_command", timing=TIMED, sizes=LARGER)
+        self.v2_no_gain("sigalrm", "sigalrm_before_command", timing=TIMED, sizes=LARGER)
 
     def test_a_lazy_tensor_computed_by_the_hand_over(self):
         self.v2_attack("lazy-handover", "lazy_handover", "cheat_detected", timing=TIMED,
                        sizes=LARGER, words="not a plain tensor")
 
     def test_a_function_mode_that_computes_in_the_hand_over(self):
-        self.v2_attack("mode-handover", "function_mode_handover", "cheat_detected", timing=TIMED,
-                       sizes=LARGER)
+        self.v2_no_gain("mode-handover", "function_mode_handover", timing=TIMED, sizes=LARGER)
 
     def test_helper_processes_that_keep_each_other_running(self):
         # If the server's SIGSTOP walk froze them anyway, the candidate says FROZEN.

@@ -198,12 +198,24 @@ class LoopTest(unittest.TestCase):
         self.assertIsNone(violation(loop, self._reference(event=1.0, gap=0.2)))
 
     def test_hidden_work_beyond_the_reference_gap_is_a_violation(self):
-        # Events say 0.1 ms, the server's bracket 0.6 ms: 0.3 ms more than the same path
-        # costs around the reference's calls.
-        loop = _run(_loop(), [0.1] * 23, [0.6] * 23)
+        # Events say 0.1 ms, the server's bracket 1.2 ms: 0.9 ms more than the same path
+        # costs around the reference's calls, more than the call and than load explains.
+        loop = _run(_loop(), [0.1] * 23, [1.2] * 23)
         why = violation(loop, self._reference(event=1.0, gap=0.2))
         self.assertIsNotNone(why)
         self.assertIn("the server's clock saw", why)
+
+    def test_hidden_work_that_load_could_explain_is_charged(self):
+        # 0.3 ms more than the reference's path: not rejected, but every call pays it.
+        loop = _run(_loop(), [0.1] * 23, [0.6] * 23)
+        reference = self._reference(event=1.0, gap=0.2)
+        self.assertIsNone(violation(loop, reference))
+        measured = timing_plan.charged(loop, reference)
+        self.assertAlmostEqual(measured["charged_ms"], 0.3, places=6)
+        self.assertAlmostEqual(measured["ms"], 0.4, places=6)
+        # The reference's own path costs nothing extra.
+        honest = _run(_loop(), [0.1] * 23, [0.3] * 23)
+        self.assertAlmostEqual(timing_plan.charged(honest, reference)["charged_ms"], 0.0, places=9)
 
     def test_a_tail_beyond_the_reference_tail_is_a_violation(self):
         loop = _run(_loop(), [0.1] * 23, [0.3] * 23, [0.5] * 23)

@@ -148,6 +148,29 @@ def signal_tree(pid, sig):
             done.add(child)
 
 
+def freeze_tree(pid, rounds=40):
+    """SIGSTOP to every process below `pid` until all of them are seen stopped at once:
+    processes that continue each other (one stopped, another sends it SIGCONT) are
+    stopped again, round after round. False when they would not all stay stopped."""
+    for _ in range(rounds):
+        signal_tree(pid, signal.SIGSTOP)
+        if all(_stopped(child) for child in descendants(pid)):
+            return True
+        time.sleep(0.0002)  # a stop in flight: delivered within microseconds
+    return False
+
+
+def _stopped(pid):
+    """Whether `pid` is stopped (or gone), from /proc/PID/stat's state."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return True
+    state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
+    return state in (b"T", b"t", b"Z", b"X")
+
+
 def death_text(proc, status, limits, where):
     if proc.timed_out and limits is not None:
         return f"wall-clock limit of {limits['timeout_s']:g} s hit{where}"

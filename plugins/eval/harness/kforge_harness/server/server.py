@@ -49,7 +49,8 @@ from kforge_harness.sandbox.zygote import Zygote
 from kforge_harness.server import child
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
 from kforge_harness.server.procs import (Proc, death_text, death_verdict, descendants, error, fail,
-                                         kill_group, log_tail, set_nonblocking, signal_tree)
+                                         freeze_tree, kill_group, log_tail, set_nonblocking,
+                                         signal_tree)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.tasks.tasks import read_task_source
 from kforge_harness.timing import timing_plan
@@ -662,8 +663,8 @@ class Server:
             self._candidate_trial(job, message)
         elif job.loop is not None and message.get("prepared") is True and not job.loop.prepared:
             job.loop.prepared = True
-            signal_tree(job.proc.pid, signal.SIGSTOP)
-            self._loop_fill(job)
+            if self._frozen(job):
+                self._loop_fill(job)
         elif job.loop is not None and "called" in message:
             self._loop_called(job, message, now)
 
@@ -806,6 +807,17 @@ class Server:
         signal_tree(job.proc.pid, signal.SIGCONT)
         job.proc.send({"time": {"label": label, "compile": label == "compiled"}})
 
+    def _frozen(self, job):
+        """Stops the candidate's processes between timed calls; a tree that will not stay
+        stopped (its processes continue each other) is the candidate's cheat."""
+        if freeze_tree(job.proc.pid):
+            return True
+        self._decide(job, fail(protocol.CHEAT_DETECTED,
+                               f"{job.loop.label}: the candidate's processes would not stay "
+                               "stopped between timed calls (they continue each other): work "
+                               "between calls that no clock brackets"))
+        return False
+
     def _loop_fill(self, job):
         loop = job.loop
         seed = loop.seed_for_next()
@@ -827,14 +839,17 @@ class Server:
                                 (host_ms if isinstance(host_ms, (int, float)) else 0.0))
         command = {"call": call, "slot": call % 2, "inputs": result["inputs"],
                    "output": result["output"], "seed": loop.seeds[call]}
-        signal_tree(job.proc.pid, signal.SIGCONT)
+        # The call's bracket opens before the child is continued: whatever runs in it from
+        # then on (a handler of SIGCONT, a thread that was waiting) is the call's time.
         loop.commanded_at = time.monotonic()
+        signal_tree(job.proc.pid, signal.SIGCONT)
         job.proc.send(command)
 
     def _loop_called(self, job, message, now):
         loop = job.loop
         commanded = loop.commanded_at
-        signal_tree(job.proc.pid, signal.SIGSTOP)
+        if not self._frozen(job):
+            return
         try:
             loop.called(message, (now - commanded) * 1e3 if commanded is not None else math.nan)
         except ValueError as exc:
@@ -892,7 +907,7 @@ class Server:
         if why is not None:
             self._decide(job, timing_plan.rejection(why, self._correctness_metrics(job)))
             return
-        measured = summarise(loop.timed(loop.event_ms))
+        measured = timing_plan.charged(loop, reference)
         if job.first_loop is None:
             speedup = reference["summary"]["ms"] / measured["ms"] if measured["ms"] > 0 else math.inf
             if timing_plan.confirmation_needed(job.timing(), speedup):
@@ -927,7 +942,8 @@ class Server:
         metrics.update(timing_seconds=time.monotonic() - job.timing_started,
                        speedup=reference["summary"]["ms"] / cand_ms if cand_ms > 0 else math.inf,
                        reference_age_s=time.time() - reference["measured_at"],
-                       reference_gap_ms=reference["gap_ms"])
+                       reference_gap_ms=reference["gap_ms"],
+                       timing_charged_ms=measured.get("charged_ms", 0.0))
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
             flags.append("speedup_over_10x")
         if job.timing()["baseline"] == "compile":

@@ -142,6 +142,25 @@ def statistics_metrics(party, measured):
     return metrics
 
 
+def charged(loop, reference):
+    """The timing.summarise dict of a candidate's loop (and "charged_ms"), its calls charged with the time the
+    server's clock saw beyond the reference's path: the median gap above the reference's,
+    less the noise of that difference (0 when below), added to every call. Work the child's clock does not show (done in a
+    thread, a signal handler, a hook around the call) then counts however small, where
+    the bound of anticheat/timing.py only rejects what noise cannot explain; an honest
+    candidate's gap is the reference's, give or take the machine's noise."""
+    measured = summarise(loop.timed(loop.event_ms))
+    gaps = loop.gaps()
+    # Less one standard error of the two medians' difference (by their deviations):
+    # what the machine's noise alone puts between two loops of the same code.
+    noise = (reference["gap_mad"] + mad(gaps)) / math.sqrt(max(1, len(gaps)))
+    unexplained = max(0.0, statistics.median(gaps) - reference["gap_ms"] - noise)
+    for name in ("ms", "p90", "mean", "min", "max"):
+        measured[name] += unexplained
+    measured["charged_ms"] = unexplained
+    return measured
+
+
 def counted(first, second):
     """Of a timing loop's and its confirmation loop's timing.summarise dicts, the one that
     counts: the slower (by median), whole, so that its statistics describe the calls its
