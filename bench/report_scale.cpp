@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
@@ -153,6 +154,7 @@ int main(int argc, char** argv) {
       fmt::print("    failed: see {}\n", log);
       status = 1;
     }
+    std::fflush(stdout);  // each row as it comes: the largest runs take minutes per command
   }
   fmt::print("report.html {:.1f} MiB, report.json {:.1f} MiB, report.md {:.1f} MiB\n", file_mib(dir / "report.html"),
              file_mib(dir / "report.json"), file_mib(dir / "report.md"));

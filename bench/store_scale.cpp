@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -190,6 +191,7 @@ int main(int argc, char** argv) {
       fmt::print("    failed: see {}\n", log);
       status = 1;
     }
+    std::fflush(stdout);  // each row as it comes: the largest runs take minutes per command
   }
   fmt::print("files: report.html {:.1f} MiB, report.json {:.1f} MiB, report.md {:.1f} MiB, junit.xml {:.1f} MiB, "
              "records.jsonl {:.1f} MiB, eval_results.json {:.1f} MiB\n",
