@@ -75,11 +75,11 @@ KFORGE_API std::string render_markdown_tables(const std::vector<Table>& tables);
 std::string markup_escape(const std::string& text);
 
 // How much of a run report.html embeds, so that a browser can open it: the task table's
-// index and the candidates behind its tasks, each within a budget of bytes. A task whose
-// entry would go past its budget is left out of the table (the page says how many of the
-// run's tasks it lists; report.md, report.json and junit.xml list every one); a task whose
-// candidates would go past theirs is listed without them (its page says to run `kforge
-// show`). docs/reports.md#large-runs says why these sizes.
+// index and the candidates behind its tasks, each within a budget of bytes. The table
+// lists the tasks in task order until the next entry would go past its budget (the page
+// says how many of the run's tasks it lists; report.md, report.json and junit.xml list
+// every one); a listed task whose candidates would go past theirs is listed without them
+// (its page says to run `kforge show`). docs/reports.md#large-runs says why these sizes.
 struct HtmlLimits {
   size_t index_bytes = size_t{32} << 20;
   size_t detail_bytes = size_t{96} << 20;
