@@ -181,7 +181,7 @@ int report_and_gate(const kforge::Report& report, const std::string& out_dir,
   } else {
     for (const auto& path : kforge::write_report_files(report, out_dir, formats)) spdlog::info("report: {}", path);
   }
-  const auto missed = kforge::missed_thresholds(report.metrics, thresholds);
+  const auto missed = kforge::missed_thresholds(report, thresholds);
   for (const auto& m : missed) spdlog::error("threshold missed: {}", m);
   return missed.empty() ? kExitOk : kExitThresholds;
 }
@@ -365,21 +365,29 @@ int main(int argc, char** argv) {
         return kExitConfig;
       }
       const kforge::ExportFormat format = *kforge::parse_export_format(export_format_name);
-      std::vector<kforge::ExportFile> files;
+      const fs::path to = export_to.empty() ? fs::path(export_dir) : fs::path(export_to);
+      // Written as the store is read; a file is opened only once nothing can refuse the
+      // export any more (ExportError).
+      std::vector<std::pair<fs::path, std::unique_ptr<std::ofstream>>> files;
       try {
-        files = kforge::export_files(kforge::load_export_input(export_dir), format, {export_level});
+        kforge::write_export(kforge::load_export_input(export_dir), format, {export_level},
+                             [&](const std::string& name) -> std::ostream& {
+                               fs::create_directories(to);
+                               files.emplace_back(to / name, std::make_unique<std::ofstream>(
+                                                                 to / name, std::ios::binary | std::ios::trunc));
+                               if (!*files.back().second) {
+                                 throw std::runtime_error(fmt::format("cannot write '{}': {}", (to / name).string(),
+                                                                      std::strerror(errno)));
+                               }
+                               return *files.back().second;
+                             });
       } catch (const kforge::ExportError& e) {
         spdlog::error("{}", e.what());
         return kExitConfig;
       }
-      const fs::path to = export_to.empty() ? fs::path(export_dir) : fs::path(export_to);
-      fs::create_directories(to);
-      for (const auto& file : files) {
-        const fs::path path = to / file.name;
-        std::ofstream out(path, std::ios::binary | std::ios::trunc);
-        out << file.content;
-        out.close();
-        if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
+      for (auto& [path, out] : files) {
+        out->close();
+        if (!*out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
         fmt::print("{}\n", path.string());
       }
       return kExitOk;

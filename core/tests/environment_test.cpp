@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kforge_process.hpp"
 #include "support/store_view.hpp"
@@ -251,14 +252,16 @@ TEST(Export, NoStatisticIsMadeUpWhereTheHarnessMeasuredNone) {
 }
 
 TEST(Export, TheBaselineFileCarriesTheReferencesStatistics) {
-  kforge::ExportInput input;
-  input.data.tasks["level1/19_ReLU"] = kforge::TaskInfo{"level1/19_ReLU", "19_ReLU", "", "", "kernelbench-torch", 1};
-  input.data.tasks["level1/20_Old"] = kforge::TaskInfo{"level1/20_Old", "20_Old", "", "", "kernelbench-torch", 1};
-  input.data.jobs = {job("level1/19_ReLU", 0, kH100), job("level1/20_Old", 0, kH100)};
-  input.run_metrics[{"level1/19_ReLU", 0}] = {{"reference_ms", 0.5},      {"reference_ms_mean", 0.52},
-                                              {"reference_ms_std", 0.02}, {"reference_ms_min", 0.49},
-                                              {"reference_ms_max", 0.6},  {"reference_timing_trials", 100}};
-  input.run_metrics[{"level1/20_Old", 0}] = {{"reference_ms", 0.5}};  // no statistics measured
+  kforge::Dataset data;
+  data.tasks["level1/19_ReLU"] = kforge::TaskInfo{"level1/19_ReLU", "19_ReLU", "", "", "kernelbench-torch", 1};
+  data.tasks["level1/20_Old"] = kforge::TaskInfo{"level1/20_Old", "20_Old", "", "", "kernelbench-torch", 1};
+  data.jobs = {job("level1/19_ReLU", 0, kH100), job("level1/20_Old", 0, kH100)};
+  std::map<std::pair<std::string, int>, json> run_metrics;
+  run_metrics[{"level1/19_ReLU", 0}] = {{"reference_ms", 0.5},      {"reference_ms_mean", 0.52},
+                                        {"reference_ms_std", 0.02}, {"reference_ms_min", 0.49},
+                                        {"reference_ms_max", 0.6},  {"reference_timing_trials", 100}};
+  run_metrics[{"level1/20_Old", 0}] = {{"reference_ms", 0.5}};  // no statistics measured
+  const auto input = kforge::export_input_of(data, run_metrics);
   const auto files = kforge::export_files(input, kforge::ExportFormat::KernelBench, {});
   ASSERT_EQ(files.size(), 2u);
   ASSERT_EQ(files[1].name, "baseline_time_torch.json");
@@ -271,6 +274,59 @@ TEST(Export, TheBaselineFileCarriesTheReferencesStatistics) {
   EXPECT_EQ(relu["num_trials"], 100);
   EXPECT_EQ(relu["hardware"], "NVIDIA H100 80GB HBM3");
   EXPECT_FALSE(baseline["level1"].contains("20_Old.py")) << "a reference without a measured mean has no entry";
+}
+
+// The KernelBench files are written in problem id order whatever the task order, as the
+// dump of the whole documents, and a level whose problems cannot be told apart is refused
+// before anything is written.
+TEST(Export, KernelBenchProblemsComeInIdOrderWhateverTheTaskOrder) {
+  kforge::Dataset data;
+  for (const char* id : {"level1/20_Old", "level1/3_Small", "level1/100_Big"}) {
+    data.tasks[id] = kforge::TaskInfo{id, std::string(id).substr(7), "", "", "kernelbench-torch", 1};
+    data.jobs.push_back(job(id, 0, kH100));
+    data.jobs.push_back(job(id, 1, kH100));
+  }
+  std::map<std::pair<std::string, int>, json> run_metrics;
+  run_metrics[{"level1/100_Big", 0}] = {{"reference_ms_mean", 0.5}};
+  run_metrics[{"level1/3_Small", 1}] = {{"reference_ms_mean", 0.7}};
+  const auto files = kforge::export_files(kforge::export_input_of(data, run_metrics), kforge::ExportFormat::KernelBench, {});
+  ASSERT_EQ(files.size(), 2u);
+  const auto results = nlohmann::ordered_json::parse(files[0].content);
+  EXPECT_EQ(results.dump(2) + "\n", files[0].content);
+  std::vector<std::string> ids;
+  for (const auto& [id, entries] : results.items()) ids.push_back(id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"3", "20", "100"}));
+  EXPECT_EQ(results["3"].size(), 2u);
+  EXPECT_EQ(results["3"][1]["sample_id"], 1);
+  const auto baseline = nlohmann::ordered_json::parse(files[1].content);
+  EXPECT_EQ(baseline.dump(2) + "\n", files[1].content);
+  std::vector<std::string> names;
+  for (const auto& [name, stats] : baseline["level1"].items()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"3_Small.py", "100_Big.py"}));
+  EXPECT_EQ(baseline["level1"]["3_Small.py"]["mean"], 0.7);
+
+  // None at all: empty documents.
+  const auto none = kforge::export_files(kforge::export_input_of({}, {}), kforge::ExportFormat::KernelBench, {});
+  ASSERT_EQ(none.size(), 2u);
+  EXPECT_EQ(none[0].content, "{}\n");
+  EXPECT_EQ(none[1].content, "{\n  \"level1\": {}\n}\n");
+
+  kforge::Dataset twice = data;
+  twice.tasks["level1/20_Again"] = kforge::TaskInfo{"level1/20_Again", "20_Again", "", "", "kernelbench-torch", 1};
+  twice.jobs.push_back(job("level1/20_Again", 0, kH100));
+  std::vector<std::string> opened;
+  try {
+    kforge::write_export(kforge::export_input_of(twice, {}), kforge::ExportFormat::KernelBench, {},
+                         [&](const std::string& name) -> std::ostream& {
+                           opened.push_back(name);
+                           static std::ostringstream sink;
+                           return sink;
+                         });
+    FAIL() << "two tasks with problem id 20 were exported";
+  } catch (const kforge::ExportError& e) {
+    EXPECT_EQ(std::string(e.what()), "tasks 'level1/20_Old' and 'level1/20_Again' both have problem id 20 in level 1");
+  }
+  EXPECT_TRUE(opened.empty()) << "a file was opened before the export was refused";
 }
 
 TEST(Export, FailedCandidatesCarryKernelBenchsErrorKeysAndNoRuntime) {
@@ -301,12 +357,10 @@ TEST(Export, FailedCandidatesCarryKernelBenchsErrorKeysAndNoRuntime) {
 }
 
 TEST(Export, ARecordHasEveryFieldNullWhereUnmeasured) {
-  kforge::Dataset data;
-  data.label = "s";
-  data.tasks["t"] = kforge::TaskInfo{"t", "19_ReLU", "Activation", "C1", "kernelbench-torch", 1};
+  const kforge::TaskInfo task{"t", "19_ReLU", "Activation", "C1", "kernelbench-torch", 1};
   kforge::JobOutcome o = job("t", 0, kH100);
   o.speedup = 2.0;
-  const auto r = kforge::export_record(data, o, {{"candidate_ms", 0.25}, {"reference_ms", 0.5}, {"max_abs_diff", 1e-6}});
+  const auto r = kforge::export_record("s", &task, o, {{"candidate_ms", 0.25}, {"reference_ms", 0.5}, {"max_abs_diff", 1e-6}});
   EXPECT_EQ(r["status"], "passed");
   EXPECT_EQ(r["task_name"], "19_ReLU");
   EXPECT_DOUBLE_EQ(r["latency_ms"].get<double>(), 0.25);
@@ -316,10 +370,10 @@ TEST(Export, ARecordHasEveryFieldNullWhereUnmeasured) {
   EXPECT_TRUE(r["latency_stats"].is_null()) << "a median alone makes no statistics";
   EXPECT_TRUE(r["reference_latency_stats"].is_null());
   EXPECT_EQ(r["environment"]["gpu"], "NVIDIA H100 80GB HBM3");
-  EXPECT_TRUE(kforge::export_record(data, job("t", 1, ""), json::object())["environment"].is_null());
+  EXPECT_TRUE(kforge::export_record("s", &task, job("t", 1, ""), json::object())["environment"].is_null());
 
   const auto timed = kforge::export_record(
-      data, o,
+      "s", &task, o,
       {{"candidate_ms", 0.25}, {"candidate_ms_mean", 0.26}, {"candidate_ms_std", 0.01}, {"candidate_ms_min", 0.24},
        {"candidate_ms_max", 0.3}, {"candidate_timing_trials", 20}, {"reference_ms_mean", 0.5}});
   EXPECT_EQ(timed["latency_stats"],

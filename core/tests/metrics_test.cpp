@@ -89,6 +89,15 @@ Dataset example() {
   return d;
 }
 
+// Every task's row in task order, as a report reads them.
+std::vector<kforge::TaskResult> task_rows(const Dataset& d) {
+  std::vector<kforge::TaskResult> rows;
+  kforge::for_each_task(d, [&](const kforge::TaskInfo& task, const std::vector<JobOutcome>& jobs) {
+    rows.push_back(kforge::task_result(task, jobs));
+  });
+  return rows;
+}
+
 void expect_share(const kforge::Share& s, uint64_t count, uint64_t total) {
   EXPECT_EQ(s.count, count);
   EXPECT_EQ(s.total, total);
@@ -255,19 +264,20 @@ TEST(Metrics, PassAtKAndBestOfK) {
   ASSERT_EQ(m.pass_at_k.size(), 2u);  // every task has n = 2
   EXPECT_NEAR(m.pass_at_k[0].value, (0.5 + 0.5 + 0 + 1) / 4, 1e-12);
   EXPECT_NEAR(m.pass_at_k[1].value, 3.0 / 4, 1e-12);
-  ASSERT_EQ(m.per_task.size(), 4u);
-  EXPECT_EQ(m.per_task[0].task_id, "t1");
-  EXPECT_EQ(*m.per_task[0].best_sample, 0);
-  EXPECT_EQ(*m.per_task[3].best_sample, 1);  // 3.0x beats 1.2x
-  EXPECT_DOUBLE_EQ(*m.per_task[3].best_speedup, 3.0);
-  const auto& t3 = m.per_task[2];
+  const std::vector<kforge::TaskResult> per_task = task_rows(example());
+  ASSERT_EQ(per_task.size(), 4u);
+  EXPECT_EQ(per_task[0].task_id, "t1");
+  EXPECT_EQ(*per_task[0].best_sample, 0);
+  EXPECT_EQ(*per_task[3].best_sample, 1);  // 3.0x beats 1.2x
+  EXPECT_DOUBLE_EQ(*per_task[3].best_speedup, 3.0);
+  const auto& t3 = per_task[2];
   EXPECT_FALSE(t3.solved);
   EXPECT_FALSE(t3.best_sample);
   ASSERT_EQ(t3.failures.size(), 2u);
   EXPECT_EQ(t3.failures[0].describe(), "sample 0 round 0: llm_error: details of llm_error");
   EXPECT_EQ(t3.failures[1].error_class, "compile_error");
   EXPECT_FALSE(t3.only_errors);  // job 6 failed, it did not err
-  EXPECT_TRUE(m.per_task[0].failures.empty());  // solved tasks list no failures
+  EXPECT_TRUE(per_task[0].failures.empty());  // solved tasks list no failures
 }
 
 TEST(Metrics, TimeTokensCostAndCache) {
@@ -296,8 +306,10 @@ TEST(Metrics, TaskWhoseCandidatesAllErredIsAnError) {
   Dataset d;
   d.jobs = {job("x", 0, "", kError, 0, "harness_error", std::nullopt, 0, {attempt(KF_ROLE_RUN, kError, 0, "harness_error")})};
   const Metrics m = kforge::compute_metrics(d);
-  ASSERT_EQ(m.per_task.size(), 1u);
-  EXPECT_TRUE(m.per_task[0].only_errors);
+  const std::vector<kforge::TaskResult> per_task = task_rows(d);
+  ASSERT_EQ(per_task.size(), 1u);
+  EXPECT_TRUE(per_task[0].only_errors);
+  EXPECT_EQ(m.error_tasks, 1u);
   EXPECT_TRUE(m.selection.empty());  // no model named
   ASSERT_EQ(m.models.size(), 1u);
   EXPECT_EQ(m.models[0].model, "(none)");

@@ -4,6 +4,7 @@
 // DevTools protocol by report_browser.py: click a task, click a candidate, read its diff.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -20,6 +21,15 @@ using kforge_test::TempDir;
 // The heading of `kforge show`'s timing table: one column per statistic eval.run records.
 const char* const kTimingHeader =
     "               mean (ms)    std (ms)    min (ms) median (ms)    p90 (ms)    max (ms)      trials\n";
+
+std::string find_program(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    for (const char* dir : {"/usr/bin/", "/usr/local/bin/", "/bin/"}) {
+      if (fs::exists(std::string(dir) + name)) return std::string(dir) + name;
+    }
+  }
+  return "";
+}
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -143,6 +153,61 @@ TEST_F(Investigation, HtmlCarriesCandidatesAsInertData) {
   const auto& evil = hostile["candidates"][0];
   EXPECT_EQ(hostile["artifacts"][evil["rounds"][0]["code"].get<std::string>()], kforge_test::kHostileCode);
   EXPECT_EQ(evil["message"], kforge_test::kHostileMessage);
+}
+
+// A page holds what a browser can open: the index within its budget (a prefix of the
+// tasks), and the candidates of each listed task while their blocks stay within theirs.
+TEST_F(Investigation, HtmlEmbedsWhatItsLimitsAllowAndSaysWhatItLeftOut) {
+  const kforge::Report report = kforge::load_report(dir.path().string());
+  const auto [all_blocks, all_markup] = split_scripts(kforge::render_html(report));
+  ASSERT_EQ(all_blocks.size(), 7u);
+  const auto all_index = nlohmann::json::parse(all_blocks[2]);
+  EXPECT_EQ(all_index["total"], 3);
+  EXPECT_EQ(all_index["listed"], 3);
+  EXPECT_EQ(all_index["detailed"], 3);
+  for (const auto& task : all_index["tasks"]) EXPECT_TRUE(task["detail"].get<bool>()) << task;
+
+  // Room for the first task's block only, and for the index of two tasks.
+  kforge::HtmlLimits limits;
+  limits.detail_bytes = all_blocks[4].size();
+  const std::string entries = all_blocks[2].substr(0, all_blocks[2].find("},{\"id\":\"666_hostile\""));
+  limits.index_bytes = entries.size() - entries.find("\"tasks\":[") + 20;
+  const std::string html = kforge::render_html(report, limits);
+  const auto [blocks, markup] = split_scripts(html);
+  ASSERT_EQ(blocks.size(), 2u + 1u + 1u + 1u) << "one task's block";
+  EXPECT_EQ(blocks[4], all_blocks[4]);
+  const auto index = nlohmann::json::parse(blocks[2]);
+  EXPECT_EQ(index["total"], 3);
+  EXPECT_EQ(index["listed"], 2);
+  EXPECT_EQ(index["detailed"], 1);
+  EXPECT_EQ(index["directory"], dir.path().string());
+  ASSERT_EQ(index["tasks"].size(), 2u);
+  EXPECT_TRUE(index["tasks"][0]["detail"].get<bool>());
+  EXPECT_FALSE(index["tasks"][1]["detail"].get<bool>());
+  EXPECT_NE(markup.find("<h2>Tasks (3)</h2>"), std::string::npos);
+
+  // In the browser: the page says what it left out, and a task without its block says how
+  // to see its candidates, without a script error.
+  const std::string chromium = find_program({"chromium", "chromium-browser", "google-chrome"});
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs Debian's chromium)";
+  TempDir scratch;
+  {
+    std::ofstream out(scratch / "report.html");
+    out << html;
+  }
+  const std::string command = chromium +
+                              " --headless --no-sandbox --disable-gpu --disable-background-networking "
+                              "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
+                              (scratch / "profile").string() + " --dump-dom 'file://" + (scratch / "report.html").string() +
+                              "#task=019_softmax' > " + (scratch / "dom.html").string() + " 2> /dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const std::string dom = kforge_test::slurp(scratch / "dom.html");
+  const std::string root = dom.substr(dom.find("<html"), dom.find('>', dom.find("<html")) - dom.find("<html"));
+  EXPECT_EQ(root.find("data-script-errors"), std::string::npos) << root;
+  EXPECT_NE(root.find("data-tasks-ready=\"yes\""), std::string::npos) << root;
+  EXPECT_NE(dom.find("The table lists the first 2 of the run's 3 tasks"), std::string::npos) << dom;
+  EXPECT_NE(dom.find("id=\"no-detail\""), std::string::npos) << dom;
+  EXPECT_NE(dom.find("kforge show '" + dir.path().string() + "' '019_softmax'"), std::string::npos) << dom;
 }
 
 TEST_F(Investigation, ShowPrintsCodeDiffsVerdictsLogsAndTimings) {
@@ -272,15 +337,6 @@ TEST_F(Investigation, ShowCommandReadsTheStoreWithoutChangingIt) {
   const auto no_store = kforge_test::run_kforge({"show", scratch.path().string(), "019_softmax"}, scratch / "c");
   EXPECT_EQ(no_store.exit_code, 2);
   EXPECT_NE(no_store.err.find("has no kforge.db"), std::string::npos) << no_store.err;
-}
-
-std::string find_program(std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    for (const char* dir : {"/usr/bin/", "/usr/local/bin/", "/bin/"}) {
-      if (fs::exists(std::string(dir) + name)) return std::string(dir) + name;
-    }
-  }
-  return "";
 }
 
 TEST_F(Investigation, BrowserClicksFromTheTaskTableToACandidateAndReadsItsDiff) {

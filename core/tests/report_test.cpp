@@ -57,7 +57,7 @@ kforge::Report sample_report(std::string label = "smart") {
             job("softmax", 1, "deepseek-chat", VerdictStatus::Fail, 0, std::nullopt, "compile_error", "a.py:3: bad"),
             job("conv", 0, "deepseek-chat", VerdictStatus::Error, 0, std::nullopt, "harness_error", "worker died"),
             job("conv", 1, "deepseek-chat", VerdictStatus::Error, 0, std::nullopt, "timeout", "")};
-  kforge::Report r;
+  kforge::Report r = kforge::report_of(d);
   r.directory = "out";
   kforge::RunRecord run;
   run.id = 1;
@@ -69,7 +69,6 @@ kforge::Report sample_report(std::string label = "smart") {
   run.kforge_version = "0.1.0";
   run.host = "ci";
   r.runs = {run};
-  r.metrics = kforge::compute_metrics(d);
   return r;
 }
 
@@ -120,6 +119,17 @@ TEST(ReportJson, CarriesTheMetrics) {
   EXPECT_EQ(j["tasks"][1]["failures"][0]["error_class"], "numerical_mismatch");
   EXPECT_EQ(j["runs"][0]["host"], "ci");
   EXPECT_DOUBLE_EQ(j["summary"]["geomean_speedup"].get<double>(), 1.8);
+}
+
+// report.json is written a task at a time; its text is still the one dump of the whole
+// document gives, with tasks and without.
+TEST(ReportJson, WrittenTaskByTaskAsTheWholeDocumentsDump) {
+  for (const kforge::Report& report : {sample_report(), kforge::report_of(kforge::Dataset{})}) {
+    const std::string text = kforge::render_json(report);
+    const auto whole = nlohmann::ordered_json::parse(text);
+    EXPECT_EQ(whole.dump(2) + "\n", text);
+    EXPECT_EQ(whole["tasks"].size(), report.metrics.tasks);
+  }
 }
 
 TEST(ReportJunit, OneTestCasePerTaskWithFailuresAndErrors) {
@@ -237,17 +247,22 @@ TEST(Thresholds, ParseAndCheck) {
   EXPECT_THROW(kforge::parse_fast_p_threshold("1.0"), std::invalid_argument);
   EXPECT_THROW(kforge::parse_fast_p_threshold("x:0.2"), std::invalid_argument);
   EXPECT_THROW(kforge::parse_fast_p_threshold("1:2"), std::invalid_argument);
-  const auto m = sample_report().metrics;  // pass rate 1/3, fast_1 1/3, fast_2 0/3
+  const auto report = sample_report();  // pass rate 1/3, fast_1 1/3, fast_2 0/3
   kforge::Thresholds t;
   t.min_pass_rate = 0.3;
   t.min_fast_p = {{1.0, 0.3}};
-  EXPECT_TRUE(kforge::missed_thresholds(m, t).empty());
+  EXPECT_TRUE(kforge::missed_thresholds(report, t).empty());
   t.min_pass_rate = 0.5;
   t.min_fast_p = {{1.0, 0.3}, {2.0, 0.1}};
-  const auto missed = kforge::missed_thresholds(m, t);
+  const auto missed = kforge::missed_thresholds(report, t);
   ASSERT_EQ(missed.size(), 2u);
   EXPECT_EQ(missed[0], "pass rate 1/3 (33.3%) is below --min-pass-rate 0.5");
   EXPECT_EQ(missed[1], "fast_2 0/3 (0.0%) is below --min-fast-p 2:0.1");
+  // Any p, not only the fast_p table's: relu's 1.8x is above 1.75, not above 1.85.
+  t.min_pass_rate.reset();
+  t.min_fast_p = {{1.75, 0.3}, {1.85, 0.3}};
+  EXPECT_EQ(kforge::missed_thresholds(report, t),
+            std::vector<std::string>{"fast_1.85 0/3 (0.0%) is below --min-fast-p 1.85:0.3"});
 }
 
 // ---- progress

@@ -313,15 +313,16 @@ TEST_F(StoreTest, ResumeSkipsFinishedJobsOfTheSeries) {
   kforge::testing::PipelineSpec partial = pipeline();
   partial.source_config.values["count"] = kforge::testing::scalar(KF_PARAM_INT, "3");
   const int64_t first = record(store, partial);
-  const auto done = store.finished_jobs(first);
-  EXPECT_EQ(done.size(), 6u);
+  EXPECT_EQ(store.count_finished(first), 6u);
+  EXPECT_TRUE(store.finished(first, "task-0002", 1));
+  EXPECT_FALSE(store.finished(first, "task-0003", 0));
   kforge::RunOptions options;
-  options.skip = [&](const kforge::Task& task, int sample) { return done.count({task.id(), sample}) > 0; };
+  options.skip = [&](const kforge::Task& task, int sample) { return store.finished(first, task.id(), sample); };
   kforge::RunSummary summary;
   const int64_t second = record(store, pipeline(), options, first, &summary);
   EXPECT_EQ(summary.skipped, 6u);
   EXPECT_EQ(summary.jobs, 6u);
-  EXPECT_EQ(store.finished_jobs(first).size(), 12u);
+  EXPECT_EQ(store.count_finished(first), 12u);
   const auto runs = store.series_runs(first);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[1].id, second);
@@ -335,8 +336,59 @@ TEST_F(StoreTest, ResumeSkipsFinishedJobsOfTheSeries) {
   }
   // A fresh run (series 0) starts a new series: nothing of the old one is skipped.
   const int64_t fresh = record(store, pipeline());
-  EXPECT_EQ(store.finished_jobs(fresh).size(), 12u);
+  EXPECT_EQ(store.count_finished(fresh), 12u);
   EXPECT_EQ(store.latest_run()->series, fresh);
+}
+
+// Reports read a task's jobs together, where its first job comes in job order: also when
+// a resumed series' source numbered the tasks differently, so that one task's jobs are not
+// next to each other in job order (a task added before it in the source shifted it).
+TEST_F(StoreTest, TasksAreReadWithAllTheirJobsWhereTheirFirstJobComes) {
+  kforge::Store store((dir / "kforge.db").string());
+  kforge::RunRecord record = kforge::describe_run(plan(pipeline()), "test");
+  const int64_t first = store.begin_run(record);
+  auto finished = [&](int64_t run, const std::string& task, int sample, uint64_t index, kforge::VerdictStatus status) {
+    kforge::JobOutcome o;
+    o.task_id = task;
+    o.sample = sample;
+    o.job_index = index;
+    o.status = status;
+    store.record_job(run, o);
+  };
+  finished(first, "a", 0, 0, kforge::VerdictStatus::Pass);
+  finished(first, "b", 0, 2, kforge::VerdictStatus::Fail);
+  store.end_run(first, kforge::RunStatus::Interrupted);
+  record.series = first;
+  const int64_t resumed = store.begin_run(record);
+  finished(resumed, "b", 1, 1, kforge::VerdictStatus::Pass);  // b is task 0 now, a task 1
+  finished(resumed, "a", 1, 3, kforge::VerdictStatus::Fail);
+  finished(resumed, "c", 0, 4, kforge::VerdictStatus::Pass);
+  store.end_run(resumed, kforge::RunStatus::Finished);
+
+  // Job order: a/0 (0), b/1 (1), b/0 (2), a/1 (3), c/0 (4). Task order: a, b, c.
+  std::vector<std::string> seen;
+  store.visit_tasks(first, true, [&](kforge::TaskJobs& task) {
+    std::string jobs;
+    for (const auto& j : task.jobs) jobs += " " + std::to_string(j.sample) + "@" + std::to_string(j.job_index);
+    seen.push_back(task.info.id + ":" + jobs);
+    ASSERT_EQ(task.candidates.size(), task.jobs.size());
+    EXPECT_FALSE(task.known);  // these jobs came with no task row
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"a: 0@0 1@3", "b: 1@1 0@2", "c: 0@4"}));
+  const std::string only = "b";
+  seen.clear();
+  store.visit_tasks(first, false, [&](kforge::TaskJobs& task) { seen.push_back(task.info.id); }, &only);
+  EXPECT_EQ(seen, std::vector<std::string>{"b"});
+
+  // The metrics see one row per task: a and b solved, once each.
+  const kforge::Report report = kforge::load_report(dir.path().string());
+  EXPECT_EQ(report.metrics.tasks, 3u);
+  EXPECT_EQ(report.metrics.solved.count, 3u);
+  std::vector<std::string> rows;
+  report.tasks(false, [&](const kforge::ReportTask& task) {
+    rows.push_back(task.result.task_id + " " + kforge::format_share(task.result.candidates));
+  });
+  EXPECT_EQ(rows, (std::vector<std::string>{"a 1/2 (50.0%)", "b 1/2 (50.0%)", "c 1/1 (100.0%)"}));
 }
 
 TEST_F(StoreTest, AttemptsOfUnfinishedJobsDoNotCount) {

@@ -69,7 +69,15 @@ struct CandidateRecord {
 struct CandidateRecords {
   std::vector<CandidateRecord> candidates;       // in job order
   std::map<std::string, std::string> artifacts;  // content by hash: every one the stages name
-  std::map<std::string, TaskInfo> tasks;         // every task the store knows, by id
+  std::map<std::string, TaskInfo> tasks;         // the tasks of the candidates, by id
+};
+
+// One task of a run series and its finished jobs, as Store::visit_tasks reads them.
+struct TaskJobs {
+  TaskInfo info;       // the store's row of the task; only its id when the store has none
+  bool known = false;  // the store has a row for the task
+  std::vector<JobOutcome> jobs;             // in job order
+  std::vector<CandidateRecord> candidates;  // the same jobs with their verdicts, when asked for
 };
 
 // The code a candidate had in one fix round, and the diff that made it.

@@ -10,19 +10,27 @@
 
 namespace kforge {
 
-std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs) {
-  std::vector<EnvironmentUse> uses;
-  for (const JobOutcome& job : jobs) {
-    if (job.environment.empty()) continue;
-    const auto parsed = nlohmann::json::parse(job.environment, nullptr, false);
-    if (!parsed.is_object()) continue;
-    std::map<std::string, std::string> facts;
-    for (const auto& [key, value] : parsed.items()) facts[key] = value.is_string() ? value.get<std::string>() : value.dump();
-    auto same = std::find_if(uses.begin(), uses.end(), [&](const EnvironmentUse& u) { return u.facts == facts; });
-    if (same == uses.end()) same = uses.insert(uses.end(), EnvironmentUse{std::move(facts), 0});
-    ++same->jobs;
+void EnvironmentTally::add(const JobOutcome& job) {
+  if (job.environment.empty()) return;
+  if (!last_text_.empty() && job.environment == last_text_) {
+    ++uses_[last_use_].jobs;
+    return;
   }
-  return uses;
+  const auto parsed = nlohmann::json::parse(job.environment, nullptr, false);
+  if (!parsed.is_object()) return;
+  std::map<std::string, std::string> facts;
+  for (const auto& [key, value] : parsed.items()) facts[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  auto same = std::find_if(uses_.begin(), uses_.end(), [&](const EnvironmentUse& u) { return u.facts == facts; });
+  if (same == uses_.end()) same = uses_.insert(uses_.end(), EnvironmentUse{std::move(facts), 0});
+  ++same->jobs;
+  last_text_ = job.environment;
+  last_use_ = static_cast<size_t>(same - uses_.begin());
+}
+
+std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs) {
+  EnvironmentTally tally;
+  for (const JobOutcome& job : jobs) tally.add(job);
+  return tally.uses();
 }
 
 namespace {

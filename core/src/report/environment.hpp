@@ -22,8 +22,23 @@ struct EnvironmentUse {
   uint64_t jobs = 0;                         // finished jobs it judged
 };
 
-// The distinct environments of `jobs`, in order of first appearance; jobs without one
-// (no run stage judged them, or a store older than schema 3) are not counted.
+// The distinct environments of jobs given one at a time, in order of first appearance;
+// jobs without one (no run stage judged them, or a store older than schema 3) are not
+// counted.
+class EnvironmentTally {
+ public:
+  void add(const JobOutcome& job);
+  const std::vector<EnvironmentUse>& uses() const { return uses_; }
+
+ private:
+  std::vector<EnvironmentUse> uses_;
+  // The last job's environment as text, and its entry: consecutive jobs mostly share one,
+  // and are counted without parsing it again.
+  std::string last_text_;
+  size_t last_use_ = 0;
+};
+
+// The same for a list of jobs.
 std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs);
 
 // One row per environment; nullopt-like empty rows when there is none.

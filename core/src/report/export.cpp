@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <memory>
+#include <ostream>
 #include <set>
+#include <sstream>
 
+#include "run/store/scratch.hpp"
 #include "run/store/store.hpp"
 
 namespace kforge {
@@ -175,15 +179,15 @@ ojson kernelbench_entry(const JobOutcome& job, const nlohmann::json& metrics) {
   return entry;
 }
 
-ojson export_record(const Dataset& data, const JobOutcome& job, const nlohmann::json& metrics) {
-  const auto task = data.tasks.find(job.task_id);
+ojson export_record(const std::string& strategy, const TaskInfo* task, const JobOutcome& job,
+                    const nlohmann::json& metrics) {
   ojson r;
   r["kforge_record"] = 1;
-  r["strategy"] = data.label;
+  r["strategy"] = strategy;
   r["task"] = job.task_id;
-  r["task_name"] = task == data.tasks.end() ? job.task_id : task->second.name;
-  r["level"] = task == data.tasks.end() ? ojson(nullptr) : ojson(task->second.level);
-  r["category"] = task == data.tasks.end() ? "" : task->second.category;
+  r["task_name"] = task == nullptr ? job.task_id : task->name;
+  r["level"] = task == nullptr ? ojson(nullptr) : ojson(task->level);
+  r["category"] = task == nullptr ? "" : task->category;
   r["sample"] = job.sample;
   r["round"] = job.round;
   r["status"] = common_status(job);
@@ -212,38 +216,102 @@ ojson export_record(const Dataset& data, const JobOutcome& job, const nlohmann::
 }
 
 ExportInput load_export_input(const std::string& directory) {
-  const std::unique_ptr<Store> opened = open_store_read_only(directory);
-  Store& store = *opened;
-  const std::optional<RunRecord> latest = store.latest_run();
+  const std::shared_ptr<Store> store = open_store_read_only(directory);
+  const std::optional<RunRecord> latest = store->latest_run();
   if (!latest) {
     throw ExportError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
   }
   ExportInput input;
-  input.data = store.load_dataset(latest->series);
-  for (auto& [key, text] : store.load_run_metrics(latest->series)) {
-    auto parsed = nlohmann::json::parse(text, nullptr, false);
-    if (parsed.is_object()) input.run_metrics.emplace(key, std::move(parsed));
-  }
+  input.strategy = latest->label;
+  input.tasks = [store, series = latest->series](const std::function<void(const ExportTask&)>& visit) {
+    store->visit_tasks(series, true, [&](TaskJobs& task) {
+      ExportTask out{std::move(task.info), task.known, std::move(task.jobs), {}};
+      for (const CandidateRecord& c : task.candidates) {
+        // The job's final round, its last run-role verdict: ordered as recorded, a later
+        // verdict overwrites an earlier one.
+        nlohmann::json metrics = nlohmann::json::object();
+        for (const StageRecord& s : c.stages) {
+          if (s.role != to_string(KF_ROLE_RUN) || s.round != c.round) continue;
+          metrics = nlohmann::json::object();
+          for (const auto& [name, value] : s.metrics) metrics[name] = value;
+        }
+        out.metrics.push_back(std::move(metrics));
+      }
+      visit(out);
+    });
+  };
+  return input;
+}
+
+ExportInput export_input_of(Dataset data, std::map<std::pair<std::string, int>, nlohmann::json> run_metrics) {
+  const auto held = std::make_shared<const std::pair<Dataset, std::map<std::pair<std::string, int>, nlohmann::json>>>(
+      std::move(data), std::move(run_metrics));
+  ExportInput input;
+  input.strategy = held->first.label;
+  input.tasks = [held](const std::function<void(const ExportTask&)>& visit) {
+    const Dataset& data = held->first;
+    for_each_task(data, [&](const TaskInfo& info, const std::vector<JobOutcome>& jobs) {
+      ExportTask task{info, data.tasks.count(info.id) != 0, jobs, {}};
+      for (const JobOutcome& job : jobs) {
+        const auto it = held->second.find({job.task_id, job.sample});
+        task.metrics.push_back(it == held->second.end() ? nlohmann::json::object() : it->second);
+      }
+      visit(task);
+    });
+  };
   return input;
 }
 
 namespace {
 
-const nlohmann::json& metrics_of(const ExportInput& input, const JobOutcome& job) {
-  static const nlohmann::json kNone = nlohmann::json::object();
-  const auto it = input.run_metrics.find({job.task_id, job.sample});
-  return it == input.run_metrics.end() ? kNone : it->second;
-}
+std::string dump_indented(const ojson& value) { return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-std::vector<ExportFile> kernelbench_files(const ExportInput& input, const ExportOptions& options) {
-  const Dataset& data = input.data;
-  auto task_of = [&](const JobOutcome& job) -> const TaskInfo& {
-    const auto it = data.tasks.find(job.task_id);
-    if (it == data.tasks.end()) throw ExportError("the store has no task row for job task '" + job.task_id + "'");
-    return it->second;
-  };
+// KernelBench's eval_results.json, {"problem id": [entries by sample]} in problem id order,
+// and its baseline file, {"levelL": {"NAME.py": statistics}}. The problems of every level
+// wait in a scratch database, one row per task, until the level to write is known and they
+// can be written in id order.
+void write_kernelbench(const ExportInput& input, const ExportOptions& options,
+                       const std::function<std::ostream&(const std::string&)>& open) {
+  sql::ScratchDb scratch(
+      "CREATE TABLE problems (position INTEGER PRIMARY KEY, level INTEGER NOT NULL, id INTEGER, task TEXT NOT NULL, "
+      "name TEXT NOT NULL, entries TEXT, baseline TEXT); CREATE INDEX problems_by_id ON problems (level, id, position)");
+  scratch.exec("BEGIN");
   std::set<int> levels;
-  for (const JobOutcome& job : data.jobs) levels.insert(static_cast<int>(task_of(job).level));
+  {
+    sql::Statement insert(scratch.db(), scratch.name(),
+                          "INSERT INTO problems (level, id, task, name, entries, baseline) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    input.tasks([&](const ExportTask& task) {
+      if (!task.known) throw ExportError("the store has no task row for job task '" + task.info.id + "'");
+      const int level = static_cast<int>(task.info.level);
+      levels.insert(level);
+      std::map<int, ojson> entries;  // by sample
+      std::optional<ojson> baseline;
+      for (size_t i = 0; i < task.jobs.size(); ++i) {
+        const JobOutcome& job = task.jobs[i];
+        if (!baseline) {
+          ojson stats = timing_stats(task.metrics[i], KF_TIMING_REFERENCE, job);
+          if (!stats.empty()) baseline = std::move(stats);
+        }
+        // A sample the run folder did not have was never evaluated: KernelBench has no entry for it.
+        if (job.error_class == KF_ERROR_NO_CANDIDATE) continue;
+        entries[job.sample] = kernelbench_entry(job, task.metrics[i]);
+      }
+      ojson list = ojson::array();
+      for (auto& [sample, entry] : entries) list.push_back(std::move(entry));
+      const auto id = problem_id_of(task.info.name);
+      insert.bind(1, static_cast<int64_t>(level));
+      if (id) {
+        insert.bind(2, static_cast<int64_t>(*id));
+      } else {
+        insert.bind_null(2);
+      }
+      const auto compact = [](const ojson& value) { return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
+      const std::string list_text = compact(list);
+      const std::string baseline_text = baseline ? compact(*baseline) : "";
+      insert.bind(3, task.info.id).bind(4, task.info.name).bind(5, list.empty() ? nullptr : &list_text);
+      insert.bind(6, baseline ? &baseline_text : nullptr).run();
+    });
+  }
   if (options.level && !levels.count(*options.level)) {
     throw ExportError(fmt::format("the run has no task of level {} (its levels: {})", *options.level, fmt::join(levels, ", ")));
   }
@@ -251,62 +319,99 @@ std::vector<ExportFile> kernelbench_files(const ExportInput& input, const Export
     throw ExportError(fmt::format(
         "the run has tasks of levels {}; KernelBench keeps one level per eval_results.json: pass --level", fmt::join(levels, ", ")));
   }
-  const int level = options.level ? *options.level : (levels.empty() ? 1 : *levels.begin());
+  const int64_t level = options.level ? *options.level : (levels.empty() ? 1 : *levels.begin());
 
-  // Problem id -> (task id, entries by sample); KernelBench orders problems by id.
-  std::map<int, std::pair<std::string, std::map<int, ojson>>> problems;
-  ojson baseline = ojson::object();
-  std::map<int, ojson> baseline_by_id;
-  std::map<int, std::string> baseline_names;
-  for (const JobOutcome& job : data.jobs) {
-    const TaskInfo& task = task_of(job);
-    if (static_cast<int>(task.level) != level) continue;
-    const auto id = problem_id_of(task.name);
-    if (!id) {
-      throw ExportError("task '" + job.task_id + "' is no KernelBench problem: its name '" + task.name +
-                        "' does not start with a problem id");
-    }
-    auto& [owner, entries] = problems[*id];
-    if (owner.empty()) owner = job.task_id;
-    if (owner != job.task_id) {
-      throw ExportError(fmt::format("tasks '{}' and '{}' both have problem id {} in level {}", owner, job.task_id, *id, level));
-    }
-    const nlohmann::json& metrics = metrics_of(input, job);
-    if (!baseline_by_id.count(*id)) {
-      ojson stats = timing_stats(metrics, KF_TIMING_REFERENCE, job);
-      if (!stats.empty()) {
-        baseline_by_id[*id] = std::move(stats);
-        baseline_names[*id] = task.name + ".py";
+  // Every task of the level is a problem of its own, in task order.
+  {
+    sql::Statement tasks(scratch.db(), scratch.name(), "SELECT position, id, task, name FROM problems WHERE level = ?1 ORDER BY position");
+    sql::Statement owner(scratch.db(), scratch.name(),
+                         "SELECT task FROM problems WHERE level = ?1 AND id = ?2 AND position < ?3 ORDER BY position LIMIT 1");
+    tasks.bind(1, level);
+    while (tasks.step()) {
+      if (tasks.is_null(1)) {
+        throw ExportError("task '" + tasks.text(2) + "' is no KernelBench problem: its name '" + tasks.text(3) +
+                          "' does not start with a problem id");
+      }
+      owner.bind(1, level).bind(2, tasks.integer(1)).bind(3, tasks.integer(0));
+      while (owner.step()) {
+        const std::string first = owner.text(0);
+        owner.reset();
+        throw ExportError(fmt::format("tasks '{}' and '{}' both have problem id {} in level {}", first, tasks.text(2),
+                                      tasks.integer(1), level));
       }
     }
-    // A sample the run folder did not have was never evaluated: KernelBench has no entry for it.
-    if (job.error_class == KF_ERROR_NO_CANDIDATE) continue;
-    entries[job.sample] = kernelbench_entry(job, metrics);
   }
-  ojson results = ojson::object();
-  for (auto& [id, problem] : problems) {
-    if (problem.second.empty()) continue;
-    ojson list = ojson::array();
-    for (auto& [sample, entry] : problem.second) list.push_back(std::move(entry));
-    results[std::to_string(id)] = std::move(list);
+
+  sql::Statement problems(scratch.db(), scratch.name(),
+                          "SELECT id, name, entries, baseline FROM problems WHERE level = ?1 ORDER BY id");
+  // Each problem's list as the whole document's dump would indent it.
+  auto indented = [](const std::string& text, const char* prefix) {
+    std::string out;
+    size_t start = 0;
+    for (size_t end = text.find('\n');; end = text.find('\n', start)) {
+      if (start > 0) out += prefix;
+      out.append(text, start, end == std::string::npos ? std::string::npos : end + 1 - start);
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return out;
+  };
+  std::ostream& results = open("eval_results.json");
+  uint64_t written = 0;
+  problems.bind(1, level);
+  while (problems.step()) {
+    if (problems.is_null(2)) continue;
+    const ojson list = ojson::parse(problems.text(2));
+    results << (written++ == 0 ? "{\n  " : ",\n  ") << ojson(std::to_string(problems.integer(0))).dump() << ": "
+            << indented(dump_indented(list), "  ");
   }
-  ojson level_baseline = ojson::object();
-  for (auto& [id, stats] : baseline_by_id) level_baseline[baseline_names[id]] = std::move(stats);
-  baseline["level" + std::to_string(level)] = std::move(level_baseline);
-  const auto dump = [](const ojson& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; };
-  return {{"eval_results.json", dump(results)}, {"baseline_time_torch.json", dump(baseline)}};
+  results << (written == 0 ? "{}\n" : "\n}\n");
+
+  std::ostream& baseline = open("baseline_time_torch.json");
+  const std::string level_key = ojson("level" + std::to_string(level)).dump();
+  written = 0;
+  problems.bind(1, level);
+  while (problems.step()) {
+    if (problems.is_null(3)) continue;
+    const ojson stats = ojson::parse(problems.text(3));
+    baseline << (written++ == 0 ? "{\n  " + level_key + ": {\n    " : ",\n    ")
+             << ojson(problems.text(1) + ".py").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << ": "
+             << indented(dump_indented(stats), "    ");
+  }
+  baseline << (written == 0 ? "{\n  " + level_key + ": {}\n}\n" : "\n  }\n}\n");
+}
+
+void write_records(const ExportInput& input, const std::function<std::ostream&(const std::string&)>& open) {
+  std::ostream& out = open("records.jsonl");
+  input.tasks([&](const ExportTask& task) {
+    for (size_t i = 0; i < task.jobs.size(); ++i) {
+      out << export_record(input.strategy, task.known ? &task.info : nullptr, task.jobs[i], task.metrics[i])
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+          << '\n';
+    }
+  });
 }
 
 }  // namespace
 
-std::vector<ExportFile> export_files(const ExportInput& input, ExportFormat format, const ExportOptions& options) {
-  if (format == ExportFormat::KernelBench) return kernelbench_files(input, options);
-  std::string lines;
-  for (const JobOutcome& job : input.data.jobs) {
-    lines += export_record(input.data, job, metrics_of(input, job)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    lines += '\n';
+void write_export(const ExportInput& input, ExportFormat format, const ExportOptions& options,
+                  const std::function<std::ostream&(const std::string& name)>& open) {
+  if (format == ExportFormat::KernelBench) {
+    write_kernelbench(input, options, open);
+  } else {
+    write_records(input, open);
   }
-  return {{"records.jsonl", lines}};
+}
+
+std::vector<ExportFile> export_files(const ExportInput& input, ExportFormat format, const ExportOptions& options) {
+  std::vector<std::pair<std::string, std::unique_ptr<std::ostringstream>>> streams;
+  write_export(input, format, options, [&](const std::string& name) -> std::ostream& {
+    streams.emplace_back(name, std::make_unique<std::ostringstream>());
+    return *streams.back().second;
+  });
+  std::vector<ExportFile> files;
+  for (auto& [name, stream] : streams) files.push_back({name, stream->str()});
+  return files;
 }
 
 }  // namespace kforge

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <ostream>
 
 #include "report/html_tasks.hpp"
 #include "report/report.hpp"
@@ -219,26 +221,16 @@ std::string errors_chart(const Metrics& m) {
 }
 
 std::string speedup_chart(const Metrics& m) {
-  // Bins edged by the fast_p thresholds, so the chart and the fast_p table agree.
-  const std::vector<std::pair<double, std::string>> bins = {{0.5, "<0.5x"},  {0.8, "0.5-0.8x"}, {1.0, "0.8-1x"},
-                                                            {1.5, "1-1.5x"}, {2.0, "1.5-2x"},   {4.0, "2-4x"},
-                                                            {INFINITY, ">=4x"}};
-  Series counts{"tasks", std::vector<std::optional<double>>(bins.size(), 0.0)};
-  bool any = false;
-  for (const TaskResult& t : m.per_task) {
-    if (!t.best_speedup) continue;
-    any = true;
-    for (size_t b = 0; b < bins.size(); ++b) {
-      if (*t.best_speedup < bins[b].first) {
-        counts.values[b] = *counts.values[b] + 1;
-        break;
-      }
-    }
-  }
-  std::vector<std::string> labels;
-  for (const auto& bin : bins) labels.push_back(bin.second);
+  // Bins edged by the fast_p thresholds (kSpeedupBinEdges), so the chart and the fast_p
+  // table agree.
+  constexpr const char* kLabels[] = {"<0.5x", "0.5-0.8x", "0.8-1x", "1-1.5x", "1.5-2x", "2-4x", ">=4x"};
+  static_assert(std::size(kLabels) == std::size(kSpeedupBinEdges));
+  Series counts{"tasks", {}};
+  for (size_t b = 0; b < m.best_speedup_bins.size(); ++b) counts.values.push_back(static_cast<double>(m.best_speedup_bins[b]));
+  const std::vector<std::string> labels(std::begin(kLabels), std::end(kLabels));
   const std::string title = "Best speedup of each correct task";
-  return figure(any ? bar_chart("speedup-distribution", title, labels, {counts}, false) : no_data("speedup-distribution", title),
+  return figure(m.best_speedup_bins.empty() ? no_data("speedup-distribution", title)
+                                            : bar_chart("speedup-distribution", title, labels, {counts}, false),
                 fmt::format("{} (geometric mean {})", title, format_speedup(m.geomean_speedup)));
 }
 
@@ -350,9 +342,27 @@ constexpr const char* kScript = R"js(
 })();
 )js";
 
-}  // namespace
+// The page: the overview (cards, charts, tables) and the task browser, whose index and
+// tasks' blocks are written as the tasks come.
+class HtmlWriter : public FormatWriter {
+ public:
+  HtmlWriter(const Report& report, std::ostream& out, const HtmlLimits& limits)
+      : report_(report), out_(out), tasks_(report, out, limits) {}
+  void begin() override;
+  void task(const ReportTask& task) override { tasks_.task(task); }
+  void end() override {
+    tasks_.end();
+    out_ << "</body></html>\n";
+  }
 
-std::string render_html(const Report& report) {
+ private:
+  const Report& report_;
+  std::ostream& out_;
+  TaskBrowserWriter tasks_;
+};
+
+void HtmlWriter::begin() {
+  const Report& report = report_;
   const Metrics& m = report.metrics;
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
@@ -372,7 +382,7 @@ std::string render_html(const Report& report) {
   card("pass rate (" + std::to_string(m.solved.count) + "/" + std::to_string(m.solved.total) + " tasks)",
        format_percent(m.solved.rate()));
   card("candidates passed", format_percent(m.candidates.rate()));
-  card("fast_1", format_percent(fast_p(m.per_task, 1.0).rate()));
+  card("fast_1", format_percent(fast_p_of(m, 1.0).rate()));
   card("geometric mean speedup", format_speedup(m.geomean_speedup));
   card("total cost", format_money(m.cost));
   card("cache hits", std::to_string(m.cache_hits));
@@ -385,12 +395,16 @@ std::string render_html(const Report& report) {
   if (m.pass_at_k.size() > 1) out += pass_at_k_chart(m);
   out += "</div>\n";
   for (const Table& t : report_tables(m)) out += html_table(t);
-  const TaskBrowserHtml tasks = task_browser_html(report);
-  out += tasks.markup;
+  out += tasks_.markup();
   out += "</main>\n<section id=\"detail-view\" hidden></section>\n";
-  out += tasks.data;
-  out += "</body></html>\n";
-  return out;
+  out_ << out;
+  tasks_.begin();
+}
+
+}  // namespace
+
+std::unique_ptr<FormatWriter> html_writer(const Report& report, std::ostream& out, const HtmlLimits& limits) {
+  return std::make_unique<HtmlWriter>(report, out, limits);
 }
 
 }  // namespace kforge

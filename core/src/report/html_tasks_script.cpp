@@ -146,7 +146,8 @@ const char* const kTaskBrowserScript = R"js(
     var left = view.length - shown, button = $('show-more');
     button.hidden = left === 0;
     button.textContent = 'show ' + Math.min(PAGE, left) + ' more (' + left + ' left)';
-    $('filter-count').textContent = view.length + ' of ' + index.tasks.length + ' tasks, ' + shown + ' shown';
+    $('filter-count').textContent = view.length + ' of ' + index.tasks.length + ' tasks' +
+      (index.listed < index.total ? ' listed' : '') + ', ' + shown + ' shown';
   }
   function sortBy(th) {
     var key = th.getAttribute('data-key');
@@ -248,9 +249,27 @@ const char* const kTaskBrowserScript = R"js(
     c.rounds.forEach(function (r, i) { box.appendChild(roundView(c, r, artifacts, i === c.rounds.length - 1)); });
     return box;
   }
+  // A shell word: what the page tells to run is safe to paste.
+  function shellWord(text) { return "'" + String(text).replace(/'/g, "'\\''") + "'"; }
+  function taskFacts(task) {
+    return facts([['status', task.status], ['category', task.category], ['class', task.complexity],
+                  ['candidates passed', task.passed + '/' + task.candidates],
+                  ['best', missing(task.best_sample) ? null : 'sample ' + task.best_sample + ', ' + speedup(task.best_speedup)],
+                  ['cost', money(task.cost)]]);
+  }
   function taskView(task, sample) {
     var page = $('detail-view');
     page.textContent = '';
+    if (!task.detail) {  // the page's budget for candidates was spent (index.detail_mib)
+      page.appendChild(el('p', null, [el('a', {href: '#', id: 'back'}, ['\u2190 all tasks'])]));
+      page.appendChild(el('h2', {text: 'Task ' + task.id}));
+      page.appendChild(taskFacts(task));
+      page.appendChild(el('p', {className: 'note', id: 'no-detail', text:
+        'This page embeds the candidates of ' + index.detailed + ' of its ' + index.listed + ' tasks (up to ' +
+        index.detail_mib + ' MiB), not of this one. Every candidate of it, with its code, diffs, verdicts and logs: '}));
+      page.appendChild(el('pre', {className: 'code', text: 'kforge show ' + shellWord(index.directory) + ' ' + shellWord(task.id)}));
+      return;
+    }
     if (!$('kf-task-' + task.at)) {  // its block is not parsed yet: draw it once the page is
       page.appendChild(el('p', {text: 'loading the task\'s data\u2026'}));
       document.addEventListener('DOMContentLoaded', route, {once: true});
@@ -259,10 +278,7 @@ const char* const kTaskBrowserScript = R"js(
     var d = detail(task);
     page.appendChild(el('p', null, [el('a', {href: '#', id: 'back'}, ['\u2190 all tasks'])]));
     page.appendChild(el('h2', {text: 'Task ' + task.id}));
-    page.appendChild(facts([['status', task.status], ['category', task.category], ['class', task.complexity],
-                            ['candidates passed', task.passed + '/' + task.candidates],
-                            ['best', missing(task.best_sample) ? null : 'sample ' + task.best_sample + ', ' + speedup(task.best_speedup)],
-                            ['cost', money(task.cost)]]));
+    page.appendChild(taskFacts(task));
     var chosen = d.candidates.filter(function (c) { return String(c.sample) === sample; })[0] || d.candidates[0];
     page.appendChild(table(['Sample', 'Model', 'Status', 'Round', 'Error class', 'Message', 'Speedup', 'Cost', 'Time'],
       d.candidates.map(function (c) {
@@ -302,6 +318,23 @@ const char* const kTaskBrowserScript = R"js(
     })));
   }
 
+  // What of the run the page holds, when not all of it (index.index_mib and detail_mib).
+  function limits() {
+    var notes = [];
+    if (index.listed < index.total) {
+      notes.push('The table lists the first ' + index.listed + ' of the run\'s ' + index.total + ' tasks (' +
+                 index.index_mib + ' MiB of index); report.md, report.json and junit.xml list every task, and ' +
+                 'kforge show prints any of them.');
+    }
+    if (index.detailed < index.listed) {
+      notes.push('The candidates of ' + index.detailed + ' of these tasks are in the page (up to ' + index.detail_mib +
+                 ' MiB); a task without them says how to see them.');
+    }
+    if (!notes.length) return;
+    $('task-limits').textContent = notes.join(' ');
+    $('task-limits').hidden = false;
+  }
+
   // Called by the script right after the index, so that the table works while the browser
   // still parses the tasks' blocks behind it (most of a large page).
   window.kforgeStartTaskBrowser = function () {
@@ -310,6 +343,7 @@ const char* const kTaskBrowserScript = R"js(
     timing = index.timing;
     timing.parties.forEach(function (p) { timing.columns.forEach(function (c) { timingNames.add(p + c.suffix); }); });
     environment();
+    limits();
     FILTERS.forEach(fillFilter);
     $('filter-text').addEventListener('input', filter);
     $('show-more').addEventListener('click', more);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 namespace kforge {
@@ -21,42 +22,6 @@ std::optional<double> mean(double sum, uint64_t n) {
   return sum / static_cast<double>(n);
 }
 
-// What one task's candidates add up to.
-struct TaskTally {
-  TaskResult result;
-  bool compiled = false;
-  bool first_pass = false;
-};
-
-// Which of one model's candidates solved a task, and how.
-struct ModelTaskTally {
-  bool solved = false;
-  bool first_pass = false;
-};
-
-std::vector<GroupMetrics> by_group(const std::vector<TaskTally>& tasks,
-                                   const std::string TaskResult::*attribute) {
-  std::map<std::string, GroupMetrics> groups;
-  std::map<std::string, std::pair<double, uint64_t>> speedups;
-  for (const TaskTally& t : tasks) {
-    const std::string name = or_none(t.result.*attribute);
-    GroupMetrics& g = groups[name];
-    g.name = name;
-    count(g.solved, t.result.solved);
-    count(g.compiled, t.compiled);
-    if (t.result.best_speedup) {
-      speedups[name].first += *t.result.best_speedup;
-      ++speedups[name].second;
-    }
-  }
-  std::vector<GroupMetrics> rows;
-  for (auto& [name, g] : groups) {
-    g.mean_speedup = mean(speedups[name].first, speedups[name].second);
-    rows.push_back(std::move(g));
-  }
-  return rows;
-}
-
 // The well-known error classes of a run stage's comparison: the candidate's code ran to the
 // end and its outputs were compared.
 constexpr const char* kComparisonErrors[] = {KF_ERROR_SHAPE_MISMATCH, KF_ERROR_DTYPE_MISMATCH,
@@ -69,35 +34,6 @@ bool ran_to_the_end(const JobOutcome& job) {
   if (job.status != VerdictStatus::Fail) return false;
   return std::any_of(std::begin(kComparisonErrors), std::end(kComparisonErrors),
                      [&](const char* compared) { return job.error_class == compared; });
-}
-
-std::vector<CategoryRates> category_rates(const Dataset& data) {
-  const bool kernelbenchx = std::any_of(data.tasks.begin(), data.tasks.end(), [](const auto& item) {
-    return item.second.format == KF_TASK_FORMAT_KERNELBENCHX;
-  });
-  if (!kernelbenchx) return {};
-  std::map<std::string, CategoryRates> rows;
-  std::map<std::string, std::pair<double, uint64_t>> speedups;
-  for (const JobOutcome& job : data.jobs) {
-    if (job.status == VerdictStatus::Error) continue;
-    const auto task = data.tasks.find(job.task_id);
-    const std::string name = or_none(task == data.tasks.end() ? std::string() : task->second.category);
-    CategoryRates& row = rows[name];
-    row.name = name;
-    count(row.called, ran_to_the_end(job));
-    count(row.correct, job.passed());
-    if (job.passed() && job.speedup) {
-      count(row.faster, *job.speedup > 1.0);
-      speedups[name].first += *job.speedup;
-      ++speedups[name].second;
-    }
-  }
-  std::vector<CategoryRates> out;
-  for (auto& [name, row] : rows) {
-    row.mean_speedup = mean(speedups[name].first, speedups[name].second);
-    out.push_back(std::move(row));
-  }
-  return out;
 }
 
 }  // namespace
@@ -114,47 +50,26 @@ double pass_at_k(int n, int c, int k) {
   return 1.0 - all_fail;
 }
 
-Share fast_p(const std::vector<TaskResult>& tasks, double p) {
-  Share share;
-  for (const TaskResult& t : tasks) count(share, t.solved && (p == 0 || (t.best_speedup && *t.best_speedup > p)));
-  return share;
+bool fast_at(const TaskResult& task, double p) { return task.solved && (p == 0 || (task.best_speedup && *task.best_speedup > p)); }
+
+Share fast_p_of(const Metrics& m, double p) {
+  for (const FastP& f : m.fast_p) {
+    if (f.p == p) return f.tasks;
+  }
+  return {};
 }
 
-Metrics compute_metrics(const Dataset& data) {
-  Metrics m;
-  m.label = data.label;
-
-  // Per task, in order of first appearance.
-  std::vector<TaskTally> tasks;
-  std::unordered_map<std::string, size_t> task_slot;
-  // Per model, per task.
-  std::map<std::string, std::map<std::string, ModelTaskTally>> model_tasks;
-  std::map<std::string, ModelMetrics> models;
-  std::map<std::string, ErrorShare> errors;
-  std::map<std::string, SelectionRow> selection;
-  uint64_t with_model = 0;
-  int max_round = 0;
-
-  for (const JobOutcome& job : data.jobs) {
-    auto [slot, fresh] = task_slot.try_emplace(job.task_id, tasks.size());
-    if (fresh) {
-      TaskTally t;
-      t.result.task_id = job.task_id;
-      if (auto it = data.tasks.find(job.task_id); it != data.tasks.end()) {
-        t.result.category = it->second.category;
-        t.result.complexity = it->second.complexity;
-      }
-      t.result.only_errors = true;
-      tasks.push_back(std::move(t));
-    }
-    TaskTally& task = tasks[slot->second];
-    TaskResult& r = task.result;
+TaskResult task_result(const TaskInfo& task, const std::vector<JobOutcome>& jobs) {
+  TaskResult r;
+  r.task_id = task.id;
+  r.category = task.category;
+  r.complexity = task.complexity;
+  r.only_errors = true;
+  for (const JobOutcome& job : jobs) {
     count(r.candidates, job.passed());
     r.seconds += job.seconds;
-    task.compiled = task.compiled || job.compiled();
     if (job.passed()) {
       r.solved = true;
-      task.first_pass = task.first_pass || job.round == 0;
       // Best-of-k: the fastest correct candidate; the first correct one when none was timed.
       const bool faster = job.speedup && (!r.best_speedup || *job.speedup > *r.best_speedup);
       if (!r.best_sample || faster) {
@@ -162,35 +77,168 @@ Metrics compute_metrics(const Dataset& data) {
         r.best_speedup = job.speedup;
       }
     } else {
-      const std::string cls = job.error_class.empty() ? "(unclassified)" : job.error_class;
-      r.failures.push_back({job.sample, job.round, cls, job.message});
+      r.failures.push_back({job.sample, job.round, job.error_class.empty() ? "(unclassified)" : job.error_class, job.message});
       r.only_errors = r.only_errors && job.status == VerdictStatus::Error;
+    }
+  }
+  if (r.solved) {
+    r.failures.clear();
+    r.only_errors = false;
+  }
+  return r;
+}
+
+namespace {
+
+// Which of one model's candidates solved a task, and how.
+struct ModelTaskTally {
+  bool solved = false;
+  bool first_pass = false;
+};
+
+// Tasks of one complexity class or category, as they come.
+struct GroupTally {
+  GroupMetrics row;
+  double speedup_sum = 0;
+  uint64_t speedups = 0;
+};
+
+struct CategoryTally {
+  CategoryRates row;
+  double speedup_sum = 0;
+  uint64_t speedups = 0;
+};
+
+// The candidates' state after one fix round, summed over the candidates seen so far.
+struct RoundTally {
+  uint64_t reached = 0;
+  Share compiled;
+  Share passed;
+  double speedup_sum = 0;
+  uint64_t speedups = 0;
+
+  void add(const JobOutcome& job, int r) {
+    if (job.round >= r) ++reached;
+    count(passed, job.passed_by_round(r));
+    count(compiled, job.compiled_by_round(r));
+    if (job.passed_by_round(r) && job.speedup) {
+      speedup_sum += *job.speedup;
+      ++speedups;
+    }
+  }
+};
+
+void add_to_group(std::map<std::string, GroupTally>& groups, const std::string& name, const TaskResult& task,
+                  bool compiled) {
+  GroupTally& g = groups[name];
+  g.row.name = name;
+  count(g.row.solved, task.solved);
+  count(g.row.compiled, compiled);
+  if (task.best_speedup) {
+    g.speedup_sum += *task.best_speedup;
+    ++g.speedups;
+  }
+}
+
+std::vector<GroupMetrics> group_rows(std::map<std::string, GroupTally>& groups) {
+  std::vector<GroupMetrics> rows;
+  for (auto& [name, g] : groups) {
+    g.row.mean_speedup = mean(g.speedup_sum, g.speedups);
+    rows.push_back(std::move(g.row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+struct MetricsFold::State {
+  Metrics m;
+  bool kernelbenchx = false;
+  std::map<std::string, ModelMetrics> models;
+  std::map<std::string, ErrorShare> errors;
+  std::map<std::string, SelectionRow> selection;
+  uint64_t with_model = 0;
+  std::map<std::string, GroupTally> by_complexity;
+  std::map<std::string, GroupTally> by_category;
+  std::map<std::string, CategoryTally> category_rates;
+  // Round r of every candidate seen so far; `settled`: the candidates seen so far as they
+  // stand after every later round (a candidate that ended keeps its final state), what a
+  // round first reached by a later candidate starts from.
+  std::vector<RoundTally> rounds;
+  RoundTally settled;
+  // pass@k summed over the tasks so far, for k = 1..the fewest candidates a task had.
+  std::vector<double> pass_at_k_sums;
+  std::vector<Share> fast_p = std::vector<Share>(std::size(kFastPThresholds));
+  double log_speedup_sum = 0;
+  EnvironmentTally environments;
+};
+
+MetricsFold::MetricsFold(std::string label, bool kernelbenchx) : state_(std::make_unique<State>()) {
+  state_->m.label = std::move(label);
+  state_->kernelbenchx = kernelbenchx;
+}
+
+MetricsFold::~MetricsFold() = default;
+
+TaskResult MetricsFold::add(const TaskInfo& task, const std::vector<JobOutcome>& jobs) {
+  State& st = *state_;
+  Metrics& m = st.m;
+  TaskResult r = task_result(task, jobs);
+  bool compiled = false;
+  bool first_pass = false;
+  std::map<std::string, ModelTaskTally> model_task;  // this task, per model
+  for (const JobOutcome& job : jobs) {
+    compiled = compiled || job.compiled();
+    first_pass = first_pass || (job.passed() && job.round == 0);
+    if (!job.passed()) {
+      const std::string cls = job.error_class.empty() ? "(unclassified)" : job.error_class;
       ++m.failed_candidates;
-      errors[cls].error_class = cls;
-      ++errors[cls].count;
+      st.errors[cls].error_class = cls;
+      ++st.errors[cls].count;
     }
 
     const std::string model = or_none(job.model);
-    ModelMetrics& mm = models[model];
+    ModelMetrics& mm = st.models[model];
     mm.model = model;
     count(mm.candidates, job.passed());
     mm.fix_rounds += static_cast<uint64_t>(std::max(0, job.round));
-    ModelTaskTally& mt = model_tasks[model][job.task_id];
+    ModelTaskTally& mt = model_task[model];
     mt.solved = mt.solved || job.passed();
     mt.first_pass = mt.first_pass || (job.passed() && job.round == 0);
 
     if (!job.model.empty()) {
-      ++with_model;
-      SelectionRow& s = selection[job.model];
+      ++st.with_model;
+      SelectionRow& s = st.selection[job.model];
       s.model = job.model;
       ++s.chosen;
       count(s.passed, job.passed());
     }
 
+    if (st.kernelbenchx && job.status != VerdictStatus::Error) {
+      const std::string name = or_none(task.category);
+      CategoryTally& c = st.category_rates[name];
+      c.row.name = name;
+      count(c.row.called, ran_to_the_end(job));
+      count(c.row.correct, job.passed());
+      if (job.passed() && job.speedup) {
+        count(c.row.faster, *job.speedup > 1.0);
+        c.speedup_sum += *job.speedup;
+        ++c.speedups;
+      }
+    }
+
+    // A round this candidate reaches first starts from the earlier candidates' final states.
+    while (st.rounds.size() <= static_cast<size_t>(std::max(0, job.round))) {
+      RoundTally fresh = st.settled;
+      fresh.reached = 0;
+      st.rounds.push_back(fresh);
+    }
+    for (size_t r = 0; r < st.rounds.size(); ++r) st.rounds[r].add(job, static_cast<int>(r));
+    st.settled.add(job, std::numeric_limits<int>::max());
+
     count(m.candidates, job.passed());
     m.fix_rounds += static_cast<uint64_t>(std::max(0, job.round));
     m.compile_known = m.compile_known || job.compile_evidence;
-    max_round = std::max(max_round, job.round);
     m.eval_seconds += job.eval_seconds;
     m.gen_seconds += job.gen_seconds;
     m.tokens_in += job.tokens_in;
@@ -198,102 +246,124 @@ Metrics compute_metrics(const Dataset& data) {
     m.cost += job.cost;
     m.attempts += static_cast<uint64_t>(job.attempts);
     m.cache_hits += static_cast<uint64_t>(job.cached_attempts);
+    st.environments.add(job);
   }
 
-  // Tasks: solved, first pass, compile, fast_p, geometric mean.
-  m.tasks = tasks.size();
-  double log_sum = 0;
-  for (TaskTally& t : tasks) {
-    if (t.result.solved) t.result.failures.clear();
-    if (t.result.solved) t.result.only_errors = false;
-    count(m.solved, t.result.solved);
-    count(m.compiled, t.compiled);
-    if (t.result.solved && t.first_pass) ++m.first_pass;
-    if (t.result.solved && !t.first_pass) ++m.solved_by_fix;
-    if (t.result.best_speedup && *t.result.best_speedup > 0) {
-      log_sum += std::log(*t.result.best_speedup);
-      ++m.speedup_tasks;
-    }
+  for (const auto& [model, mt] : model_task) {
+    ModelMetrics& mm = st.models[model];
+    count(mm.solved, mt.solved);
+    if (mt.solved && mt.first_pass) ++mm.first_pass;
+    if (mt.solved && !mt.first_pass) ++mm.solved_by_fix;
+    count(mm.by_complexity[or_none(task.complexity)], mt.solved);
   }
-  if (m.speedup_tasks > 0) m.geomean_speedup = std::exp(log_sum / static_cast<double>(m.speedup_tasks));
-  if (m.solved.count > 0) m.cost_per_pass = m.cost / static_cast<double>(m.solved.count);
 
-  // pass@k for every k that every task has candidates for.
-  if (!tasks.empty()) {
-    uint64_t n_min = tasks.front().result.candidates.total;
-    for (const TaskTally& t : tasks) n_min = std::min(n_min, t.result.candidates.total);
-    for (int k = 1; k <= static_cast<int>(n_min); ++k) {
-      double sum = 0;
-      for (const TaskTally& t : tasks) {
-        sum += pass_at_k(static_cast<int>(t.result.candidates.total), static_cast<int>(t.result.candidates.count), k);
+  ++m.tasks;
+  count(m.solved, r.solved);
+  count(m.compiled, compiled);
+  if (r.solved && first_pass) ++m.first_pass;
+  if (r.solved && !first_pass) ++m.solved_by_fix;
+  if (!r.solved && r.only_errors) ++m.error_tasks;
+  m.seconds += r.seconds;
+  if (r.best_speedup && *r.best_speedup > 0) {
+    st.log_speedup_sum += std::log(*r.best_speedup);
+    ++m.speedup_tasks;
+  }
+  if (r.best_speedup) {
+    if (m.best_speedup_bins.empty()) m.best_speedup_bins.resize(std::size(kSpeedupBinEdges));
+    for (size_t b = 0; b < std::size(kSpeedupBinEdges); ++b) {
+      if (*r.best_speedup < kSpeedupBinEdges[b]) {
+        ++m.best_speedup_bins[b];
+        break;
       }
-      m.pass_at_k.push_back({k, sum / static_cast<double>(tasks.size())});
     }
   }
+  // pass@k for every k that every task has candidates for: sums for k above a task's
+  // number of candidates are dropped, never to be reported.
+  const uint64_t n = r.candidates.total;
+  if (m.tasks == 1 || n < st.pass_at_k_sums.size()) st.pass_at_k_sums.resize(n, 0.0);
+  for (size_t k = 1; k <= st.pass_at_k_sums.size(); ++k) {
+    st.pass_at_k_sums[k - 1] +=
+        pass_at_k(static_cast<int>(n), static_cast<int>(r.candidates.count), static_cast<int>(k));
+  }
+  add_to_group(st.by_complexity, or_none(r.complexity), r, compiled);
+  add_to_group(st.by_category, or_none(r.category), r, compiled);
+  for (size_t i = 0; i < st.fast_p.size(); ++i) count(st.fast_p[i], fast_at(r, kFastPThresholds[i]));
+  return r;
+}
 
-  // Groups.
-  m.by_complexity = by_group(tasks, &TaskResult::complexity);
-  m.by_category = by_group(tasks, &TaskResult::category);
-  m.category_rates = category_rates(data);
+Metrics MetricsFold::finish() {
+  State& st = *state_;
+  Metrics m = std::move(st.m);
+  if (m.speedup_tasks > 0) m.geomean_speedup = std::exp(st.log_speedup_sum / static_cast<double>(m.speedup_tasks));
+  if (m.solved.count > 0) m.cost_per_pass = m.cost / static_cast<double>(m.solved.count);
+  for (size_t k = 1; k <= st.pass_at_k_sums.size(); ++k) {
+    m.pass_at_k.push_back({static_cast<int>(k), st.pass_at_k_sums[k - 1] / static_cast<double>(m.tasks)});
+  }
+
+  m.by_complexity = group_rows(st.by_complexity);
+  m.by_category = group_rows(st.by_category);
+  for (auto& [name, c] : st.category_rates) {
+    c.row.mean_speedup = mean(c.speedup_sum, c.speedups);
+    m.category_rates.push_back(std::move(c.row));
+  }
   for (const GroupMetrics& g : m.by_complexity) m.complexity_classes.push_back(g.name);
 
   // Models, best first.
-  std::map<std::string, const TaskTally*> task_by_id;
-  for (const TaskTally& t : tasks) task_by_id[t.result.task_id] = &t;
-  for (auto& [name, mm] : models) {
-    for (const auto& [task_id, mt] : model_tasks[name]) {
-      count(mm.solved, mt.solved);
-      if (mt.solved && mt.first_pass) ++mm.first_pass;
-      if (mt.solved && !mt.first_pass) ++mm.solved_by_fix;
-      count(mm.by_complexity[or_none(task_by_id[task_id]->result.complexity)], mt.solved);
-    }
-    m.models.push_back(std::move(mm));
-  }
+  for (auto& [name, mm] : st.models) m.models.push_back(std::move(mm));
   std::stable_sort(m.models.begin(), m.models.end(), [](const ModelMetrics& a, const ModelMetrics& b) {
     return a.solved.rate() > b.solved.rate();
   });
 
   // Errors, most frequent first.
-  for (auto& [cls, e] : errors) {
+  for (auto& [cls, e] : st.errors) {
     e.share = static_cast<double>(e.count) / static_cast<double>(m.failed_candidates);
     m.errors.push_back(e);
   }
   std::stable_sort(m.errors.begin(), m.errors.end(),
                    [](const ErrorShare& a, const ErrorShare& b) { return a.count > b.count; });
 
-  // Rounds.
-  if (!data.jobs.empty()) {
-    for (int r = 0; r <= max_round; ++r) {
-      RoundMetrics rm;
-      rm.round = r;
-      double speedup_sum = 0;
-      uint64_t speedups = 0;
-      for (const JobOutcome& job : data.jobs) {
-        if (job.round >= r) ++rm.reached;
-        count(rm.passed, job.passed_by_round(r));
-        if (m.compile_known) count(rm.compiled, job.compiled_by_round(r));
-        if (job.passed_by_round(r) && job.speedup) {
-          speedup_sum += *job.speedup;
-          ++speedups;
-        }
-      }
-      rm.mean_speedup = mean(speedup_sum, speedups);
-      m.rounds.push_back(rm);
-    }
+  // Rounds; compile rates only where some verdict could tell.
+  for (size_t r = 0; r < st.rounds.size(); ++r) {
+    RoundTally& t = st.rounds[r];
+    m.rounds.push_back({static_cast<int>(r), t.reached, m.compile_known ? t.compiled : Share{}, t.passed,
+                        mean(t.speedup_sum, t.speedups)});
   }
 
   // Selection, most chosen first.
-  for (auto& [model, s] : selection) {
-    s.share = static_cast<double>(s.chosen) / static_cast<double>(with_model);
+  for (auto& [model, s] : st.selection) {
+    s.share = static_cast<double>(s.chosen) / static_cast<double>(st.with_model);
     m.selection.push_back(s);
   }
   std::stable_sort(m.selection.begin(), m.selection.end(),
                    [](const SelectionRow& a, const SelectionRow& b) { return a.chosen > b.chosen; });
 
-  for (TaskTally& t : tasks) m.per_task.push_back(std::move(t.result));
-  for (double p : kFastPThresholds) m.fast_p.push_back({p, fast_p(m.per_task, p)});
-  m.environments = environments_of(data.jobs);
+  for (size_t i = 0; i < st.fast_p.size(); ++i) m.fast_p.push_back({kFastPThresholds[i], st.fast_p[i]});
+  m.environments = st.environments.uses();
   return m;
+}
+
+void for_each_task(const Dataset& data,
+                   const std::function<void(const TaskInfo& task, const std::vector<JobOutcome>& jobs)>& visit) {
+  std::vector<std::string> order;
+  std::unordered_map<std::string, std::vector<JobOutcome>> by_task;
+  for (const JobOutcome& job : data.jobs) {
+    auto [it, fresh] = by_task.try_emplace(job.task_id);
+    if (fresh) order.push_back(job.task_id);
+    it->second.push_back(job);
+  }
+  for (const std::string& id : order) {
+    const auto known = data.tasks.find(id);
+    visit(known == data.tasks.end() ? TaskInfo{id, "", "", "", "", 0} : known->second, by_task[id]);
+  }
+}
+
+Metrics compute_metrics(const Dataset& data) {
+  const bool kernelbenchx = std::any_of(data.tasks.begin(), data.tasks.end(), [](const auto& item) {
+    return item.second.format == KF_TASK_FORMAT_KERNELBENCHX;
+  });
+  MetricsFold fold(data.label, kernelbenchx);
+  for_each_task(data, [&](const TaskInfo& task, const std::vector<JobOutcome>& jobs) { fold.add(task, jobs); });
+  return fold.finish();
 }
 
 }  // namespace kforge

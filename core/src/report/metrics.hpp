@@ -2,8 +2,11 @@
 // docs/metrics.md defines every one of them; the definitions live here and nowhere else.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,7 +25,8 @@ struct TaskInfo {
   double level = 0;
 };
 
-// Everything a report is computed from: one run series' finished jobs in job order.
+// One run series' finished jobs in job order, held in memory (tests, small series); a
+// report of a run directory reads its store a task at a time instead (Store::visit_tasks).
 struct Dataset {
   std::string label;  // the pipeline's label, else its name: the "strategy" of reports
   std::map<std::string, TaskInfo> tasks;
@@ -152,20 +156,61 @@ struct Metrics {
   uint64_t attempts = 0;
   uint64_t cache_hits = 0;
   std::vector<SelectionRow> selection;
-  std::vector<TaskResult> per_task;  // in task order of first appearance
   std::vector<EnvironmentUse> environments;  // what judged the jobs (environment.hpp)
+  uint64_t error_tasks = 0;  // unsolved tasks whose every candidate ended in an error verdict
+  double seconds = 0;        // stage time of every candidate
+  // Tasks whose best speedup is below each of kSpeedupBinEdges and not below the one
+  // before; empty when no task has a best speedup. Per-task rows are not kept here: a
+  // report reads them task by task (report.hpp).
+  std::vector<uint64_t> best_speedup_bins;
 };
 
 inline constexpr double kFastPThresholds[] = {0, 0.5, 0.8, 1, 1.5, 2};
+// The upper edges of the bins of the tasks' best speedups: the fast_p thresholds above 0,
+// then 4x and beyond.
+inline constexpr double kSpeedupBinEdges[] = {0.5, 0.8, 1, 1.5, 2, 4, HUGE_VAL};
 
 // The unbiased pass@k estimator 1 - C(n-c, k) / C(n, k), as a product so that it does not
 // overflow: 1 - prod_{i=n-c+1..n} (1 - k/i). Requires 0 <= c <= n and 1 <= k <= n.
 double pass_at_k(int n, int c, int k);
 
-// fast_p over tasks: correct, and for p > 0 a best speedup above p (KernelBench's fast_0
-// is correctness itself, timed or not).
-Share fast_p(const std::vector<TaskResult>& tasks, double p);
+// Whether a task counts for fast_p: correct, and for p > 0 a best speedup above p
+// (KernelBench's fast_0 is correctness itself, timed or not).
+bool fast_at(const TaskResult& task, double p);
 
+// fast_p over the run's tasks at one of kFastPThresholds (the share in `m.fast_p`).
+Share fast_p_of(const Metrics& m, double p);
+
+// A task's row, from all its jobs in job order; `task` gives its id, category and class.
+TaskResult task_result(const TaskInfo& task, const std::vector<JobOutcome>& jobs);
+
+// The metrics of a run series, computed a task at a time: add() each task with all its
+// jobs in job order, tasks in task order, then finish(). What it keeps grows with the
+// models, classes, categories, error classes, fix rounds and environments, never with the
+// tasks or jobs.
+class MetricsFold {
+ public:
+  // `kernelbenchx`: the task set has that format (KernelBenchX's rates by category).
+  MetricsFold(std::string label, bool kernelbenchx);
+  ~MetricsFold();
+  MetricsFold(const MetricsFold&) = delete;
+  MetricsFold& operator=(const MetricsFold&) = delete;
+
+  // Folds one task in; returns its row.
+  TaskResult add(const TaskInfo& task, const std::vector<JobOutcome>& jobs);
+  Metrics finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Calls `visit` with each task of `data` (its row, or only its id when `data` has none)
+// and its jobs, in order of the tasks' first jobs.
+void for_each_task(const Dataset& data,
+                   const std::function<void(const TaskInfo& task, const std::vector<JobOutcome>& jobs)>& visit);
+
+// The metrics of an in-memory series: its tasks through a MetricsFold.
 Metrics compute_metrics(const Dataset& data);
 
 }  // namespace kforge

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 
 namespace kforge {
@@ -29,17 +31,14 @@ bool has_named(const std::vector<GroupMetrics>& groups) {
   return std::any_of(groups.begin(), groups.end(), [](const GroupMetrics& g) { return g.name != "(none)"; });
 }
 
-// The verdicts that measured each task's best candidate, in per_task order; null for a task
-// without a correct candidate, or one whose best candidate no verdict measured.
-std::vector<const StageRecord*> best_measurements(const Report& report) {
-  std::map<std::pair<std::string, int>, const CandidateRecord*> by_job;
-  for (const CandidateRecord& c : report.candidates.candidates) by_job[{c.task_id, c.sample}] = &c;
-  std::vector<const StageRecord*> verdicts;
-  for (const TaskResult& t : report.metrics.per_task) {
-    const auto it = t.best_sample ? by_job.find({t.task_id, *t.best_sample}) : by_job.end();
-    verdicts.push_back(it == by_job.end() ? nullptr : measurement_verdict(*it->second));
+// The verdict that measured a task's best candidate; null for a task without a correct
+// candidate, or one whose best candidate no verdict measured.
+const StageRecord* best_measurement(const ReportTask& task) {
+  if (!task.result.best_sample) return nullptr;
+  for (const CandidateRecord& c : task.candidates) {
+    if (c.sample == *task.result.best_sample) return measurement_verdict(c);
   }
-  return verdicts;
+  return nullptr;
 }
 
 Table summary_table(const Metrics& m) {
@@ -162,7 +161,8 @@ std::string markdown_cell(const std::string& text) {
   return out;
 }
 
-void markdown_table(std::string& out, const Table& t) {
+// A table's title, note and column headings; its rows follow, each a markdown_row.
+void markdown_heading(std::string& out, const Table& t) {
   out += fmt::format("## {}\n\n", t.title);
   if (!t.note.empty()) out += fmt::format("_{}_\n\n", t.note);
   std::vector<std::string> cells;
@@ -170,11 +170,17 @@ void markdown_table(std::string& out, const Table& t) {
   out += fmt::format("| {} |\n|", fmt::join(cells, " | "));
   for (size_t i = 0; i < t.columns.size(); ++i) out += i == 0 ? "---|" : "---:|";
   out += "\n";
-  for (const auto& row : t.rows) {
-    cells.clear();
-    for (const auto& c : row) cells.push_back(markdown_cell(c));
-    out += fmt::format("| {} |\n", fmt::join(cells, " | "));
-  }
+}
+
+void markdown_row(std::string& out, const std::vector<std::string>& row) {
+  std::vector<std::string> cells;
+  for (const auto& c : row) cells.push_back(markdown_cell(c));
+  out += fmt::format("| {} |\n", fmt::join(cells, " | "));
+}
+
+void markdown_table(std::string& out, const Table& t) {
+  markdown_heading(out, t);
+  for (const auto& row : t.rows) markdown_row(out, row);
   out += "\n";
 }
 
@@ -216,11 +222,98 @@ json group_json(const std::vector<GroupMetrics>& groups) {
   return out;
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write '{}': {}", path.string(), std::strerror(errno)));
+// The task table of report.md, a row at a time: candidates, best-of-k with its verdict's
+// timing medians, first failure.
+const Table kTaskTable{"Tasks",
+                       "best: the fastest correct candidate (best-of-k); its verdict's timing medians, '-' where not timed",
+                       {"Task", "Category", "Class", "Passed", "Best sample", "Best speedup", "Reference median (ms)",
+                        "Best median (ms)", "First failure"},
+                       {}};
+
+std::vector<std::string> task_row(const ReportTask& task) {
+  const TaskResult& r = task.result;
+  const StageRecord* timed = best_measurement(task);
+  return {r.task_id, r.category.empty() ? "-" : r.category, r.complexity.empty() ? "-" : r.complexity,
+          format_share(r.candidates), r.best_sample ? std::to_string(*r.best_sample) : "-",
+          format_speedup(r.best_speedup), format_number(recorded_metric(timed, KF_TIMING_REFERENCE KF_TIMING_MS)),
+          format_number(recorded_metric(timed, KF_TIMING_CANDIDATE KF_TIMING_MS)),
+          r.failures.empty() ? "" : r.failures.front().describe()};
+}
+
+class MarkdownWriter : public FormatWriter {
+ public:
+  MarkdownWriter(const Report& report, std::ostream& out) : report_(report), out_(out) {}
+  void begin() override {
+    std::string text = fmt::format("# kforge report: {}\n\n", report_.metrics.label);
+    for (const RunRecord& r : report_.runs) {
+      text += fmt::format("- run {}: `{}` ({}), {} to {}, {}, kforge {}, host {}{}\n", r.id, r.pipeline, r.pipeline_file,
+                          r.started_at, r.ended_at.empty() ? "-" : r.ended_at, r.status, r.kforge_version, r.host,
+                          r.devices.empty() ? "" : ", devices " + r.devices);
+    }
+    text += "\n" + render_markdown_tables(report_tables(report_.metrics));
+    markdown_heading(text, kTaskTable);
+    out_ << text;
+  }
+  void task(const ReportTask& task) override {
+    std::string row;
+    markdown_row(row, task_row(task));
+    out_ << row;
+  }
+  void end() override { out_ << "\n"; }
+
+ private:
+  const Report& report_;
+  std::ostream& out_;
+};
+
+class JsonWriter : public FormatWriter {
+ public:
+  JsonWriter(const Report& report, std::ostream& out) : report_(report), out_(out) {}
+  void begin() override;
+  void task(const ReportTask& task) override;
+  void end() override { out_ << (tasks_ == 0 ? "[]\n}\n" : "\n  ]\n}\n"); }
+
+ private:
+  const Report& report_;
+  std::ostream& out_;
+  uint64_t tasks_ = 0;
+};
+
+// An ostream into a file beside `path`, renamed to `path` by commit(): readers never see a
+// report half written, and a failed write leaves the previous one.
+class FileBeside {
+ public:
+  explicit FileBeside(fs::path path) : path_(std::move(path)), partial_(path_.string() + ".partial") {
+    out_.open(partial_, std::ios::binary | std::ios::trunc);
+    if (!out_) throw std::runtime_error(fmt::format("cannot write '{}': {}", partial_.string(), std::strerror(errno)));
+  }
+  ~FileBeside() {
+    if (!committed_) {
+      std::error_code ignored;
+      fs::remove(partial_, ignored);
+    }
+  }
+  std::ostream& stream() { return out_; }
+  const fs::path& path() const { return path_; }
+  void commit() {
+    out_.close();
+    if (!out_) throw std::runtime_error(fmt::format("cannot write '{}': {}", partial_.string(), std::strerror(errno)));
+    fs::rename(partial_, path_);
+    committed_ = true;
+  }
+
+ private:
+  fs::path path_;
+  fs::path partial_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+std::string render(const Report& report, const std::function<std::unique_ptr<FormatWriter>(std::ostream&)>& make) {
+  std::ostringstream out;
+  const std::unique_ptr<FormatWriter> writer = make(out);
+  write_formats(report, {writer.get()});
+  return out.str();
 }
 
 }  // namespace
@@ -235,15 +328,34 @@ std::optional<ReportFormat> parse_report_format(const std::string& name) {
 }
 
 Report load_report(const std::string& directory) {
-  const std::unique_ptr<Store> opened = open_store_read_only(directory);
-  Store& store = *opened;
-  const std::optional<RunRecord> latest = store.latest_run();
+  const std::shared_ptr<Store> store = open_store_read_only(directory);
+  const std::optional<RunRecord> latest = store->latest_run();
   if (!latest) throw StoreError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
+  const int64_t series = latest->series;
   Report report;
   report.directory = directory;
-  report.runs = store.series_runs(latest->series);
-  report.metrics = compute_metrics(store.load_dataset(latest->series));
-  report.candidates = store.load_candidates(latest->series);
+  report.runs = store->series_runs(series);
+  MetricsFold fold(latest->label, store->has_task_format(KF_TASK_FORMAT_KERNELBENCHX));
+  store->visit_tasks(series, false, [&](TaskJobs& task) { fold.add(task.info, task.jobs); });
+  report.metrics = fold.finish();
+  report.tasks = [store, series](bool verdicts, const ReportTaskVisitor& visit) {
+    store->visit_tasks(series, verdicts, [&](TaskJobs& task) {
+      visit(ReportTask{task_result(task.info, task.jobs), std::move(task.candidates)});
+    });
+  };
+  report.artifact = [store](const std::string& hash) { return store->artifact(hash); };
+  return report;
+}
+
+Report report_of(const Dataset& data) {
+  Report report;
+  report.metrics = compute_metrics(data);
+  const auto held = std::make_shared<const Dataset>(data);
+  report.tasks = [held](bool, const ReportTaskVisitor& visit) {
+    for_each_task(*held, [&](const TaskInfo& task, const std::vector<JobOutcome>& jobs) {
+      visit(ReportTask{task_result(task, jobs), {}});
+    });
+  };
   return report;
 }
 
@@ -289,24 +401,6 @@ std::vector<Table> report_tables(const Metrics& m) {
   return tables;
 }
 
-Table task_table(const Report& report) {
-  Table t{"Tasks",
-          "best: the fastest correct candidate (best-of-k); its verdict's timing medians, '-' where not timed",
-          {"Task", "Category", "Class", "Passed", "Best sample", "Best speedup", "Reference median (ms)",
-           "Best median (ms)", "First failure"},
-          {}};
-  const std::vector<const StageRecord*> timed = best_measurements(report);
-  for (size_t i = 0; i < report.metrics.per_task.size(); ++i) {
-    const TaskResult& r = report.metrics.per_task[i];
-    t.rows.push_back({r.task_id, r.category.empty() ? "-" : r.category, r.complexity.empty() ? "-" : r.complexity,
-                      format_share(r.candidates), r.best_sample ? std::to_string(*r.best_sample) : "-",
-                      format_speedup(r.best_speedup), format_number(recorded_metric(timed[i], KF_TIMING_REFERENCE KF_TIMING_MS)),
-                      format_number(recorded_metric(timed[i], KF_TIMING_CANDIDATE KF_TIMING_MS)),
-                      r.failures.empty() ? "" : r.failures.front().describe()});
-  }
-  return t;
-}
-
 Table comparison_table(const std::vector<Metrics>& strategies) {
   Table t{"Strategies", "pass rate: tasks solved; cost per pass: total cost / tasks solved",
           {"Strategy", "Pass rate", "Evaluation time", "Generation time", "Total cost", "Cost per pass", "fast_1"}, {}};
@@ -322,7 +416,7 @@ Table comparison_table(const std::vector<Metrics>& strategies) {
     std::vector<std::string> row{m.label, format_share(m.solved), format_seconds(m.eval_seconds),
                                  format_seconds(m.gen_seconds), format_money(m.cost),
                                  m.cost_per_pass ? format_money(*m.cost_per_pass) : "-",
-                                 share_cell(fast_p(m.per_task, 1.0))};
+                                 share_cell(fast_p_of(m, 1.0))};
     for (const auto& c : classes) {
       auto it = std::find_if(m.by_complexity.begin(), m.by_complexity.end(), [&](const GroupMetrics& g) { return g.name == c; });
       row.push_back(it == m.by_complexity.end() ? "-" : share_cell(it->solved));
@@ -363,32 +457,19 @@ std::string render_text(const std::vector<Table>& tables) {
   return out;
 }
 
-std::string render_markdown(const Report& report) {
-  std::string out = fmt::format("# kforge report: {}\n\n", report.metrics.label);
-  for (const RunRecord& r : report.runs) {
-    out += fmt::format("- run {}: `{}` ({}), {} to {}, {}, kforge {}, host {}{}\n", r.id, r.pipeline, r.pipeline_file,
-                       r.started_at, r.ended_at.empty() ? "-" : r.ended_at, r.status, r.kforge_version, r.host,
-                       r.devices.empty() ? "" : ", devices " + r.devices);
-  }
-  out += "\n";
-  std::vector<Table> tables = report_tables(report.metrics);
-  tables.push_back(task_table(report));
-  return out + render_markdown_tables(tables);
-}
-
 std::string render_markdown_tables(const std::vector<Table>& tables) {
   std::string out;
   for (const Table& t : tables) markdown_table(out, t);
   return out;
 }
 
-std::string render_json(const Report& report) {
-  const Metrics& m = report.metrics;
+void JsonWriter::begin() {
+  const Metrics& m = report_.metrics;
   json out;
   out["kforge_report"] = 3;  // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing"
   out["strategy"] = m.label;
   auto& runs = out["runs"] = json::array();
-  for (const RunRecord& r : report.runs) {
+  for (const RunRecord& r : report_.runs) {
     runs.push_back({{"id", r.id}, {"pipeline", r.pipeline}, {"pipeline_file", r.pipeline_file},
                     {"kforge_version", r.kforge_version}, {"host", r.host}, {"devices", r.devices},
                     {"expected_jobs", r.expected_jobs}, {"started_at", r.started_at}, {"ended_at", r.ended_at},
@@ -448,33 +529,91 @@ std::string render_json(const Report& report) {
   for (const SelectionRow& s : m.selection) {
     selection.push_back({{"model", s.model}, {"chosen", s.chosen}, {"share", s.share}, {"passed", share_json(s.passed)}});
   }
-  auto& tasks = out["tasks"] = json::array();
-  const std::vector<const StageRecord*> timed = best_measurements(report);
-  for (size_t i = 0; i < m.per_task.size(); ++i) {
-    const TaskResult& r = m.per_task[i];
-    tasks.push_back({{"task", r.task_id}, {"category", r.category}, {"complexity", r.complexity},
-                     {"candidates", share_json(r.candidates)}, {"solved", r.solved},
-                     {"best_sample", r.best_sample ? json(*r.best_sample) : json(nullptr)},
-                     {"best_speedup", optional_json(r.best_speedup)},
-                     {"best_timing", best_timing_json(r, timed[i])}, {"failures", failures_json(r.failures)},
-                     {"seconds", r.seconds}});
+  out["tasks"] = json::array();
+  // The tasks follow, each as the whole document's dump would indent it; the text ends in
+  // `[]\n}` for none.
+  std::string text = out.dump(2, ' ', false, json::error_handler_t::replace);
+  text.resize(text.size() - 4);
+  out_ << text;
+}
+
+void JsonWriter::task(const ReportTask& task) {
+  const TaskResult& r = task.result;
+  const json entry = {{"task", r.task_id}, {"category", r.category}, {"complexity", r.complexity},
+                      {"candidates", share_json(r.candidates)}, {"solved", r.solved},
+                      {"best_sample", r.best_sample ? json(*r.best_sample) : json(nullptr)},
+                      {"best_speedup", optional_json(r.best_speedup)},
+                      {"best_timing", best_timing_json(r, best_measurement(task))}, {"failures", failures_json(r.failures)},
+                      {"seconds", r.seconds}};
+  std::string text = tasks_++ == 0 ? "[\n" : ",\n";
+  const std::string dumped = entry.dump(2, ' ', false, json::error_handler_t::replace);
+  size_t start = 0;
+  for (size_t end = dumped.find('\n'); ; end = dumped.find('\n', start)) {
+    text += "    ";
+    text.append(dumped, start, end == std::string::npos ? std::string::npos : end + 1 - start);
+    if (end == std::string::npos) break;
+    start = end + 1;
   }
-  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  out_ << text;
+}
+
+std::unique_ptr<FormatWriter> markdown_writer(const Report& report, std::ostream& out) {
+  return std::make_unique<MarkdownWriter>(report, out);
+}
+
+std::unique_ptr<FormatWriter> json_writer(const Report& report, std::ostream& out) {
+  return std::make_unique<JsonWriter>(report, out);
+}
+
+void write_formats(const Report& report, const std::vector<FormatWriter*>& writers) {
+  for (FormatWriter* w : writers) w->begin();
+  if (report.tasks) {
+    report.tasks(true, [&](const ReportTask& task) {
+      for (FormatWriter* w : writers) w->task(task);
+    });
+  }
+  for (FormatWriter* w : writers) w->end();
+}
+
+std::string render_markdown(const Report& report) {
+  return render(report, [&](std::ostream& out) { return markdown_writer(report, out); });
+}
+
+std::string render_json(const Report& report) {
+  return render(report, [&](std::ostream& out) { return json_writer(report, out); });
+}
+
+std::string render_html(const Report& report, const HtmlLimits& limits) {
+  return render(report, [&](std::ostream& out) { return html_writer(report, out, limits); });
+}
+
+std::string render_junit(const Report& report) {
+  return render(report, [&](std::ostream& out) { return junit_writer(report, out); });
 }
 
 std::vector<std::string> write_report_files(const Report& report, const std::string& directory,
                                             const std::vector<ReportFormat>& formats) {
-  std::vector<std::string> written;
   auto wants = [&](ReportFormat f) { return std::find(formats.begin(), formats.end(), f) != formats.end(); };
-  auto write = [&](const char* name, const std::string& text) {
-    const fs::path path = fs::path(directory) / name;
-    write_file(path, text);
-    written.push_back(path.string());
+  std::vector<std::unique_ptr<FileBeside>> files;
+  std::vector<std::unique_ptr<FormatWriter>> writers;
+  auto add = [&](bool wanted, const char* name, auto make) {
+    if (!wanted) return;
+    files.push_back(std::make_unique<FileBeside>(fs::path(directory) / name));
+    writers.push_back(make(files.back()->stream()));
   };
-  if (wants(ReportFormat::Markdown)) write("report.md", render_markdown(report));
-  if (wants(ReportFormat::Json)) write("report.json", render_json(report));
-  if (wants(ReportFormat::Html)) write("report.html", render_html(report));
-  if (wants(ReportFormat::Junit)) write("junit.xml", render_junit(report));
+  add(wants(ReportFormat::Markdown), "report.md", [&](std::ostream& out) { return markdown_writer(report, out); });
+  add(wants(ReportFormat::Json), "report.json", [&](std::ostream& out) { return json_writer(report, out); });
+  add(wants(ReportFormat::Html), "report.html", [&](std::ostream& out) { return html_writer(report, out, {}); });
+  add(wants(ReportFormat::Junit), "junit.xml", [&](std::ostream& out) { return junit_writer(report, out); });
+  std::vector<FormatWriter*> all;
+  for (const auto& w : writers) all.push_back(w.get());
+  write_formats(report, all);
+  writers.clear();
+  std::vector<std::string> written;
+  for (const auto& file : files) {
+    file->commit();
+    written.push_back(file->path().string());
+  }
   return written;
 }
 
@@ -503,15 +642,26 @@ std::pair<double, double> parse_fast_p_threshold(const std::string& text) {
   return {p, share};
 }
 
-std::vector<std::string> missed_thresholds(const Metrics& m, const Thresholds& thresholds) {
+std::vector<std::string> missed_thresholds(const Report& report, const Thresholds& thresholds) {
+  const Metrics& m = report.metrics;
   std::vector<std::string> missed;
   if (thresholds.min_pass_rate && m.solved.rate() < *thresholds.min_pass_rate) {
     missed.push_back(fmt::format("pass rate {} is below --min-pass-rate {:g}", format_share(m.solved), *thresholds.min_pass_rate));
   }
-  for (const auto& [p, share] : thresholds.min_fast_p) {
-    const Share got = fast_p(m.per_task, p);
-    if (got.rate() < share) {
-      missed.push_back(fmt::format("fast_{:g} {} is below --min-fast-p {:g}:{:g}", p, format_share(got), p, share));
+  if (thresholds.min_fast_p.empty()) return missed;
+  std::vector<Share> fast(thresholds.min_fast_p.size());
+  if (report.tasks) {
+    report.tasks(false, [&](const ReportTask& task) {
+      for (size_t i = 0; i < fast.size(); ++i) {
+        ++fast[i].total;
+        if (fast_at(task.result, thresholds.min_fast_p[i].first)) ++fast[i].count;
+      }
+    });
+  }
+  for (size_t i = 0; i < fast.size(); ++i) {
+    const auto& [p, share] = thresholds.min_fast_p[i];
+    if (fast[i].rate() < share) {
+      missed.push_back(fmt::format("fast_{:g} {} is below --min-fast-p {:g}:{:g}", p, format_share(fast[i]), p, share));
     }
   }
   return missed;

@@ -128,12 +128,17 @@ std::string candidate_text(const CandidateRecord& c, const CandidateRecords& rec
   return out;
 }
 
-std::string unknown_task(const std::string& directory, const std::string& task_id, const CandidateRecords& all) {
-  std::vector<std::pair<size_t, std::string>> close;
-  for (const auto& [id, info] : all.tasks) close.emplace_back(edit_distance(id, task_id), id);
-  std::sort(close.begin(), close.end());
+// The five task ids of the store closest to `task_id`, read one at a time.
+std::string unknown_task(const std::string& directory, const std::string& task_id, Store& store) {
+  std::vector<std::pair<size_t, std::string>> close;  // the closest so far, at most five, sorted
+  store.visit_task_ids([&](const std::string& id) {
+    std::pair<size_t, std::string> candidate{edit_distance(id, task_id), id};
+    if (close.size() == 5 && !(candidate < close.back())) return;
+    close.insert(std::upper_bound(close.begin(), close.end(), candidate), std::move(candidate));
+    if (close.size() > 5) close.pop_back();
+  });
   std::vector<std::string> names;
-  for (size_t i = 0; i < close.size() && i < 5; ++i) names.push_back(terminal_safe(close[i].second));
+  for (const auto& [distance, id] : close) names.push_back(terminal_safe(id));
   return fmt::format("no candidate of task '{}' finished in the latest run of '{}'{}", terminal_safe(task_id), directory,
                      names.empty() ? std::string(" (it has no tasks)")
                                    : fmt::format("; tasks with close names: {}", fmt::join(names, ", ")));
@@ -164,7 +169,7 @@ std::string render_show(const std::string& directory, const std::string& task_id
   const std::optional<RunRecord> latest = store.latest_run();
   if (!latest) throw ShowError(fmt::format("'{}' holds no run yet", directory));
   const CandidateRecords records = store.load_candidates(latest->series, &task_id);
-  if (records.candidates.empty()) throw ShowError(unknown_task(directory, task_id, records));
+  if (records.candidates.empty()) throw ShowError(unknown_task(directory, task_id, store));
 
   std::vector<const CandidateRecord*> chosen;
   std::vector<std::string> samples;

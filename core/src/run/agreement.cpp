@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "run/store/scratch.hpp"
 #include "util/sha256.hpp"
 
 namespace kforge {
@@ -20,6 +21,7 @@ namespace {
 
 using Json = nlohmann::json;  // sorted keys, as Store::visit_result_facts writes them
 using JobKey = std::pair<std::string, int>;
+using sql::Statement;
 
 constexpr size_t kNamed = 10;        // disagreements a message names; the rest are counted
 constexpr size_t kShownChars = 160;  // of a value or a line quoted in a message
@@ -99,15 +101,19 @@ void name(ResultsCheck& check, std::string what) {
 }
 
 // The store's side: a digest per finished job, and a look-up of one job when a message
-// must say what the store holds.
+// must say what the store holds. The digests are kept in a scratch database, not in
+// memory: a run of any size is checked in the same few MB.
 class StoredJobs {
  public:
   StoredJobs(Store& store, int64_t series) : store_(store), series_(series) {
-    store.visit_result_facts(series, [this](const JobKey& job, int64_t run, const std::string& facts) {
-      const auto [it, fresh] = jobs_.try_emplace(job, Job{sha256_hex(facts), run});
-      if (!fresh) {
-        problems_.push_back(
-            fmt::format("the store holds {} twice (runs {} and {})", job_name(job), it->second.run, run));
+    // One transaction for the whole check: nothing here is kept.
+    scratch_.exec("BEGIN");
+    Statement insert(scratch_.db(), scratch_.name(),
+                     "INSERT INTO jobs (task, sample, digest, run) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING");
+    store.visit_result_facts(series, [&](const JobKey& job, int64_t run, const std::string& facts) {
+      insert.bind(1, job.first).bind(2, static_cast<int64_t>(job.second)).bind(3, sha256_hex(facts)).bind(4, run).run();
+      if (sqlite3_changes(scratch_.db()) == 0) {
+        problems_.push_back(fmt::format("the store holds {} twice (runs {} and {})", job_name(job), find(job)->run, run));
       }
     });
   }
@@ -125,30 +131,28 @@ class StoredJobs {
       return "names no job (a results line has a string \"task\" and an integer \"sample\")";
     }
     const JobKey key{task->get<std::string>(), sample->get<int>()};
-    const auto it = jobs_.find(key);
-    if (it == jobs_.end()) return fmt::format("{} is not a job the store finished in this run series", job_name(key));
-    Job& job = it->second;
-    if (job.agreed_on != 0) return fmt::format("{} again (line {} is its line)", job_name(key), job.agreed_on);
-    job.named = true;
+    const std::optional<Job> job = find(key);
+    if (!job) return fmt::format("{} is not a job the store finished in this run series", job_name(key));
+    if (job->agreed_on != 0) return fmt::format("{} again (line {} is its line)", job_name(key), job->agreed_on);
     const Json part = recorded_part(line);
-    if (sha256_hex(canonical(part)) == job.digest) {
-      job.agreed_on = number;
-      return "";
-    }
+    const bool agrees = sha256_hex(canonical(part)) == job->digest;
+    mark_.bind(1, key.first).bind(2, static_cast<int64_t>(key.second)).bind(3, static_cast<int64_t>(agrees ? number : 0)).run();
+    if (agrees) return "";
     if (!explain) return fmt::format("{} disagrees with the store", job_name(key));
     const Json stored = facts(key);
     return fmt::format("{}, which the store has as {}: {}", job_name(key), verdict(stored),
                        first_difference(part, stored, ""));
   }
 
-  // Jobs no line agreed with. Those no line even named are named in `check` while it has
-  // room, with the store's verdict.
+  // Jobs no line agreed with, in (task id, sample) order. Those no line even named are
+  // named in `check` while it has room, with the store's verdict.
   std::vector<JobKey> unmatched(ResultsCheck& check) {
     std::vector<JobKey> out;
-    for (const auto& [key, job] : jobs_) {
-      if (job.agreed_on != 0) continue;
+    Statement q(scratch_.db(), scratch_.name(), "SELECT task, sample, named FROM jobs WHERE agreed_on = 0 ORDER BY task, sample");
+    while (q.step()) {
+      const JobKey key{q.text(0), static_cast<int>(q.integer(1))};
       out.push_back(key);
-      if (job.named) continue;
+      if (q.integer(2) != 0) continue;
       if (has_room(check)) {
         check.named.push_back(
             fmt::format("no line for {}, which the store finished as {}", job_name(key), verdict(facts(key))));
@@ -166,8 +170,14 @@ class StoredJobs {
     std::string digest;  // of the store's facts' canonical text
     int64_t run = 0;
     uint64_t agreed_on = 0;  // the line that agreed; 0: none yet
-    bool named = false;      // some line named the job
   };
+
+  std::optional<Job> find(const JobKey& key) {
+    find_.bind(1, key.first).bind(2, static_cast<int64_t>(key.second));
+    std::optional<Job> job;
+    while (find_.step()) job = Job{find_.text(0), find_.integer(1), static_cast<uint64_t>(find_.integer(2))};
+    return job;
+  }
 
   Json facts(const JobKey& key) {
     Json stored = Json::object();
@@ -184,7 +194,14 @@ class StoredJobs {
 
   Store& store_;
   int64_t series_;
-  std::map<JobKey, Job> jobs_;
+  sql::ScratchDb scratch_{
+      "CREATE TABLE jobs (task TEXT NOT NULL, sample INTEGER NOT NULL, digest TEXT NOT NULL, run INTEGER NOT NULL, "
+      "agreed_on INTEGER NOT NULL DEFAULT 0, named INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (task, sample)) "
+      "WITHOUT ROWID"};
+  Statement find_{scratch_.db(), scratch_.name(), "SELECT digest, run, agreed_on FROM jobs WHERE task = ?1 AND sample = ?2"};
+  // Some line named the job; the line that agreed with it, if this one did.
+  Statement mark_{scratch_.db(), scratch_.name(),
+                  "UPDATE jobs SET named = 1, agreed_on = MAX(agreed_on, ?3) WHERE task = ?1 AND sample = ?2"};
   std::vector<std::string> problems_;
 };
 

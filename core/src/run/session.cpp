@@ -32,7 +32,7 @@ struct RunSession::Impl {
   std::unique_ptr<Store> store;
   RunRecord record;
   bool continues = false;  // resumes an earlier run of the series
-  std::set<std::pair<std::string, int>> done;
+  uint64_t done = 0;       // jobs the series finished before this run: the store says which
 
   Impl(const Plan& p, SessionOptions o) : plan(p), options(std::move(o)), executor(p) {
     // As a stage that cannot be created: a stage that cannot run here touches no directory.
@@ -59,7 +59,6 @@ struct RunSession::Impl {
       continues = true;
       record.series = latest->series;
       record.secret_seed = latest->secret_seed;
-      done = store->finished_jobs(latest->series);
       // The store decides what is done; results.jsonl is made to agree with it. A job whose
       // line was lost (a kill or a full disk between the two writes) or is not the store's
       // (written by someone else) runs again.
@@ -70,12 +69,12 @@ struct RunSession::Impl {
       const std::set<std::pair<std::string, int>> missing(kept.unmatched.begin(), kept.unmatched.end());
       if (!missing.empty()) {
         store->forget_jobs(latest->series, missing);
-        for (const auto& job : missing) done.erase(job);
         spdlog::warn("--resume: {} job{} finished in the store had no line in results.jsonl that agrees with it; "
                      "running {} again",
                      missing.size(), missing.size() == 1 ? "" : "s", missing.size() == 1 ? "it" : "them");
       }
-      spdlog::info("resuming run {} ({}): {} jobs already finished", latest->id, latest->status, done.size());
+      done = store->count_finished(latest->series);
+      spdlog::info("resuming run {} ({}): {} jobs already finished", latest->id, latest->status, done);
     } else if (latest && latest->status != to_string(RunStatus::Finished)) {
       spdlog::info("{} holds an unfinished run ({}, {}); starting a fresh run. Pass --resume to continue it instead",
                    options.out_dir, latest->id, latest->status);
@@ -135,7 +134,7 @@ RunSession::~RunSession() = default;
 
 CancelToken& RunSession::cancel_token() { return impl_->cancel; }
 
-uint64_t RunSession::already_done() const { return impl_->done.size(); }
+uint64_t RunSession::already_done() const { return impl_->done; }
 
 int64_t RunSession::series() const { return impl_->record.series; }
 
@@ -157,8 +156,9 @@ SessionResult RunSession::run(RunObserver* observer) {
 
   RunOptions run_options;
   run_options.max_in_flight = impl.options.max_in_flight;
-  if (!impl.done.empty()) {
-    run_options.skip = [&impl](const Task& task, int sample) { return impl.done.count({task.id(), sample}) > 0; };
+  if (impl.continues) {
+    const int64_t series = impl.record.series;
+    run_options.skip = [&impl, series](const Task& task, int sample) { return impl.store->finished(series, task.id(), sample); };
   }
   run_options.cache = impl.options.use_cache ? &cache : nullptr;
   run_options.replay_measurements = impl.options.replay_measurements;

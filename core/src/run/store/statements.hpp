@@ -32,9 +32,13 @@ struct Store::Statements {
         find_cached(db, path, "SELECT verdict, strings, numbers FROM verdict_cache WHERE key = ?1"),
         put_cached(db, path,
                    "INSERT OR REPLACE INTO verdict_cache (key, verdict, strings, numbers, created_at) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5)") {}
+                   "VALUES (?1, ?2, ?3, ?4, ?5)"),
+        // By the jobs' primary key, once per run of the series: asked once per job --resume skips.
+        finished(db, path,
+                 "SELECT 1 FROM jobs WHERE run_id IN (SELECT id FROM runs WHERE series = ?1) AND task_id = ?2 "
+                 "AND sample = ?3 LIMIT 1") {}
 
-  sql::Statement begin, commit, rollback, artifact, task, attempt, job, find_cached, put_cached;
+  sql::Statement begin, commit, rollback, artifact, task, attempt, job, find_cached, put_cached, finished;
 };
 
 }  // namespace kforge

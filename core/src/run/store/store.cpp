@@ -384,16 +384,23 @@ std::map<std::string, uint64_t> Store::count_jobs(int64_t run) {
   return counts;
 }
 
-std::set<std::pair<std::string, int>> Store::finished_jobs(int64_t series) {
+bool Store::finished(int64_t series, const std::string& task_id, int sample) {
   std::lock_guard lock(mutex_);
-  Statement q(db_, path_,
-              "SELECT jobs.task_id, jobs.sample FROM jobs JOIN runs ON runs.id = jobs.run_id WHERE runs.series = ?1");
-  q.bind(1, series);
-  std::set<std::pair<std::string, int>> done;
-  while (q.step()) done.emplace(q.text(0), static_cast<int>(q.integer(1)));
-  return done;
+  Statement& q = writes().finished;
+  q.bind(1, series).bind(2, task_id).bind(3, static_cast<int64_t>(sample));
+  bool found = false;
+  while (q.step()) found = true;
+  return found;
 }
 
+uint64_t Store::count_finished(int64_t series) {
+  std::lock_guard lock(mutex_);
+  Statement q(db_, path_, "SELECT COUNT(*) FROM jobs JOIN runs ON runs.id = jobs.run_id WHERE runs.series = ?1");
+  q.bind(1, series);
+  uint64_t count = 0;
+  while (q.step()) count = static_cast<uint64_t>(q.integer(0));
+  return count;
+}
 
 std::unique_ptr<Store> open_store_read_only(const std::string& out_dir) {
   return std::make_unique<Store>((std::filesystem::path(out_dir) / kStoreFileName).string(), StoreMode::ReadOnly);

@@ -69,8 +69,11 @@ class KFORGE_API Store {
   void record_attempt(int64_t run, const Job& job, const Verdict& verdict);
   void record_job(int64_t run, const JobOutcome& outcome);
 
-  // (task id, sample) of every job finished in the series: what --resume skips.
-  std::set<std::pair<std::string, int>> finished_jobs(int64_t series);
+  // Whether the job (task id, sample) finished in the series: what --resume skips. One
+  // indexed look-up, so a resumed run holds nothing per finished job.
+  bool finished(int64_t series, const std::string& task_id, int sample);
+  // How many jobs finished in the series.
+  uint64_t count_finished(int64_t series);
   // Removes the job rows of `jobs` from the series, so --resume runs them again: jobs whose
   // results.jsonl line was lost (their verdict rows stay, as an unfinished job's do).
   void forget_jobs(int64_t series, const std::set<std::pair<std::string, int>>& jobs);
@@ -90,15 +93,27 @@ class KFORGE_API Store {
   std::optional<CachedVerdict> find_cached(const std::string& key);
   void put_cached(const std::string& key, const CachedVerdict& entry);
 
-  // ---- reports: the finished jobs of a series, in job order.
+  // ---- reports, exports and `kforge show` (tasks.cpp): the series' finished jobs a task
+  // at a time, in task order (that of each task's first job in job order), each task's
+  // jobs in job order; with every verdict of each job when `verdicts`; only `task_id`'s
+  // when given. Memory holds one task's jobs, whatever the size of the series: the store
+  // sorts, spilling to a temporary file. The visitor may call artifact() and may move
+  // from its argument.
+  using TaskVisitor = std::function<void(TaskJobs& task)>;
+  void visit_tasks(int64_t series, bool verdicts, const TaskVisitor& visit, const std::string* task_id = nullptr);
+  // The content of the artifact (code, diff, log, environment) with this hash; nullopt when
+  // the store has none.
+  std::optional<std::string> artifact(const std::string& hash);
+  // Whether any task of the store has this task.format (KernelBenchX's rates need one).
+  bool has_task_format(const std::string& format);
+  // Every task id the store knows, in no particular order (`kforge show`'s suggestions).
+  void visit_task_ids(const std::function<void(const std::string& id)>& visit);
+  // The finished jobs of a series held in memory, in the order visit_tasks gives them, and
+  // every task the store knows (dataset.cpp): for small series and tests.
   Dataset load_dataset(int64_t series);
-  // What the detail views show: the series' finished jobs with every verdict, in job order;
+  // The same with every verdict and the artifacts they name, and the tasks they belong to;
   // only `task_id`'s when given (candidates.cpp).
   CandidateRecords load_candidates(int64_t series, const std::string* task_id = nullptr);
-  // ---- exports: per finished job of a series, keyed by (task id, sample), the metrics (a
-  // JSON object's text) of the last run-role verdict of its final round: the timings and
-  // differences eval.run measured. Jobs no run stage judged are absent (run_metrics.cpp).
-  std::map<std::pair<std::string, int>, std::string> load_run_metrics(int64_t series);
 
  private:
   struct Statements;
@@ -115,7 +130,8 @@ class KFORGE_API Store {
   dev_t device_ = 0;  // the opened file's identity, for check_still_there()
   ino_t inode_ = 0;
   int schema_version_ = 0;  // what the database holds: older than current only in ReadOnly mode
-  std::mutex mutex_;
+  // Recursive: a report's visitor reads artifacts while visit_tasks holds it.
+  std::recursive_mutex mutex_;
   std::unique_ptr<Statements> statements_;  // ReadWrite mode only
   std::string last_task_;  // the task upserted last: the k jobs of a task come together
 };
