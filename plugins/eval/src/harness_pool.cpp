@@ -166,10 +166,9 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
       known.metrics["reference_computed"] = 0;  // later jobs are told, not run
       too_big_.emplace(too_big_key, std::move(known));
     }
-    // Out of device memory or of the server's scratch space beside other jobs: maybe
-    // theirs. Once more, with the device (and its server's scratch) alone.
-    const bool crowded_out = out_of_memory || has_flag(response, "scratch_full");
-    if (retried || !crowded_out || !pass->company->load()) return response;
+    // Out of device memory beside other jobs: maybe theirs. Once more, with the device
+    // alone.
+    if (retried || !out_of_memory || !pass->company->load()) return response;
     retried = true;
     gate_use = DeviceGate::Use::Exclusive;
   }

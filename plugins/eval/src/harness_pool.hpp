@@ -44,8 +44,7 @@ class HarnessPool {
   // Sends one request to the least-loaded device's server (ties: round robin), through
   // the device's gate as `use` says, admitted by the memory `task` (admission_key) is
   // known to need there; the response teaches the gate the task's need and the device's
-  // memory. An out-of-memory, or a full scratch filesystem (flag scratch_full), while
-  // other jobs shared the device is retried once with the device to itself (flag
+  // memory. An out-of-memory while other jobs shared the device is retried once with the device to itself (flag
   // retried_alone): only one alone is a verdict. A
   // task whose reference ran out of memory alone is too big for the device: its later
   // jobs get that task_error without running.

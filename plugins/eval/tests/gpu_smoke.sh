@@ -17,10 +17,9 @@
 #    references and Triton candidates. Prints a table.
 #    Then the hostile candidates of issue 9 as Triton and CUDA candidates
 #    (plugins/eval/harness/tests/test_attacks_gpu.py, on $DEVICE seen as cuda:0).
-# 3. The reference service (issue 8, bench/harness_reference.py): device units per task
-#    for k = 1, 4, 8 candidates, and the peak memory of comparing a COMPARE_GB (6) GB
-#    output: against BASELINE_HARNESS (another checkout's plugins/eval/harness, e.g.
-#    main's, for the numbers before) when it is set.
+# 3. The hand-over of outputs (issue 20, bench/handover.py): a candidate's output of
+#    1 and COMPARE_GB (6) GB crossing into the task host's buffer on the device, and the
+#    host judging it there, in GB/s.
 # 4. With a kforge binary: `kforge run pipelines/triton-gpu.yaml` and
 #    `pipelines/kernelbenchx.yaml` end to end, and every
 #    bundled task's reference at full size eight at a time (data/reference-gpu.yaml),
@@ -29,7 +28,7 @@
 #
 # Environment: KFORGE_PYTHON (interpreter with CUDA torch and triton; default: the first
 # of /opt/torch/.venv/bin/python3, python3 on PATH that sees a GPU), DEVICE (cuda:0),
-# COMPARE_GB (6), BASELINE_HARNESS (unset).
+# COMPARE_GB (6).
 # Exit status: 0 when everything was as expected or skipped, 1 otherwise.
 set -uo pipefail
 
@@ -91,13 +90,9 @@ echo "== hostile candidates on cuda:0 as Triton and CUDA candidates (harness tes
 (cd "$repo/plugins/eval/harness" && CUDA_VISIBLE_DEVICES="${device#cuda:}" \
    "$python" -m unittest tests.test_attacks_gpu -v 2>&1 | tail -n 60) || status=1
 
-echo "== reference service on $device (bench/harness_reference.py)"
-baseline=()
-[ -n "${BASELINE_HARNESS:-}" ] && baseline=(--baseline-harness "$BASELINE_HARNESS")
-"$python" "$repo/bench/harness_reference.py" units --device "$device" --rows 4096 --cols 65536 \
-  --max-children 8 "${baseline[@]}" || status=1
-"$python" "$repo/bench/harness_reference.py" compare --device "$device" --gb "${COMPARE_GB:-6}" \
-  "${baseline[@]}" || status=1
+echo "== outputs handed over on $device (bench/handover.py)"
+PYTHONPATH="$repo/plugins/eval/harness" "$python" "$repo/bench/handover.py" --device "$device" \
+  --gb 1 "${COMPARE_GB:-6}" || status=1
 
 if [ -n "$kforge" ]; then
   for memory_gb in 0 100000; do

@@ -304,11 +304,6 @@ class AttackTest(AttackFixture):
         # Its forged answer carries this id: the first response with it must be the server's.
         self.attack(self.hostile("attack-stdout", "answer_server_stdout"))
 
-    def test_an_output_handed_over_as_a_fifo(self):
-        started = time.monotonic()
-        self.attack(self.hostile("fifo", "fifo_output"))
-        self.assertLess(time.monotonic() - started, self.TIMEOUT_S + 60)
-
     def test_a_line_nested_too_deep_to_decode(self):
         self.attack(self.hostile("deep-json", "deep_json_line"))
 

@@ -1,8 +1,6 @@
 """Comparison rules and the dynamic anti-cheat helpers."""
 
 import math
-import os
-import tempfile
 import unittest
 from unittest import mock
 
@@ -13,6 +11,7 @@ from kforge_harness.anticheat import observe as anticheat
 from kforge_harness.judge import compare, outputs
 from kforge_harness import protocol
 from kforge_harness.judge.compare import compare_outputs, compare_tensors
+from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf
 from kforge_harness.protocol import normalise_request
 
 ALLCLOSE = normalise_request({"id": 1, "action": "check", "candidate": {"code": ""}})[
@@ -176,23 +175,20 @@ def _peak_allocated(call):
     return field("VmHWM:") - base
 
 
-class FileLeavesTest(unittest.TestCase):
-    """Leaves in files, with chunks and slices made small enough to test."""
+class SlicedLeavesTest(unittest.TestCase):
+    """Leaves compared in slices, one thread each, with chunks and slices made small
+    enough to test: the verdict and the metrics are those of one pass, whatever the
+    number of workers."""
 
     def setUp(self):
         saved = (compare.CHUNK_ELEMENTS, compare.MIN_CHUNKS_PER_WORKER)
         self.addCleanup(lambda: (setattr(compare, "CHUNK_ELEMENTS", saved[0]),
                                  setattr(compare, "MIN_CHUNKS_PER_WORKER", saved[1])))
         compare.CHUNK_ELEMENTS, compare.MIN_CHUNKS_PER_WORKER = 64, 2
-        directory = tempfile.TemporaryDirectory()
-        self.addCleanup(directory.cleanup)
-        self.directory = directory.name
 
-    def files(self, ref, cand):
-        ref_info = outputs.write_leaves([ref], self.directory, "r")[0]
-        cand_info = outputs.write_leaves([cand], self.directory, "c")[0]
-        return ([outputs.FileLeaf(self.directory, "r", 0, ref_info)],
-                [outputs.FileLeaf(self.directory, "c", 0, cand_info)])
+    @staticmethod
+    def leaves(ref, cand):
+        return [TensorLeaf(ref)], [SnapshotLeaf(cand)]
 
     def assert_same(self, one, other):
         """The same verdict, message and metrics (to float64 rounding)."""
@@ -202,11 +198,6 @@ class FileLeavesTest(unittest.TestCase):
                 self.assertTrue(math.isnan(other.metrics[name]), name)
             else:
                 self.assertAlmostEqual(value, other.metrics[name], places=9, msg=name)
-
-
-class SlicedFileComparisonTest(FileLeavesTest):
-    """The judge compares a large output's files in slices, one thread each: the verdict
-    and the metrics are those of one pass, whatever the number of workers."""
 
     def test_the_slices_cover_every_element_once(self):
         for numel, workers in ((1000, 3), (64 * 7, 4), (64 * 8 + 1, 4), (100, 8), (5000, 1)):
@@ -228,138 +219,29 @@ class SlicedFileComparisonTest(FileLeavesTest):
         nan_late = ref.clone()
         nan_late[999] = math.nan
         for cand in (ref.clone(), noisy, off_late, nan_late):
-            ref_leaves, cand_leaves = self.files(ref, cand)
+            ref_leaves, cand_leaves = self.leaves(ref, cand)
             one = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=1)
             for workers in (2, 3, 7):
                 self.assert_same(one, compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE,
                                                              workers=workers))
         self.assertIn("1 of 1000 elements", compare.compare_leaves(
-            *self.files(ref, off_late), ALLCLOSE, workers=3).message)
-
-    def test_a_short_candidate_file_is_the_candidate_s_fault_in_any_slice(self):
-        ref_leaves, cand_leaves = self.files(torch.randn(1000), torch.randn(1000))
-        with open(cand_leaves[0].path, "r+b") as handle:
-            handle.truncate(999 * 4)
-        with self.assertRaises(compare.CandidateOutputError):
-            compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=4)
-
-
-class DeviceComparisonTest(FileLeavesTest):
-    """A device judge compares large file leaves on its accelerator, in larger chunks
-    read into page-locked buffers. The CPU stands in for the device here (the chunking,
-    the slicing and the statistics are the same code; plugins/eval/tests/gpu_check.py
-    runs it on CUDA): the same verdicts and metrics as the CPU's comparison, and a device
-    out of memory leaves the comparison to the CPU."""
-
-    def setUp(self):
-        super().setUp()
-        saved = (compare.DEVICE_CHUNK_ELEMENTS, compare.DEVICE_MIN_BYTES)
-        self.addCleanup(lambda: (setattr(compare, "DEVICE_CHUNK_ELEMENTS", saved[0]),
-                                 setattr(compare, "DEVICE_MIN_BYTES", saved[1])))
-        compare.DEVICE_CHUNK_ELEMENTS, compare.DEVICE_MIN_BYTES = 96, 1024
-
-    def cases(self):
-        torch.manual_seed(1)
-        ref = torch.randn(1000) * 3
-        ref[300] = -math.inf
-        noisy = ref + torch.randn(1000) * 1e-6
-        off = ref.clone()
-        off[990] += 1.0
-        nan = ref.clone()
-        nan[5] = math.nan
-        return ref, (ref.clone(), noisy, off, nan, ref * 1.5)
-
-    def test_the_same_verdict_and_metrics_as_on_the_cpu(self):
-        ref, candidates = self.cases()
-        device = torch.device("cpu")
-        for cand in candidates:
-            ref_leaves, cand_leaves = self.files(ref, cand)
-            on_cpu = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=1)
-            for workers in (1, 3):
-                with mock.patch.object(compare, "_Stats", wraps=compare._Stats) as stats:
-                    on_device = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE,
-                                                       workers=workers, device=device)
-                self.assertTrue(all(call.args[3] is device for call in stats.call_args_list))
-                self.assert_same(on_cpu, on_device)
-
-    def test_a_small_leaf_stays_on_the_cpu(self):
-        compare.DEVICE_MIN_BYTES = 1 << 30
-        ref_leaves, cand_leaves = self.files(torch.randn(1000), torch.randn(1000))
-        with mock.patch.object(compare, "_Stats", wraps=compare._Stats) as stats:
-            compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, device=torch.device("cpu"))
-        self.assertTrue(all(call.args[3] is None for call in stats.call_args_list))
+            *self.leaves(ref, off_late), ALLCLOSE, workers=3).message)
 
     def test_a_device_out_of_memory_leaves_the_comparison_to_the_cpu(self):
-        ref, candidates = self.cases()
-        real_add = compare._Stats.add
+        ref, cand = torch.randn(1000), torch.randn(1000)
+        on_cpu = compare.compare_leaves(*self.leaves(ref, cand), ALLCLOSE)
+        ref_leaves, cand_leaves = [TensorLeaf(ref)], [TensorLeaf(cand)]
+        for leaf in ref_leaves + cand_leaves:  # as if both lived on one accelerator
+            leaf.device = torch.device("meta")
+        real = compare._compare
 
-        def add(stats, ref_chunk, cand_chunk):
-            if stats.device.type == "cpu" and stats.buffers is None and ref_chunk.numel() == 96:
+        def compare_once(ref_leaf, cand_leaf, rule, where, workers, device):
+            if device is not None:
                 raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-            return real_add(stats, ref_chunk, cand_chunk)
+            return real(ref_leaf, cand_leaf, rule, where, workers, device)
 
-        for cand in candidates:
-            ref_leaves, cand_leaves = self.files(ref, cand)
-            on_cpu = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE)
-            with mock.patch.object(compare._Stats, "add", add):
-                fallen_back = compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE,
-                                                     device=torch.device("cpu"))
-            self.assert_same(on_cpu, fallen_back)
-
-    def test_a_short_candidate_file_is_still_the_candidate_s_fault(self):
-        ref_leaves, cand_leaves = self.files(torch.randn(1000), torch.randn(1000))
-        with open(cand_leaves[0].path, "r+b") as handle:
-            handle.truncate(999 * 4)
-        with self.assertRaises(compare.CandidateOutputError):
-            compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE, workers=2,
-                                   device=torch.device("cpu"))
-
-
-class OutputFilesTest(unittest.TestCase):
-    """What crosses between processes: every dtype and layout round-trips through the
-    files bit for bit, and a reader opens only the plain file it expects."""
-
-    def test_round_trip(self):
-        values = [torch.randn(3, 4).t(), torch.randn(5).bfloat16(), torch.randn(4, dtype=torch.complex64),
-                  torch.tensor([True, False]), torch.arange(6, dtype=torch.int16).view(2, 3),
-                  torch.tensor(2.5), np.arange(4, dtype=np.float64), 7, None, "text"]
-        with tempfile.TemporaryDirectory() as directory:
-            infos = outputs.write_leaves(values, directory, "t")
-            self.assertEqual([i["kind"] for i in infos], ["tensor"] * 8 + ["none", "other"])
-            for index, value in enumerate(values[:8]):
-                leaf = outputs.FileLeaf(directory, "t", index, infos[index])
-                with leaf.open() as handle:
-                    # Chunks share a buffer: each is copied before the next is read.
-                    back = torch.cat([c.clone() for c in leaf.chunks(handle, 3)]).view(leaf.shape)
-                expected = outputs.as_tensor(value)
-                self.assertEqual(back.dtype, expected.dtype)
-                self.assertTrue(torch.equal(back, expected.contiguous()), index)
-
-    def test_the_staging_buffer_is_reused_and_grows_only_for_a_larger_piece(self):
-        # A device's pieces go through it (a CPU tensor stands in for one here: the copy
-        # and the reuse are the same; pinning is CUDA's alone).
-        staging = outputs._Staging()
-        first = staging.copy(torch.arange(8, dtype=torch.float32))
-        buffer = staging.buffer
-        second = staging.copy(torch.arange(4, dtype=torch.int16) - 2)
-        self.assertIs(staging.buffer, buffer)
-        self.assertEqual(second.tolist(), [-2, -1, 0, 1])
-        self.assertEqual(first[:1].view(torch.int16).tolist(), [-2, -1])  # the same memory
-        staging.copy(torch.zeros(16, dtype=torch.float64))
-        self.assertEqual(staging.buffer.numel(), 128)
-
-    def test_reader_refuses_links_and_wrong_sizes(self):
-        with tempfile.TemporaryDirectory() as directory:
-            info = outputs.write_leaves([torch.zeros(4)], directory, "a")[0]
-            outputs.write_leaves([torch.zeros(8)], directory, "b")
-            os.unlink(os.path.join(directory, "a-0.bin"))
-            os.symlink(os.path.join(directory, "b-0.bin"), os.path.join(directory, "a-0.bin"))
-            with self.assertRaises(ValueError):
-                outputs.FileLeaf(directory, "a", 0, info).open()
-            os.unlink(os.path.join(directory, "a-0.bin"))
-            outputs.write_leaves([torch.zeros(3)], directory, "a")
-            with self.assertRaisesRegex(ValueError, "16 bytes"):
-                outputs.FileLeaf(directory, "a", 0, info).open()
+        with mock.patch.object(compare, "_compare", compare_once):
+            self.assert_same(on_cpu, compare.compare_leaves(ref_leaves, cand_leaves, ALLCLOSE))
 
 
 class AntiCheatHelpersTest(unittest.TestCase):

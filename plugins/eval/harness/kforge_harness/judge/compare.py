@@ -3,18 +3,16 @@ element, and over the whole output: its relative error, and how well it reproduc
 part of the reference's output that varies), and telling whether a reference's outputs
 carry information a comparison can judge at all.
 
-Outputs are read in chunks of CHUNK_ELEMENTS elements (outputs.FileLeaf from the files
-the reference worker and the candidate child wrote, or outputs.TensorLeaf in memory),
-and each chunk is compared in float64: a difference of fp32 values is exact, and the
-memory a comparison takes is a few times the chunk, whatever the output's size (a 6 GB
-output once needed 12 GB of float64 temporaries on the device). The statistics are
-accumulated over the chunks, so verdicts and metrics are those of one pass over the
-whole output.
+Outputs are read in chunks of CHUNK_ELEMENTS elements (outputs.TensorLeaf), and each
+chunk is compared in float64: a difference of fp32 values is exact, and the memory a
+comparison takes is a few times the chunk, whatever the output's size (a 6 GB output
+once needed 12 GB of float64 temporaries on the device). The statistics are accumulated
+over the chunks, so verdicts and metrics are those of one pass over the whole output.
 
-Large file leaves can be compared on an accelerator (a device judge, server.JudgePool):
-their chunks are read into page-locked buffers and copied to the device, where the same
-statistics are computed. The arithmetic is the same float64 arithmetic; only the order
-in which sums are added differs, within float64 rounding."""
+Leaves on one accelerator (the task host's reference outputs and the buffer it lent the
+candidate) are compared there, in chunks of DEVICE_CHUNK_ELEMENTS; a device out of
+memory leaves the comparison to the CPU. The arithmetic is the same float64 arithmetic;
+only the order in which sums are added differs, within float64 rounding."""
 
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -23,8 +21,7 @@ import numpy as np
 import torch
 
 from kforge_harness import protocol
-from kforge_harness.judge.outputs import (FileLeaf, TensorLeaf, as_tensor, dtype_name, flat_leaves,
-                                          pieces)
+from kforge_harness.judge.outputs import TensorLeaf, as_tensor, dtype_name, flat_leaves
 
 # 64K elements: the chunk's float64 temporaries (five buffers, ~2.2 MB) stay in the CPU's
 # cache across the dozen passes the statistics make over them. Measured on the 2-core VM:
@@ -32,7 +29,7 @@ from kforge_harness.judge.outputs import (FileLeaf, TensorLeaf, as_tensor, dtype
 # streamed from memory by every pass.
 CHUNK_ELEMENTS = 1 << 16
 
-# A file leaf compared by several workers is cut into contiguous slices of at least this
+# A leaf compared by several workers is cut into contiguous slices of at least this
 # many chunks each: below it a thread's start-up costs more than its share of the work.
 MIN_CHUNKS_PER_WORKER = 64
 
@@ -40,11 +37,6 @@ MIN_CHUNKS_PER_WORKER = 64
 # memory, and each chunk costs a dozen synchronisations (the statistics read back): a
 # 6.4 GB output is 100 chunks.
 DEVICE_CHUNK_ELEMENTS = 1 << 24
-
-# Leaves of at least this many bytes are compared on the judge's device, when it has
-# one: below it, the copies and synchronisations cost more than the CPU's arithmetic.
-DEVICE_MIN_BYTES = 64 << 20
-
 
 # The judge's statistics of one trial, as metrics (PROTOCOL.md): per output, then the
 # worst output (for mean_*: the mean over outputs); over trials, the worst trial (for
@@ -353,20 +345,13 @@ def _count(mask):
     return int(mask.view(torch.uint8).sum(dtype=torch.int32))
 
 
-class CandidateOutputError(Exception):
-    """The candidate's process handed over an output the judge cannot read (a missing or
-    short file, a link): the candidate's fault, since its process wrote it."""
-
-
-def compare_leaf(ref, cand, rule, where="the output", workers=1, device=None, facts=None):
-    """Compares one reference leaf with one candidate leaf (outputs.FileLeaf or
-    TensorLeaf). Raises CandidateOutputError for an unreadable candidate file; a reference
-    file that cannot be read raises ValueError (the harness's own store is broken).
-    `workers`: threads that compare contiguous slices of two file leaves at once (torch
-    releases the GIL in its kernels; each thread reads its own slice of both files); the
-    slices' statistics are merged in order, so a verdict does not depend on scheduling.
-    `device`: an accelerator (torch.device) that compares file leaves of DEVICE_MIN_BYTES
-    or more; one that runs out of memory leaves the comparison to the CPU.
+def compare_leaf(ref, cand, rule, where="the output", workers=1, facts=None):
+    """Compares one reference leaf with one candidate leaf (outputs.TensorLeaf, or a
+    SnapshotLeaf for a buffer the candidate can write). Leaves on one accelerator are
+    compared there (a device out of memory leaves it to the CPU); elsewhere `workers`
+    threads compare contiguous slices of two contiguous leaves at once (torch releases
+    the GIL in its kernels); the slices' statistics are merged in order, so a verdict
+    does not depend on scheduling.
     `facts`: what the reference side measured of this leaf (OutputInformation), a dict:
     "centre", the mean of the reference's values over its trials (a number, [real,
     imaginary] for complex), which the variation check measures the variation around
@@ -384,26 +369,21 @@ def compare_leaf(ref, cand, rule, where="the output", workers=1, device=None, fa
                        f"{dtype_name(ref.dtype)}")
     if ref.numel == 0:
         return Outcome()
-    files = isinstance(ref, FileLeaf) and isinstance(cand, FileLeaf)
     if ref.device.type != "cpu" and cand.device == ref.device:
-        # Both in the same device's memory (the task host's reference outputs and a
-        # buffer lent to the candidate): compared where they are.
-        return _compare(ref, cand, rule, where, 1, ref.device)
-    if device is not None and files and ref.nbytes >= DEVICE_MIN_BYTES:
         try:
-            return _compare(ref, cand, rule, where, workers, device)
+            return _compare(ref, cand, rule, where, 1, ref.device)
         except Exception as exc:  # noqa: BLE001 - only the device's memory is retried
             if not _out_of_memory(exc):
                 raise
-    sliceable = getattr(ref, "sliceable", False) and getattr(cand, "sliceable", False)
+    sliceable = ref.sliceable and cand.sliceable
     return _compare(ref, cand, rule, where, workers if sliceable else 1, None)
 
 
 def _compare(ref, cand, rule, where, workers, device):
-    return _verdict(_statistics(ref, cand, rule, where, workers, device), rule, ref.numel, where)
+    return _verdict(_statistics(ref, cand, rule, workers, device), rule, ref.numel, where)
 
 
-def _statistics(ref, cand, rule, where, workers, device):
+def _statistics(ref, cand, rule, workers, device):
     """One pass over both leaves: their _Stats."""
     atol, rtol = tolerance(rule, ref.dtype)
     whole = WholeOutput(rule, ref.dtype)
@@ -411,7 +391,7 @@ def _statistics(ref, cand, rule, where, workers, device):
 
     def one_pass(piece):
         stats = _Stats(atol, rtol, whole, device)
-        _accumulate(stats, ref, cand, where, chunk, *piece)
+        _accumulate(stats, ref, cand, chunk, *piece)
         return stats
 
     slices = _slices(ref.numel, workers, chunk)
@@ -442,33 +422,13 @@ def _slices(numel, workers, chunk=None):
     return [(start, min(per_slice, numel - start)) for start in range(0, numel, per_slice)]
 
 
-def _accumulate(stats, ref, cand, where, chunk, start, count):
+def _accumulate(stats, ref, cand, chunk, start, count):
     """One pass over elements [start, start + count) of both leaves into `stats`, in
-    chunks of `chunk` elements, on stats.device."""
-    pinned = stats.device.type == "cuda"
-    ref_handle = ref.open()
-    try:
-        try:
-            cand_handle = cand.open()
-        except ValueError as exc:
-            raise CandidateOutputError(f"{where}: {exc}") from None
-        try:
-            cand_chunks = cand.chunks(cand_handle, chunk, start, count, pinned)
-            for ref_chunk in ref.chunks(ref_handle, chunk, start, count, pinned):
-                try:
-                    cand_chunk = next(cand_chunks)
-                except (ValueError, StopIteration) as exc:
-                    raise CandidateOutputError(f"{where}: {exc or 'the file ended early'}") from None
-                # The copies finish before the next chunk is read into the same buffers:
-                # add() waits for the device's results.
-                stats.add(ref_chunk.to(stats.device, non_blocking=pinned),
-                          cand_chunk.to(stats.device, non_blocking=pinned))
-        finally:
-            if cand_handle is not None:
-                cand_handle.close()
-    finally:
-        if ref_handle is not None:
-            ref_handle.close()
+    chunks of `chunk` elements, on stats.device (a chunk of a leaf elsewhere is copied
+    there)."""
+    cand_chunks = cand.chunks(chunk, start, count)
+    for ref_chunk in ref.chunks(chunk, start, count):
+        stats.add(ref_chunk.to(stats.device), next(cand_chunks).to(stats.device))
 
 
 def _verdict(stats, rule, numel, where):
@@ -545,12 +505,11 @@ def _whole_output_failure(stats, facts, metrics, where, text):
     return None
 
 
-def compare_leaves(ref_leaves, cand_leaves, rule, names=None, workers=1, device=None,
-                   facts=None):
+def compare_leaves(ref_leaves, cand_leaves, rule, names=None, workers=1, facts=None):
     """Compares a forward's outputs leaf by leaf; the first failing leaf decides.
     `cand_leaves` items are leaves or, for outputs that are not tensors, the name of what
     they are (a string). `names`: what messages call each leaf (default "output #i");
-    `workers`, `device`: see compare_leaf; `facts`: per leaf, compare_leaf's `facts` (a
+    `workers`: see compare_leaf; `facts`: per leaf, compare_leaf's `facts` (a
     dict, which may hold other keys too: the leaves' descriptions in the store)."""
     if len(ref_leaves) != len(cand_leaves):
         return Outcome(protocol.SHAPE_MISMATCH,
@@ -564,7 +523,7 @@ def compare_leaves(ref_leaves, cand_leaves, rule, names=None, workers=1, device=
             return Outcome(protocol.DTYPE_MISMATCH,
                            f"{where} is a {cand}; the reference returns a tensor of "
                            f"{dtype_name(ref.dtype)}")
-        outcome = compare_leaf(ref, cand, rule, where, workers, device,
+        outcome = compare_leaf(ref, cand, rule, where, workers,
                                _leaf_facts(facts[index]) if facts else None)
         if not outcome.passed:
             return outcome
@@ -720,7 +679,7 @@ class _Information:
         # Where the output lives (a device's outputs stay there: copying GB-sized ones to
         # the host chunk by chunk costs minutes of CPU).
         device = leaf.device if leaf.device.type != "cpu" and other.device == leaf.device else None
-        stats = _statistics(leaf, other, self.rule, "the reference's output", 1, device)
+        stats = _statistics(leaf, other, self.rule, 1, device)
         distance, norm = stats.norms()
         noise = distance if moved is not None else None
         self.trials += 1

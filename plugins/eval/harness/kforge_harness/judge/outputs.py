@@ -1,40 +1,20 @@
-"""How outputs cross from one process to another: files of raw bytes, one per output
-leaf, with their dtype and shape described beside them in JSON.
+"""Output leaves and their reading: a forward's outputs flattened into tensor leaves
+(`flat_leaves`, `as_tensor`), read in flat chunks of a fixed number of elements
+(`TensorLeaf`; `SnapshotLeaf` for a buffer another process can write), dtype names, and
+digests of inputs. Outputs never cross processes as files: the task host reads the
+candidate's outputs in the buffer it lent (handover/), on the device where they live."""
 
-The reference worker writes the reference's outputs into the reference store, the
-candidate child writes its outputs into its own work directory, and the judge reads both
-back in chunks. Files, not shared GPU memory: a file outlives the process that wrote it
-(the reference is computed once and read by every candidate of its task), needs nothing
-but a directory (what the candidate's sandbox leaves writable), and is read in bounded
-pieces whatever the output's size. Writing and reading both go in chunks of at most
-CHUNK_BYTES, so neither side ever holds a second full-size copy of an output.
-
-File names are fixed by position (`leaf_file`), never taken from what a writer reports:
-the judge opens exactly the names it expects, without following links."""
-
-import os
-import stat
 import threading
 
 import numpy as np
 import torch
 
-# Flag of a response whose outputs did not fit on the harness's scratch filesystem (the
-# host's fault; the client retries it with the device, and so the scratch, to itself).
-SCRATCH_FULL = "scratch_full"
-
-CHUNK_BYTES = 64 << 20
-
-# dtype name -> the NumPy dtype its bytes are read and written as. bfloat16 and the
-# float8 types have no NumPy dtype: they travel as integers of their width.
-_STORAGE = {
-    "float64": np.float64, "float32": np.float32, "float16": np.float16,
-    "bfloat16": np.int16, "complex64": np.complex64, "complex128": np.complex128,
-    "int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8,
-    "uint8": np.uint8, "bool": np.bool_,
-}
-_STORAGE.update({name: np.uint8 for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-                                             "float8_e5m2fnuz") if hasattr(torch, name)})
+# The dtypes an output leaf can have (the hand-over's buffers carry these): float8
+# types where this torch has them.
+_DTYPES = frozenset(["float64", "float32", "float16", "bfloat16", "complex64", "complex128",
+                     "int64", "int32", "int16", "int8", "uint8", "bool"] +
+                    [name for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                       "float8_e5m2fnuz") if hasattr(torch, name)])
 
 
 def dtype_name(dtype):
@@ -42,12 +22,8 @@ def dtype_name(dtype):
 
 
 def torch_dtype(name):
-    """The torch dtype of a name this format carries, or None."""
-    return getattr(torch, name) if name in _STORAGE else None
-
-
-def leaf_file(prefix, index):
-    return f"{prefix}-{index}.bin"
+    """The torch dtype of a name an output leaf can have, or None."""
+    return getattr(torch, name) if name in _DTYPES else None
 
 
 def flat_leaves(obj):
@@ -101,129 +77,9 @@ def _raw_pieces(tensor, max_elements):
                 yield from _raw_pieces(tensor[index], max_elements)
 
 
-def _host_array(piece, staging):
-    """A flat piece as a NumPy array over its bytes. A piece on a device is copied into
-    `staging` (a _Staging): one reused host buffer, not a fresh allocation per piece."""
-    name = dtype_name(piece.dtype)
-    storage = _STORAGE[name]
-    if name == "bfloat16" or name.startswith("float8"):
-        piece = piece.view(torch.int16 if storage is np.int16 else torch.uint8)
-    if piece.device.type == "cpu":
-        return piece.numpy()
-    return staging.copy(piece).numpy()
-
-
-class _Staging:
-    """The host buffer a device's pieces are copied through before they are written:
-    pinned where the device is CUDA's (a direct DMA copy), as large as the largest piece
-    so far (a leaf's pieces are equal but for its last), reused across pieces. Writing
-    a 6.4 GB output from an H100 took 9 s with a fresh pageable copy per 64 MB piece."""
-
-    def __init__(self):
-        self.buffer = None
-
-    def copy(self, piece):
-        nbytes = piece.numel() * piece.element_size()
-        if self.buffer is None or self.buffer.numel() < nbytes:
-            self.buffer = self._allocate(nbytes, piece.device)
-        host = self.buffer[:nbytes].view(piece.dtype)
-        host.copy_(piece)
-        return host
-
-    @staticmethod
-    def _allocate(nbytes, device):
-        if device.type == "cuda":
-            try:
-                return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
-            except RuntimeError:  # pinning refused (a locked-memory limit): pageable, still reused
-                pass
-        return torch.empty(nbytes, dtype=torch.uint8)
-
-
-def describe(value):
-    """What a leaf is, for the record: a tensor's dtype and shape, or its kind."""
-    tensor = as_tensor(value)
-    if tensor is None:
-        return {"kind": "none" if value is None else "other", "type": type(value).__name__}
-    name = dtype_name(tensor.dtype)
-    if name not in _STORAGE:
-        return {"kind": "other", "type": f"Tensor of {name}"}
-    return {"kind": "tensor", "dtype": name, "shape": list(tensor.shape),
-            "nbytes": tensor.numel() * tensor.element_size()}
-
-
-def write_leaves(values, directory, prefix):
-    """Writes every tensor leaf of `values` to `directory`/leaf_file(prefix, i); returns
-    the leaves' descriptions (describe())."""
-    described = []
-    staging = _Staging()
-    for index, value in enumerate(flat_leaves(values)):
-        info = describe(value)
-        if info["kind"] == "tensor":
-            tensor = as_tensor(value)
-            per_piece = max(1, CHUNK_BYTES // max(1, tensor.element_size()))
-            path = os.path.join(directory, leaf_file(prefix, index))
-            with open(path, "wb") as handle:
-                for piece in pieces(tensor.detach(), per_piece):
-                    handle.write(memoryview(_host_array(piece, staging)).cast("B"))
-        described.append(info)
-    return described
-
-
-class FileLeaf:
-    """One output leaf in a file, read back in chunks. Opened without following links
-    and required to be a regular file of exactly the described size: a writer cannot
-    make the reader open something else (another process's output, say)."""
-
-    def __init__(self, directory, prefix, index, info):
-        self.dtype = torch_dtype(info["dtype"])
-        self.shape = tuple(info["shape"])
-        self.path = os.path.join(directory, leaf_file(prefix, index))
-        self.storage = _STORAGE[info["dtype"]]
-        self.numel = 1
-        for extent in self.shape:
-            self.numel *= extent
-        self.nbytes = self.numel * np.dtype(self.storage).itemsize
-        self.device = torch.device("cpu")
-        self.sliceable = True
-
-    def open(self):
-        """The open file, or raises ValueError saying why it is not acceptable."""
-        try:
-            # O_NONBLOCK: a FIFO in the file's place must not hold the judge waiting for a
-            # writer (the fstat below then refuses it); a plain file reads as ever.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError as exc:
-            raise ValueError(f"cannot open {os.path.basename(self.path)}: {exc.strerror}") from None
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1 or status.st_size != self.nbytes:
-            os.close(fd)
-            raise ValueError(f"{os.path.basename(self.path)} is not a plain file of "
-                             f"{self.nbytes} bytes")
-        return os.fdopen(fd, "rb")
-
-    def chunks(self, handle, elements, start=0, count=None, pinned=False):
-        """Flat CPU tensors of at most `elements` elements, in order: the leaf's elements
-        [start, start + count) (default: all of them). They share one buffer (reused: no
-        page faults per chunk), so each is valid until the next. `pinned`: the buffer is
-        page-locked, so that a chunk copies to a CUDA device without another host copy."""
-        left = self.numel - start if count is None else count
-        itemsize = np.dtype(self.storage).itemsize
-        if start:
-            handle.seek(start * itemsize)
-        raw = torch.empty(min(left, elements) * itemsize, dtype=torch.uint8, pin_memory=pinned)
-        array = raw.numpy()
-        while left > 0:
-            nbytes = min(left, elements) * itemsize
-            if handle.readinto(memoryview(array[:nbytes])) != nbytes:
-                raise ValueError(f"{os.path.basename(self.path)} ended early")
-            yield raw[:nbytes].view(self.dtype)
-            left -= nbytes // itemsize
-
-
 class TensorLeaf:
-    """An in-memory tensor with FileLeaf's reading interface: the task host's reference
-    outputs (on its device), tests' values."""
+    """An output leaf in memory, read in chunks: the task host's reference outputs (on its
+    device), tests' values."""
 
     def __init__(self, tensor):
         self.tensor = tensor.detach()
@@ -232,9 +88,6 @@ class TensorLeaf:
         self.numel = tensor.numel()
         self.nbytes = self.numel * tensor.element_size()
         self.device = tensor.device
-
-    def open(self):
-        return None
 
     def _piece(self, flat, start, count):
         return flat[start:start + count]
@@ -245,9 +98,9 @@ class TensorLeaf:
         so that several threads can compare slices of it (compare_leaf)."""
         return self.tensor.is_contiguous()
 
-    def chunks(self, _handle, elements, start=0, count=None, _pinned=False):
+    def chunks(self, elements, start=0, count=None):
         """Flat chunks of exactly `elements` elements (the last may be shorter), on the
-        tensor's device, like a FileLeaf's, so two leaves of any layouts read in step:
+        tensor's device, so two leaves of any layouts read in step:
         elements [start, start + count) of a contiguous tensor, else the whole."""
         count = self.numel - start if count is None else count
         if self.tensor.is_contiguous():
