@@ -143,18 +143,25 @@ def statistics_metrics(party, measured):
 
 
 def charged(loop, reference):
-    """The timing.summarise dict of a candidate's loop (and "charged_ms"), its calls charged with the time the
-    server's clock saw beyond the reference's path: the median gap above the reference's,
-    less the noise of that difference (0 when below), added to every call. Work the child's clock does not show (done in a
-    thread, a signal handler, a hook around the call) then counts however small, where
-    the bound of anticheat/timing.py only rejects what noise cannot explain; an honest
-    candidate's gap is the reference's, give or take the machine's noise."""
+    """The timing.summarise dict of a candidate's loop (and "charged_ms"), bounded from
+    below by the server's own clock: the calls' median bracket, less the trusted exchange
+    measured just before each call, less what the same path costs around the reference's
+    calls (its gap) and that gap's noise, is the least the candidate's median may be;
+    where its own numbers say less, the difference is added to every call. Nothing of it
+    comes from the candidate's process: a clock, a report or a channel rewritten there,
+    work done in a thread, a signal handler or a hook around the call, gain nothing
+    beyond the noise of the reference's own path. An honest candidate's numbers are above
+    the bound, give or take that noise; the bound never exceeds the reference's median, so
+    a speedup the server's clock cannot confirm counts as none, not as a slowdown."""
     measured = summarise(loop.timed(loop.event_ms))
-    gaps = loop.gaps()
-    # Less one standard error of the two medians' difference (by their deviations):
-    # what the machine's noise alone puts between two loops of the same code.
-    noise = (reference["gap_mad"] + mad(gaps)) / math.sqrt(max(1, len(gaps)))
-    unexplained = max(0.0, statistics.median(gaps) - reference["gap_ms"] - noise)
+    seen = [w - x for w, x in zip(loop.timed(loop.wall_ms), loop.timed(loop.exchange_ms))]
+    noise = 3 * reference["gap_mad"] / math.sqrt(max(1, len(seen)))
+    # The bound can raise the candidate's time to the reference's, never beyond: for calls
+    # shorter than the exchanges' noise it cannot tell the same code from itself, and it
+    # is there to refuse a speedup the clock does not show, not to invent a slowdown.
+    least = min(statistics.median(seen) - reference["gap_ms"] - noise,
+                reference["summary"]["ms"])
+    unexplained = max(0.0, least - measured["ms"])
     for name in ("ms", "p90", "mean", "min", "max"):
         measured[name] += unexplained
     measured["charged_ms"] = unexplained
