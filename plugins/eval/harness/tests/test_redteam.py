@@ -1,0 +1,56 @@
+"""Red-team attacks on the harness's trust boundary (tests/data/candidates/redteam/).
+
+Each test starts its own fork-mode CPU server (the reference's timing is cached per
+server: a fresh one makes each attack meet a fresh reference timing), runs one candidate,
+and prints status / error_class / speedup / message. They document what got through; they
+do not assert the harness catches it."""
+
+import json
+import os
+import unittest
+
+from tests import client
+
+TIMING = {"enabled": True}
+TIMEOUT_S = 120
+
+
+def run(name, task="relu", language="python", options=None, server=None, request_id=None):
+    own = server is None
+    server = server or client.Server(mode="fork", max_children=2)
+    try:
+        opts = {"trials": 2, "timing": dict(TIMING)}
+        opts.update(options or {})
+        req = client.request(request_id or name, "run", task, "redteam/" + name, language=language,
+                             options=opts, limits={"timeout_s": TIMEOUT_S})
+        response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
+    finally:
+        if own:
+            server.close()
+    metrics = response.get("metrics") or {}
+    keys = ("speedup", "candidate_ms", "reference_ms", "timing_charged_ms", "timing_gap_ms",
+            "reference_gap_ms", "confirm_gap_ms", "timing_spot_checks", "max_abs_diff")
+    print(f"\n[{name} on {task}] status={response.get('status')} "
+          f"error_class={response.get('error_class')} flags={response.get('flags')}\n  "
+          + " ".join(f"{k}={metrics[k]:.4g}" if isinstance(metrics.get(k), float) else f"{k}={metrics.get(k)}"
+                     for k in keys)
+          + f"\n  message={str(response.get('message'))[:600]!r}", flush=True)
+    return response
+
+
+class RedTeam(unittest.TestCase):
+    def test_00_honest_control(self):
+        run("honest_relu")
+
+    def test_01_forge_report_median(self):
+        run("forge_report_median")
+
+    def test_02_slow_reference_cpu(self):
+        run("slow_reference_cpu", task="softmax")
+
+    def test_02b_honest_control_softmax(self):
+        run("honest_softmax", task="softmax")
+
+
+if __name__ == "__main__":
+    unittest.main()
