@@ -46,10 +46,10 @@ class RedTeam(unittest.TestCase):
         run("forge_report_median")
 
     def test_02_slow_reference_cpu(self):
-        run("slow_reference_cpu", task="softmax")
+        run("slow_reference_cpu", task="grouped_conv")
 
-    def test_02b_honest_control_softmax(self):
-        run("honest_softmax", task="softmax")
+    def test_02b_honest_control_conv(self):
+        run("honest_conv", task="grouped_conv")
 
 
 if __name__ == "__main__":
