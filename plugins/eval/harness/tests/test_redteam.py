@@ -51,6 +51,12 @@ class RedTeam(unittest.TestCase):
     def test_02b_honest_control_conv(self):
         run("honest_conv", task="grouped_conv")
 
+    def test_03_hidden_work_mad(self):
+        run("hidden_work_mad", task="softmax")
+
+    def test_03b_honest_control_softmax(self):
+        run("honest_softmax", task="softmax")
+
 
 if __name__ == "__main__":
     unittest.main()
