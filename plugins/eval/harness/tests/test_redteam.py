@@ -57,6 +57,15 @@ class RedTeam(unittest.TestCase):
     def test_03b_honest_control_softmax(self):
         run("honest_softmax", task="softmax")
 
+    def test_01b_forge_report_tiny(self):
+        run("forge_report_tiny")
+
+    def test_01c_forge_report_conv(self):
+        run("forge_report_conv", task="grouped_conv")
+
+    def test_01d_forge_report_plain_conv(self):
+        run("forge_report_plain_conv", task="grouped_conv")
+
 
 if __name__ == "__main__":
     unittest.main()
