@@ -66,6 +66,12 @@ class RedTeam(unittest.TestCase):
     def test_01d_forge_report_plain_conv(self):
         run("forge_report_plain_conv", task="grouped_conv")
 
+    def test_04_cpp_guard_stripped(self):
+        run("cpp_guard_stripped", language="cpp")
+
+    def test_04b_cpp_guard_control(self):
+        run("cpp_guard_control", language="cpp")
+
 
 if __name__ == "__main__":
     unittest.main()
