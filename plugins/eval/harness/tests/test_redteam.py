@@ -38,6 +38,20 @@ def run(name, task="relu", language="python", options=None, server=None, request
     return response
 
 
+def check(name, language="cpp"):
+    """L1 (the `check` action) on redteam/`name`."""
+    server = client.Server(mode="fork", max_children=1)
+    try:
+        req = client.request("check-" + name, "check", "relu", "redteam/" + name, language=language)
+        response = server.ask(req, timeout=120)[req["id"]]
+    finally:
+        server.close()
+    print(f"\n[L1 check {name}] status={response.get('status')} "
+          f"error_class={response.get('error_class')} message={str(response.get('message'))[:300]!r}",
+          flush=True)
+    return response
+
+
 class RedTeam(unittest.TestCase):
     def test_00_honest_control(self):
         run("honest_relu")
@@ -71,6 +85,14 @@ class RedTeam(unittest.TestCase):
 
     def test_04b_cpp_guard_control(self):
         run("cpp_guard_control", language="cpp")
+
+    def test_05_cpp_l1_clean_forge(self):
+        check("cpp_l1_clean_forge")
+        run("cpp_l1_clean_forge", language="cpp")
+
+    def test_05b_cpp_honest_control(self):
+        check("cpp_honest_relu")
+        run("cpp_honest_relu", language="cpp")
 
 
 if __name__ == "__main__":
