@@ -94,6 +94,10 @@ class RedTeam(unittest.TestCase):
         check("cpp_honest_relu")
         run("cpp_honest_relu", language="cpp")
 
+    def test_06_cpp_l1_clean_torch(self):
+        check("cpp_l1_clean_torch")
+        run("cpp_l1_clean_torch", language="cpp")
+
 
 if __name__ == "__main__":
     unittest.main()
