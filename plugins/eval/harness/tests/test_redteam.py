@@ -98,6 +98,19 @@ class RedTeam(unittest.TestCase):
         check("cpp_l1_clean_torch")
         run("cpp_l1_clean_torch", language="cpp")
 
+    def test_07_neighbor_hog(self):
+        """An honest timed candidate (honest_conv) beside neighbor_hog on one server."""
+        server = client.Server(mode="fork", max_children=2)
+        try:
+            hog = client.request("neighbor_hog", "run", "relu", "redteam/neighbor_hog",
+                                 language="python", options={"trials": 3, "timing": {"enabled": False}},
+                                 limits={"timeout_s": TIMEOUT_S})
+            server.send(hog)
+            run("honest_conv", task="grouped_conv", server=server, request_id="honest-beside-hog")
+            print(server.receive(1, timeout=TIMEOUT_S + 100)[0].get("status"), "<- neighbor_hog")
+        finally:
+            server.close()
+
 
 if __name__ == "__main__":
     unittest.main()
