@@ -153,8 +153,10 @@ class GpuHostileTest(GpuFixture, test_attacks.V2Fixture):
                        timing=test_attacks.TIMED)
 
     def test_a_private_stream_made_current(self):
-        self.v2_attack("gpu-side-stream", "gpu_side_stream_current", "cheat_detected",
-                       language="triton", timing=test_attacks.TIMED)
+        # Its work on the private stream is inside the server's bracket (the child syncs
+        # the whole device before it answers): rejected, or charged to no gain.
+        self.v2_no_gain("gpu-side-stream", "gpu_side_stream_current", language="triton",
+                        timing=test_attacks.TIMED)
 
     def test_a_kernel_launched_after_the_call_was_reported(self):
         self.v2_attack("gpu-after-report", "gpu_launch_after_report", "cheat_detected",
@@ -163,8 +165,10 @@ class GpuHostileTest(GpuFixture, test_attacks.V2Fixture):
     def test_the_gpu_kept_busy_while_the_reference_is_timed(self):
         # Sizes no other request uses: the reference is timed after this candidate's
         # trials, while its spinning kernels run.
-        self.v2_attack("gpu-slow-reference", "gpu_slow_the_reference", language="triton",
-                       timing=test_attacks.TIMED, sizes={"dim": 288})
+        # The reference's loop is timed with the candidate's child stopped: its spinning
+        # kernels finish first or run inside the candidate's own brackets; no gain.
+        self.v2_no_gain("gpu-slow-reference", "gpu_slow_the_reference", language="triton",
+                        timing=test_attacks.TIMED, sizes={"dim": 288})
 
     def test_device_memory_beyond_the_admitted_share(self):
         # Admitted with 4 GiB, it holds up to 60 GiB; an honest job beside it passes.
