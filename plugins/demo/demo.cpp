@@ -190,7 +190,8 @@ class Sleep : public kforge::sdk::Stage {
             {"only", KF_PARAM_STRING_LIST, "[]", false,
              "Task ids that wait; the others pass at once. Empty: every task waits."}};
   }
-  explicit Sleep(const Config& cfg) : seconds_(cfg.number("seconds")), only_(cfg.list("only")) {}
+  explicit Sleep(const Config& cfg)
+      : seconds_(cfg.number("seconds")), only_(cfg.has("only") ? cfg.list("only") : std::vector<std::string>{}) {}
   void process(Job& job) override {
     const int concurrent = ++inside_;
     job.metric("concurrent", concurrent);
