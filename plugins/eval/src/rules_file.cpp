@@ -221,7 +221,7 @@ class PythonPattern {
       const int number = ++groups_;
       open_groups_.push_back(number);
       out_ += '(';
-      body(depth);
+      body(depth, open);
       open_groups_.pop_back();
       return true;
     }
@@ -230,13 +230,13 @@ class PythonPattern {
     if (kind == ':' || kind == '=' || kind == '!' || kind == '>') {
       out_ += std::string("(?") + kind;
       ++i_;
-      body(depth);
+      body(depth, open);
       return true;
     }
     if (kind == '<' && (peek(1) == '=' || peek(1) == '!')) {
       out_ += std::string("(?<") + peek(1);
       i_ += 2;
-      body(depth);
+      body(depth, open);
       return true;
     }
     if (kind == '#') {
@@ -261,7 +261,7 @@ class PythonPattern {
         named_[name] = number;
         open_groups_.push_back(number);
         out_ += '(';
-        body(depth);
+        body(depth, open);
         open_groups_.pop_back();
         return true;
       }
@@ -291,16 +291,15 @@ class PythonPattern {
         number = named_[id];
       }
       out_ += "(?(" + std::to_string(number) + ")";
-      body(depth);
+      body(depth, open);
       return true;
     }
     if (std::strchr("aiLmsux-", kind) != nullptr && kind != '\0') return parse_flags(depth, first, open);
     fail(at_end() ? "unexpected end of pattern" : std::string("unknown extension ?") + kind);
   }
 
-  // The rest of a group after its opening, up to and including its ')'.
-  void body(int depth) {
-    const size_t open = i_;
+  // The rest of a group after its opening (its '(' at `open`), up to and including its ')'.
+  void body(int depth, size_t open) {
     const bool verbose = verbose_;
     parse_sequence(depth + 1);
     verbose_ = verbose;
@@ -346,7 +345,7 @@ class PythonPattern {
     if (off.find('x') != std::string::npos) verbose_ = false;
     const std::string kept_on = pcre_flags(on), kept_off = pcre_flags(off);
     out_ += "(?" + kept_on + (kept_off.empty() ? "" : "-" + kept_off) + ":";
-    body(depth);
+    body(depth, open);
     verbose_ = verbose;
     return true;
   }
