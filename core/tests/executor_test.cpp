@@ -215,7 +215,7 @@ TEST_F(ExecutorTest, TenThousandJobs) {
                              [](const Finished& a, const Finished& b) { return a.index < b.index; }));
 }
 
-TEST_F(ExecutorTest, OutputIsDeterministicRegardlessOfTiming) {
+TEST_F(ExecutorTest, EveryJobsOutcomeIsTheSameRegardlessOfTiming) {
   auto make = [&](int concurrency) {
     auto check = judge("check", "sleep", {task_id(3), task_id(9)}, {task_id(5)});
     set_route(check, "fail", "flaky");
