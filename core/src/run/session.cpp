@@ -59,10 +59,17 @@ struct RunSession::Impl {
     }
     record = describe_run(plan, options.kforge_version);
     const std::optional<RunRecord> latest = store->latest_run();
-    if (options.resume && !latest) {
-      throw RunSetupError(fmt::format("--resume: {} holds no run to continue ({} has none); run without --resume "
-                                      "to start one, or give the --out of the run to continue",
+    if (options.resume && !latest && results_saved()) {
+      throw RunSetupError(fmt::format("--resume: {} holds no run to continue ({} has none, yet results.jsonl holds "
+                                      "results: the store was emptied or replaced by another process); run without "
+                                      "--resume to start over, or give the --out of the run to continue",
                                       options.out_dir, kStoreFileName));
+    } else if (options.resume && !latest) {
+      // A kforge killed after it made the store and before its run began (its first tens of
+      // milliseconds) saved nothing: the run starts from the start.
+      spdlog::warn("--resume: {} holds no run to continue ({} holds none and results.jsonl no results: the kforge "
+                   "that made it stopped before its run began); starting the run from the start",
+                   options.out_dir, kStoreFileName);
     } else if (options.resume) {
       if (latest->config_hash != record.config_hash) {
         throw RunSetupError(fmt::format(
@@ -100,6 +107,13 @@ struct RunSession::Impl {
 
   std::string results_path() const { return (fs::path(options.out_dir) / "results.jsonl").string(); }
 
+  // Whether results.jsonl holds anything: with it, a store without a run lost one.
+  bool results_saved() const {
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(results_path(), ec);
+    return !ec && size > 0;
+  }
+
   // The output directory, created when missing; with --resume it must hold a store.
   void prepare_out_dir() {
     std::error_code ec;
@@ -110,11 +124,12 @@ struct RunSession::Impl {
                                       options.out_dir));
     }
     const std::string store_path = (fs::path(options.out_dir) / kStoreFileName).string();
-    if (options.resume && (!fs::exists(store_path, ec) || fs::file_size(store_path, ec) == 0)) {
+    const bool store_exists = fs::exists(store_path, ec);
+    if (options.resume && (!store_exists || (fs::file_size(store_path, ec) == 0 && results_saved()))) {
       throw RunSetupError(fmt::format("--resume: {} holds no run to continue ({} {}); run without --resume to "
                                       "start one, or give the --out of the run to continue",
                                       options.out_dir, kStoreFileName,
-                                      fs::exists(store_path, ec) ? "is empty" : "does not exist"));
+                                      store_exists ? "is empty, yet results.jsonl holds results" : "does not exist"));
     }
     fs::create_directories(options.out_dir, ec);
     if (ec) {
