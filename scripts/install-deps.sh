@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libfmt-dev libspdlog-dev libtbb-dev libcli11-dev nlohmann-json3-dev
-  libcurl4-openssl-dev libsqlite3-dev
+  libcurl4-openssl-dev libsqlite3-dev libpcre2-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev chromium
   python3 python3-torch python3-numpy python3-yaml
   python3-jsonschema  # validates results.jsonl, report.json and records against docs/schemas in the tests

@@ -7,7 +7,7 @@
 #include <tbb/global_control.h>
 
 #include <cerrno>
-#include <csignal>
+#include <cmath>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -31,8 +31,10 @@
 #include "run/progress.hpp"
 #include "run/session.hpp"
 #include "run/store/store.hpp"
+#include "signals.hpp"
 
 namespace fs = std::filesystem;
+using kforge::cli::print_stdout;
 
 namespace {
 
@@ -41,16 +43,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitThresholds = 1;
 constexpr int kExitConfig = 2;
 constexpr int kExitRuntime = 3;
-constexpr int kExitInterrupted = 130;
-
-// The running session's token, for the signal handler.
-kforge::CancelToken* g_run_cancel = nullptr;
-
-void on_signal(int) {
-  // First signal: stop intake and let running work finish. Second: leave now.
-  if (g_run_cancel == nullptr || g_run_cancel->requested()) _exit(kExitInterrupted);
-  g_run_cancel->request();
-}
+constexpr int kExitInterrupted = kforge::cli::kExitInterrupted;
 
 const char* type_name(kf_param_type type) {
   switch (type) {
@@ -71,6 +64,17 @@ const char* type_name(kf_param_type type) {
   }
   return "?";
 }
+
+// CLI11's number checks let NaN through (every comparison with it is false): a NaN
+// interval would print progress lines without pause, a NaN threshold never fire.
+const CLI::Validator kFinite(
+    [](const std::string& text) {
+      double value = 0;
+      return CLI::detail::lexical_cast(text, value) && std::isfinite(value)
+                 ? std::string()
+                 : "must be a finite number, got " + text;
+    },
+    "FINITE");
 
 // Loads every plugin on the search path; a plugin that does not load is an error.
 bool load_plugins(kforge::Registry& registry, const std::vector<std::string>& extra_dirs) {
@@ -107,12 +111,12 @@ std::string constraints_text(const kforge::ParamSpec& p) {
 
 void print_params(const std::vector<kforge::ParamSpec>& params) {
   if (params.empty()) {
-    fmt::print("  (no parameters)\n");
+    print_stdout("  (no parameters)\n");
     return;
   }
   for (const kforge::ParamSpec& p : params) {
     std::string def = p.required ? "required" : (p.default_value ? fmt::format("default: {}", *p.default_value) : "optional");
-    fmt::print("  {:<20} {:<13} {}{}\n      {}\n", p.name, type_name(p.type), def, constraints_text(p), p.doc);
+    print_stdout(fmt::format("  {:<20} {:<13} {}{}\n      {}\n", p.name, type_name(p.type), def, constraints_text(p), p.doc));
   }
 }
 
@@ -126,17 +130,19 @@ std::string count_of(uint64_t n, const char* noun) { return fmt::format("{} {}{}
 
 void print_summary(const kforge::SessionResult& result, const std::string& out_dir) {
   const kforge::RunSummary& s = result.summary;
-  fmt::print("\n{} tasks, {} jobs: {} passed, {} failed, {} errors", s.tasks, s.jobs, s.passed,
-             s.failed, s.errors);
-  if (s.skipped) fmt::print(", {} skipped (done before)", s.skipped);
-  if (s.unfinished) fmt::print(", {} unfinished", s.unfinished);
-  fmt::print(" in {:.2f} s\nresults: {}/results.jsonl\n", s.seconds, out_dir);
+  print_stdout(fmt::format("\n{} tasks, {} jobs: {} passed, {} failed, {} errors", s.tasks, s.jobs, s.passed,
+             s.failed, s.errors));
+  if (s.skipped) print_stdout(fmt::format(", {} skipped (done before)", s.skipped));
+  if (s.unfinished) print_stdout(fmt::format(", {} unfinished", s.unfinished));
+  print_stdout(fmt::format(" in {:.2f} s\nresults: {}/results.jsonl\n", s.seconds, out_dir));
   if (!result.write_failure.empty()) {
     // The counts above are what ran; these are what was kept.
-    fmt::print("stopped by a write failure (below); saved: {} in {}, {} in results.jsonl\n",
-               count_of(result.saved_jobs, "job"), kforge::kStoreFileName, count_of(result.results_lines, "line"));
+    print_stdout(fmt::format("stopped by a failed write or a change to its files (below); saved: {} in {}, {} in "
+                             "results.jsonl\n",
+                             count_of(result.saved_jobs, "job"), kforge::kStoreFileName,
+                             count_of(result.results_lines, "line")));
   } else if (s.cancelled) {
-    fmt::print("interrupted: results of finished jobs are saved; `--resume` continues\n");
+    print_stdout("interrupted: results of finished jobs are saved; `--resume` continues\n");
   }
 }
 
@@ -168,15 +174,26 @@ kforge::Thresholds parse_thresholds(std::optional<double> min_pass_rate, const s
   return thresholds;
 }
 
+// Whose report: `kforge report` may read a run's directory on a read-only mount or in an
+// archive, where the tables are the report; a run whose directory became read-only (or
+// went) under it has not produced what it was asked for.
+enum class ReportFor { Reader, Run };
+
 // Prints the text tables and writes the report files; returns the exit code the
-// thresholds give (0 when all are met).
+// thresholds give (0 when all are met), or kExitRuntime when a run cannot write them.
 int report_and_gate(const kforge::Report& report, const std::string& out_dir,
-                    const std::vector<kforge::ReportFormat>& formats, const kforge::Thresholds& thresholds) {
+                    const std::vector<kforge::ReportFormat>& formats, const kforge::Thresholds& thresholds,
+                    ReportFor report_for) {
   if (std::find(formats.begin(), formats.end(), kforge::ReportFormat::Text) != formats.end()) {
-    fmt::print("\n{}", kforge::render_text(kforge::report_tables(report.metrics)));
+    print_stdout(fmt::format("\n{}", kforge::render_text(kforge::report_tables(report.metrics))));
   }
   if (::access(out_dir.c_str(), W_OK) != 0) {
-    // A run's directory on a read-only mount or in an archive: the tables are the report.
+    if (report_for == ReportFor::Run) {
+      spdlog::error("'{}' is not writable any more ({}): the report files were not written. The results are saved: "
+                    "`kforge report {}` writes them once the directory is writable",
+                    out_dir, std::strerror(errno), out_dir);
+      return kExitRuntime;
+    }
     spdlog::warn("'{}' is not writable ({}): report files are not written", out_dir, std::strerror(errno));
   } else {
     for (const auto& path : kforge::write_report_files(report, out_dir, formats)) spdlog::info("report: {}", path);
@@ -191,6 +208,7 @@ std::string store_path(const std::string& out_dir) { return (fs::path(out_dir) /
 }  // namespace
 
 int main(int argc, char** argv) {
+  kforge::cli::install_signal_handling();
   CLI::App app{"kforge: run pipelines that generate, check, compile, run and time compute kernels"};
   app.set_version_flag("--version", std::string("kforge ") + KFORGE_VERSION);
   app.require_subcommand(1);
@@ -208,7 +226,7 @@ int main(int argc, char** argv) {
   std::string out_dir;
 
   auto* run = app.add_subcommand("run", "Run a pipeline");
-  run->add_option("pipeline", pipeline_path, "Pipeline YAML file")->required()->check(CLI::ExistingFile);
+  run->add_option("pipeline", pipeline_path, "Pipeline YAML file")->required();
   run->add_option("--jobs,-j", jobs, "Worker threads for CPU stages (default: all cores)")->check(CLI::PositiveNumber);
   run->add_option("--set", sets, "Override: NAME=value sets a variable, STAGE.PARAM=value a stage parameter");
   run->add_option("--out,-o", out_dir, "Output directory (default: kforge-out/<pipeline name>)");
@@ -227,8 +245,8 @@ int main(int argc, char** argv) {
                 "they measure again");
   run->add_option("--progress", progress, "auto (a bar on a terminal, log lines otherwise), bar, lines or off")
       ->check(CLI::IsMember({"auto", "bar", "lines", "off"}));
-  run->add_option("--progress-interval", progress_interval, "Seconds between progress lines (default 10)")
-      ->check(CLI::PositiveNumber);
+  run->add_option("--progress-interval", progress_interval, "Seconds between progress lines (default 10, at least 0.1)")
+      ->check(kFinite & CLI::Range(0.1, 1e9));
 
   // Report options, shared by run and report.
   std::string formats_text = "text,md,json,html,junit";
@@ -237,7 +255,7 @@ int main(int argc, char** argv) {
   auto add_report_options = [&](CLI::App* command, const char* formats_option) {
     command->add_option(formats_option, formats_text, "Report formats, comma-separated: text,md,json,html,junit (default: all)");
     command->add_option("--min-pass-rate", min_pass_rate, "Exit 1 when fewer than this share of tasks pass (0..1)")
-        ->check(CLI::Range(0.0, 1.0));
+        ->check(kFinite & CLI::Range(0.0, 1.0));
     command->add_option("--min-fast-p", min_fast_p,
                         "P:SHARE: exit 1 when fewer than SHARE of tasks are correct and faster than P x baseline "
                         "(repeatable), e.g. 1.0:0.2")
@@ -265,7 +283,7 @@ int main(int argc, char** argv) {
   show->add_option("sample", show_sample, "Only this sample (default: every candidate of the task)")->check(CLI::NonNegativeNumber);
 
   auto* validate = app.add_subcommand("validate", "Check a pipeline without running anything");
-  validate->add_option("pipeline", pipeline_path, "Pipeline YAML file")->required()->check(CLI::ExistingFile);
+  validate->add_option("pipeline", pipeline_path, "Pipeline YAML file")->required();
   validate->add_option("--set", sets, "Override, as for run");
 
   auto* plugins = app.add_subcommand("plugins", "Inspect the loaded plugins");
@@ -326,7 +344,7 @@ int main(int argc, char** argv) {
         spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", report_dir, kforge::kStoreFileName);
         return kExitConfig;
       }
-      return report_and_gate(kforge::load_report(report_dir), report_dir, formats, thresholds);
+      return report_and_gate(kforge::load_report(report_dir), report_dir, formats, thresholds, ReportFor::Reader);
     }
     if (*show) {
       if (!fs::exists(store_path(show_dir))) {
@@ -334,7 +352,7 @@ int main(int argc, char** argv) {
         return kExitConfig;
       }
       try {
-        fmt::print("{}", kforge::render_show(show_dir, show_task, show_sample));
+        print_stdout(kforge::render_show(show_dir, show_task, show_sample));
       } catch (const kforge::ShowError& e) {
         spdlog::error("{}", e.what());
         return kExitConfig;
@@ -352,9 +370,9 @@ int main(int argc, char** argv) {
       }
       const kforge::Table table = kforge::comparison_table(strategies);
       if (compare_format == "md") {
-        fmt::print("{}", kforge::render_markdown_tables({table}));
+        print_stdout(kforge::render_markdown_tables({table}));
       } else {
-        fmt::print("{}", kforge::render_text({table}));
+        print_stdout(kforge::render_text({table}));
       }
       for (const auto& difference : kforge::environment_mismatches(strategies)) spdlog::warn("{}", difference);
       return kExitOk;
@@ -388,7 +406,7 @@ int main(int argc, char** argv) {
       for (auto& [path, out] : files) {
         out->close();
         if (!*out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
-        fmt::print("{}\n", path.string());
+        print_stdout(fmt::format("{}\n", path.string()));
       }
       return kExitOk;
     }
@@ -396,7 +414,7 @@ int main(int argc, char** argv) {
       const auto which = schema_results  ? kforge::OutputSchema::Results
                          : schema_report ? kforge::OutputSchema::Report
                                          : kforge::OutputSchema::Records;
-      fmt::print("{}", kforge::output_schema(which));
+      print_stdout(kforge::output_schema(which));
       return kExitOk;
     }
   } catch (const std::exception& e) {
@@ -409,27 +427,27 @@ int main(int argc, char** argv) {
 
   try {
     if (*list) {
-      fmt::print("{:<24} {:<8} {:<12} {}\n", "KIND", "TYPE", "PLUGIN", "FILE");
-      for (const auto& s : registry.sources()) fmt::print("{:<24} {:<8} {:<12} {}\n", s.name, "source", s.plugin, s.file);
+      print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", "KIND", "TYPE", "PLUGIN", "FILE"));
+      for (const auto& s : registry.sources()) print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", s.name, "source", s.plugin, s.file));
       for (const auto& s : registry.stages()) {
-        fmt::print("{:<24} {:<8} {:<12} {}\n", s.name, s.waits() ? "waits" : "stage", s.plugin, s.file);
+        print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", s.name, s.waits() ? "waits" : "stage", s.plugin, s.file));
       }
       return plugins_ok ? kExitOk : kExitConfig;
     }
     if (*describe) {
       if (const auto* s = registry.stage(kind_name)) {
-        fmt::print("{} (stage kind, plugin {} {}, {})\n{}\n", s->name, s->plugin, s->version, s->file, s->doc);
-        fmt::print("role: {}\n", kforge::to_string(s->role));
-        fmt::print("runs on: {}\n", s->waits() ? "its own threads (waits on I/O or processes)" : "TBB worker threads");
+        print_stdout(fmt::format("{} (stage kind, plugin {} {}, {})\n{}\n", s->name, s->plugin, s->version, s->file, s->doc));
+        print_stdout(fmt::format("role: {}\n", kforge::to_string(s->role)));
+        print_stdout(fmt::format("runs on: {}\n", s->waits() ? "its own threads (waits on I/O or processes)" : "TBB worker threads"));
         std::string routes = "pass, fail, error";
         for (const std::string& route : s->routes) routes += ", " + route;
-        fmt::print("routes: {}\nparameters:\n", routes);
+        print_stdout(fmt::format("routes: {}\nparameters:\n", routes));
         print_params(s->params);
         return kExitOk;
       }
       if (const auto* s = registry.source(kind_name)) {
-        fmt::print("{} (task source kind, plugin {} {}, {})\n{}\nparameters:\n", s->name, s->plugin, s->version, s->file,
-                   s->doc);
+        print_stdout(fmt::format("{} (task source kind, plugin {} {}, {})\n{}\nparameters:\n", s->name, s->plugin, s->version, s->file,
+                   s->doc));
         print_params(s->params);
         return kExitOk;
       }
@@ -441,7 +459,7 @@ int main(int argc, char** argv) {
       return kExitConfig;
     }
     if (*schema) {
-      fmt::print("{}\n", kforge::pipeline_json_schema(registry));
+      print_stdout(fmt::format("{}\n", kforge::pipeline_json_schema(registry)));
       return plugins_ok ? kExitOk : kExitConfig;
     }
 
@@ -450,7 +468,7 @@ int main(int argc, char** argv) {
     if (*validate) {
       // Create and destroy every stage: what the stages' own constructors refuse, run would too.
       kforge::Executor dry_run(pipeline);
-      fmt::print("{}: ok ({} stages)\n", pipeline_path, pipeline.stages.size());
+      print_stdout(fmt::format("{}: ok ({} stages)\n", pipeline_path, pipeline.stages.size()));
       // Their run-start checks need the run's environment (API keys, programs on PATH): say
       // which were left to `run`, so an ok here is not read as more than it is.
       std::vector<std::string> deferred;
@@ -459,9 +477,9 @@ int main(int argc, char** argv) {
         if (stage.kind->preflight != nullptr) deferred.push_back(fmt::format("{} ({})", stage.id, stage.kind->name));
       }
       if (!deferred.empty()) {
-        fmt::print("not checked here: what the run's environment must provide (API keys, programs on PATH), which "
+        print_stdout(fmt::format("not checked here: what the run's environment must provide (API keys, programs on PATH), which "
                    "`kforge run` checks before the first job, for: {}\n",
-                   fmt::join(deferred, ", "));
+                   fmt::join(deferred, ", ")));
       }
       return kExitOk;
     }
@@ -482,17 +500,12 @@ int main(int argc, char** argv) {
                                       : progress == "lines" ? kforge::ProgressMode::Lines
                                                             : kforge::ProgressMode::Off;
     kforge::ProgressObserver progress_display(mode, stderr, progress_interval, session.already_done());
-    g_run_cancel = &session.cancel_token();
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    kforge::cli::set_running_run(&session.cancel_token());
     const kforge::SessionResult result = session.run(&progress_display);
+    kforge::cli::set_running_run(nullptr);
     progress_display.finish();
 
     print_summary(result, session_options.out_dir);
-    if (!result.no_tasks.empty()) {
-      std::cerr << result.no_tasks << "\n";
-      return kExitConfig;
-    }
     if (!result.write_failure.empty()) {
       spdlog::error("{}", result.write_failure);
       return kExitRuntime;  // the store cannot be trusted for a report
@@ -505,7 +518,7 @@ int main(int argc, char** argv) {
       return kExitRuntime;
     }
     const int gate = report_and_gate(kforge::load_report(session_options.out_dir), session_options.out_dir, formats,
-                                     thresholds);
+                                     thresholds, ReportFor::Run);
     if (result.summary.cancelled) return kExitInterrupted;
     if (!result.summary.source_error.empty()) return kExitRuntime;
     return gate;

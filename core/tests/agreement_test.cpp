@@ -148,17 +148,25 @@ TEST_F(AgreementTest, AForeignLineAppendedDuringTheRunIsCaught) {
                          "1 of its 7 lines disagrees"});
 }
 
-// A line written into the middle of the run: the run's next lines go over part of it, and
-// what is left of it is caught whatever it is.
-TEST_F(AgreementTest, AForeignLineWrittenMidRunIsCaught) {
-  Tamper tamper(results(), 2, [](const fs::path& path) {
+// A line appended in the middle of the run: results.jsonl is written by appending, so the
+// run's next lines do not go over it; the run finds the file grown by bytes it did not
+// write before its next write, stops, and leaves the other line whole.
+TEST_F(AgreementTest, AForeignLineWrittenMidRunStopsTheRunAndIsKeptWhole) {
+  std::string foreign;
+  Tamper tamper(results(), 2, [&foreign](const fs::path& path) {
     Json forged = Json::parse(read_lines(path).front());
     forged["task"] = "npu-9";
-    forged["message"] = std::string(8000, 'x');  // longer than the lines the run writes after it
-    append(path, forged.dump() + "\n");
+    forged["message"] = std::string(8000, 'x');
+    foreign = forged.dump();
+    append(path, foreign + "\n");
   });
   const auto result = run(&tamper);
-  expect_caught(result, {"results.jsonl:7: not a JSON object: xxxx"});
+  EXPECT_EQ(result.status, kforge::RunStatus::Failed);
+  EXPECT_NE(result.write_failure.find("this run did not write (another process appended to it)"), std::string::npos)
+      << result.write_failure;
+  const auto lines = read_lines(results());
+  EXPECT_EQ(lines.size(), 3u) << "two of the run's, the other one, none after it";
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), foreign), 1);
 }
 
 TEST_F(AgreementTest, AForgedPassForAFailedJobIsCaughtWithWhatTheStoreSays) {

@@ -79,7 +79,11 @@ class Collector : public kforge::RunObserver {
       f.error_class = last->error_class;
       f.message = last->message;
     }
-    finished.push_back(std::move(f));
+    // Jobs finish in any order; kept by job index, so that tests can look a job up.
+    const auto at = std::lower_bound(finished.begin(), finished.end(), f.index,
+                                     [](const Finished& a, uint64_t index) { return a.index < index; });
+    finished.insert(at, std::move(f));
+    ++finished_so_far;
   }
   double peak() const {
     double p = 0;
@@ -87,7 +91,8 @@ class Collector : public kforge::RunObserver {
     return p;
   }
   std::atomic<int> verdicts{0};
-  std::vector<Finished> finished;
+  std::vector<Finished> finished;  // by job index
+  std::atomic<int> finished_so_far{0};
 };
 
 class ExecutorTest : public ::testing::Test {
@@ -210,7 +215,7 @@ TEST_F(ExecutorTest, TenThousandJobs) {
                              [](const Finished& a, const Finished& b) { return a.index < b.index; }));
 }
 
-TEST_F(ExecutorTest, OutputIsDeterministicRegardlessOfTiming) {
+TEST_F(ExecutorTest, EveryJobsOutcomeIsTheSameRegardlessOfTiming) {
   auto make = [&](int concurrency) {
     auto check = judge("check", "sleep", {task_id(3), task_id(9)}, {task_id(5)});
     set_route(check, "fail", "flaky");
@@ -279,6 +284,27 @@ TEST_F(ExecutorTest, AStageThatGivesUpOnCancellationLeavesItsJobUnfinished) {
   EXPECT_TRUE(c.finished.empty());
   EXPECT_EQ(c.verdicts.load(), 0) << "an abandoned call must not be recorded as an attempt";
   EXPECT_LT(seconds, 10.0);
+}
+
+// A CPU-bound call that never looks at its deadline is left behind at the timeout (plus a
+// second's grace): the job leaves with stage_timeout while the call spins on, its result
+// dropped when it comes.
+TEST_F(ExecutorTest, AStageThatNeverPollsItsDeadlineIsLeftBehindOnTime) {
+  StageSpec s = timed("busy", "demo.busy", 3.0, 2, "after");  // spins on 3 s in this process
+  s.timeout_seconds = 0.2;
+  Collector c;
+  const auto start = std::chrono::steady_clock::now();
+  const auto summary = run(pipeline(2, {s, stage("after", "demo.noop")}), c);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(summary.errors, 2u);
+  ASSERT_EQ(c.finished.size(), 2u);
+  for (const auto& f : c.finished) {
+    EXPECT_EQ(f.status, VerdictStatus::Error);
+    EXPECT_EQ(f.error_class, "stage_timeout");
+    EXPECT_NE(f.message.find("did not return within its timeout of 0.200 s"), std::string::npos) << f.message;
+    EXPECT_EQ(f.stages, (std::vector<std::string>{"busy"}));
+  }
+  EXPECT_LT(seconds, 0.2 + 1.0 + 1.5) << "timeout, grace, and the executor's short wait for the abandoned calls";
 }
 
 TEST_F(ExecutorTest, StageTimeoutBecomesAnError) {

@@ -456,7 +456,7 @@ TEST_F(PipelineTest, ChoicesRangesAndDurationsAreCheckedWhereTheValueIsWritten) 
   EXPECT_TRUE(has_error(e, 14, 14, "parameter 'ratio' of stage 'bad' must be greater than 0, got 0"));
   EXPECT_TRUE(has_error(e, 15, 14, "parameter 'count' of stage 'bad' must be at least 1, got 0"));
   EXPECT_TRUE(has_error(e, 16, 13, "parameter 'wait' of stage 'bad' must be a duration (90s, 2m, 500ms, 1h, or a "
-                                   "number of seconds), got 'soon'"));
+                                   "number of seconds; at most 1e9 s), got 'soon'"));
 }
 
 TEST_F(PipelineTest, DurationsAreSecondsWhateverTheUnit) {

@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "run/results.hpp"
 
@@ -74,6 +76,49 @@ TEST(ResultsWriter, AWriteCutShortByAFullDiskLeavesOnlyWholeLines) {
   const std::string text = slurp(path);
   EXPECT_EQ(text.size(), 3 * one_line.size()) << "the torn fourth line was cut off";
   EXPECT_EQ(text.back(), '\n');
+  fs::remove_all(dir);
+}
+
+// results.jsonl as the writer left it, or what another process did to it: appended to,
+// truncated, edited in place, replaced or deleted. The writer appends (O_APPEND), so the
+// other writer's line is not overwritten, and writes nothing once it has found a change.
+TEST(ResultsWriter, AFileChangedByAnotherProcessIsNamedAndNotWrittenOn) {
+  const fs::path dir = scratch("changed");
+  const fs::path path = dir / "results.jsonl";
+  kforge::ResultsWriter writer(path.string());
+  ASSERT_TRUE(writer.append(outcome("task-0", 0)));
+  EXPECT_EQ(writer.untouched(), "");
+  std::ofstream(path, std::ios::app) << "{\"job\": 99}\n";
+  EXPECT_NE(writer.untouched().find("grew by 12 bytes this run did not write (another process appended to it)"),
+            std::string::npos)
+      << writer.untouched();
+  EXPECT_FALSE(writer.append(outcome("task-1", 0)));
+  EXPECT_NE(writer.failure().find("`--resume` (same pipeline and --out) rewrites it"), std::string::npos)
+      << writer.failure();
+  EXPECT_NE(slurp(path).find("{\"job\": 99}\n"), std::string::npos) << "the other line was overwritten";
+
+  for (const std::string change : {"truncated", "edited", "replaced", "deleted"}) {
+    const fs::path file = dir / (change + ".jsonl");
+    kforge::ResultsWriter own(file.string());
+    ASSERT_TRUE(own.append(outcome("task-0", 0)));
+    if (change == "truncated") {
+      fs::resize_file(file, 3);
+    } else if (change == "edited") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a later modification time
+      std::fstream text(file, std::ios::in | std::ios::out | std::ios::binary);
+      text.seekp(2);
+      text << "X";
+    } else if (change == "replaced") {
+      fs::rename(path, file);
+    } else {
+      fs::remove(file);
+    }
+    const std::string expected = change == "truncated" ? "was truncated by another process"
+                                 : change == "edited"  ? "was edited in place by another process"
+                                 : change == "replaced" ? "was replaced by another file"
+                                                        : "was deleted";
+    EXPECT_NE(own.untouched().find(expected), std::string::npos) << change << ": " << own.untouched();
+  }
   fs::remove_all(dir);
 }
 

@@ -221,6 +221,52 @@ TEST_F(StoreTest, RecordsEveryVerdictAndEveryFinishedJob) {
                                                   "finished", "12", "test"}));
 }
 
+// Another process that truncates the database, or deletes its log, is found before the
+// store writes again (and by a watcher between writes); a store that found its database
+// changed leaves no log of its own beside it for the next opener to apply.
+TEST_F(StoreTest, FilesChangedBehindItsBackAreNamedBeforeItWritesAgain) {
+  const std::string path = (dir / "kforge.db").string();
+  {
+    kforge::Store store(path);
+    const int64_t id = store.begin_run(kforge::describe_run(plan(pipeline()), "test"));
+    EXPECT_NO_THROW(store.check_untouched());
+    store.set_expected_jobs(id, 12);
+    EXPECT_NO_THROW(store.check_untouched()) << "its own writes are no change";
+    fs::resize_file(path, 0);  // by path: no descriptor of the database opened in this process
+    try {
+      store.check_untouched();
+      ADD_FAILURE() << "a truncated database went unnoticed";
+    } catch (const kforge::StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find("was truncated by another process (from "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("its write-ahead log is not applied to what is there now"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(store.set_expected_jobs(id, 13), kforge::StoreError);
+  }
+  EXPECT_EQ(fs::file_size(path), 0u) << "the log was applied to the truncated file";
+  EXPECT_FALSE(fs::exists(path + "-wal"));
+
+  const std::string other = (dir / "other.db").string();
+  {
+    kforge::Store store(other);
+    const int64_t id = store.begin_run(kforge::describe_run(plan(pipeline()), "test"));
+    fs::remove(other + "-wal");
+    try {
+      store.check_untouched();
+      ADD_FAILURE() << "a deleted log went unnoticed";
+    } catch (const kforge::StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find("its write-ahead log '" + other + "-wal' was deleted"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("`--resume` continues"), std::string::npos) << e.what();
+    }
+    store.end_run(id, kforge::RunStatus::Failed);  // written still, into the log it holds open
+  }
+  Db db(other);
+  EXPECT_EQ(db.rows("PRAGMA integrity_check")[0][0], "ok");
+  EXPECT_EQ(db.rows("SELECT status FROM runs")[0][0], "failed") << "the open log's commits went into the database";
+}
+
 TEST_F(StoreTest, ArtifactsAreStoredOncePerContent) {
   kforge::Store store((dir / "kforge.db").string());
   const int64_t run = store.begin_run(kforge::describe_run(plan(pipeline()), "test"));

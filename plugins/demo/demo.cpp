@@ -186,13 +186,17 @@ class Sleep : public kforge::sdk::Stage {
       "when this one began.";
   static constexpr uint32_t kFlags = KF_STAGE_WAITS;
   static std::vector<Param> params() {
-    return {Param{"seconds", KF_PARAM_DURATION, "0.1", false, "How long each call waits (100ms, 2s)."}.at_least(0)};
+    return {Param{"seconds", KF_PARAM_DURATION, "0.1", false, "How long each call waits (100ms, 2s)."}.at_least(0),
+            {"only", KF_PARAM_STRING_LIST, "[]", false,
+             "Task ids that wait; the others pass at once. Empty: every task waits."}};
   }
-  explicit Sleep(const Config& cfg) : seconds_(cfg.number("seconds")) {}
+  explicit Sleep(const Config& cfg)
+      : seconds_(cfg.number("seconds")), only_(cfg.has("only") ? cfg.list("only") : std::vector<std::string>{}) {}
   void process(Job& job) override {
     const int concurrent = ++inside_;
     job.metric("concurrent", concurrent);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds_);
+    const double seconds = only_.empty() || listed(only_, job.get_or(KF_KEY_TASK_ID)) ? seconds_ : 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < until) {
       if (job.cancelled() || job.seconds_left() <= 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -207,6 +211,7 @@ class Sleep : public kforge::sdk::Stage {
 
  private:
   double seconds_;
+  std::vector<std::string> only_;
   std::atomic<int> inside_{0};
 };
 

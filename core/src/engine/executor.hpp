@@ -7,8 +7,8 @@
 // Jobs (task x candidate) are made lazily by the source, so memory is O(max_in_flight),
 // not O(tasks). A CPU stage is one multifunction_node (run + route); a stage whose kind
 // waits (KF_STAGE_WAITS) is an async_node feeding a pool of its own threads, so waiting
-// never holds a TBB worker, followed by a routing multifunction_node. The sink writes
-// results in job order through a small reorder buffer.
+// never holds a TBB worker, followed by a routing multifunction_node. The sink hands each
+// job to the observers the moment it finishes.
 #pragma once
 
 #include "api.hpp"
@@ -31,7 +31,8 @@ namespace kforge {
 
 // Receives what happens during a run. verdict() is called from worker threads, possibly
 // at the same time for different jobs; job_finished() is called from one thread at a
-// time, in job order, with the job's outcome, built once for every observer.
+// time, as each job finishes (not in job order), with the job's outcome, built once for
+// every observer.
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
@@ -104,6 +105,12 @@ class KFORGE_API Executor {
   // PATH); throws ConfigError with one diagnostic (at the kind's `uses:`) per one that is
   // not. `kforge run` calls it before it touches the output directory; validate never does.
   void preflight();
+
+  // Asks the task source for its first task, which run() then starts with: false when the
+  // source has none (a filter that matches nothing), so that `kforge run` can refuse the
+  // run before it touches the output directory. A source that fails here is reported by
+  // run(), as at any other task (true).
+  bool has_tasks();
 
   // Runs to completion or until options.cancel is requested. Once per Executor.
   RunSummary run(RunObserver& observer, const RunOptions& options = {});

@@ -51,7 +51,6 @@ struct Verdict {
 
 struct Job {
   uint64_t index = 0;     // task.index * k + sample
-  uint64_t sequence = 0;  // order of intake in this run: the order results are written in
   std::shared_ptr<const Task> task;
   int sample = 0;
   int round = 0;

@@ -56,21 +56,83 @@ std::string result_line(const JobOutcome& o) {
 }
 
 ResultsWriter::ResultsWriter(const std::string& path, Mode mode) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (mode == Mode::Append ? O_APPEND : O_TRUNC), 0644);
+  // Always O_APPEND: a line another process appends is not overwritten by the next one of
+  // ours (it is found by untouched() instead). O_NONBLOCK: a FIFO without a reader is an
+  // error now, not a wait.
+  fd_ = ::open(path.c_str(),
+               O_WRONLY | O_CREAT | O_CLOEXEC | O_APPEND | O_NONBLOCK | (mode == Mode::Truncate ? O_TRUNC : 0), 0644);
   if (fd_ < 0) {
     throw std::runtime_error(fmt::format("cannot write results to '{}': {}", path, std::strerror(errno)));
   }
-  struct stat info {};
-  if (::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode)) good_length_ = static_cast<uint64_t>(info.st_size);
+  std::lock_guard lock(mutex_);
+  record_locked();
 }
 
 ResultsWriter::~ResultsWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void ResultsWriter::record_locked() {
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) return;
+  good_length_ = static_cast<uint64_t>(info.st_size);
+  modified_ = info.st_mtim;
+}
+
+std::string ResultsWriter::check_locked() const {
+  struct stat mine {}, there {};
+  if (::fstat(fd_, &mine) != 0) return fmt::format("'{}' cannot be examined: {}", path_, std::strerror(errno));
+  if (::stat(path_.c_str(), &there) != 0) return fmt::format("'{}' was deleted", path_);
+  if (there.st_dev != mine.st_dev || there.st_ino != mine.st_ino) {
+    return fmt::format("'{}' was replaced by another file", path_);
+  }
+  const auto size = static_cast<uint64_t>(mine.st_size);
+  if (size > good_length_) {
+    return fmt::format("'{}' grew by {} bytes this run did not write (another process appended to it)", path_,
+                       size - good_length_);
+  }
+  if (size < good_length_) {
+    return fmt::format("'{}' was truncated by another process (from {} to {} bytes)", path_, good_length_, size);
+  }
+  if (mine.st_mtim.tv_sec != modified_.tv_sec || mine.st_mtim.tv_nsec != modified_.tv_nsec) {
+    return fmt::format("'{}' was edited in place by another process", path_);
+  }
+  return "";
+}
+
+namespace {
+
+std::string changed_under_the_run(const std::string& change) {
+  return change + " while the run was writing it: its lines can no longer be trusted. The run stops; `--resume` "
+                  "(same pipeline and --out) rewrites it to agree with the store";
+}
+
+}  // namespace
+
+std::string ResultsWriter::untouched() const {
+  std::lock_guard lock(mutex_);
+  const std::string change = fd_ < 0 ? "" : check_locked();
+  return change.empty() ? change : changed_under_the_run(change);
+}
+
+std::string ResultsWriter::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+uint64_t ResultsWriter::lines_written() const {
+  std::lock_guard lock(mutex_);
+  return lines_;
+}
+
 bool ResultsWriter::append(const JobOutcome& outcome) {
-  if (!failure_.empty()) return false;
   const std::string line = result_line(outcome) + "\n";
+  std::lock_guard lock(mutex_);
+  if (!failure_.empty()) return false;
+  if (const std::string change = check_locked(); !change.empty()) {
+    failure_ = changed_under_the_run(change);
+    return false;
+  }
   // One write() for the whole line: a reader (or a crash) never sees two jobs' bytes
   // interleaved. A short write (the disk filled up mid-line) is finished or undone.
   size_t written = 0;
@@ -89,7 +151,7 @@ bool ResultsWriter::append(const JobOutcome& outcome) {
     }
     written += static_cast<size_t>(n);
   }
-  good_length_ += line.size();
+  record_locked();
   ++lines_;
   return true;
 }

@@ -1,4 +1,4 @@
-// results.jsonl: one JSON object per finished job, in job order. A line is written whole or
+// results.jsonl: one JSON object per finished job, as it finishes. A line is written whole or
 // not at all, and only after the store committed its job (RunRecorder calls append()), so
 // the file never holds a job the store does not.
 #pragma once
@@ -6,6 +6,8 @@
 #include "api.hpp"
 
 #include <cstdint>
+#include <ctime>
+#include <mutex>
 #include <string>
 
 #include "engine/executor.hpp"
@@ -25,16 +27,27 @@ class KFORGE_API ResultsWriter {
   ResultsWriter& operator=(const ResultsWriter&) = delete;
 
   // Writes the job's line with one write() of the whole line. On any failure (a full disk,
-  // a file size limit, an I/O error) the file is cut back to its last whole line and
-  // false is returned, failure() saying why; after a failure nothing more is written.
+  // a file size limit, an I/O error, the file changed by someone else: see untouched) the
+  // file is cut back to its last whole line and false is returned, failure() saying why;
+  // after a failure nothing more is written. Thread-safe with untouched().
   bool append(const JobOutcome& outcome);
-  std::string failure() const { return failure_; }
-  uint64_t lines_written() const { return lines_; }  // by this writer
+  // "" while the file at the path is the one this writer opened, as its last write left it;
+  // else what another process did to it (deleted, replaced, appended to, truncated,
+  // edited in place) and what that means. A run's watcher asks between writes; every write
+  // asks first.
+  std::string untouched() const;
+  std::string failure() const;
+  uint64_t lines_written() const;  // by this writer
 
  private:
+  std::string check_locked() const;
+  void record_locked();
+
   std::string path_;
   int fd_ = -1;
+  mutable std::mutex mutex_;
   uint64_t good_length_ = 0;  // bytes up to the end of the last whole line
+  timespec modified_{};       // the file's modification time after this writer's last write
   uint64_t lines_ = 0;
   std::string failure_;
 };

@@ -4,8 +4,12 @@
 
 #include <fmt/ranges.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <set>
 #include <utility>
 #include <vector>
@@ -37,7 +41,15 @@ struct RunSession::Impl {
   Impl(const Plan& p, SessionOptions o) : plan(p), options(std::move(o)), executor(p) {
     // As a stage that cannot be created: a stage that cannot run here touches no directory.
     executor.preflight();
-    fs::create_directories(options.out_dir);
+    // A filter that matches nothing would otherwise look like a run that went well.
+    if (!executor.has_tasks()) {
+      throw ConfigError({Diagnostic::at(plan.source.where,
+                                        fmt::format("the task source '{}' gave no tasks, so nothing ran and "
+                                                    "nothing was written: check its filter (with: here, or --set "
+                                                    "tasks.PARAM=...)",
+                                                    plan.source.kind->name))});
+    }
+    prepare_out_dir();
     lock = std::make_unique<OutDirLock>(options.out_dir);
     store = std::make_unique<Store>((fs::path(options.out_dir) / kStoreFileName).string());
     // With the lock held no other run is alive here: a `running` run was killed.
@@ -47,8 +59,17 @@ struct RunSession::Impl {
     }
     record = describe_run(plan, options.kforge_version);
     const std::optional<RunRecord> latest = store->latest_run();
-    if (options.resume && !latest) {
-      spdlog::warn("--resume: {} holds no earlier run; starting a fresh one", options.out_dir);
+    if (options.resume && !latest && results_saved()) {
+      throw RunSetupError(fmt::format("--resume: {} holds no run to continue ({} has none, yet results.jsonl holds "
+                                      "results: the store was emptied or replaced by another process); run without "
+                                      "--resume to start over, or give the --out of the run to continue",
+                                      options.out_dir, kStoreFileName));
+    } else if (options.resume && !latest) {
+      // A kforge killed after it made the store and before its run began (its first tens of
+      // milliseconds) saved nothing: the run starts from the start.
+      spdlog::warn("--resume: {} holds no run to continue ({} holds none and results.jsonl no results: the kforge "
+                   "that made it stopped before its run began); starting the run from the start",
+                   options.out_dir, kStoreFileName);
     } else if (options.resume) {
       if (latest->config_hash != record.config_hash) {
         throw RunSetupError(fmt::format(
@@ -84,9 +105,87 @@ struct RunSession::Impl {
   }
 
   std::string results_path() const { return (fs::path(options.out_dir) / "results.jsonl").string(); }
+
+  // Whether results.jsonl holds anything: with it, a store without a run lost one.
+  bool results_saved() const {
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(results_path(), ec);
+    return !ec && size > 0;
+  }
+
+  // The output directory, created when missing; with --resume it must hold a store.
+  void prepare_out_dir() {
+    std::error_code ec;
+    const fs::file_status status = fs::status(options.out_dir, ec);
+    if (fs::exists(status) && !fs::is_directory(status)) {
+      throw RunSetupError(fmt::format("--out '{}' is not a directory: give a directory for the run's results (it is "
+                                      "created when missing)",
+                                      options.out_dir));
+    }
+    const std::string store_path = (fs::path(options.out_dir) / kStoreFileName).string();
+    const bool store_exists = fs::exists(store_path, ec);
+    if (options.resume && (!store_exists || (fs::file_size(store_path, ec) == 0 && results_saved()))) {
+      throw RunSetupError(fmt::format("--resume: {} holds no run to continue ({} {}); run without --resume to "
+                                      "start one, or give the --out of the run to continue",
+                                      options.out_dir, kStoreFileName,
+                                      store_exists ? "is empty, yet results.jsonl holds results" : "does not exist"));
+    }
+    fs::create_directories(options.out_dir, ec);
+    if (ec) {
+      throw RunSetupError(fmt::format("cannot create the output directory '{}': {}", options.out_dir, ec.message()));
+    }
+  }
 };
 
 namespace {
+
+// Looks at the store's files and results.jsonl a few times a second while the run goes:
+// another process that changes them (truncates, overwrites, replaces, deletes, appends)
+// stops the run within a second, whether or not jobs are finishing and writing. Each
+// write checks too; this covers the time between writes.
+class FileWatch {
+ public:
+  FileWatch(Store& store, const ResultsWriter& results, RunRecorder& recorder)
+      : store_(store), results_(results), recorder_(recorder), thread_([this] { watch(); }) {}
+  ~FileWatch() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  FileWatch(const FileWatch&) = delete;
+  FileWatch& operator=(const FileWatch&) = delete;
+
+ private:
+  static constexpr std::chrono::milliseconds kInterval{250};
+
+  void watch() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, kInterval, [this] { return stopping_; })) {
+      std::string changed;
+      try {
+        store_.check_untouched();
+      } catch (const StoreError& e) {
+        changed = e.what();
+      }
+      if (changed.empty()) changed = results_.untouched();
+      if (!changed.empty()) {
+        recorder_.stop(changed);
+        return;
+      }
+    }
+  }
+
+  Store& store_;
+  const ResultsWriter& results_;
+  RunRecorder& recorder_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once the rest is ready
+};
 
 // The run-end check. The jobs this run committed to the store, saved as it went and
 // counted in its summary must be the same, status by status; and results.jsonl, read back
@@ -166,23 +265,17 @@ SessionResult RunSession::run(RunObserver* observer) {
   run_options.run_seed = impl.record.secret_seed;
   spdlog::info("running '{}' ({} stages, k={}) into {} (run {})", impl.plan.name, impl.plan.stages.size(), impl.plan.k,
                impl.options.out_dir, result.run_id);
-  result.summary = impl.executor.run(observers, run_options);
+  {
+    const FileWatch watch(*impl.store, results, recorder);
+    result.summary = impl.executor.run(observers, run_options);
+  }
 
   result.write_failure = recorder.failure();
   result.saved_jobs = recorder.saved_jobs();
   result.results_lines = results.lines_written();
   result.disagreement = check_agreement(*impl.store, result, impl.results_path(), impl.record.series);
-  const RunSummary& summary = result.summary;
-  if (summary.tasks == 0 && summary.source_error.empty() && !summary.cancelled) {
-    // A filter that matches nothing would otherwise look like a run that went well.
-    result.no_tasks = Diagnostic::at(impl.plan.source.where,
-                                     fmt::format("the task source '{}' gave no tasks, so nothing ran: check its "
-                                                 "filter (with: here, or --set tasks.PARAM=...)",
-                                                 impl.plan.source.kind->name))
-                          .format();
-  }
   const bool failed = !result.write_failure.empty() || !result.disagreement.empty() ||
-                      !result.summary.source_error.empty() || !result.no_tasks.empty();
+                      !result.summary.source_error.empty();
   result.status = failed                     ? RunStatus::Failed
                   : result.summary.cancelled ? RunStatus::Interrupted
                                              : RunStatus::Finished;

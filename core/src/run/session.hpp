@@ -45,9 +45,6 @@ struct SessionResult {
   // disagree, or results.jsonl, read back whole, is not the series' finished jobs as the
   // store has them (run/agreement.hpp); says what disagrees, where. Empty when they agree.
   std::string disagreement;
-  // The task source gave no tasks (a filter that matches nothing): the located error,
-  // formatted as configuration errors are; empty otherwise.
-  std::string no_tasks;
   uint64_t saved_jobs = 0;    // job rows this run committed to the store
   uint64_t results_lines = 0; // lines this run wrote to results.jsonl
   int64_t run_id = 0;
@@ -56,7 +53,8 @@ struct SessionResult {
 class KFORGE_API RunSession {
  public:
   // Creates every stage and runs their preflight checks (ConfigError at file:line:col when
-  // one cannot be created or cannot run in this environment), then locks the
+  // one cannot be created or cannot run in this environment, or when the task source has
+  // no task at all), then locks the
   // output directory for this session's life (RunSetupError naming the holder's pid when
   // another run holds it), opens its store, marks runs left `running` by a killed kforge
   // as interrupted, and settles what --resume continues (RunSetupError): with --resume,
@@ -74,7 +72,7 @@ class KFORGE_API RunSession {
   int64_t series() const;
 
   // Runs once. Every finished job goes to results.jsonl, the store and `observer` (the
-  // progress display), in job order.
+  // progress display), as each finishes.
   SessionResult run(RunObserver* observer = nullptr);
 
  private:

@@ -24,9 +24,13 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 // The harness needs this long beyond a child's own limit to fork, compare and answer;
-// the margin leaves the stage enough of its time to hear the harness' timeout verdict.
+// the margin leaves the stage enough of its time to hear the harness' timeout verdict:
+// 2 s, or a fifth of a shorter stage's time (a 1 s stage still runs its child for 0.8 s).
+// The engine gives a stage a little beyond its timeout to answer before abandoning it.
 constexpr double kAnswerGraceSeconds = 30;
 constexpr double kStageMarginSeconds = 2;
+constexpr double kStageMarginShare = 0.2;
+constexpr double kLeastChildSeconds = 0.1;
 
 // How often a waiting caller looks at the run's cancellation flag.
 constexpr auto kCancelPoll = std::chrono::milliseconds(200);
@@ -129,8 +133,9 @@ std::optional<RequestBudget> request_budget(double child_timeout_seconds, double
     budget.wait_seconds = children * child_timeout_seconds + kAnswerGraceSeconds;
     return budget;
   }
-  budget.child_timeout_seconds = std::min(child_timeout_seconds, stage_seconds_left - kStageMarginSeconds);
-  if (budget.child_timeout_seconds < 1) return std::nullopt;
+  const double margin = std::min(kStageMarginSeconds, kStageMarginShare * stage_seconds_left);
+  budget.child_timeout_seconds = std::min(child_timeout_seconds, stage_seconds_left - margin);
+  if (budget.child_timeout_seconds < kLeastChildSeconds) return std::nullopt;
   budget.wait_seconds = std::min(children * budget.child_timeout_seconds + kAnswerGraceSeconds, stage_seconds_left);
   return budget;
 }

@@ -80,12 +80,22 @@ void validate_rule(const json& rule) {
                                     std::string(maps_allowed ? " or a map dtype -> number" : ""));
       }
       if (per_dtype && !maps_allowed) throw std::invalid_argument("rule field '" + key + "' must be a number");
-      if (per_dtype) {
-        for (const auto& [dtype, number] : value.items()) {
-          if (!number.is_number()) {
-            throw std::invalid_argument("rule field '" + key + "." + dtype + "' must be a number");
-          }
+      // A negative bound fails every candidate, however close (max abs diff 0 included): a
+      // mistake of the pipeline's, refused here rather than blamed on the candidates. A
+      // max_abs_diff limit of 0 fails exact outputs too (the rule is diff < limit).
+      const double least = key == "limit" ? std::nextafter(0.0, 1.0) : 0.0;
+      auto check_sign = [&](const json& number, const std::string& field) {
+        if (!number.is_number()) throw std::invalid_argument("rule field '" + field + "' must be a number");
+        if (number.get<double>() < least) {
+          throw std::invalid_argument("rule field '" + field + "' must be " + (least > 0 ? "> 0" : ">= 0") +
+                                      ", got " + number.dump() +
+                                      ": a candidate is compared against it, so no output could pass");
         }
+      };
+      if (per_dtype) {
+        for (const auto& [dtype, number] : value.items()) check_sign(number, key + "." + dtype);
+      } else {
+        check_sign(value, key);
       }
     }
   };

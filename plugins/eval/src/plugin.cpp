@@ -8,9 +8,11 @@
 #include "harness_stages.hpp"
 #include "native_compile.hpp"
 #include "python_env.hpp"
+#include "rules_file.hpp"
 #include "tasks.hpp"
 #include "toolchain.hpp"
 
+#include <kforge/bounded_file.hpp>
 #include <kforge/sdk.hpp>
 
 #include <unistd.h>
@@ -114,6 +116,13 @@ std::string file_param(const Config& cfg, const char* name) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw std::invalid_argument(std::string(name) + " '" + path + "' is not a file");
   }
+  return path;
+}
+
+// eval.check's rules file: refused now, as the harness would refuse it at every job.
+std::string rules_param(const Config& cfg) {
+  const std::string path = file_param(cfg, "rules");
+  if (!path.empty()) eval::check_rules_file(path);
   return path;
 }
 
@@ -259,14 +268,13 @@ class KernelBenchTasks : public kforge::sdk::Source {
   bool next(kforge::sdk::Task& task) override {
     if (next_ >= tasks_.size()) return false;
     const eval::TaskEntry& entry = tasks_[next_++];
-    std::ifstream in(entry.path, std::ios::binary);
-    std::ostringstream source;
-    source << in.rdbuf();
-    if (!in) throw std::runtime_error("cannot read task file " + entry.path);
+    std::string why;
+    const std::optional<std::string> source = kforge::read_bounded_file(entry.path, eval::kMaxTaskFileBytes, why);
+    if (!source) throw std::runtime_error("cannot read task file " + entry.path + ": " + why);
     task.set(KF_KEY_TASK_ID, entry.id);
     task.set(KF_KEY_TASK_NAME, entry.name);
     task.set(KF_KEY_TASK_PATH, entry.path);
-    task.set(KF_KEY_TASK_SOURCE, source.str());
+    task.set(KF_KEY_TASK_SOURCE, *source);
     task.set_number(KF_KEY_TASK_LEVEL, entry.level);
     task.set(KF_KEY_TASK_CATEGORY, entry.category);
     task.set(KF_KEY_TASK_COMPLEXITY, entry.complexity);
@@ -324,11 +332,10 @@ class FileCandidates : public kforge::sdk::Stage {
     const auto file = eval::candidate_for_sample(dir_, job.get_or(KF_KEY_TASK_PATH), job.get_or(KF_KEY_TASK_ID),
                                                  sample, why);
     if (!file) return job.fail(KF_ERROR_NO_CANDIDATE, why);
-    std::ifstream in(file->path, std::ios::binary);
-    std::ostringstream code;
-    code << in.rdbuf();
-    if (!in) return job.error("harness_error", "cannot read candidate file " + file->path);
-    job.set(KF_KEY_CANDIDATE_CODE, code.str());
+    // The candidate's own file: one that cannot be a program (a FIFO, 10 GB) is its failure.
+    const std::optional<std::string> code = kforge::read_bounded_file(file->path, eval::kMaxTaskFileBytes, why);
+    if (!code) return job.fail(KF_ERROR_NO_CANDIDATE, "cannot read candidate file " + file->path + ": " + why);
+    job.set(KF_KEY_CANDIDATE_CODE, *code);
     job.set(KF_KEY_CANDIDATE_LANGUAGE, language_);
     job.set(eval::kCandidateFile, file->path);
     if (!file->tag.empty()) job.set(eval::kCandidateTag, file->tag);
@@ -363,7 +370,7 @@ class Check : public kforge::sdk::Stage {
   explicit Check(const Config& cfg)
       : settings_(harness_settings(cfg, true)),
         stage_(std::make_shared<eval::HarnessPool>(settings_),
-               {cfg.string("language"), file_param(cfg, "rules"), child_limits(cfg)}) {}
+               {cfg.string("language"), rules_param(cfg), child_limits(cfg)}) {}
   void preflight() const { check_harness_environment(settings_.python, settings_.harness_dir); }
   void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
 

@@ -6,6 +6,8 @@
 #include <fnmatch.h>
 #include <yaml-cpp/yaml.h>
 
+#include <kforge/bounded_file.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -27,12 +29,11 @@ const std::set<std::string> kCategories = {
     "Quantization", "Normalization", "Optimizer", "SpatialOps", "Convolution", "Random", "Pooling"};
 const std::set<std::string> kEntryFields = {"file", "id", "name", "level", "category", "complexity", "format", "sizes"};
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TaskListError("cannot read task file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+std::string read_text(const fs::path& path, const char* what = "task file") {
+  std::string why;
+  std::optional<std::string> text = read_bounded_file(path.string(), kMaxTaskFileBytes, why);
+  if (!text) throw TaskListError(std::string("cannot read ") + what + " " + path.string() + ": " + why);
+  return std::move(*text);
 }
 
 std::string where(const fs::path& file, const YAML::Node& node) {
@@ -166,7 +167,7 @@ std::vector<fs::path> task_files(const fs::path& dir) {
 std::vector<TaskEntry> from_manifest(const fs::path& manifest, const TaskListOptions& options) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(manifest.string());
+    root = YAML::Load(read_text(manifest, "manifest"));
   } catch (const YAML::ParserException& e) {
     throw TaskListError(manifest.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
                         std::to_string(e.mark.column + 1) + ": " + e.msg);

@@ -18,6 +18,9 @@ namespace kforge::eval {
 // holds one folder per category. The reports know the format by its ABI name (and add its
 // per-category rates).
 inline constexpr const char* kFormatKernelBenchX = KF_TASK_FORMAT_KERNELBENCHX;
+// A task file, a manifest or a candidate file holds at most this much: a task is a
+// program of a few KB, and a 10 GB (sparse) file must not be read into memory.
+inline constexpr uint64_t kMaxTaskFileBytes = 16u << 20;
 
 struct TaskListOptions {
   std::string dir;                            // absolute, or relative to the working directory

@@ -157,8 +157,9 @@ TEST(HarnessServer, FitsRequestsIntoTheStageTimeout) {
   HarnessServer server(cpu_spec(1));
   ASSERT_EQ(ask(server, "run", bundled_task_job("001_relu")).status, "pass");  // started
 
-  // No time left for a child at all: said at once, as a timeout the stage could not judge.
-  const auto late = ask(server, "run", bundled_task_job("001_relu"), 60, 1.5);
+  // No time left for a child at all (a tenth of a second, less the answer's fifth: under the
+  // least a child is given): said at once, as a timeout the stage could not judge.
+  const auto late = ask(server, "run", bundled_task_job("001_relu"), 60, 0.1);
   EXPECT_EQ(late.status, "error");
   EXPECT_EQ(late.error_class, "timeout") << late.message;
 

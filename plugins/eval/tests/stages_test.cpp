@@ -272,7 +272,12 @@ TEST(RequestBudget, FitsTheChildIntoTheStageTimeout) {
   ASSERT_TRUE(tight);
   EXPECT_LT(tight->child_timeout_seconds, 20);
   EXPECT_LE(tight->wait_seconds, 20);
-  EXPECT_FALSE(request_budget(60, 0.5));
+  // A short stage keeps a fifth of its time for the answer, and still runs its child.
+  const auto short_stage = request_budget(60, 1);
+  ASSERT_TRUE(short_stage);
+  EXPECT_DOUBLE_EQ(short_stage->child_timeout_seconds, 0.8);
+  EXPECT_LE(short_stage->wait_seconds, 1);
+  EXPECT_FALSE(request_budget(60, 0.1));
 }
 
 TEST(RunStage, RejectsBadOptions) {

@@ -5,11 +5,11 @@
 // KernelBench's shape (docs/kernelbench.md).
 #include "run_folder.hpp"
 
+#include <kforge/bounded_file.hpp>
 #include <kforge/sdk.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 namespace {
 
@@ -26,12 +26,15 @@ constexpr const char* kCandidateFile = "candidate.file";
 // KernelBench's problem id (the number the file name starts with), for kernelbench.candidates.
 constexpr const char* kTaskProblem = "task.kernelbench_problem";
 
+// A problem or a kernel is a program of a few KB: a file of 10 GB (or a FIFO) is refused,
+// not read into memory (or waited on).
+constexpr uint64_t kMaxProgramBytes = 16u << 20;
+
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw std::runtime_error("cannot read " + path);
-  return text.str();
+  std::string why;
+  std::optional<std::string> text = kforge::read_bounded_file(path, kMaxProgramBytes, why);
+  if (!text) throw std::runtime_error("cannot read " + path + ": " + why);
+  return std::move(*text);
 }
 
 class Tasks : public kforge::sdk::Source {
@@ -141,6 +144,10 @@ class Candidates : public kforge::sdk::Stage {
     if (!std::filesystem::is_regular_file(path, ec)) {
       return job.fail(KF_ERROR_NO_CANDIDATE, "sample " + std::to_string(sample) + " of " + job.get_or(KF_KEY_TASK_ID) +
                                           " is missing from the run folder: no file " + path);
+    }
+    if (std::filesystem::file_size(path, ec) > kMaxProgramBytes) {
+      return job.fail(KF_ERROR_NO_CANDIDATE, "the candidate " + path + " holds more than " +
+                                                 kforge::byte_size_text(kMaxProgramBytes) + ": no kernel is that long");
     }
     std::string code;
     try {

@@ -53,6 +53,10 @@ ResolvedModel BackendPool::resolve(const std::string& model_name) const {
   return resolve_model(model_name, catalog_, settings_.overrides);
 }
 
+void BackendPool::resolve_every_preset() const {
+  for (const std::string& name : catalog_.names()) resolve(name);
+}
+
 const ModelBackend& BackendPool::get(const std::string& model_name) {
   std::lock_guard lock(mutex_);
   if (auto it = backends_.find(model_name); it != backends_.end()) return it->second;

@@ -48,6 +48,11 @@ class BackendPool {
   // `model_name` with its preset and the stage's overrides, from the pipeline alone (no
   // environment): throws LlmError(config) when it cannot be resolved.
   ResolvedModel resolve(const std::string& model_name) const;
+  // Resolves every preset of the models file with the stage's overrides: the models
+  // llm.select may choose per job, which must not fail every job on a setting the
+  // pipeline alone decides (backoff_max below backoff_initial). Throws LlmError(config)
+  // naming the first that cannot be resolved.
+  void resolve_every_preset() const;
 
   // The backend for `model_name`, made on first use. Throws LlmError(config) when the
   // model cannot be resolved, or its api_key_env variable is unset while the backend talks

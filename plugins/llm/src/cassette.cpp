@@ -3,17 +3,23 @@
 #include "request_key.hpp"
 #include "throttle.hpp"
 
+#include <kforge/bounded_file.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 namespace kforge::llm {
 
 namespace {
+
+// A recorded run's answers: thousands of kernels of a few KB each fit many times over.
+constexpr uint64_t kMaxCassetteBytes = 256u << 20;
 
 bool is_sha256_hex(const std::string& text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -142,13 +148,15 @@ std::shared_ptr<Cassette> Cassette::open(const std::string& path, bool create) {
 }
 
 Cassette::Cassette(std::string path, bool create) : path_(std::move(path)) {
-  std::ifstream in(path_);
-  if (!in) {
-    if (create && !std::filesystem::exists(path_)) return;  // a new recording
-    throw std::runtime_error("cassette " + path_ + " cannot be read" +
-                             (std::filesystem::exists(path_) ? "" : ": no such file") +
-                             (create ? "" : "; record one with backend: record"));
+  std::error_code ec;
+  if (create && !std::filesystem::exists(std::filesystem::symlink_status(path_, ec))) return;  // a new recording
+  std::string why;
+  const std::optional<std::string> content = read_bounded_file(path_, kMaxCassetteBytes, why);
+  if (!content) {
+    throw std::runtime_error("cassette " + path_ + " cannot be read: " + why +
+                             (create || std::filesystem::exists(path_, ec) ? "" : "; record one with backend: record"));
   }
+  std::istringstream in(*content);
   std::string text;
   while (std::getline(in, text)) {
     ++lines_;
@@ -277,7 +285,8 @@ ChatResult CassetteBackend::complete(const ChatRequest& request) {
     throw LlmError(LlmError::Kind::cassette_miss, e.what());
   }
   if (entry) {
-    double pause = std::min(entry->duration_s * options_.latency_scale, request.seconds_left);
+    // Bounded by a day as well: a recorded duration times latency_scale may be anything.
+    double pause = std::min({entry->duration_s * options_.latency_scale, request.seconds_left, 86400.0});
     if (pause > 0) {
       auto until = started + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(pause));

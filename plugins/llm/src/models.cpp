@@ -2,12 +2,20 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <kforge/bounded_file.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
 namespace kforge::llm {
 
 namespace {
+
+// Presets are a page of YAML.
+constexpr uint64_t kMaxModelsFileBytes = 1u << 20;
 
 std::string where(const std::string& path, const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -167,9 +175,12 @@ ModelCatalog ModelCatalog::load(const std::string& path) {
   catalog.path_ = path;
   if (!std::filesystem::exists(path)) return catalog;
   catalog.found_ = true;
+  std::string why;
+  const std::optional<std::string> text = read_bounded_file(path, kMaxModelsFileBytes, why);
+  if (!text) throw std::runtime_error("models file " + path + " cannot be read: " + why);
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(path + ":" + std::to_string(e.mark.line + 1) + ":" +
                              std::to_string(e.mark.column + 1) + ": " + e.msg);
@@ -185,7 +196,14 @@ ModelCatalog ModelCatalog::load(const std::string& path) {
   }
   for (const auto& item : root["models"]) {
     std::string name = item.first.as<std::string>();
-    catalog.presets_[name] = read_preset(path, name, item.second);
+    // YAML keeps both of two equal keys; the second would silently replace the first.
+    if (const auto first = catalog.presets_.find(name); first != catalog.presets_.end()) {
+      throw std::runtime_error(where(path, item.first) + "model '" + name + "' is defined twice (first at line " +
+                               std::to_string(first->second.line) + "): keep one of them");
+    }
+    ModelPreset preset = read_preset(path, name, item.second);
+    preset.line = item.first.Mark().line + 1;
+    catalog.presets_[name] = std::move(preset);
   }
   return catalog;
 }
@@ -216,6 +234,17 @@ ResolvedModel resolve_model(const std::string& name, const ModelCatalog& catalog
     fail("not a preset in " + (catalog.path().empty() ? std::string("the models file") : catalog.path()) +
          (catalog.file_found() ? " (presets: " + known + ")" : " (file not found)") +
          ", and no base_url is given");
+  }
+  // The client speaks HTTP: any other scheme is a mistake of the configuration, found here
+  // rather than by every request.
+  const auto scheme_is = [&](const char* scheme) {
+    const std::string& url = *s.base_url;
+    const size_t n = std::strlen(scheme);
+    return url.size() > n && std::equal(scheme, scheme + n, url.begin(),
+                                        [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+  };
+  if (!scheme_is("http://") && !scheme_is("https://")) {
+    fail("base_url '" + *s.base_url + "' is not an http:// or https:// URL");
   }
   ResolvedModel m;
   m.name = name;

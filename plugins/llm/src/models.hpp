@@ -43,6 +43,7 @@ struct ModelPreset {
   std::string name;
   std::string description;
   ModelSettings settings;
+  int line = 0;  // where the models file defines it
 };
 
 class ModelCatalog {

@@ -18,6 +18,8 @@ namespace {
 constexpr size_t kMaxBodyBytes = 32u << 20;
 constexpr double kConnectTimeoutS = 30;
 constexpr size_t kMaxErrorChars = 600;
+// A wait this long (a year) is as good as none, and fits every clock and libcurl's long.
+constexpr double kUnboundedSeconds = 365.0 * 24 * 3600;
 
 void init_curl_once() {
   static std::once_flag once;
@@ -37,10 +39,12 @@ std::string format_seconds(double s) {
   return out.str();
 }
 
-// libcurl failures that another try will not cure: the URL or TLS setup is wrong.
+// libcurl failures that another try will not cure: the URL or TLS setup is wrong. Not
+// CURLE_UNSUPPORTED_PROTOCOL: the URL's scheme was checked when the model was resolved, so
+// curl says it of an answer without a status line (HTTP/0.9), a server's fault of the
+// moment like any garbled answer.
 bool is_permanent_transport_error(CURLcode code) {
   switch (code) {
-    case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CACERT_BADFILE:
@@ -208,7 +212,7 @@ OpenAiClient::Exchange OpenAiClient::post(const std::string& body, double timeou
 
   Exchange exchange;
   char error_buffer[CURL_ERROR_SIZE] = {0};
-  auto timeout_ms = static_cast<long>(std::max(1.0, std::ceil(timeout_s * 1000)));
+  auto timeout_ms = static_cast<long>(std::clamp(std::ceil(timeout_s * 1000), 1.0, kUnboundedSeconds * 1000));
   curl_easy_setopt(handle, CURLOPT_URL, url_.c_str());
   curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(handle, CURLOPT_POSTFIELDS, body.data());
@@ -241,7 +245,9 @@ OpenAiClient::Exchange OpenAiClient::post(const std::string& body, double timeou
 
 ChatResult OpenAiClient::complete(const ChatRequest& request) {
   const auto started = Clock::now();
-  const bool bounded = std::isfinite(request.seconds_left);
+  // A stage timeout is at most 1e9 s; anything beyond a year is "no deadline" here, where
+  // it would overflow the clock's nanoseconds.
+  const bool bounded = request.seconds_left < kUnboundedSeconds;
   const auto deadline =
       bounded ? started + std::chrono::duration_cast<Clock::duration>(
                               std::chrono::duration<double>(std::max(0.0, request.seconds_left)))
@@ -352,7 +358,8 @@ ChatResult OpenAiClient::complete(const ChatRequest& request) {
                      std::to_string(max_attempts - 1) + " in " + format_seconds(wait_s) +
                      (exchange.retry_after_s ? " (Retry-After)" : ""));
     }
-    auto wait = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+    auto wait = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::min(wait_s, kUnboundedSeconds)));
     if (!sleep_until(Clock::now() + wait, request.cancelled)) throw cancelled_error(attempt);
   }
 }

@@ -7,12 +7,11 @@
 #include "prompt_template.hpp"
 #include "prompts.hpp"
 
+#include <kforge/bounded_file.hpp>
 #include <kforge/sdk.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 namespace {
 
@@ -24,6 +23,8 @@ namespace llm = kforge::llm;
 constexpr const char* kPluginName = "llm";
 // How much of an unusable answer is kept in the verdict's log for the reader.
 constexpr size_t kAnswerLogLimit = 4000;
+// A task file read for the prompt: a program of a few KB (the eval plugin's bound).
+constexpr uint64_t kMaxTaskFileBytes = 16u << 20;
 
 // ---- parameters shared by the stages that call a model ----
 
@@ -76,10 +77,12 @@ std::vector<Param> backend_params() {
           .at_least(0),
       Param{"backoff_initial", KF_PARAM_DURATION, nullptr, false,
             "First retry wait, doubled per retry with jitter; Retry-After wins when the server "
-            "sends it (default: the preset's, else 1s)."},
+            "sends it (default: the preset's, else 1s)."}
+          .at_least(0),
       Param{"backoff_max", KF_PARAM_DURATION, nullptr, false,
-            "Longest retry wait; a longer Retry-After fails the request (default: the preset's, "
-            "else 60s)."},
+            "Longest retry wait, at least backoff_initial; a longer Retry-After fails the request "
+            "(default: the preset's, else 60s)."}
+          .above(0),
       Param{"price_input_per_million", KF_PARAM_FLOAT, nullptr, false,
             "US dollars per million prompt tokens (default: the preset's, else 0)."}
           .at_least(0),
@@ -204,8 +207,13 @@ class ModelCaller {
     template_ = std::make_unique<llm::PromptTemplate>(
         llm::PromptTemplate::load(resolve_path(cfg, prompt.empty() ? default_prompt : prompt)));
     // A fixed model's preset is resolved now (validate reports an unknown one); its API key
-    // belongs to the run's environment and is checked by preflight.
-    if (!model_.empty()) pool_->resolve(model_);
+    // belongs to the run's environment and is checked by preflight. Without one, llm.select
+    // may choose any preset: each must take this stage's settings.
+    if (!model_.empty()) {
+      pool_->resolve(model_);
+    } else {
+      pool_->resolve_every_preset();
+    }
   }
 
   // Makes the fixed model's backend before the first job, so an unset api_key_env variable
@@ -297,11 +305,8 @@ std::optional<std::string> task_source_of(const Job& job) {
   if (auto source = job.get(KF_KEY_TASK_SOURCE)) return std::string(*source);
   auto path = job.get(KF_KEY_TASK_PATH);
   if (!path) return std::nullopt;
-  std::ifstream in{std::string(*path), std::ios::binary};
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string why;
+  return kforge::read_bounded_file(std::string(*path), kMaxTaskFileBytes, why);
 }
 
 // ---- llm.generate ----
@@ -504,8 +509,12 @@ class Select : public kforge::sdk::Stage {
     const std::string strategy = cfg.string("strategy");
     const std::string fallback = cfg.string("default");
     if (strategy == "fixed") {
-      // The table stays in the file so that `--set select.strategy=fixed` switches one
-      // pipeline between strategies; it is simply not consulted.
+      // A table beside it would never be consulted, whatever its author meant: refused, as
+      // the parameter's documentation says. `--set select.table='{}'` empties one.
+      if (cfg.has("table") && !nlohmann::json::parse(cfg.json("table")).empty()) {
+        throw std::invalid_argument("strategy fixed takes no table (it gives `default` to every task): remove the "
+                                    "table, or empty it with --set select.table='{}'");
+      }
       return llm::ModelSelector::fixed(fallback);
     }
     if (!cfg.has("table")) throw std::invalid_argument("strategy table needs a table (C1..C4 -> model)");

@@ -1,14 +1,18 @@
 #include "prompt_template.hpp"
 
+#include <kforge/bounded_file.hpp>
+
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
 
 namespace kforge::llm {
 
 namespace {
+
+// A prompt is a page of text; the tasks and code it names are filled in later.
+constexpr uint64_t kMaxPromptBytes = 1u << 20;
 
 bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -33,11 +37,10 @@ bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0
 }  // namespace
 
 PromptTemplate PromptTemplate::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("prompt template " + path + " cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return PromptTemplate(text.str(), path);
+  std::string why;
+  std::optional<std::string> text = read_bounded_file(path, kMaxPromptBytes, why);
+  if (!text) throw std::runtime_error("prompt template " + path + " cannot be read: " + why);
+  return PromptTemplate(*text, path);
 }
 
 PromptTemplate::PromptTemplate(std::string_view text, std::string origin)

@@ -60,7 +60,8 @@ Clock::time_point RateLimiter::reserve(Clock::time_point now) {
   Clock::time_point base = std::max(now, last_refill_);
   if (tokens_ >= 0) return base;
   // The debt is paid back at the refill rate; later callers queue behind this one.
-  auto wait = std::chrono::duration<double>(-tokens_ / per_second_);
+  // At most a year: a rate of one request per century must not overflow the clock.
+  auto wait = std::chrono::duration<double>(std::min(-tokens_ / per_second_, 365.0 * 24 * 3600));
   return base + std::chrono::duration_cast<Clock::duration>(wait);
 }
 

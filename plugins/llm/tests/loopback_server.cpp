@@ -205,6 +205,10 @@ void LoopbackServer::serve(int fd) {
     bool keep_going = reply.delay_s <= 0 || wait_or_stop(reply.delay_s);
     --in_flight_;
     if (!keep_going || reply.fault == HttpReply::Fault::drop) break;
+    if (reply.fault == HttpReply::Fault::no_status_line) {
+      send_all(fd, reply.body);
+      break;
+    }
     std::string head = "HTTP/1.1 " + std::to_string(reply.status) + " " +
                        reason_phrase(reply.status) + "\r\n";
     head += "Content-Type: application/json\r\n";

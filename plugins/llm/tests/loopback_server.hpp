@@ -27,7 +27,8 @@ struct HttpReply {
   enum class Fault {
     none,
     drop,     // close the connection without answering
-    truncate  // announce the whole body, send half of it, close
+    truncate,        // announce the whole body, send half of it, close
+    no_status_line   // send the body alone, no status line or headers (HTTP/0.9 style), close
   };
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;

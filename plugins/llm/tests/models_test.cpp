@@ -1,6 +1,7 @@
 #include "models.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -113,6 +114,47 @@ TEST(ModelCatalog, ErrorsPointAtTheLine) {
   EXPECT_NE(message.find("has no base_url"), std::string::npos) << message;
   message = load_error("presets: {}\n");
   EXPECT_NE(message.find("'models:'"), std::string::npos) << message;
+}
+
+// YAML keeps both of two equal keys: the second preset would silently replace the first.
+TEST(ModelCatalog, APresetDefinedTwiceIsAnErrorAtTheSecond) {
+  const std::string message =
+      load_error("models:\n  a:\n    base_url: http://x\n  a:\n    base_url: http://y\n");
+  EXPECT_NE(message.find(":4:3: model 'a' is defined twice (first at line 2)"), std::string::npos) << message;
+}
+
+// Read as a pipeline file is: a FIFO would wait for a writer forever, a device never end.
+TEST(ModelCatalog, AFileThatIsNoRegularFileIsRefusedAtOnce) {
+  const std::string dir = (std::filesystem::temp_directory_path() / "kforge-models-fifo").string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir + "/models.yaml").c_str(), 0600), 0);
+  for (const std::string path : {dir + "/models.yaml", std::string("/dev/zero"), dir}) {
+    try {
+      ModelCatalog::load(path);
+      ADD_FAILURE() << path << " was read";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ResolveModel, RefusesBackoffsThatCannotHoldAndUrlsThatAreNotHttp) {
+  ModelSettings overrides;
+  overrides.base_url = "http://x";
+  overrides.backoff_max_s = 0;  // below the default backoff_initial of 1 s
+  EXPECT_THROW(resolve_model("m", ModelCatalog{}, overrides), LlmError);
+  overrides.backoff_max_s.reset();
+  overrides.base_url = "ftp://x/v1";
+  try {
+    resolve_model("m", ModelCatalog{}, overrides);
+    ADD_FAILURE() << "ftp accepted";
+  } catch (const LlmError& e) {
+    EXPECT_NE(std::string(e.what()).find("is not an http:// or https:// URL"), std::string::npos) << e.what();
+  }
+  overrides.base_url = "HTTPS://Example.com/v1";
+  EXPECT_EQ(resolve_model("m", ModelCatalog{}, overrides).base_url, "HTTPS://Example.com/v1");
 }
 
 TEST(ModelCatalog, AMissingFileIsAnEmptyCatalogThatSaysSo) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -232,6 +234,26 @@ TEST(OpenAiClient, RetriesADroppedConnection) {
   EXPECT_EQ(r.content, "after drop");
   EXPECT_EQ(r.attempts, 2);
   EXPECT_NE(h.notices.at(0).find("connection error"), std::string::npos) << h.notices[0];
+}
+
+// A proxy or a crashed server that answers without a status line is a fault of the moment
+// (curl calls it an unsupported protocol, HTTP/0.9), not a misconfigured URL.
+TEST(OpenAiClient, RetriesAnAnswerWithoutAStatusLine) {
+  Harness h({{200, {}, "garbage without a status line\r\n", 0, Fault::no_status_line}, ok("after garbage")});
+  ChatResult r = h.client->complete(simple_request());
+  EXPECT_EQ(r.content, "after garbage");
+  EXPECT_EQ(r.attempts, 2);
+}
+
+// A stage timeout of the longest duration a pipeline may give (1e9 s) is no deadline to
+// the client, not a clock overflow that fails every request at once.
+TEST(OpenAiClient, AHugeStageTimeoutIsNoDeadline) {
+  Harness h({ok("in time")});
+  ChatRequest request = simple_request();
+  for (const double seconds : {1e9, 1e20, std::numeric_limits<double>::max()}) {
+    request.seconds_left = seconds;
+    EXPECT_EQ(h.client->complete(request).content, "in time") << seconds;
+  }
 }
 
 TEST(OpenAiClient, WaitsForASlowAnswerWithinTheTimeout) {

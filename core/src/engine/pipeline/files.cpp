@@ -3,16 +3,13 @@
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
+
+#include <kforge/bounded_file.hpp>
 
 #include "engine/pipeline/loader.hpp"
 #include "engine/pipeline/scalars.hpp"
@@ -26,67 +23,6 @@ namespace {
 // Flow nesting refused before parsing: yaml-cpp's depth guard counts its own recursion,
 // which reaches its limit a few hundred levels of [ or { deep, after seconds.
 constexpr int kDeepFlowNesting = 256;
-
-// What a path is when it is not a regular file, for the message that refuses it.
-const char* file_type_name(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-// The file's text, or why it cannot be a pipeline file. Opened without blocking (a FIFO
-// with no writer would wait forever), checked to be a regular file (a device never ends)
-// and read up to the limit only (a file may grow while it is read).
-std::optional<std::string> read_bounded(const fs::path& path, std::string& why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    why = std::strerror(errno);
-    return std::nullopt;
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    why = std::strerror(errno);
-    return std::nullopt;
-  }
-  if (!S_ISREG(info.st_mode)) {
-    why = fmt::format("it is {}; a pipeline file must be a regular file", file_type_name(info.st_mode));
-    return std::nullopt;
-  }
-  auto too_large = [&](uintmax_t size) {
-    why = fmt::format("it holds {}{} bytes; a pipeline file may hold at most {} bytes (1 MiB)",
-                      size > kMaxPipelineFileBytes ? "more than " : "", std::min<uintmax_t>(size, kMaxPipelineFileBytes),
-                      kMaxPipelineFileBytes);
-  };
-  if (static_cast<uintmax_t>(info.st_size) > kMaxPipelineFileBytes) {
-    too_large(static_cast<uintmax_t>(info.st_size));
-    return std::nullopt;
-  }
-  std::string text(kMaxPipelineFileBytes + 1, '\0');
-  size_t used = 0;
-  while (used < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + used, text.size() - used);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      why = std::strerror(errno);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-  }
-  if (used > kMaxPipelineFileBytes) {
-    too_large(used);
-    return std::nullopt;
-  }
-  text.resize(used);
-  return text;
-}
 
 // Where flow collections ([ ], { }) first nest kDeepFlowNesting levels deep, skipping
 // quoted text and comments; line 0 when they never do (deep block nesting is left to
@@ -145,7 +81,7 @@ const SourceFile* Loader::read(const fs::path& absolute, const std::string& show
                             kMaxPipelineFiles));
   }
   std::string why;
-  std::optional<std::string> text = read_bounded(absolute, why);
+  std::optional<std::string> text = read_bounded_file(absolute.string(), kMaxPipelineFileBytes, why);
   if (!text) return fail(why);
   return parse(*text, shown, absolute.string(), absolute.parent_path().string());
 }
@@ -163,6 +99,19 @@ const SourceFile* Loader::parse(const std::string& text, const std::string& show
   }
   const SourceFile& ref = *file;
   files_.push_back(std::move(file));
+
+  // yaml-cpp takes bytes that are not UTF-8 as they are: in a value they would reach the
+  // stages, the store and the reports as mojibake, so they are refused where they are.
+  if (const std::optional<size_t> bad = invalid_utf8_at(text)) {
+    const size_t newline = text.rfind('\n', *bad);  // the byte itself is no newline
+    const size_t line_begin = newline == std::string::npos ? 0 : newline + 1;
+    const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_begin), '\n') + 1;
+    error({shown, static_cast<int>(line), static_cast<int>(*bad - line_begin) + 1},
+          fmt::format("invalid UTF-8 (byte 0x{:02X}): a pipeline file must be UTF-8 text, comments included; save it "
+                      "as UTF-8",
+                      static_cast<unsigned char>(text[*bad])));
+    return nullptr;
+  }
 
   const std::string too_deep =
       fmt::format("invalid YAML: the value nests too deeply here (more than {} levels of [ ] or {{ }}); a pipeline "

@@ -34,8 +34,16 @@ inline constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 // memory. Each pipeline file holds at most kMaxPipelineFileBytes; at most kMaxPipelineFiles
 // are read (an include counts each time it is included); a mapping parameter (YAML aliases
 // expanded) holds at most kMaxExpandedValues values and kMaxExpandedBytes of text; a
-// pipeline has at most kMaxStages stages.
+// pipeline has at most kMaxStages stages. A mapping parameter nests at most
+// kMaxValueNesting levels; a variable refers through at most kMaxVariableDepth variables
+// (v1: ${v0}, v2: ${v1}, ...), one value expands to at most kMaxScalarBytes and all
+// ${...} substitutions of a pipeline together to at most kMaxSubstitutedBytes, so no
+// recursion can overflow the stack and no expansion can fill memory.
 inline constexpr uintmax_t kMaxPipelineFileBytes = 1u << 20;
+inline constexpr size_t kMaxValueNesting = 64;
+inline constexpr size_t kMaxVariableDepth = 64;
+inline constexpr size_t kMaxScalarBytes = 1u << 20;
+inline constexpr size_t kMaxSubstitutedBytes = 16u << 20;
 inline constexpr size_t kMaxPipelineFiles = 256;
 inline constexpr size_t kMaxExpandedValues = 100000;
 inline constexpr size_t kMaxExpandedBytes = 16u << 20;
@@ -198,6 +206,8 @@ class Loader {
   Mapping top_;
   std::map<std::string, VarDef> vars_;
   std::vector<std::string> resolving_;  // variables being resolved, innermost last
+  size_t substituted_bytes_ = 0;        // text all ${...} substitutions produced so far
+  bool chain_too_deep_ = false;         // a variable chain over kMaxVariableDepth was reported
   std::vector<ParamOverride> param_overrides_;
   std::vector<std::pair<const SourceFile*, YAML::Node>> stage_nodes_;
   std::vector<StageDraft> stages_;

@@ -113,7 +113,7 @@ std::optional<double> parse_duration(const std::string& text) {
   }
   if (number.empty() || number[0] == '+' || number[0] == '-') return std::nullopt;
   auto value = parse_finite_double(number);
-  if (!value) return std::nullopt;
+  if (!value || *value * scale > kMaxDurationSeconds) return std::nullopt;
   return *value * scale;
 }
 

@@ -29,7 +29,12 @@ std::string json_text(const Json& j);
 bool is_quoted(const YAML::Node& scalar);
 // "a mapping", "a list", "a single value", "nothing": for messages.
 const char* shape_of(const YAML::Node& node);
-// Duration text: seconds ("90", "1.5") or a number with a unit (500ms, 90s, 5m, 1h).
+// The longest duration a pipeline may give: a billion seconds (31 years) is "never" for
+// any timeout, and every stage can turn it into clock ticks without overflowing (a
+// steady_clock in nanoseconds holds 292 years).
+inline constexpr double kMaxDurationSeconds = 1e9;
+// Duration text: seconds ("90", "1.5") or a number with a unit (500ms, 90s, 5m, 1h), at
+// most kMaxDurationSeconds.
 std::optional<double> parse_duration(const std::string& text);
 
 }  // namespace kforge::loader

@@ -284,7 +284,8 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
       if (!seconds || *seconds <= 0) {
         error_at(file, timeout->value,
                  fmt::format("invalid duration '{}' for timeout of {}: write a positive number "
-                             "of seconds (90, 1.5) or a number with a unit: 500ms, 90s, 5m, 1h",
+                             "of seconds (90, 1.5) or a number with a unit: 500ms, 90s, 5m, 1h; at most 1e9 s "
+                             "(leave timeout out for none)",
                              *text, label));
       } else {
         draft.spec.timeout_seconds = *seconds;

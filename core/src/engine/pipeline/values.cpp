@@ -25,7 +25,7 @@ const char* expected(kf_param_type type) {
     case KF_PARAM_OBJECT:
       return "a mapping";
     case KF_PARAM_DURATION:
-      return "a duration (90s, 2m, 500ms, 1h, or a number of seconds)";
+      return "a duration (90s, 2m, 500ms, 1h, or a number of seconds; at most 1e9 s)";
   }
   return "a value";
 }
@@ -104,17 +104,25 @@ struct ExpansionBudget {
   size_t values = 0;
   size_t bytes = 0;
   bool exceeded = false;
+  bool too_deep = false;  // nests more than kMaxValueNesting levels
   bool spend(size_t text_bytes) {
     ++values;
     bytes += text_bytes;
     exceeded = exceeded || values > kMaxExpandedValues || bytes > kMaxExpandedBytes;
     return !exceeded;
   }
+  bool stopped() const { return exceeded || too_deep; }
 };
 
 std::optional<Json> to_json(const YAML::Node& node, const std::string& subject, ValueSource& source,
-                            ExpansionBudget& budget) {
+                            ExpansionBudget& budget, size_t depth = 0) {
   if (!node.IsScalar() && !budget.spend(0)) return std::nullopt;
+  if (depth > kMaxValueNesting) {
+    // An alias of the mapping it sits in never ends, and a chain of anchors each holding
+    // the one before nests as deep as it is long: either would overflow the stack here.
+    budget.too_deep = true;
+    return std::nullopt;
+  }
   switch (node.Type()) {
     case YAML::NodeType::Scalar: {
       auto text = source.text(node);
@@ -126,9 +134,9 @@ std::optional<Json> to_json(const YAML::Node& node, const std::string& subject, 
       Json array = Json::array();
       bool ok = true;
       for (const YAML::Node& item : node) {
-        auto value = to_json(item, subject, source, budget);
+        auto value = to_json(item, subject, source, budget, depth + 1);
         ok = ok && value.has_value();
-        if (budget.exceeded) return std::nullopt;
+        if (budget.stopped()) return std::nullopt;
         if (value) array.push_back(std::move(*value));
       }
       return ok ? std::optional<Json>(std::move(array)) : std::nullopt;
@@ -148,9 +156,9 @@ std::optional<Json> to_json(const YAML::Node& node, const std::string& subject, 
           ok = false;
           continue;
         }
-        auto value = to_json(it->second, subject, source, budget);
+        auto value = to_json(it->second, subject, source, budget, depth + 1);
         ok = ok && value.has_value();
-        if (budget.exceeded) return std::nullopt;
+        if (budget.stopped()) return std::nullopt;
         if (value) object[key] = std::move(*value);
       }
       return ok ? std::optional<Json>(std::move(object)) : std::nullopt;
@@ -213,6 +221,13 @@ std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
     }
     ExpansionBudget budget;
     auto json = to_json(value, subject, source, budget);
+    if (budget.too_deep) {
+      source.error(value, fmt::format("{} nests more than {} levels deep (a YAML alias inside the mapping it names, "
+                                      "or a chain of anchors each holding the one before, nests without end); "
+                                      "write the mapping out flat",
+                                      subject, kMaxValueNesting));
+      return std::nullopt;
+    }
     if (budget.exceeded) {
       source.error(value, fmt::format("{} expands to more than {} values or {} MiB of text (YAML aliases repeat "
                                       "what their anchor names, so a few lines can name billions of values); "

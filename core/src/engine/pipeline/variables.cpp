@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <kforge/bounded_file.hpp>
+
 #include "engine/pipeline/loader.hpp"
 #include "engine/pipeline/scalars.hpp"
 
@@ -50,6 +52,19 @@ std::optional<std::string> Loader::expand(const SourceFile& file, const YAML::No
     std::string value;
     switch (lookup(name, value)) {
       case Lookup::Found:
+        substituted_bytes_ += value.size();
+        if (out.size() + value.size() > kMaxScalarBytes || substituted_bytes_ > kMaxSubstitutedBytes) {
+          // Each variable may repeat the one before ten times: nine such lines name 10 GB.
+          error_at(file, scalar,
+                   out.size() + value.size() > kMaxScalarBytes
+                       ? fmt::format("this value expands to more than {} of text (through ${{{}}}); a value may "
+                                     "hold at most that much",
+                                     byte_size_text(kMaxScalarBytes), name)
+                       : fmt::format("the pipeline's ${{...}} substitutions expand to more than {} of text in all "
+                                     "(here through ${{{}}})",
+                                     byte_size_text(kMaxSubstitutedBytes), name));
+          return std::nullopt;
+        }
         out += value;
         break;
       case Lookup::Missing:
@@ -104,6 +119,18 @@ bool Loader::resolve(const std::string& name, VarDef& var) {
     }
     case VarDef::State::Pending:
       break;
+  }
+  if (resolving_.size() >= kMaxVariableDepth) {
+    // Reported once: every variable above this one in the chain fails with it.
+    if (!chain_too_deep_) {
+      chain_too_deep_ = true;
+      error_at(*var.file, var.value,
+               fmt::format("variable '{}' is reached through more than {} variables, each defined by the next "
+                           "({} -> ... -> {}); a pipeline needs a few levels: define it more directly",
+                           name, kMaxVariableDepth, resolving_.front(), name));
+    }
+    var.state = VarDef::State::Failed;
+    return false;
   }
   var.state = VarDef::State::Resolving;
   resolving_.push_back(name);

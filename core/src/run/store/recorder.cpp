@@ -22,7 +22,7 @@ void RunRecorder::verdict(const Job& job, const Verdict& verdict) {
 }
 
 void RunRecorder::job_finished(const Job&, const JobOutcome& outcome) {
-  // The executor's sink calls this for one job at a time, in job order.
+  // The executor's sink calls this for one job at a time, as each finishes.
   if (failed()) return;
   try {
     store_.record_job(run_, outcome);

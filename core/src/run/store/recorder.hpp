@@ -29,6 +29,9 @@ class RunRecorder : public RunObserver {
   std::string failure() const;
   // Jobs this run committed to the store.
   uint64_t saved_jobs() const;
+  // Stops the run as a failed write does: `why` (the store or results.jsonl changed by
+  // another process) becomes failure(), nothing more is written. The first reason stays.
+  void stop(const std::string& why) { fail(why); }
 
  private:
   bool failed() const;

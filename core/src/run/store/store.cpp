@@ -10,6 +10,7 @@
 
 #include "run/store/schema.hpp"
 #include "run/store/statements.hpp"
+#include "run/store/store_files.hpp"
 #include "util/sha256.hpp"
 
 namespace kforge {
@@ -85,14 +86,12 @@ Store::Store(const std::string& path, StoreMode mode) : path_(path) {
       exec_sql(db_, path_, "PRAGMA journal_mode = WAL");
       exec_sql(db_, path_, "PRAGMA synchronous = NORMAL");
       migrate(db_, schema_migrations(), path_);
-      struct stat info {};
-      if (::stat(path_.c_str(), &info) != 0) {
-        throw StoreError(fmt::format("the run store '{}' vanished as it was opened", path_));
-      }
-      device_ = info.st_dev;
-      inode_ = info.st_ino;
       schema_version_ = current_schema();
       statements_ = std::make_unique<Statements>(db_, path_);
+      if (::access(path_.c_str(), F_OK) != 0) {
+        throw StoreError(fmt::format("the run store '{}' vanished as it was opened", path_));
+      }
+      files_ = std::make_unique<StoreFiles>(path_);
     }
   } catch (...) {
     statements_.reset();
@@ -102,15 +101,35 @@ Store::Store(const std::string& path, StoreMode mode) : path_(path) {
   }
 }
 
-void Store::check_still_there() const {
-  struct stat info {};
-  const bool deleted = ::stat(path_.c_str(), &info) != 0;
-  if (deleted || info.st_dev != device_ || info.st_ino != inode_) {
+void Store::check_still_there() {
+  if (!files_) return;
+  const std::string what = files_->changes();
+  if (what.empty()) return;
+  tampered_ = true;
+  if (files_->database_unchanged()) {
     throw StoreError(fmt::format(
-        "the run store '{}' was {} while the run was writing it: results would go where no report reads them. "
-        "The run stops; run again into an output directory nothing else touches",
-        path_, deleted ? "deleted" : "replaced by another file"));
+        "{} while the run was writing it. The run stops; what it committed goes into the database (the log is "
+        "still open to it), which stays whole: `--resume` continues",
+        what));
   }
+  throw StoreError(fmt::format(
+      "{} while the run was writing it: the run's records there can no longer be trusted, and writing on would mix "
+      "them with someone else's. The run stops, and its write-ahead log is not applied to what is there now. Run "
+      "again into an output directory nothing else touches",
+      what));
+}
+
+void Store::check_untouched() {
+  std::lock_guard lock(mutex_);
+  check_still_there();
+}
+
+Store::OwnWrite::OwnWrite(Store& store, bool check) : store_(store) {
+  if (check) store_.check_still_there();
+}
+
+Store::OwnWrite::~OwnWrite() {
+  if (store_.files_ && !store_.tampered_) store_.files_->record();
 }
 
 Store::Statements& Store::writes() {
@@ -120,7 +139,23 @@ Store::Statements& Store::writes() {
 
 Store::~Store() {
   statements_.reset();
-  if (db_ != nullptr) sqlite3_close(db_);
+  if (db_ == nullptr) return;
+  if (files_ && (tampered_ || !files_->changes().empty())) {
+    // Someone else changed the files. Only the log gone: this run's commits are in the log
+    // SQLite still holds open, and go into the database, which is still this run's. Else
+    // the log belongs to a database that is no longer at the path (or no longer as this
+    // run left it): it is not checkpointed into what is there, and not left for the next
+    // opener to apply to it (that made a replacement malformed).
+    if (files_->database_unchanged()) {
+      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    }
+    sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    const bool log_ours = files_->log_is_ours();
+    sqlite3_close(db_);
+    if (log_ours) ::unlink(files_->log_path().c_str());
+    return;
+  }
+  sqlite3_close(db_);
 }
 
 std::optional<RunRecord> Store::latest_run() {
@@ -170,6 +205,7 @@ std::vector<RunRecord> Store::read_series(int64_t series) {
 
 int64_t Store::begin_run(RunRecord run) {
   std::lock_guard lock(mutex_);
+  const OwnWrite own(*this);
   Statements& w = writes();
   Transaction tx(w.begin, w.commit, w.rollback);
   Statement insert(db_, path_,
@@ -202,6 +238,7 @@ int64_t Store::begin_run(RunRecord run) {
 
 void Store::set_expected_jobs(int64_t run, uint64_t jobs) {
   std::lock_guard lock(mutex_);
+  const OwnWrite own(*this);
   writes();
   Statement update(db_, path_, "UPDATE runs SET expected_jobs = ?2 WHERE id = ?1");
   update.bind(1, run).bind(2, static_cast<int64_t>(jobs)).run();
@@ -209,6 +246,7 @@ void Store::set_expected_jobs(int64_t run, uint64_t jobs) {
 
 void Store::end_run(int64_t run, RunStatus status) {
   std::lock_guard lock(mutex_);
+  const OwnWrite own(*this, /*check=*/false);
   writes();
   Statement update(db_, path_, "UPDATE runs SET status = ?2, ended_at = ?3 WHERE id = ?1");
   update.bind(1, run).bind(2, std::string(to_string(status))).bind(3, now_iso()).run();
@@ -260,6 +298,7 @@ void Store::record_attempt(int64_t run, const Job& job, const Verdict& v) {
   const std::string metrics_text = dump(metrics);
 
   std::lock_guard lock(mutex_);
+  const OwnWrite own(*this);
   Statements& w = writes();
   Transaction tx(w.begin, w.commit, w.rollback);
   if (code) put_artifact(code_hash, "code", *code);
@@ -291,7 +330,6 @@ void Store::record_attempt(int64_t run, const Job& job, const Verdict& v) {
       .bind(23, std::string(to_string(v.role)))
       .bind(24, static_cast<int64_t>(v.measured ? 1 : 0));
   s.run();
-  check_still_there();
   tx.commit();
 }
 
@@ -314,6 +352,7 @@ void Store::record_job(int64_t run, const JobOutcome& o) {
   const std::string environment_hash = o.environment.empty() ? "" : sha256_hex(o.environment);
 
   std::lock_guard lock(mutex_);
+  const OwnWrite own(*this);
   Statements& w = writes();
   Transaction tx(w.begin, w.commit, w.rollback);
   if (o.task != nullptr && o.task_id != last_task_) {
@@ -349,12 +388,12 @@ void Store::record_job(int64_t run, const JobOutcome& o) {
       .bind(24, static_cast<int64_t>(o.cached_attempts))
       .bind(25, o.environment.empty() ? nullptr : &environment_hash);
   s.run();
-  check_still_there();
   tx.commit();
 }
 
 int Store::mark_abandoned_runs() {
   std::lock_guard lock(mutex_);
+  const OwnWrite own(*this);
   writes();
   Statement update(db_, path_, "UPDATE runs SET status = ?1, ended_at = ?2 WHERE status = ?3");
   update.bind(1, std::string(to_string(RunStatus::Interrupted)))
@@ -366,6 +405,7 @@ int Store::mark_abandoned_runs() {
 
 void Store::forget_jobs(int64_t series, const std::set<std::pair<std::string, int>>& jobs) {
   std::lock_guard lock(mutex_);
+  const OwnWrite own(*this);
   Statements& w = writes();
   Transaction tx(w.begin, w.commit, w.rollback);
   Statement remove(db_, path_,

@@ -32,6 +32,8 @@ struct sqlite3;
 
 namespace kforge {
 
+class StoreFiles;
+
 inline constexpr const char* kStoreFileName = "kforge.db";
 
 // How a Store opens its database.
@@ -64,6 +66,12 @@ class KFORGE_API Store {
   // held, when no run can be alive there (they were killed). Returns how many.
   int mark_abandoned_runs();
   std::vector<RunRecord> series_runs(int64_t series);
+
+  // Throws StoreError saying what changed when the database or its log is no longer as
+  // this Store's last write left it (another process truncated, overwrote, replaced or
+  // deleted it); every write checks it first, and a run's watcher calls it between
+  // writes. A Store that found such a change never applies its log to what is there.
+  void check_untouched();
 
   // ---- what a run writes (thread-safe)
   void record_attempt(int64_t run, const Job& job, const Verdict& verdict);
@@ -121,14 +129,27 @@ class KFORGE_API Store {
   void upsert_task(const Task& task);
   void put_artifact(const std::string& hash, const char* kind, const std::string& content);
   Statements& writes();  // throws in ReadOnly mode
-  // Throws StoreError when the file at path() is no longer the database this Store opened
-  // (deleted, or replaced by another file): writing on would go where nobody reads.
-  void check_still_there() const;
+  // Throws StoreError when the database or its log at path() is no longer as this Store
+  // last left it (deleted, replaced, truncated, written by another process): writing on
+  // would go where nobody reads, or mix with someone else's writes. With mutex_ held.
+  void check_still_there();
+  // Around each write, with mutex_ held: checks the files first (unless told not to),
+  // records them as this write left them after.
+  class OwnWrite {
+   public:
+    explicit OwnWrite(Store& store, bool check = true);
+    ~OwnWrite();
+    OwnWrite(const OwnWrite&) = delete;
+    OwnWrite& operator=(const OwnWrite&) = delete;
+
+   private:
+    Store& store_;
+  };
 
   std::string path_;
   sqlite3* db_ = nullptr;
-  dev_t device_ = 0;  // the opened file's identity, for check_still_there()
-  ino_t inode_ = 0;
+  std::unique_ptr<StoreFiles> files_;  // ReadWrite mode only
+  bool tampered_ = false;  // check_still_there() found the files changed by someone else
   int schema_version_ = 0;  // what the database holds: older than current only in ReadOnly mode
   // Recursive: a report's visitor reads artifacts while visit_tasks holds it.
   std::recursive_mutex mutex_;

@@ -71,6 +71,7 @@ void Store::put_cached(const std::string& key, const CachedVerdict& entry) {
   for (const auto& [name, value] : entry.numbers) numbers.push_back({name, value});
 
   std::lock_guard lock(mutex_);
+  const OwnWrite own(*this);
   writes().put_cached.bind(1, key).bind(2, dump(verdict)).bind(3, dump(strings)).bind(4, dump(numbers)).bind(5, now_iso()).run();
 }
 
