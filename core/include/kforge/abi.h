@@ -347,6 +347,15 @@ typedef struct kf_stage_kind {
    * (err_size bytes) saying what is missing and what to install or set, and return non-OK:
    * the host reports it at the stage's place in the pipeline file and runs no job. */
   kf_status (*preflight)(void* instance, char* err, size_t err_size);
+  /* Since 0.2. Optional (NULL: nothing to start). Called once per instance when the run
+   * starts, after every preflight passed and before the first job, for `kforge run` and
+   * `--resume` only: begins, in the background, what the stage's first job would otherwise
+   * start and wait for (a server that imports a framework for seconds, a connection), so
+   * that it is ready when the first job arrives (behind an LLM's first answers, say). Must
+   * return at once, never wait for what it starts; what goes wrong there is the first
+   * job's to report. A non-OK status (with a message in err) is logged as a warning and
+   * the run goes on. */
+  kf_status (*warm_up)(void* instance, char* err, size_t err_size);
 } kf_stage_kind;
 
 /* A task source enumerates tasks; the host pulls them one at a time, so sources of any

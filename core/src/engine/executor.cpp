@@ -250,6 +250,18 @@ struct Executor::Impl {
     if (!problems.empty()) throw ConfigError(std::move(problems));
   }
 
+  // The run starts: every instance that offers it begins what its first job would wait for.
+  void warm_up_all() {
+    for (const StageRuntime& s : stages) {
+      if (s.kind->warm_up == nullptr) continue;
+      char err[2048] = {0};
+      if (s.kind->warm_up(s.instance, err, sizeof err) != KF_OK) {
+        spdlog::warn("stage '{}' ({}) could not start ahead of its first job: {}", s.plan->id, s.kind->name,
+                     err[0] ? err : "no reason given");
+      }
+    }
+  }
+
   std::optional<std::string> cache_key(const StageRuntime& s, const JobCall& call) const {
     auto material = stage_material(s, call);
     if (!material) return std::nullopt;
@@ -404,6 +416,7 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
   const CancelToken& cancel = impl.cancel();
   RunSummary summary;
   const double started = now_seconds();
+  impl.warm_up_all();
 
   flow::graph graph;
   const int k = std::max(1, pipeline.k);
