@@ -293,6 +293,8 @@ Metrics compute_metrics(const Dataset& data) {
   for (TaskTally& t : tasks) m.per_task.push_back(std::move(t.result));
   for (double p : kFastPThresholds) m.fast_p.push_back({p, fast_p(m.per_task, p)});
   m.environments = environments_of(data.jobs);
+  m.infra_retries = data.infra_retries;
+  m.infra_retried_verdicts = data.infra_retried_verdicts;
   return m;
 }
 

@@ -27,6 +27,10 @@ struct Dataset {
   std::string label;  // the pipeline's label, else its name: the "strategy" of reports
   std::map<std::string, TaskInfo> tasks;
   std::vector<JobOutcome> jobs;
+  // Work lost to the infrastructure and redone (KF_METRIC_INFRA_RETRIES): how many times,
+  // over how many verdicts of the series.
+  uint64_t infra_retries = 0;
+  uint64_t infra_retried_verdicts = 0;
 };
 
 // count out of total; rate() is 0 for an empty total.
@@ -151,6 +155,8 @@ struct Metrics {
   std::optional<double> cost_per_pass;  // cost per solved task
   uint64_t attempts = 0;
   uint64_t cache_hits = 0;
+  uint64_t infra_retries = 0;           // requests redone after their server was lost
+  uint64_t infra_retried_verdicts = 0;  // verdicts that needed it
   std::vector<SelectionRow> selection;
   std::vector<TaskResult> per_task;  // in task order of first appearance
   std::vector<EnvironmentUse> environments;  // what judged the jobs (environment.hpp)

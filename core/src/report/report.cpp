@@ -61,6 +61,10 @@ Table summary_table(const Metrics& m) {
   row("Total cost", format_money(m.cost));
   row("Cost per pass", m.cost_per_pass ? format_money(*m.cost_per_pass) : "-");
   row("Cache hits", fmt::format("{} of {} stage verdicts", m.cache_hits, m.attempts));
+  row("Infrastructure retries",
+      m.infra_retries == 0 ? "0"
+                           : fmt::format("{} (work of {} verdicts lost with its server and redone elsewhere)",
+                                         m.infra_retries, m.infra_retried_verdicts));
   return t;
 }
 
@@ -385,7 +389,7 @@ std::string render_markdown_tables(const std::vector<Table>& tables) {
 std::string render_json(const Report& report) {
   const Metrics& m = report.metrics;
   json out;
-  out["kforge_report"] = 3;  // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing"
+  out["kforge_report"] = 4;  // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing", 4 the summary's infrastructure retries
   out["strategy"] = m.label;
   auto& runs = out["runs"] = json::array();
   for (const RunRecord& r : report.runs) {
@@ -417,6 +421,7 @@ std::string render_json(const Report& report) {
                     {"cost_per_pass", optional_json(m.cost_per_pass)},
                     {"attempts", m.attempts},
                     {"cache_hits", m.cache_hits},
+                    {KF_METRIC_INFRA_RETRIES, m.infra_retries},
                     {"failed_candidates", m.failed_candidates}};
   auto& models = out["models"] = json::array();
   for (const ModelMetrics& mm : m.models) {

@@ -77,6 +77,17 @@ Dataset Store::load_dataset(int64_t series) {
     if (!jobs.is_null(21)) j.environment = jobs.text(21);
     data.jobs.push_back(std::move(j));
   }
+
+  // Work the infrastructure lost and a stage redid, from the verdicts' own metrics.
+  Statement retried(db_, path_,
+                    "SELECT count(*), coalesce(sum(json_extract(a.metrics, '$." KF_METRIC_INFRA_RETRIES "')), 0) "
+                    "FROM attempts a JOIN runs ON runs.id = a.run_id "
+                    "WHERE runs.series = ?1 AND json_extract(a.metrics, '$." KF_METRIC_INFRA_RETRIES "') > 0");
+  retried.bind(1, series);
+  if (retried.step()) {
+    data.infra_retried_verdicts = static_cast<uint64_t>(retried.integer(0));
+    data.infra_retries = static_cast<uint64_t>(retried.integer(1));
+  }
   return data;
 }
 
