@@ -60,7 +60,11 @@ struct RouteRule {
 };
 
 // Threads of one waiting stage: `concurrency` of them, so that up to that many jobs wait
-// inside the stage at once without holding any TBB worker.
+// inside the stage at once without holding any TBB worker. Jobs queue for a thread by fix
+// round, the furthest along first (in arrival order within a round): a job back from a
+// fix then reaches its next verdict, and its next LLM call, while the first round's jobs
+// still keep the evaluation busy, instead of after them, when nothing is left to overlap
+// the call with (bench/overlap.py).
 class WaitPool {
  public:
   using Work = std::function<void(const JobPtr&)>;
@@ -94,8 +98,11 @@ class WaitPool {
         std::unique_lock lock(mutex_);
         ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;
-        item = std::move(queue_.front());
-        queue_.pop_front();
+        const auto next = std::max_element(queue_.begin(), queue_.end(), [](const auto& a, const auto& b) {
+          return a.first->round < b.first->round;  // the first of the highest round
+        });
+        item = std::move(*next);
+        queue_.erase(next);
       }
       work_(item.first);
       item.second->try_put(item.first);
