@@ -10,6 +10,7 @@ packages=(
   python3 python3-torch python3-numpy python3-yaml
   python3-jsonschema  # validates results.jsonl, report.json and records against docs/schemas in the tests
   libtorch-dev python3-dev pybind11-dev  # headers for compiling load_inline CUDA candidates (eval.compile.cuda)
+  slurm-wlm munge  # a one-host Slurm cluster for launcher slurm's test (plugins/eval/tests/slurm_cli_test.sh)
 )
 
 missing=()

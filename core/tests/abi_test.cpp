@@ -45,6 +45,7 @@ TEST(Abi, APluginWithTheFirstReleasesTablesLoadsAndRuns) {
   EXPECT_EQ(kind->role, KF_ROLE_OTHER);  // a field its table does not have: the default
   EXPECT_EQ(kind->cache_key, nullptr);
   EXPECT_EQ(kind->preflight, nullptr);
+  EXPECT_EQ(kind->warm_up, nullptr);
   EXPECT_EQ(registry.source("short.tasks")->preflight, nullptr);
   const kforge::Plan plan = kforge::testing::compile(registry, one_stage("short.tasks", "short.pass"));
   kforge::Executor executor(plan);

@@ -143,6 +143,17 @@ TEST(Environment, CompareWarnsOnlyWhenHardwareOrSoftwareDiffers) {
   const auto unknown = kforge::environment_mismatches({metrics_with("a", {kH100}), metrics_with("b", {})});
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_NE(unknown[0].find("'b' recorded no environment"), std::string::npos) << unknown[0];
+  // Which card of a model judged (a cluster's GPUs) is where the job ran, not what it ran on.
+  json other_card = json::parse(kH100);
+  other_card["gpu_uuid"] = "GPU-2";
+  json card = json::parse(kH100);
+  card["gpu_uuid"] = "GPU-1";
+  EXPECT_TRUE(kforge::environment_mismatches({metrics_with("a", {card.dump()}), metrics_with("b", {other_card.dump()})})
+                  .empty());
+  const kforge::Table cards = kforge::environment_table(metrics_with("s", {card.dump(), other_card.dump()}).environments);
+  ASSERT_EQ(cards.rows.size(), 2u) << "a row per card";
+  EXPECT_EQ(cards.columns[cards.columns.size() - 2], "GPU UUID");
+  EXPECT_EQ(cards.rows[0][cards.columns.size() - 2], "GPU-1");
   // A run that used two kinds of GPU differs from one that used only one of them.
   EXPECT_EQ(kforge::environment_mismatches({metrics_with("a", {kH100, kA100}), metrics_with("b", {kH100})}).size(), 1u);
 }

@@ -184,6 +184,32 @@ TEST_F(ExecutorTest, WaitingStageConcurrencyLimitIsHonoured) {
   EXPECT_GE(c.peak(), 2);  // it did run in parallel
 }
 
+// A waiting stage takes the job furthest along its fix loop first: a job back from a fix
+// reaches its next verdict (and its next LLM call) while first-round jobs still keep the
+// stage busy, rather than after all of them, when nothing is left to overlap the call with.
+TEST_F(ExecutorTest, AWaitingStageTakesTheJobsFurthestAlongTheirFixLoopFirst) {
+  class Order : public Collector {
+   public:
+    void verdict(const Job& job, const kforge::Verdict& v) override {
+      std::lock_guard lock(mutex);
+      if (v.stage == "sleep") seen.emplace_back(job.task->id(), v.round);
+    }
+    std::mutex mutex;
+    std::vector<std::pair<std::string, int>> seen;
+  };
+  StageSpec sleep = timed("sleep", "demo.sleep", 0.02, 1, "flaky");
+  StageSpec flaky = stage("flaky", "demo.flaky");
+  flaky.config.values["failures"] = scalar(KF_PARAM_INT, "1");
+  set_route(flaky, "fail", "sleep", /*max_rounds=*/1);
+  Order c;
+  run(pipeline(20, {sleep, flaky}), c);
+  ASSERT_EQ(c.seen.size(), 40u);
+  const auto at = [&](const std::string& task, int round) {
+    return std::find(c.seen.begin(), c.seen.end(), std::pair{task, round}) - c.seen.begin();
+  };
+  EXPECT_LT(at(task_id(0), 1), at(task_id(19), 0)) << "the first job's second visit waited for every first visit";
+}
+
 TEST_F(ExecutorTest, CpuStageConcurrencyLimitIsHonoured) {
   Collector c;
   run(pipeline(200, {timed("busy", "demo.busy", 0.0005, 1)}), c);

@@ -45,8 +45,10 @@ class Seen : public kforge::RunObserver {
  public:
   void job_finished(const kforge::Job& job, const kforge::JobOutcome&) override {
     if (const std::string* seed = job.find_string("npu.seed")) seeds.insert(*seed);
+    if (const std::string* warm_ups = job.find_string("npu.warm_ups")) warm_ups_seen.insert(*warm_ups);
   }
   std::set<std::string> seeds;
+  std::set<std::string> warm_ups_seen;
 };
 
 class SessionTest : public ::testing::Test {
@@ -106,6 +108,31 @@ TEST_F(SessionTest, APluginWithUnknownKindNamesGetsEveryReportRow) {
   const std::string results = kforge_test::slurp(dir / "npu" / "results.jsonl");
   EXPECT_NE(results.find("\"device\":\"npu:3\""), std::string::npos);
   EXPECT_EQ(results.find("\"diff\""), std::string::npos) << "the diff is stored, not written to results.jsonl";
+}
+
+// A stage that offers warm_up is asked once when the run starts, before its first job: its
+// servers start while the first candidates are generated.
+TEST_F(SessionTest, EveryStageWarmsUpOnceBeforeItsFirstJob) {
+  Seen seen;
+  ASSERT_EQ(run(dir / "npu", {}, false, false, &seen).status, kforge::RunStatus::Finished);
+  EXPECT_EQ(seen.warm_ups_seen, (std::set<std::string>{"1"}));
+}
+
+// Work a run stage lost to the infrastructure and redid (KF_METRIC_INFRA_RETRIES) is
+// counted in the summary, apart from every verdict: the job passed.
+TEST_F(SessionTest, InfrastructureRetriesAreCountedInTheReport) {
+  const auto result = run(dir / "npu", kforge::Overrides{{{"run.lost", "[npu-0, npu-2]"}}});
+  ASSERT_EQ(result.status, kforge::RunStatus::Finished);
+  EXPECT_EQ(result.summary.passed, 6u);
+  const Json report = report_json(dir / "npu");
+  EXPECT_EQ(report["summary"]["infra_retries"], 4) << "two tasks, two candidates each, one retry apiece";
+  const auto tables = kforge::report_tables(kforge::load_report((dir / "npu").string()).metrics);
+  const auto& summary = tables.front();
+  const auto row = std::find_if(summary.rows.begin(), summary.rows.end(),
+                                [](const auto& r) { return r.front() == "Infrastructure retries"; });
+  ASSERT_NE(row, summary.rows.end());
+  EXPECT_EQ(row->back(), "4 (work of 4 verdicts lost with its server and redone elsewhere)");
+  EXPECT_EQ(report_json(dir / "npu")["kforge_report"], 4);
 }
 
 // What a run stage reports through the ABI's well-known names (KF_KEY_RUN_ENVIRONMENT,

@@ -211,11 +211,12 @@ typedef struct kf_host_api {
  * knows it: with a pool of devices, which one timed it. */
 #define KF_KEY_CANDIDATE_DEVICE "candidate.device"
 /* Since 0.2. What judged the candidate, as a run stage knows it: a JSON object of strings,
- * one per fact of the judging setup (the bundled harness's: device, host, os, gpu, driver,
- * cuda, torch, triton, nvcc, cxx, cpu, python; a run stage names its own, "npu", "cann").
- * Kept once per content in the run store; the reports' Environment table shows every fact,
- * and `kforge compare` warns when one differs between runs, but for where the job ran
- * ("host", "device") and the "os" string. */
+ * one per fact of the judging setup (the bundled harness's: device, host, os, gpu, gpu_uuid,
+ * driver, cuda, torch, triton, nvcc, cxx, cpu, python; a run stage names its own, "npu",
+ * "cann"). Kept once per content in the run store; the reports' Environment table shows
+ * every fact, and `kforge compare` warns when one differs between runs, but for where the
+ * job ran ("host", "device", "gpu_uuid": which machine and which card of a model) and the
+ * "os" string. */
 #define KF_KEY_RUN_ENVIRONMENT "run.environment"
 /* The verdict that routed the job here (read-only): stage id, status, class, message. */
 #define KF_KEY_LAST_STAGE "last.stage"
@@ -237,6 +238,11 @@ typedef struct kf_host_api {
 #define KF_METRIC_MEAN_ABS_DIFF "mean_abs_diff"
 #define KF_METRIC_MAX_REL_ERROR "max_rel_error"
 #define KF_METRIC_SUSPICIOUS_SPEEDUP "suspicious_speedup"
+/* Since 0.2. How many times the stage's work for this verdict was lost to the
+ * infrastructure (the server judging it died: a node lost, a job step cancelled or past
+ * its time limit) and sent again elsewhere before this verdict. Infrastructure's, never
+ * the candidate's: the reports count them apart. */
+#define KF_METRIC_INFRA_RETRIES "infra_retries"
 /* Since 0.2. A run stage's timings: a metric named party + statistic, for the parties
  * KF_TIMING_CANDIDATE and KF_TIMING_REFERENCE, e.g. KF_TIMING_CANDIDATE KF_TIMING_MS is
  * "candidate_ms". KF_TIMING_MS is the median of the timed calls in milliseconds, the
@@ -347,6 +353,15 @@ typedef struct kf_stage_kind {
    * (err_size bytes) saying what is missing and what to install or set, and return non-OK:
    * the host reports it at the stage's place in the pipeline file and runs no job. */
   kf_status (*preflight)(void* instance, char* err, size_t err_size);
+  /* Since 0.2. Optional (NULL: nothing to start). Called once per instance when the run
+   * starts, after every preflight passed and before the first job, for `kforge run` and
+   * `--resume` only: begins, in the background, what the stage's first job would otherwise
+   * start and wait for (a server that imports a framework for seconds, a connection), so
+   * that it is ready when the first job arrives (behind an LLM's first answers, say). Must
+   * return at once, never wait for what it starts; what goes wrong there is the first
+   * job's to report. A non-OK status (with a message in err) is logged as a warning and
+   * the run goes on. */
+  kf_status (*warm_up)(void* instance, char* err, size_t err_size);
 } kf_stage_kind;
 
 /* A task source enumerates tasks; the host pulls them one at a time, so sources of any

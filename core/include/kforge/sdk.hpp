@@ -20,7 +20,9 @@
 // (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, for cacheable stages
 // `std::string cache_key(const Job&) const` (key material the host cannot know), and
 // `void preflight()` (the run-start check of what the run's environment must provide: API
-// keys, programs on PATH; throw to refuse, saying what to install or set). A source class
+// keys, programs on PATH; throw to refuse, saying what to install or set), and `void
+// warm_up()` (the run starts: begin in the background what the first job would wait for,
+// a server; return at once). A source class
 // derives from kforge::sdk::Source and has kName, kDoc, optional params() and preflight(),
 // and `bool next(Task&)`. The SDK works with hosts of every 0.x version: what an older host
 // does not offer (KF_HAS_FUNCTION) is answered as "not available", never called; an older
@@ -376,6 +378,23 @@ kf_status preflight(void* instance, char* err, size_t err_size) noexcept {
   return KF_ERROR;
 }
 
+// The class has `void warm_up()` (a stage's start of what its first job needs).
+template <typename T>
+concept HasWarmUp = requires(T& t) { t.warm_up(); };
+
+template <typename T>
+kf_status warm_up(void* instance, char* err, size_t err_size) noexcept {
+  try {
+    static_cast<T*>(instance)->warm_up();
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception while warming up");
+  }
+  return KF_ERROR;
+}
+
 template <typename T>
 kf_status next(void* instance, kf_task* task, int* has_task, char* err, size_t err_size) noexcept {
   try {
@@ -424,6 +443,7 @@ const kf_stage_kind* stage_kind() {
       k.cache_key = &cache_key<T>;
     }
     if constexpr (HasPreflight<T>) k.preflight = &preflight<T>;
+    if constexpr (HasWarmUp<T>) k.warm_up = &warm_up<T>;
     return k;
   }();
   return &kind;

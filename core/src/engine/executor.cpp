@@ -63,7 +63,11 @@ struct RouteRule {
 };
 
 // Threads of one waiting stage: `concurrency` of them, so that up to that many jobs wait
-// inside the stage at once without holding any TBB worker.
+// inside the stage at once without holding any TBB worker. Jobs queue for a thread by fix
+// round, the furthest along first (in arrival order within a round): a job back from a
+// fix then reaches its next verdict, and its next LLM call, while the first round's jobs
+// still keep the evaluation busy, instead of after them, when nothing is left to overlap
+// the call with (bench/overlap.py).
 class WaitPool {
  public:
   using Work = std::function<void(const JobPtr&)>;
@@ -97,8 +101,11 @@ class WaitPool {
         std::unique_lock lock(mutex_);
         ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;
-        item = std::move(queue_.front());
-        queue_.pop_front();
+        const auto next = std::max_element(queue_.begin(), queue_.end(), [](const auto& a, const auto& b) {
+          return a.first->round < b.first->round;  // the first of the highest round
+        });
+        item = std::move(*next);
+        queue_.erase(next);
       }
       work_(item.first);
       item.second->try_put(item.first);
@@ -367,6 +374,18 @@ struct Executor::Impl {
     if (!problems.empty()) throw ConfigError(std::move(problems));
   }
 
+  // The run starts: every instance that offers it begins what its first job would wait for.
+  void warm_up_all() {
+    for (const StageRuntime& s : stages) {
+      if (s.kind->warm_up == nullptr) continue;
+      char err[2048] = {0};
+      if (s.kind->warm_up(s.instance, err, sizeof err) != KF_OK) {
+        spdlog::warn("stage '{}' ({}) could not start ahead of its first job: {}", s.plan->id, s.kind->name,
+                     err[0] ? err : "no reason given");
+      }
+    }
+  }
+
   std::optional<std::string> cache_key(const StageRuntime& s, const JobCall& call) const {
     auto material = stage_material(s, call);
     if (!material) return std::nullopt;
@@ -555,6 +574,7 @@ RunSummary Executor::run(RunObserver& observer, const RunOptions& options) {
   const CancelToken& cancel = impl.cancel();
   RunSummary summary;
   const double started = now_seconds();
+  impl.warm_up_all();
 
   flow::graph graph;
   const int k = std::max(1, pipeline.k);

@@ -112,7 +112,9 @@ class KFORGE_API Executor {
   // run(), as at any other task (true).
   bool has_tasks();
 
-  // Runs to completion or until options.cancel is requested. Once per Executor.
+  // Runs to completion or until options.cancel is requested. Once per Executor. First asks
+  // every stage that offers it to warm up (kf_stage_kind::warm_up: start its servers in the
+  // background), so that generation and the stages' start-up overlap.
   RunSummary run(RunObserver& observer, const RunOptions& options = {});
 
  private:

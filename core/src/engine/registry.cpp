@@ -144,6 +144,7 @@ StageKind read_stage(const kf_stage_kind& k, const std::string& plugin, const st
   if (KF_HAS_FIELD(table, kf_stage_kind, role)) kind.role = read_role(k.role);
   if (KF_HAS_FIELD(table, kf_stage_kind, cache_key)) kind.cache_key = k.cache_key;
   if (KF_HAS_FIELD(table, kf_stage_kind, preflight)) kind.preflight = k.preflight;
+  if (KF_HAS_FIELD(table, kf_stage_kind, warm_up)) kind.warm_up = k.warm_up;
   return kind;
 }
 

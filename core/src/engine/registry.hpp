@@ -68,6 +68,7 @@ struct StageKind {
   decltype(kf_stage_kind::destroy) destroy = nullptr;
   decltype(kf_stage_kind::cache_key) cache_key = nullptr;  // nullptr when the stage adds nothing
   decltype(kf_stage_kind::preflight) preflight = nullptr;  // nullptr when it checks nothing at run start
+  decltype(kf_stage_kind::warm_up) warm_up = nullptr;      // nullptr when it starts nothing ahead of its jobs
 
   bool waits() const { return (flags & KF_STAGE_WAITS) != 0; }
   bool cacheable() const { return (flags & KF_STAGE_CACHEABLE) != 0; }

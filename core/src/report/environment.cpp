@@ -35,7 +35,7 @@ std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs)
 
 namespace {
 
-constexpr const char* kPlacementFacts[] = {"host", "device", "os"};
+constexpr const char* kPlacementFacts[] = {"host", "device", "gpu_uuid", "os"};
 
 bool has_column(const std::string& fact) {
   return std::any_of(std::begin(kEnvironmentColumns), std::end(kEnvironmentColumns),
@@ -66,7 +66,10 @@ Table environment_table(const std::vector<EnvironmentUse>& environments) {
   table.note = "what judged the jobs: one row per device/harness server setup (jobs: how many it judged)";
   std::vector<std::pair<std::string, std::string>> columns;  // title, fact
   for (const EnvironmentColumn& c : kEnvironmentColumns) columns.emplace_back(c.title, c.fact);
-  for (const std::string& fact : other_facts(environments)) columns.emplace(columns.end() - 1, fact, fact);  // before Host
+  // Other facts before the placement columns (Host, GPU UUID), which close the row.
+  const auto host = std::find_if(columns.begin(), columns.end(), [](const auto& c) { return c.second == "host"; });
+  auto placement = host - columns.begin();
+  for (const std::string& fact : other_facts(environments)) columns.emplace(columns.begin() + placement++, fact, fact);
   for (const auto& [title, fact] : columns) table.columns.push_back(title);
   table.columns.push_back("Jobs");
   for (const EnvironmentUse& use : environments) {

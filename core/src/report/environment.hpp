@@ -53,11 +53,12 @@ struct EnvironmentColumn {
 inline constexpr EnvironmentColumn kEnvironmentColumns[] = {
     {"Device", "device"}, {"GPU", "gpu"},   {"Driver", "driver"}, {"CUDA", "cuda"}, {"torch", "torch"},
     {"Triton", "triton"}, {"nvcc", "nvcc"}, {"C++", "cxx"},       {"CPU", "cpu"},   {"Python", "python"},
-    {"Host", "host"}};
+    {"Host", "host"},     {"GPU UUID", "gpu_uuid"}};
 
 // Whether a fact's difference makes timings incomparable: every fact (the hardware and the
 // software that builds or runs a kernel, whatever a run stage calls them) but where the job
-// ran (host, device: two identical machines or devices compare fine) and the OS string.
+// ran (host, device, gpu_uuid: two identical machines or cards compare fine) and the OS
+// string.
 bool decides_timing(const std::string& fact);
 
 // One sentence per difference between the first strategy's environments and each other's,

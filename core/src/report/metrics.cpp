@@ -180,6 +180,11 @@ MetricsFold::MetricsFold(std::string label, bool kernelbenchx) : state_(std::mak
 
 MetricsFold::~MetricsFold() = default;
 
+void MetricsFold::count_infra_retries(uint64_t retries, uint64_t verdicts) {
+  state_->m.infra_retries = retries;
+  state_->m.infra_retried_verdicts = verdicts;
+}
+
 TaskResult MetricsFold::add(const TaskInfo& task, const std::vector<JobOutcome>& jobs) {
   State& st = *state_;
   Metrics& m = st.m;
@@ -363,6 +368,7 @@ Metrics compute_metrics(const Dataset& data) {
   });
   MetricsFold fold(data.label, kernelbenchx);
   for_each_task(data, [&](const TaskInfo& task, const std::vector<JobOutcome>& jobs) { fold.add(task, jobs); });
+  fold.count_infra_retries(data.infra_retries, data.infra_retried_verdicts);
   return fold.finish();
 }
 

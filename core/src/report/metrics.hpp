@@ -25,12 +25,23 @@ struct TaskInfo {
   double level = 0;
 };
 
+// Work lost to the infrastructure and redone (KF_METRIC_INFRA_RETRIES): how many times,
+// over how many verdicts.
+struct InfraRetries {
+  uint64_t retries = 0;
+  uint64_t verdicts = 0;
+};
+
 // One run series' finished jobs in job order, held in memory (tests, small series); a
 // report of a run directory reads its store a task at a time instead (Store::visit_tasks).
 struct Dataset {
   std::string label;  // the pipeline's label, else its name: the "strategy" of reports
   std::map<std::string, TaskInfo> tasks;
   std::vector<JobOutcome> jobs;
+  // Work lost to the infrastructure and redone (KF_METRIC_INFRA_RETRIES): how many times,
+  // over how many verdicts of the series.
+  uint64_t infra_retries = 0;
+  uint64_t infra_retried_verdicts = 0;
 };
 
 // count out of total; rate() is 0 for an empty total.
@@ -155,6 +166,8 @@ struct Metrics {
   std::optional<double> cost_per_pass;  // cost per solved task
   uint64_t attempts = 0;
   uint64_t cache_hits = 0;
+  uint64_t infra_retries = 0;           // requests redone after their server was lost
+  uint64_t infra_retried_verdicts = 0;  // verdicts that needed it
   std::vector<SelectionRow> selection;
   std::vector<EnvironmentUse> environments;  // what judged the jobs (environment.hpp)
   uint64_t error_tasks = 0;  // unsolved tasks whose every candidate ended in an error verdict
@@ -198,6 +211,8 @@ class MetricsFold {
 
   // Folds one task in; returns its row.
   TaskResult add(const TaskInfo& task, const std::vector<JobOutcome>& jobs);
+  // Work the infrastructure lost and a stage redid, over the series (InfraRetries).
+  void count_infra_retries(uint64_t retries, uint64_t verdicts);
   Metrics finish();
 
  private:

@@ -60,6 +60,10 @@ Table summary_table(const Metrics& m) {
   row("Total cost", format_money(m.cost));
   row("Cost per pass", m.cost_per_pass ? format_money(*m.cost_per_pass) : "-");
   row("Cache hits", fmt::format("{} of {} stage verdicts", m.cache_hits, m.attempts));
+  row("Infrastructure retries",
+      m.infra_retries == 0 ? "0"
+                           : fmt::format("{} (work of {} verdicts lost with its server and redone elsewhere)",
+                                         m.infra_retries, m.infra_retried_verdicts));
   return t;
 }
 
@@ -337,6 +341,8 @@ Report load_report(const std::string& directory) {
   report.runs = store->series_runs(series);
   MetricsFold fold(latest->label, store->has_task_format(KF_TASK_FORMAT_KERNELBENCHX));
   store->visit_tasks(series, false, [&](TaskJobs& task) { fold.add(task.info, task.jobs); });
+  const InfraRetries retried = store->infra_retries(series);
+  fold.count_infra_retries(retried.retries, retried.verdicts);
   report.metrics = fold.finish();
   report.tasks = [store, series](bool verdicts, const ReportTaskVisitor& visit) {
     store->visit_tasks(series, verdicts, [&](TaskJobs& task) {
@@ -466,7 +472,7 @@ std::string render_markdown_tables(const std::vector<Table>& tables) {
 void JsonWriter::begin() {
   const Metrics& m = report_.metrics;
   json out;
-  out["kforge_report"] = 3;  // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing"
+  out["kforge_report"] = 4;  // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing", 4 the summary's infrastructure retries
   out["strategy"] = m.label;
   auto& runs = out["runs"] = json::array();
   for (const RunRecord& r : report_.runs) {
@@ -498,6 +504,7 @@ void JsonWriter::begin() {
                     {"cost_per_pass", optional_json(m.cost_per_pass)},
                     {"attempts", m.attempts},
                     {"cache_hits", m.cache_hits},
+                    {KF_METRIC_INFRA_RETRIES, m.infra_retries},
                     {"failed_candidates", m.failed_candidates}};
   auto& models = out["models"] = json::array();
   for (const ModelMetrics& mm : m.models) {

@@ -16,6 +16,7 @@
 #define NPU_FIX "npu.fix"
 #endif
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -107,7 +108,10 @@ class Compile : public kforge::sdk::Stage {
 // well-known names only: its environment, correctness evidence and per-call timings; the
 // listed tasks' outputs do not match. Cacheable: the verdict depends on the code, and on
 // the NPU's model, which the host cannot know: the stage adds it to the key
-// (NPU_TEST_DEVICE_MODEL, read at call time). With timing, the verdict is measured.
+// (NPU_TEST_DEVICE_MODEL, read at call time). With timing, the verdict is measured. It
+// warms up (its server starts) when the run starts, and says in each job (npu.warm_ups)
+// how often that had happened by then; `lost` tasks' work was lost once to the
+// infrastructure and redone (KF_METRIC_INFRA_RETRIES).
 class Run : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = NPU_RUN;
@@ -117,11 +121,18 @@ class Run : public kforge::sdk::Stage {
   static std::vector<Param> params() {
     return {{"timing", KF_PARAM_BOOL, "true", false, "Time the candidate."},
             Param{"budget", KF_PARAM_DURATION, "30s", false, "How long a run may take."}.above(0),
-            {"mismatched", KF_PARAM_STRING_LIST, "[]", false, "Task ids whose outputs do not match."}};
+            {"mismatched", KF_PARAM_STRING_LIST, "[]", false, "Task ids whose outputs do not match."},
+            {"lost", KF_PARAM_STRING_LIST, "[]", false, "Task ids whose work was lost once and redone."}};
   }
   explicit Run(const Config& cfg)
-      : timing_(cfg.boolean("timing")), budget_(cfg.number("budget")), mismatched_(cfg.list("mismatched")) {}
+      : timing_(cfg.boolean("timing")),
+        budget_(cfg.number("budget")),
+        mismatched_(cfg.list("mismatched")),
+        lost_(cfg.list("lost")) {}
+  void warm_up() { ++warm_ups_; }
   void process(Job& job) override {
+    job.set("npu.warm_ups", std::to_string(warm_ups_.load()));
+    if (listed(lost_, job.get_or(KF_KEY_TASK_ID))) job.metric(KF_METRIC_INFRA_RETRIES, 1);
     job.set(KF_KEY_CANDIDATE_DEVICE, "npu:3");
     job.set(KF_KEY_RUN_ENVIRONMENT, R"({"npu":"Ascend 910B","cann":"8.0"})");
     job.metric("budget_seconds", budget_);
@@ -156,6 +167,8 @@ class Run : public kforge::sdk::Stage {
   bool timing_;
   double budget_;
   std::vector<std::string> mismatched_;
+  std::vector<std::string> lost_;
+  std::atomic<int> warm_ups_{0};
 };
 
 class Fix : public kforge::sdk::Stage {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -41,6 +42,9 @@ constexpr size_t kStderrTailBytes = 6000;
 // more (whoever did has given up), so children still running are orphans: it is killed,
 // and its children with it (they die with their parent), after this grace.
 constexpr double kShutdownSeconds = 2;
+// A Slurm server's srun, told to stop (SIGTERM), withdraws its pending job or ends its step
+// through the controller; killed if it has not exited after this.
+constexpr double kSlurmStopSeconds = 10;
 
 Clock::time_point deadline_after(double seconds) {
   if (!std::isfinite(seconds) || seconds > 1e7) seconds = 1e7;
@@ -142,7 +146,8 @@ std::optional<RequestBudget> request_budget(double child_timeout_seconds, double
 
 std::string HarnessServerSpec::key() const {
   return python + '\n' + harness_dir + '\n' + device + '\n' + mode + '\n' + std::to_string(max_children) + '\n' +
-         std::to_string(reference_store_mb);
+         std::to_string(reference_store_mb) + '\n' + (slurm ? slurm->key() : std::string("local")) + '\n' +
+         std::to_string(member);
 }
 
 HarnessResponse HarnessResponse::harness_error(std::string message, std::string log_tail) {
@@ -181,12 +186,15 @@ HarnessResponse HarnessResponse::from_json(const json& body) {
 }
 
 // One run of the server process: from spawn to death. A dead one is replaced, never revived.
+// A Slurm server's process is srun: its step prints where Slurm placed it before the
+// server starts, and it is stopped through srun (SIGTERM: srun withdraws a pending job,
+// or ends its step) before it is killed.
 class HarnessServer::Process {
  public:
   enum class State { Starting, Ready, NotReady, Dead };
 
-  Process(const HarnessServerSpec& spec, std::function<void()> notify)
-      : spec_(spec), notify_(std::move(notify)) {}
+  Process(const HarnessServerSpec& spec, std::vector<std::string> excluded_nodes, std::function<void()> notify)
+      : spec_(spec), excluded_nodes_(std::move(excluded_nodes)), notify_(std::move(notify)) {}
 
   ~Process() {
     if (reader_.joinable()) reader_.join();
@@ -194,12 +202,12 @@ class HarnessServer::Process {
 
   // Spawns the server and its reader thread. Throws SpawnError.
   void start() {
-    SpawnSpec command;
-    command.argv = {spec_.python, "-m", "kforge_harness", "serve", "--device", spec_.device,
-                    "--mode", spec_.mode, "--max-children", std::to_string(spec_.max_children),
-                    "--reference-store-mb", std::to_string(spec_.reference_store_mb)};
-    command.env["PYTHONPATH"] = spec_.harness_dir;
-    command.env["PYTHONUNBUFFERED"] = "1";
+    const std::vector<std::string> server = {spec_.python, "-m", "kforge_harness", "serve", "--device", spec_.device,
+                                             "--mode", spec_.mode, "--max-children", std::to_string(spec_.max_children),
+                                             "--reference-store-mb", std::to_string(spec_.reference_store_mb)};
+    const SpawnSpec command = launch_command(
+        server, {{"PYTHONPATH", spec_.harness_dir}, {"PYTHONUNBUFFERED", "1"}}, spec_.slurm, excluded_nodes_);
+    command_text_ = command_text(command);
     child_ = spawn_process(command, ChildStdin::Pipe, ChildStderr::Separate);
     reader_ = std::thread([this] { read_loop(); });
   }
@@ -220,6 +228,10 @@ class HarnessServer::Process {
   json ready_info() const {
     std::lock_guard lock(mutex_);
     return ready_;
+  }
+  std::optional<SlurmStep> step() const {
+    std::lock_guard lock(mutex_);
+    return step_;
   }
 
   // Registers the request and writes it; nullopt (with `error`) when the server is gone.
@@ -255,32 +267,47 @@ class HarnessServer::Process {
     pending_.erase(id);
   }
 
-  // EOF on stdin: the server finishes its children and exits; killed if it lingers.
+  // EOF on stdin: the server finishes the requests it has and exits.
+  void close_input() {
+    std::lock_guard write_lock(write_mutex_);
+    if (child_.stdin_fd >= 0) ::shutdown(child_.stdin_fd, SHUT_WR);
+  }
+
+  // EOF, then killed if it lingers: nobody waits for its answers any more.
   void shut_down() {
-    {
-      std::lock_guard write_lock(write_mutex_);
-      if (child_.stdin_fd >= 0) ::shutdown(child_.stdin_fd, SHUT_WR);
-    }
+    close_input();
     std::unique_lock lock(mutex_);
-    const bool ended = ended_.wait_until(lock, deadline_after(kShutdownSeconds), [&] { return finished_; });
+    const bool ended =
+        ended_.wait_until(lock, deadline_after(spec_.slurm ? kSlurmStopSeconds : kShutdownSeconds), [&] { return finished_; });
     lock.unlock();
     if (!ended) kill_process_group(child_.pid);
     if (reader_.joinable()) reader_.join();
   }
 
  private:
+  enum class Timeout { None, Placement, Start };
+
   void read_loop() {
-    const auto start_deadline = deadline_after(spec_.start_timeout_seconds);
+    // A Slurm step's time to be placed is limited apart from the server's time to start.
+    auto start_deadline = deadline_after(spec_.slurm ? spec_.slurm->place_timeout_seconds : spec_.start_timeout_seconds);
+    bool placement_seen = !spec_.slurm;
+    Timeout timed_out = Timeout::None;
+    std::optional<Clock::time_point> kill_at;  // a Slurm server told to stop is killed if it lingers
     std::string out_buffer;
-    bool out_open = true, err_open = true, start_timed_out = false;
+    bool out_open = true, err_open = true;
     int wait_status = 0;
     bool reaped = false;
     char chunk[65536];
     while (out_open && !reaped) {
-      if (state() == State::Starting && Clock::now() > start_deadline && !start_timed_out) {
-        start_timed_out = true;
-        kill_process_group(child_.pid);
+      if (!placement_seen && step()) {
+        placement_seen = true;
+        start_deadline = deadline_after(spec_.start_timeout_seconds);
       }
+      if (state() == State::Starting && Clock::now() > start_deadline && timed_out == Timeout::None) {
+        timed_out = placement_seen ? Timeout::Start : Timeout::Placement;
+        kill_at = stop();
+      }
+      if (kill_at && Clock::now() > *kill_at) kill_process_group(child_.pid);
       pollfd fds[2] = {{child_.stdout_fd, POLLIN, 0}, {err_open ? child_.stderr_fd : -1, POLLIN, 0}};
       const int ready = ::poll(fds, 2, 250);
       if (ready < 0 && errno != EINTR) break;
@@ -310,10 +337,25 @@ class HarnessServer::Process {
       if (::waitpid(child_.pid, &wait_status, WNOHANG) == child_.pid) reaped = true;
     }
     // Whatever happened, no part of this server may outlive it.
+    if (!reaped && spec_.slurm) {
+      const auto until = stop();
+      while (Clock::now() < until && !reaped) {
+        if (::waitpid(child_.pid, &wait_status, WNOHANG) == child_.pid) {
+          reaped = true;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+      }
+    }
     kill_process_group(child_.pid);
     if (!reaped) {
       while (::waitpid(child_.pid, &wait_status, 0) < 0 && errno == EINTR) {
       }
+    }
+    // srun that did not end on its own may leave its step behind (inside an allocation, a
+    // step outlives a killed srun).
+    if (const auto placed = step(); placed && !(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0)) {
+      cancel_slurm_step(*placed);
     }
     // The server is gone, but its last lines may still sit in the pipes (and its forked
     // children, in process groups of their own, may hold them open): take what is there
@@ -339,7 +381,19 @@ class HarnessServer::Process {
       ::close(child_.stdin_fd);
       child_.stdin_fd = -1;
     }
-    finish(wait_status, start_timed_out);
+    finish(wait_status, timed_out);
+  }
+
+  // Tells the server to stop now and returns when it must be killed if it has not: a local
+  // one is killed at once; srun gets SIGTERM (a pending job withdrawn, a running step ended)
+  // and a few seconds.
+  Clock::time_point stop() {
+    if (!spec_.slurm) {
+      kill_process_group(child_.pid);
+      return Clock::now();
+    }
+    ::kill(-child_.pid, SIGTERM);
+    return deadline_after(kSlurmStopSeconds);
   }
 
   static void drain(int fd, const std::function<void(std::string_view)>& take) {
@@ -361,6 +415,13 @@ class HarnessServer::Process {
     if (body.contains("ready")) {
       handle_ready(body);
       return;
+    }
+    if (spec_.slurm) {
+      if (auto placed = placement_of(body)) {
+        std::lock_guard lock(mutex_);
+        if (!step_) step_ = std::move(placed);
+        return;
+      }
     }
     std::string id;
     if (auto it = body.find("id"); it != body.end()) id = it->is_string() ? it->get<std::string>() : it->dump();
@@ -433,55 +494,95 @@ class HarnessServer::Process {
         state_ = State::NotReady;
         sticky_ = true;
         const auto error = body.find("error");
-        failure_ = "the harness server for " + spec_.device + " is not ready: " +
+        failure_ = "the harness server for " + where() + " is not ready: " +
                    (error != body.end() && error->is_string() ? error->get<std::string>() : body.dump()) +
-                   " (" + command_text() + ")";
+                   " (" + command_text_ + ")";
       }
     }
     notify_();
   }
 
-  void finish(int wait_status, bool start_timed_out) {
+  void finish(int wait_status, Timeout timed_out) {
     std::map<std::string, std::promise<HarnessResponse>> orphans;
-    std::string message, tail;
+    std::string message, tail, node;
     {
       std::lock_guard lock(mutex_);
       tail = stderr_tail_;
+      std::string slurm_said = spec_.slurm ? slurm_messages(stderr_tail_) : std::string();
+      if (!slurm_said.empty()) slurm_said = "; " + slurm_said;
+      if (step_) node = step_->node;
       if (state_ == State::Starting) {
         state_ = State::NotReady;
-        if (start_timed_out) {
-          failure_ = "the harness server for " + spec_.device + " did not say it was ready within " +
-                     seconds_text(spec_.start_timeout_seconds) + " s and was killed (" + command_text() + ")";
+        if (timed_out == Timeout::Placement) {
+          // Another try would wait in the same queue: this server is given up for the run.
+          sticky_ = true;
+          failure_ = "Slurm did not place the harness server for " + where() + " within " +
+                     seconds_text(spec_.slurm->place_timeout_seconds) + " s; its request was withdrawn" + slurm_said +
+                     ". The run goes on with the servers that were placed; to get this one, raise "
+                     "slurm_place_timeout_s, ask less of each server (gpus_per_server, cpus_per_server, "
+                     "slurm_constraint) or check the partition (sinfo, squeue --start). (" + command_text_ + ")";
+        } else if (timed_out == Timeout::Start) {
+          failure_ = "the harness server for " + where() + " did not say it was ready within " +
+                     seconds_text(spec_.start_timeout_seconds) + " s and was stopped (" + command_text_ + ")";
+        } else if (spec_.slurm && step_) {
+          // Placed, then gone before it was ready: the node's trouble, not the setup's.
+          failure_ = "the harness server for " + where() + " exited before it was ready (" +
+                     describe_wait_status(wait_status) + slurm_said + "; " + command_text_ + ")";
         } else {
           sticky_ = true;
-          failure_ = "the harness server for " + spec_.device + " exited before it was ready (" +
-                     describe_wait_status(wait_status) + "; " + command_text() + ")";
+          failure_ = spec_.slurm ? "srun could not start the harness server's step for " + where() + " (" +
+                                       describe_wait_status(wait_status) + slurm_said + "; " + command_text_ + ")"
+                                 : "the harness server for " + where() + " exited before it was ready (" +
+                                       describe_wait_status(wait_status) + "; " + command_text_ + ")";
         }
         if (!tail.empty()) failure_ += "; its stderr ends with:\n" + tail;
       } else if (state_ == State::Ready) {
         state_ = State::Dead;
         failure_ = !protocol_failure_.empty()
                        ? protocol_failure_
-                       : "the harness server (pid " + std::to_string(child_.pid) + ", " + spec_.device +
-                             ") died: " + describe_wait_status(wait_status) +
+                       : "the harness server (pid " + std::to_string(child_.pid) + ", " + where() +
+                             ") died: " + describe_wait_status(wait_status) + slurm_said +
                              "; the request was lost and the server restarts for the next one";
       }
       message = failure_;
       orphans.swap(pending_);
       finished_ = true;
     }
-    for (auto& [id, waiter] : orphans) waiter.set_value(HarnessResponse::harness_error(message, tail));
+    for (auto& [id, waiter] : orphans) {
+      HarnessResponse lost = HarnessResponse::harness_error(message, tail);
+      lost.server_lost = true;
+      lost.node = node;
+      waiter.set_value(std::move(lost));
+    }
     ended_.notify_all();
     notify_();
   }
 
-  std::string command_text() const {
-    return "PYTHONPATH=" + spec_.harness_dir + " " + spec_.python + " -m kforge_harness serve --device " +
-           spec_.device + " --mode " + spec_.mode;
+  // The device, and for a Slurm server where it runs: "cuda:0 on node gpu07, Slurm step 4711.3".
+  std::string where() const {  // mutex_ held or not needed
+    std::string text = spec_.device;
+    if (spec_.slurm) {
+      text += " (server " + std::to_string(spec_.member + 1) + " of a Slurm pool";
+      text += step_ ? ", on " + step_->describe() + ")" : ")";
+    }
+    return text;
+  }
+
+  static std::string command_text(const SpawnSpec& command) {
+    std::string text;
+    for (const auto& [key, value] : command.env) text += key + "=" + value + " ";
+    for (const std::string& arg : command.argv) {
+      const bool plain = arg.find_first_of(" '\"$;") == std::string::npos;
+      text += (plain ? arg : "'" + arg + "'") + " ";
+    }
+    if (!text.empty()) text.pop_back();
+    return text;
   }
 
   const HarnessServerSpec spec_;
+  const std::vector<std::string> excluded_nodes_;
   const std::function<void()> notify_;
+  std::string command_text_;
   ChildProcess child_;
   std::thread reader_;
   mutable std::mutex mutex_;
@@ -494,6 +595,7 @@ class HarnessServer::Process {
   std::string protocol_failure_;  // set (by the reader) when an unreadable line named no request
   std::string stderr_tail_;
   json ready_;
+  std::optional<SlurmStep> step_;
   std::map<std::string, std::promise<HarnessResponse>> pending_;
 };
 
@@ -509,7 +611,8 @@ HarnessServer::~HarnessServer() {
     retired.swap(retired_);
   }
   if (last) last->shut_down();
-  retired.clear();  // their readers have finished; destruction joins them
+  // Replaced ones may still be finishing their requests: nobody waits for them now.
+  for (const auto& process : retired) process->shut_down();
 }
 
 pid_t HarnessServer::pid() const {
@@ -527,6 +630,60 @@ json HarnessServer::started_ready_info(Clock::time_point deadline) {
   const std::shared_ptr<Process> process = running_process(deadline, error);
   if (!process) throw std::runtime_error(error);
   return process->ready_info();
+}
+
+HarnessServer::Availability HarnessServer::availability() const {
+  std::lock_guard lock(mutex_);
+  if (!not_ready_error_.empty()) return Availability::Failed;
+  if (!process_) return Availability::Stopped;
+  switch (process_->state()) {
+    case Process::State::Ready:
+      return Availability::Ready;
+    case Process::State::Starting:
+      return Availability::Starting;
+    case Process::State::NotReady:
+      return process_->sticky_failure() ? Availability::Failed : Availability::Stopped;
+    case Process::State::Dead:
+      break;
+  }
+  return Availability::Stopped;
+}
+
+std::string HarnessServer::failure() const {
+  std::lock_guard lock(mutex_);
+  if (!not_ready_error_.empty()) return not_ready_error_;
+  return process_ ? process_->failure() : std::string();
+}
+
+void HarnessServer::start() {
+  std::lock_guard lock(mutex_);
+  if (!not_ready_error_.empty()) return;
+  if (process_) {
+    const Process::State state = process_->state();
+    if (state == Process::State::Ready || state == Process::State::Starting) return;
+    if (state == Process::State::NotReady && process_->sticky_failure()) {
+      not_ready_error_ = process_->failure();
+      return;
+    }
+    retired_.push_back(std::move(process_));
+  }
+  std::string error;
+  spawn_locked(error);
+}
+
+void HarnessServer::leave_out(std::vector<std::string> nodes) {
+  std::lock_guard lock(mutex_);
+  excluded_nodes_ = std::move(nodes);
+  if (!process_) return;
+  const std::optional<SlurmStep> placed = process_->step();
+  if (!placed || std::find(excluded_nodes_.begin(), excluded_nodes_.end(), placed->node) == excluded_nodes_.end()) return;
+  process_->close_input();
+  retired_.push_back(std::move(process_));
+}
+
+std::optional<SlurmStep> HarnessServer::step() const {
+  std::lock_guard lock(mutex_);
+  return process_ ? process_->step() : std::nullopt;
 }
 
 bool HarnessServer::take_slot(const CallBudget& budget) {
@@ -547,11 +704,29 @@ void HarnessServer::give_slot() {
   changed_.notify_all();
 }
 
-std::shared_ptr<HarnessServer::Process> HarnessServer::running_process(Clock::time_point deadline, std::string& error) {
+bool HarnessServer::spawn_locked(std::string& error) {
+  auto fresh = std::make_shared<Process>(spec_, excluded_nodes_, [this] {
+    { std::lock_guard notify_lock(mutex_); }
+    changed_.notify_all();
+  });
+  try {
+    fresh->start();
+  } catch (const SpawnError& e) {
+    not_ready_error_ = std::string("cannot start the harness server: ") + e.what();
+    error = not_ready_error_;
+    return false;
+  }
+  process_ = std::move(fresh);
+  return true;
+}
+
+std::shared_ptr<HarnessServer::Process> HarnessServer::running_process(Clock::time_point deadline, std::string& error,
+                                                                       bool* lost) {
   std::unique_lock lock(mutex_);
   while (true) {
     if (!not_ready_error_.empty()) {
       error = not_ready_error_;
+      if (lost) *lost = true;
       return nullptr;
     }
     if (process_) {
@@ -561,6 +736,7 @@ std::shared_ptr<HarnessServer::Process> HarnessServer::running_process(Clock::ti
         error = process_->failure();
         if (process_->sticky_failure()) not_ready_error_ = error;
         retired_.push_back(std::move(process_));
+        if (lost) *lost = true;
         return nullptr;
       }
       if (state == Process::State::Dead) {
@@ -570,23 +746,14 @@ std::shared_ptr<HarnessServer::Process> HarnessServer::running_process(Clock::ti
       // Starting: whoever started it is waiting too; the reader enforces the start limit.
       if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
           process_ && process_->state() == Process::State::Starting) {
-        error = "the stage timeout passed while the harness server for " + spec_.device +
-                " was starting (it may take up to " + seconds_text(spec_.start_timeout_seconds) + " s)";
+        error = "the stage timeout passed while the harness server for " + spec_.device + " was starting (" +
+                (spec_.slurm ? "Slurm may not have placed its step yet; " : "") + "it may take up to " +
+                seconds_text(spec_.start_timeout_seconds) + " s)";
         return nullptr;
       }
       continue;
     }
-    auto fresh = std::make_shared<Process>(spec_, [this] {
-      { std::lock_guard notify_lock(mutex_); }
-      changed_.notify_all();
-    });
-    try {
-      fresh->start();
-    } catch (const SpawnError& e) {
-      not_ready_error_ = std::string("cannot start the harness server: ") + e.what();
-      continue;
-    }
-    process_ = std::move(fresh);
+    spawn_locked(error);  // a failure is sticky: the loop returns it
   }
 }
 
@@ -609,8 +776,13 @@ HarnessResponse HarnessServer::call(json request, const CallBudget& budget) {
   } slot_guard{*this};
 
   std::string error;
-  std::shared_ptr<Process> process = running_process(budget.stage_deadline, error);
-  if (!process) return HarnessResponse::harness_error(error);
+  bool lost = false;
+  std::shared_ptr<Process> process = running_process(budget.stage_deadline, error, &lost);
+  if (!process) {
+    HarnessResponse unavailable = HarnessResponse::harness_error(error);
+    unavailable.server_lost = lost;
+    return unavailable;
+  }
 
   // The child's limit is set now, after any waiting, from the time the stage has left.
   const std::string action = request.value("action", std::string());
@@ -639,7 +811,9 @@ HarnessResponse HarnessServer::call(json request, const CallBudget& budget) {
                                           ", " + spec_.device + ") within " + seconds_text(timing->wait_seconds) +
                                           " s");
   }
-  return answer->get();
+  HarnessResponse response = answer->get();
+  if (const auto placed = process->step()) response.node = placed->node;
+  return response;
 }
 
 std::shared_ptr<HarnessServer> shared_harness_server(const HarnessServerSpec& spec) {

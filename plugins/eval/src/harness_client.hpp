@@ -1,13 +1,17 @@
 // The C++ side of the harness protocol (harness/PROTOCOL.md): one long-lived
-// `python -m kforge_harness serve` process per (interpreter, harness dir, device, mode),
-// shared by every stage of this process, spoken to in JSON lines over pipes.
+// `python -m kforge_harness serve` process per (interpreter, harness dir, device, mode,
+// launcher, pool member), shared by every stage of this process, spoken to in JSON lines
+// over pipes: a local child's, or a Slurm job step's through srun (harness_launcher.hpp).
 //
 // Any number of threads may call() at once: requests are tagged with ids and a reader
 // thread hands each response to the thread waiting for it. A server that dies answers
-// every request in flight with a harness_error and is started again by the next call; a
-// server that says it cannot start (not ready) is not retried, since the same interpreter
-// on the same device would say so again.
+// every request in flight with a harness_error marked server_lost and is started again
+// by the next call (or start()); a server that says it cannot start (not ready), a step
+// srun could not submit and a step Slurm did not place in time are not retried, since the
+// same request would meet the same refusal.
 #pragma once
+
+#include "harness_launcher.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +39,8 @@ struct HarnessServerSpec {
   int max_children = 1;     // requests the server runs at once (and this client sends at once)
   double start_timeout_seconds = 120;
   double reference_store_mb = 8192;  // bytes of reference outputs the server keeps for reuse
+  std::optional<SlurmLaunch> slurm;  // set: the server runs as a Slurm job step (launcher slurm)
+  int member = 0;                    // which server of a pool of several alike (slurm's `servers`)
 
   std::string key() const;
 };
@@ -54,6 +60,11 @@ struct HarnessResponse {
   nlohmann::json task_sizes = nlohmann::json::object();  // the sizes the task ran at (run, compile)
   std::string device;  // the device of the server that answered (set by HarnessPool)
   nlohmann::json environment;  // that server's ready line "environment" (set by HarnessPool)
+  // Infrastructure, not a verdict: the request was not judged because its server died
+  // with it (a node lost, a step cancelled or past its time limit, a crash) or could not
+  // be started; another server may judge it.
+  bool server_lost = false;
+  std::string node;  // the Slurm node of the server that answered or was lost; empty for a local one
 
   static HarnessResponse harness_error(std::string message, std::string log_tail = {});
   static HarnessResponse from_json(const nlohmann::json& body);
@@ -98,7 +109,24 @@ class HarnessServer {
   const HarnessServerSpec& spec() const { return spec_; }
   // Requests sent or waiting for a slot: how loaded this server is.
   int load() const { return load_.load(); }
-  // The running server's pid (-1 when none runs): for tests that kill it.
+
+  enum class Availability { Ready, Starting, Stopped, Failed };
+  // Ready to answer; Starting (or waiting for Slurm to place it); Stopped: none runs (it
+  // died, or never started), the next call or start() starts one; Failed: it cannot start
+  // here (failure() says why), no call will start it again.
+  Availability availability() const;
+  std::string failure() const;
+  // Starts the server when none runs, without waiting for it to be ready: a run's start,
+  // or a replacement for a server that was lost.
+  void start();
+  // Nodes this Slurm server's steps must avoid from now on (srun --exclude). A running
+  // step on one of them finishes what it has (EOF) and ends; the next call or start()
+  // places a fresh one elsewhere.
+  void leave_out(std::vector<std::string> nodes);
+  // Where the running server's Slurm step runs (nullopt: local, or not placed yet).
+  std::optional<SlurmStep> step() const;
+  // The running server's pid (-1 when none runs; srun's for a Slurm server): for tests
+  // that kill it.
   pid_t pid() const;
   // The ready line of the running server (empty when none runs).
   nlohmann::json ready_info() const;
@@ -109,7 +137,11 @@ class HarnessServer {
  private:
   class Process;
 
-  std::shared_ptr<Process> running_process(std::chrono::steady_clock::time_point deadline, std::string& error);
+  // The ready process, started first when none runs; nullptr with `error` set (and `lost`
+  // when the server could not start, rather than the deadline passing first) otherwise.
+  std::shared_ptr<Process> running_process(std::chrono::steady_clock::time_point deadline, std::string& error,
+                                           bool* lost = nullptr);
+  bool spawn_locked(std::string& error);  // mutex_ held
   bool take_slot(const CallBudget& budget);
   void give_slot();
 
@@ -119,6 +151,7 @@ class HarnessServer {
   std::shared_ptr<Process> process_;
   std::vector<std::shared_ptr<Process>> retired_;  // dead ones, joined on destruction
   std::string not_ready_error_;                    // sticky: the server cannot start here
+  std::vector<std::string> excluded_nodes_;        // where its next Slurm step must not go
   int free_slots_;
   std::atomic<int> load_{0};
   std::atomic<uint64_t> next_id_{1};

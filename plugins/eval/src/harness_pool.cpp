@@ -2,8 +2,11 @@
 
 #include "python_env.hpp"
 
+#include <kforge/abi.h>
+
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <regex>
 #include <stdexcept>
@@ -36,9 +39,35 @@ HarnessPool::HarnessPool(HarnessSettings settings) : settings_(std::move(setting
     throw std::invalid_argument("memory_gb, memory_headroom_gb and memory_per_job_mb must be >= 0");
   }
   if (settings_.reference_store_mb < 0) throw std::invalid_argument("reference_store_mb must be >= 0");
-  if (settings_.max_children == 0) {
-    settings_.max_children = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  if (settings_.server_retries < 0) throw std::invalid_argument("server_retries must be >= 0");
+  if (settings_.slurm) {
+    if (settings_.devices.size() != 1) {
+      throw std::invalid_argument("a Slurm pool takes one device, which names each server's own (cuda:0: the first "
+                                  "GPU of its step), not a list of devices: give servers: N instead");
+    }
+    if (settings_.servers < 1) throw std::invalid_argument("servers must be >= 1");
+    if (settings_.slurm->cpus < 1 || settings_.slurm->gpus < 0) {
+      throw std::invalid_argument("cpus_per_server must be >= 1 and gpus_per_server >= 0");
+    }
+    if (settings_.slurm->place_timeout_seconds <= 0) throw std::invalid_argument("slurm_place_timeout_s must be > 0");
+  } else if (settings_.servers != 1) {
+    throw std::invalid_argument("servers: " + std::to_string(settings_.servers) +
+                                " is for launcher slurm; on this host, list devices instead (one server each)");
   }
+  if (settings_.max_children == 0) {
+    // One per CPU core the server has: this host's, or its step's.
+    const unsigned cores = settings_.slurm ? static_cast<unsigned>(settings_.slurm->cpus) : std::thread::hardware_concurrency();
+    settings_.max_children = static_cast<int>(std::clamp(cores, 1u, 8u));
+  }
+}
+
+std::string gate_of(const HarnessServerSpec& spec) {
+  if (!spec.slurm) return spec.device;
+  return spec.device + "#slurm" + std::to_string(spec.member) + "#" + std::to_string(std::hash<std::string>{}(spec.key()));
+}
+
+void HarnessPool::warn(const std::string& message) const {
+  if (settings_.warn) settings_.warn(message);
 }
 
 std::vector<std::shared_ptr<HarnessServer>> HarnessPool::servers(std::chrono::steady_clock::time_point deadline,
@@ -74,9 +103,18 @@ std::vector<std::shared_ptr<HarnessServer>> HarnessPool::servers(std::chrono::st
       spec.max_children = settings_.max_children;
       spec.start_timeout_seconds = settings_.start_timeout_seconds;
       spec.reference_store_mb = settings_.reference_store_mb;
-      for (const std::string& device : settings_.devices) {
-        spec.device = device;
-        servers_.push_back(shared_harness_server(spec));
+      if (settings_.slurm) {
+        spec.device = settings_.devices.front();
+        spec.slurm = settings_.slurm;
+        for (int member = 0; member < settings_.servers; ++member) {
+          spec.member = member;
+          servers_.push_back(shared_harness_server(spec));
+        }
+      } else {
+        for (const std::string& device : settings_.devices) {
+          spec.device = device;
+          servers_.push_back(shared_harness_server(spec));
+        }
       }
     }
   }
@@ -84,22 +122,70 @@ std::vector<std::shared_ptr<HarnessServer>> HarnessPool::servers(std::chrono::st
   return servers_;
 }
 
+std::vector<std::shared_ptr<HarnessServer>> HarnessPool::members() {
+  std::lock_guard lock(mutex_);
+  return servers_;
+}
+
+void HarnessPool::start() {
+  std::string error;
+  for (const auto& server : servers(std::chrono::steady_clock::now(), error)) server->start();
+}
+
 std::string HarnessPool::judge_identity() {
   std::string error;
   const std::vector<std::shared_ptr<HarnessServer>> all = servers(std::chrono::steady_clock::time_point::max(), error);
   if (all.empty()) throw std::runtime_error(error);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(settings_.start_timeout_seconds));
-  std::string identity;
-  for (const auto& server : all) {
-    nlohmann::json ready = server->started_ready_info(deadline);
+  auto identity_of = [](nlohmann::json ready) {
     ready.erase("pid");
-    // Machines alike but for their names judge alike (a cluster's nodes).
-    if (ready.contains("environment") && ready["environment"].is_object()) ready["environment"].erase("host");
-    identity += ready.dump() + '\n';
+    // Machines alike but for their names and their GPUs' serial numbers judge alike (a
+    // cluster's nodes).
+    if (ready.contains("environment") && ready["environment"].is_object()) {
+      ready["environment"].erase("host");
+      ready["environment"].erase("gpu_uuid");
+    }
+    return ready.dump();
+  };
+  std::set<std::string> identities;
+  if (!settings_.slurm) {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(settings_.start_timeout_seconds));
+    for (const auto& server : all) identities.insert(identity_of(server->started_ready_info(deadline)));
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(
+                              settings_.slurm->place_timeout_seconds + settings_.start_timeout_seconds));
+    while (identities.empty()) {
+      bool any_left = false;
+      for (const auto& server : all) {
+        switch (server->availability()) {
+          case HarnessServer::Availability::Ready:
+            if (const nlohmann::json ready = server->ready_info(); ready.is_object()) identities.insert(identity_of(ready));
+            break;
+          case HarnessServer::Availability::Stopped:
+            server->start();
+            any_left = true;
+            break;
+          case HarnessServer::Availability::Starting:
+            any_left = true;
+            break;
+          case HarnessServer::Availability::Failed:
+            error = server->failure();
+            break;
+        }
+      }
+      if (!identities.empty()) break;
+      if (!any_left) throw std::runtime_error(error);
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw std::runtime_error("no harness server of the Slurm pool was ready in time");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
-  return identity;
+  std::string text;
+  for (const std::string& identity : identities) text += identity + '\n';
+  return text;
 }
 
 namespace {
@@ -115,13 +201,14 @@ double metric_or(const HarnessResponse& response, const char* name, double fallb
 
 }  // namespace
 
-std::optional<double> HarnessPool::budget_mb(const std::string& device) const {
+std::optional<double> HarnessPool::budget_mb(const std::string& gate) const {
   const MemoryBudget& memory = settings_.memory;
+  const std::string device = gate.substr(0, gate.find('#'));
   std::optional<double> total;
   if (memory.memory_gb > 0) {
     total = memory.memory_gb * 1024;
   } else if (device != "cpu") {
-    total = device_gate(device).memory_mb().value_or(0);
+    total = device_gate(gate).memory_mb().value_or(0);
   }
   if (!total) return std::nullopt;
   return std::max(0.0, *total - memory.headroom_gb * 1024);
@@ -132,13 +219,14 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
                                                const CallBudget& budget, const std::string& task) {
   if (use == DeviceUse::None) return server.call(request, budget);
   const std::string& device = server.spec().device;
-  const std::string too_big_key = device + '\n' + task;
+  const std::string gate_name = gate_of(server.spec());
+  const std::string too_big_key = gate_name + '\n' + task;
   {
     std::lock_guard lock(mutex_);
     if (auto it = too_big_.find(too_big_key); it != too_big_.end()) return it->second;
   }
-  DeviceGate& gate = device_gate(device);
-  const std::optional<double> memory_budget = budget_mb(device);
+  DeviceGate& gate = device_gate(gate_name);
+  const std::optional<double> memory_budget = budget_mb(gate_name);
   bool retried = false;
   DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
   while (true) {
@@ -174,27 +262,132 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
   }
 }
 
+std::shared_ptr<HarnessServer> HarnessPool::pick(const std::vector<std::shared_ptr<HarnessServer>>& all,
+                                                 const std::set<const HarnessServer*>& avoid, std::string& error) {
+  std::vector<std::string> warnings;
+  std::shared_ptr<HarnessServer> chosen;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<std::pair<std::shared_ptr<HarnessServer>, HarnessServer::Availability>> usable;
+    std::vector<std::string> newly_failed;
+    size_t failed = 0;
+    for (size_t step = 0; step < all.size(); ++step) {
+      const auto& server = all[(next_ + step) % all.size()];
+      HarnessServer::Availability availability = server->availability();
+      if (availability == HarnessServer::Availability::Failed) {
+        ++failed;
+        if (error.empty()) error = server->failure();
+        if (reported_failed_.insert(server.get()).second) newly_failed.push_back(server->failure());
+        continue;
+      }
+      if (availability == HarnessServer::Availability::Stopped) {
+        server->start();  // a lost server's replacement, or one that never started
+        availability = HarnessServer::Availability::Starting;
+      }
+      usable.emplace_back(server, availability);
+    }
+    // A server that lost this request is taken again only when no other will do.
+    const bool others = std::any_of(usable.begin(), usable.end(), [&](const auto& u) { return !avoid.count(u.first.get()); });
+    for (const auto& [server, availability] : usable) {
+      if (others && avoid.count(server.get())) continue;
+      const auto better = [&](const std::shared_ptr<HarnessServer>& than) {
+        const bool ready = availability == HarnessServer::Availability::Ready;
+        const bool than_ready = than->availability() == HarnessServer::Availability::Ready;
+        if (ready != than_ready) return ready;  // a ready one first: another may wait in a queue for long
+        return server->load() < than->load();
+      };
+      if (!chosen || better(chosen)) chosen = server;
+    }
+    if (chosen) {
+      const auto it = std::find(all.begin(), all.end(), chosen);
+      next_ = static_cast<size_t>(it - all.begin()) + 1;
+    }
+    // A pool says when it loses a member for good; a lone local server's failure is in
+    // every verdict it gives anyway.
+    if (all.size() > 1 || settings_.slurm) {
+      const size_t left = all.size() - failed;
+      for (const std::string& why : newly_failed) {
+        warnings.push_back(why + (left > 0 ? " (" + std::to_string(left) + " of " + std::to_string(all.size()) +
+                                                 " harness servers left)"
+                                           : " (no harness server left: every request fails)"));
+      }
+    }
+  }
+  for (const std::string& warning : warnings) warn(warning);
+  return chosen;
+}
+
+void HarnessPool::note_health(const std::vector<std::shared_ptr<HarnessServer>>& all, const HarnessResponse& response) {
+  if (!settings_.slurm || response.node.empty()) return;
+  const bool host_trouble = response.server_lost ||
+                            (response.status == "error" &&
+                             (response.error_class == "host_error" || response.error_class == "harness_error"));
+  std::vector<std::string> excluded;
+  {
+    std::lock_guard lock(mutex_);
+    int& failures = node_failures_[response.node];
+    if (!host_trouble) {
+      failures = 0;
+      return;
+    }
+    if (++failures < kNodeFailureLimit ||
+        std::find(excluded_nodes_.begin(), excluded_nodes_.end(), response.node) != excluded_nodes_.end()) {
+      return;
+    }
+    excluded_nodes_.push_back(response.node);
+    excluded = excluded_nodes_;
+  }
+  warn("node " + response.node + " is left out of the run: " + std::to_string(kNodeFailureLimit) +
+       " requests in a row failed there for the host's reasons (the last: " +
+       response.message.substr(0, response.message.find('\n')) + "); its servers are placed elsewhere");
+  for (const auto& server : all) {
+    const std::optional<SlurmStep> step = server->step();
+    server->leave_out(excluded);
+    if (step && step->node == response.node) server->start();
+  }
+}
+
 HarnessResponse HarnessPool::call(const nlohmann::json& request, DeviceUse use, const CallBudget& budget,
                                   const std::string& task) {
-  std::shared_ptr<HarnessServer> server;
   std::string error;
   const std::vector<std::shared_ptr<HarnessServer>> all = servers(budget.stage_deadline, error);
   if (all.empty()) return HarnessResponse::harness_error(error);
-  {
-    std::lock_guard lock(mutex_);
-    // Least loaded first; among equals, take turns so idle devices all get work.
-    size_t best = next_ % all.size();
-    for (size_t step = 1; step < all.size(); ++step) {
-      const size_t i = (next_ + step) % all.size();
-      if (all[i]->load() < all[best]->load()) best = i;
+  std::set<const HarnessServer*> lost_on;
+  std::string notes;
+  int retries = 0;
+  std::optional<HarnessResponse> last;
+  while (true) {
+    std::string unavailable;
+    const std::shared_ptr<HarnessServer> server = pick(all, lost_on, unavailable);
+    if (!server) {
+      if (!last) return HarnessResponse::harness_error(unavailable);
+      break;  // the lost request's own answer says why
     }
-    next_ = best + 1;
-    server = all[best];
+    if (last) {
+      ++retries;
+      notes += "infrastructure: " + last->message.substr(0, last->message.find('\n')) + "\n  sent again (" +
+               std::to_string(retries) + " of at most " + std::to_string(settings_.server_retries) +
+               "): the candidate is not blamed for a lost server\n";
+    }
+    HarnessResponse response = call_through_gate(*server, request, use, budget, task);
+    response.device = server->spec().device;
+    if (const nlohmann::json ready = server->ready_info(); ready.is_object() && ready.contains("environment")) {
+      response.environment = ready["environment"];
+    }
+    if (!response.node.empty()) response.device = response.node + "/" + response.device;
+    note_health(all, response);
+    const bool cancelled = budget.cancelled && budget.cancelled();
+    const bool again = response.server_lost && retries < settings_.server_retries && !cancelled &&
+                       budget.stage_seconds_left() > 1;
+    last = std::move(response);
+    if (!again) break;
+    lost_on.insert(server.get());
+    server->start();  // its replacement starts while another server takes the request
   }
-  HarnessResponse response = call_through_gate(*server, request, use, budget, task);
-  response.device = server->spec().device;
-  if (const nlohmann::json ready = server->ready_info(); ready.is_object() && ready.contains("environment")) {
-    response.environment = ready["environment"];
+  HarnessResponse response = std::move(*last);
+  if (retries > 0) {
+    response.metrics[KF_METRIC_INFRA_RETRIES] = retries;
+    response.log_tail = notes + response.log_tail;
   }
   return response;
 }

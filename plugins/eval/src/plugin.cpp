@@ -59,6 +59,43 @@ std::vector<Param> server_params(const char* default_device) {
   params.push_back(Param{"start_timeout_s", KF_PARAM_DURATION, "120", false,
                          "How long a harness server may take to start (import torch and triton)."}
                         .above(0));
+  params.push_back(Param{"server_retries", KF_PARAM_INT, "2", false,
+                         "A request whose harness server was lost (it died: a node lost, a Slurm step cancelled or "
+                         "past its time limit) is sent again, to another server where there is one, at most this "
+                         "many times (metric infra_retries); then it is a harness_error, never the candidate's."}
+                        .at_least(0));
+  const std::vector<Param> launcher = {
+      Param{"launcher", KF_PARAM_STRING, "local", false,
+            "Where harness servers run: local (children of kforge, one per device) or slurm (each server a Slurm "
+            "job step started with srun, inside an allocation or not: servers, gpus_per_server, cpus_per_server, "
+            "slurm_*)."}
+          .one_of({"local", "slurm"}),
+      Param{"servers", KF_PARAM_INT, "1", false,
+            "launcher slurm: how many harness servers (job steps) the pool has, wherever Slurm places them; work "
+            "goes to the least loaded ready one."}
+          .at_least(1),
+      Param{"gpus_per_server", KF_PARAM_INT, "1", false,
+            "launcher slurm: GPUs each server's step gets (--gpus-per-task) on a cuda device (device cuda:0 is "
+            "the step's first); none are asked for cpu or npu (give slurm_args there)."}
+          .at_least(0),
+      Param{"cpus_per_server", KF_PARAM_INT, "4", false,
+            "launcher slurm: CPUs each server's step gets (--cpus-per-task); max_children 0 means one request "
+            "per CPU, at most 8."}
+          .at_least(1),
+      {"slurm_partition", KF_PARAM_STRING, "", false,
+       "launcher slurm: --partition of a server's job (outside an allocation); empty: the cluster's default."},
+      {"slurm_account", KF_PARAM_STRING, "", false, "launcher slurm: --account to charge; empty: your default."},
+      {"slurm_time", KF_PARAM_STRING, "", false,
+       "launcher slurm: --time, each server's time limit in Slurm's format (30, 2:00:00, 1-0); a server past it "
+       "is lost, its requests sent again and a replacement started; empty: the partition's default."},
+      {"slurm_constraint", KF_PARAM_STRING, "", false, "launcher slurm: --constraint, node features (e.g. h100)."},
+      {"slurm_args", KF_PARAM_STRING_LIST, "[]", false,
+       "launcher slurm: more srun arguments, passed as they are (e.g. [--mem=64G, --qos=high])."},
+      Param{"slurm_place_timeout_s", KF_PARAM_DURATION, "600", false,
+            "launcher slurm: how long Slurm may take to place a server's step; one not placed by then is given "
+            "up, said in the log, and the run goes on with the servers it has."}
+          .above(0)};
+  params.insert(params.end(), launcher.begin(), launcher.end());
   return params;
 }
 
@@ -128,11 +165,54 @@ std::string rules_param(const Config& cfg) {
 
 // The run-start check of a stage that talks to the harness: an interpreter for it (`auto`
 // probes which one can import torch; a name is looked up on PATH) and the harness package,
-// as the run's environment (PATH, KFORGE_PYTHON, KFORGE_HARNESS_DIR) provides them. Each
-// failure says what was tried and what to install or set.
-void check_harness_environment(const std::string& python, const std::string& harness_dir) {
-  eval::resolve_python(python);
-  eval::locate_harness_dir(harness_dir);
+// as the run's environment (PATH, KFORGE_PYTHON, KFORGE_HARNESS_DIR) provides them, and for
+// launcher slurm Slurm's client commands. Each failure says what was tried and what to
+// install or set.
+void check_harness_environment(const eval::HarnessSettings& settings) {
+  eval::resolve_python(settings.python);
+  eval::locate_harness_dir(settings.harness_dir);
+  if (!settings.slurm) return;
+  for (const char* program : {"srun", "scancel"}) {
+    if (!eval::find_program(program)) {
+      throw std::invalid_argument(std::string("launcher slurm needs Slurm's client commands on PATH, and ") + program +
+                                  " is not there: load your cluster's slurm module, or install them (Debian: "
+                                  "apt-get install slurm-client)");
+    }
+  }
+}
+
+// How a stage's harness servers are launched: locally, or as Slurm job steps with the
+// resources its slurm_* parameters ask for.
+void read_launcher(const Config& cfg, eval::HarnessSettings& settings) {
+  settings.servers = static_cast<int>(cfg.integer("servers"));
+  settings.server_retries = static_cast<int>(cfg.integer("server_retries"));
+  settings.warn = [](const std::string& message) { kforge::sdk::log(KF_LOG_WARN, "eval", message); };
+  const char* slurm_strings[] = {"slurm_partition", "slurm_account", "slurm_time", "slurm_constraint"};
+  if (cfg.string("launcher") != "slurm") {
+    for (const char* name : slurm_strings) {
+      if (!cfg.string(name).empty()) {
+        throw std::invalid_argument(std::string(name) + " is for launcher: slurm (this stage's launcher is local)");
+      }
+    }
+    if (!cfg.list("slurm_args").empty()) {
+      throw std::invalid_argument("slurm_args is for launcher: slurm (this stage's launcher is local)");
+    }
+    return;
+  }
+  if (!cfg.list("devices").empty()) {
+    throw std::invalid_argument("devices lists this host's devices, for launcher local; with launcher slurm give "
+                                "device (each server's own: cuda:0 is its step's first GPU) and servers: N");
+  }
+  eval::SlurmLaunch slurm;
+  slurm.gpus = cfg.string("device").starts_with("cuda") ? static_cast<int>(cfg.integer("gpus_per_server")) : 0;
+  slurm.cpus = static_cast<int>(cfg.integer("cpus_per_server"));
+  slurm.partition = cfg.string("slurm_partition");
+  slurm.account = cfg.string("slurm_account");
+  slurm.time_limit = cfg.string("slurm_time");
+  slurm.constraint = cfg.string("slurm_constraint");
+  slurm.extra_args = cfg.list("slurm_args");
+  slurm.place_timeout_seconds = cfg.number("slurm_place_timeout_s");
+  settings.slurm = std::move(slurm);
 }
 
 eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices, bool with_admission = false) {
@@ -145,6 +225,7 @@ eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices, boo
     settings.mode = cfg.string("mode");
     settings.max_children = static_cast<int>(cfg.integer("max_children"));
     settings.start_timeout_seconds = cfg.number("start_timeout_s");
+    read_launcher(cfg, settings);
   }
   if (with_admission) {
     settings.memory.memory_gb = cfg.number("memory_gb");
@@ -164,6 +245,14 @@ eval::ChildLimits child_limits(const Config& cfg) {
     throw std::invalid_argument("timeout_s, memory_mb and cpu_s must be > 0");
   }
   return limits;
+}
+
+// The interpreter and harness of a stage that runs a local CPU server only.
+eval::HarnessSettings harness_settings_of(const std::string& python, const std::string& harness_dir) {
+  eval::HarnessSettings settings;
+  settings.python = python;
+  settings.harness_dir = harness_dir;
+  return settings;
 }
 
 // The stages that only extract sources (compile.cpp, compile.cuda) use a CPU server with
@@ -369,13 +458,15 @@ class Check : public kforge::sdk::Stage {
   }
   explicit Check(const Config& cfg)
       : settings_(harness_settings(cfg, true)),
-        stage_(std::make_shared<eval::HarnessPool>(settings_),
-               {cfg.string("language"), rules_param(cfg), child_limits(cfg)}) {}
-  void preflight() const { check_harness_environment(settings_.python, settings_.harness_dir); }
+        pool_(std::make_shared<eval::HarnessPool>(settings_)),
+        stage_(pool_, {cfg.string("language"), rules_param(cfg), child_limits(cfg)}) {}
+  void preflight() const { check_harness_environment(settings_); }
+  void warm_up() { pool_->start(); }
   void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
 
  private:
   eval::HarnessSettings settings_;
+  std::shared_ptr<eval::HarnessPool> pool_;
   eval::CheckStage stage_;
 };
 
@@ -409,7 +500,7 @@ class CompileCpp : public kforge::sdk::Stage {
                extraction_pool(cfg)) {}
   void preflight() const {
     eval::locate_compiler(compiler_);
-    check_harness_environment(python_, harness_dir_);
+    check_harness_environment(harness_settings_of(python_, harness_dir_));
   }
   void process(Job& job) override {
     eval::StageResult result = stage_.process(read_job(job));
@@ -439,12 +530,15 @@ class CompileTriton : public kforge::sdk::Stage {
   }
   explicit CompileTriton(const Config& cfg)
       : settings_(harness_settings(cfg, true, true)),
-        stage_(std::make_shared<eval::HarnessPool>(settings_), child_limits(cfg)) {}
-  void preflight() const { check_harness_environment(settings_.python, settings_.harness_dir); }
+        pool_(std::make_shared<eval::HarnessPool>(settings_)),
+        stage_(pool_, child_limits(cfg)) {}
+  void preflight() const { check_harness_environment(settings_); }
+  void warm_up() { pool_->start(); }
   void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
 
  private:
   eval::HarnessSettings settings_;
+  std::shared_ptr<eval::HarnessPool> pool_;
   eval::TritonCompileStage stage_;
 };
 
@@ -482,7 +576,7 @@ class CompileCuda : public kforge::sdk::Stage {
                extraction_pool(cfg)) {}
   void preflight() const {
     eval::locate_nvcc(nvcc_);
-    check_harness_environment(python_, harness_dir_);
+    check_harness_environment(harness_settings_of(python_, harness_dir_));
   }
   void process(Job& job) override {
     eval::StageResult result = stage_.process(read_job(job));
@@ -533,7 +627,7 @@ class Run : public kforge::sdk::Stage {
       "max_rel_error, mean_rel_error, candidate_ms, reference_ms (medians), with timing also each one's "
       "_p90, _mean, _std, _min, _max and candidate_timing_trials, reference_timing_trials (the timed calls "
       "those describe), speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, "
-      "retried_alone.";
+      "retried_alone, infra_retries (sent again after its harness server was lost).";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
     auto params = concat(concat(server_params("cpu"), limit_params("60")), admission_params());
@@ -572,9 +666,11 @@ class Run : public kforge::sdk::Stage {
   }
   explicit Run(const Config& cfg)
       : settings_(harness_settings(cfg, true, true)),
-        stage_(std::make_shared<eval::HarnessPool>(settings_), run_options(cfg)),
+        pool_(std::make_shared<eval::HarnessPool>(settings_)),
+        stage_(pool_, run_options(cfg)),
         timing_(cfg.boolean("timing")) {}
-  void preflight() const { check_harness_environment(settings_.python, settings_.harness_dir); }
+  void preflight() const { check_harness_environment(settings_); }
+  void warm_up() { pool_->start(); }
   void process(Job& job) override {
     write_result(job, stage_.process(read_job(job)));
     // Timings belong to this run's machine and moment: never replayed unless asked.
@@ -586,6 +682,7 @@ class Run : public kforge::sdk::Stage {
 
  private:
   eval::HarnessSettings settings_;
+  std::shared_ptr<eval::HarnessPool> pool_;
   eval::RunStage stage_;
   bool timing_;
 };

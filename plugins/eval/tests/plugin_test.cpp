@@ -222,6 +222,32 @@ TEST(Plugin, BadParametersFailCreation) {
   EXPECT_NE(limits.create_error().find("timeout_s"), std::string::npos);
 }
 
+// A launcher's parameters belong to it: the other launcher refuses them when the pipeline
+// is validated, and launcher slurm needs Slurm's client commands when the run starts.
+TEST(Plugin, LauncherParametersAreCheckedAndSlurmNeedsItsCommands) {
+  StageUnderTest partition("eval.run", with(harness_params(), {{"slurm_partition", "gpu"}}));
+  EXPECT_NE(partition.create_error().find("slurm_partition is for launcher: slurm"), std::string::npos)
+      << partition.create_error();
+  StageUnderTest servers("eval.check", with(harness_params(), {{"servers", 4}}));
+  EXPECT_NE(servers.create_error().find("servers: 4 is for launcher slurm"), std::string::npos) << servers.create_error();
+  StageUnderTest devices("eval.run", with(harness_params(), {{"launcher", "slurm"}, {"devices", {"cuda:0", "cuda:1"}}}));
+  EXPECT_NE(devices.create_error().find("with launcher slurm give device"), std::string::npos) << devices.create_error();
+  StageUnderTest launcher("eval.run", with(harness_params(), {{"launcher", "kubernetes"}}));
+  EXPECT_NE(launcher.create_error().find("kubernetes"), std::string::npos) << launcher.create_error();
+
+  StageUnderTest slurm("eval.run", with(harness_params(), {{"launcher", "slurm"}, {"servers", 4}, {"gpus_per_server", 2},
+                                                           {"slurm_partition", "gpu"}, {"slurm_args", {"--mem=8G"}}}));
+  ASSERT_EQ(slurm.create_error(), "") << "creating starts nothing and asks Slurm nothing";
+  const char* path = std::getenv("PATH");
+  const std::string saved = path ? path : "";
+  ::setenv("PATH", fresh_temp_dir("no-slurm").c_str(), 1);
+  const std::string refused = slurm.preflight();
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_NE(refused.find("launcher slurm needs Slurm's client commands on PATH, and srun is not there"),
+            std::string::npos)
+      << refused;
+}
+
 // Programs named without a path, the interpreter and the harness package belong to the
 // run's environment: creating (all `kforge validate` does) does not look for them, the
 // run-start check (preflight) does, naming what is missing and what to install or set.

@@ -20,7 +20,26 @@ Dataset Store::load_dataset(int64_t series) {
   visit_tasks(series, false, [&](TaskJobs& task) {
     for (JobOutcome& job : task.jobs) data.jobs.push_back(std::move(job));
   });
+  const InfraRetries retried = infra_retries(series);
+  data.infra_retries = retried.retries;
+  data.infra_retried_verdicts = retried.verdicts;
   return data;
+}
+
+InfraRetries Store::infra_retries(int64_t series) {
+  std::lock_guard lock(mutex_);
+  // From the verdicts' own metrics: a stage that redid work says so (KF_METRIC_INFRA_RETRIES).
+  Statement retried(db_, path_,
+                    "SELECT count(*), coalesce(sum(json_extract(a.metrics, '$." KF_METRIC_INFRA_RETRIES "')), 0) "
+                    "FROM attempts a JOIN runs ON runs.id = a.run_id "
+                    "WHERE runs.series = ?1 AND json_extract(a.metrics, '$." KF_METRIC_INFRA_RETRIES "') > 0");
+  retried.bind(1, series);
+  InfraRetries result;
+  if (retried.step()) {
+    result.verdicts = static_cast<uint64_t>(retried.integer(0));
+    result.retries = static_cast<uint64_t>(retried.integer(1));
+  }
+  return result;
 }
 
 }  // namespace kforge

@@ -119,6 +119,9 @@ class KFORGE_API Store {
   // The finished jobs of a series held in memory, in the order visit_tasks gives them, and
   // every task the store knows (dataset.cpp): for small series and tests.
   Dataset load_dataset(int64_t series);
+  // Work the infrastructure lost and a stage redid over a series: how many times
+  // (KF_METRIC_INFRA_RETRIES summed), over how many verdicts.
+  InfraRetries infra_retries(int64_t series);
   // The same with every verdict and the artifacts they name, and the tasks they belong to;
   // only `task_id`'s when given (candidates.cpp).
   CandidateRecords load_candidates(int64_t series, const std::string* task_id = nullptr);

@@ -58,6 +58,22 @@ class DescribeTest(unittest.TestCase):
                 self.assertEqual(environment.nvidia_gpu(0), (None, None))
                 self.assertEqual(environment.nvidia_gpu(2), (None, None))
 
+    def test_gpu_uuid_comes_from_nvidia_smi_for_the_visible_device(self):
+        with tempfile.TemporaryDirectory() as tools:
+            path = os.path.join(tools, "nvidia-smi")
+            with open(path, "w", encoding="utf-8") as script:
+                script.write('#!/bin/sh\n[ "$1" = "--id=3" ] && [ "$2" = "--query-gpu=uuid" ] || exit 6\n'
+                             'echo "GPU-8f0c4c5e-1d2a-4b3c-9e8f-0a1b2c3d4e5f"\n')
+            os.chmod(path, stat.S_IRWXU)
+            with mock.patch.dict(os.environ, {"PATH": tools, "CUDA_VISIBLE_DEVICES": "3"}):
+                self.assertEqual(environment.nvidia_gpu_uuid(0), "GPU-8f0c4c5e-1d2a-4b3c-9e8f-0a1b2c3d4e5f")
+                self.assertIsNone(environment.nvidia_gpu_uuid(1))
+
+    def test_host_is_the_slurm_node_inside_a_job_step(self):
+        import torch
+        with mock.patch.dict(os.environ, {"SLURMD_NODENAME": "gpu07"}):
+            self.assertEqual(environment.describe(Device("cpu"), torch, None)["host"], "gpu07")
+
     def test_nvcc_release_is_parsed(self):
         with tempfile.TemporaryDirectory() as tools:
             _fake_tool(tools, "nvcc", "nvcc: NVIDIA (R) Cuda compiler driver\n"

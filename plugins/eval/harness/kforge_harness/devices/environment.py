@@ -1,5 +1,5 @@
-"""What the machine that judges candidates runs: GPU model, driver, CUDA, torch, Triton,
-compilers, host. The server reports it in its ready line (PROTOCOL.md), the eval plugin
+"""What the machine that judges candidates runs: GPU model (and which card: its UUID),
+driver, CUDA, torch, Triton, compilers, host (a Slurm step's node). The server reports it in its ready line (PROTOCOL.md), the eval plugin
 hands it to the run store with every verdict of eval.run, and reports and `kforge compare`
 show it, so that timings taken on different hardware or software are never compared
 unawares.
@@ -69,6 +69,21 @@ def nvidia_gpu(index):
     return name or None, driver or None
 
 
+def nvidia_gpu_uuid(index):
+    """The UUID of CUDA device `index` by nvidia-smi (which card of a model judged: a cluster's
+    report tells its GPUs apart by it), or None."""
+    physical = _visible_index(index)
+    if physical is None:
+        return None
+    return _first_line(["nvidia-smi", f"--id={physical}", "--query-gpu=uuid", "--format=csv,noheader"])
+
+
+def _host():
+    """The machine's name: its Slurm node name inside a job step (what Slurm's tools and
+    reports call it), else the host name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
+
 def _cpu_model():
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
@@ -85,7 +100,7 @@ def describe(device, torch, triton_version):
     fields that cannot be learnt are left out."""
     facts = {
         "device": device.name,
-        "host": socket.gethostname(),
+        "host": _host(),
         "os": platform.platform(),
         "cpu": _cpu_model(),
         "python": platform.python_version(),
@@ -97,4 +112,5 @@ def describe(device, torch, triton_version):
     }
     if device.type == "cuda":
         facts["gpu"], facts["driver"] = nvidia_gpu(device.index)
+        facts["gpu_uuid"] = nvidia_gpu_uuid(device.index)
     return {key: str(value) for key, value in facts.items() if value}
