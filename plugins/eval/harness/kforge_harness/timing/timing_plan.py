@@ -120,7 +120,7 @@ class Loop:
         """What a reference loop leaves for the candidates' loops to be judged against."""
         gaps = self.gaps()
         return {"summary": summarise(self.timed(self.event_ms)), "gap_ms": statistics.median(gaps),
-                "gap_mad": mad(gaps), "gap_low_ms": low(gaps), "tail_ms": statistics.median(self.timed(self.tail_ms)),
+                "gap_mad": mad(gaps), "tail_ms": statistics.median(self.timed(self.tail_ms)),
                 "wall_ms": statistics.median(self.timed(self.wall_ms)), "measured_at": measured_at}
 
     def metrics(self, prefix):
@@ -142,37 +142,22 @@ def statistics_metrics(party, measured):
     return metrics
 
 
-# The quantile the server's bound compares: load only adds to a call's bracket, so the
-# low end of a loop's brackets moves less from loop to loop than its median.
-LOW_QUANTILE = 0.2
-
-
-def low(values):
-    ordered = sorted(values)
-    return ordered[int(LOW_QUANTILE * (len(ordered) - 1))]
-
-
 def charged(loop, reference):
-    """The timing.summarise dict of a candidate's loop (and "charged_ms"), bounded from
-    below by the server's own clock: the low quantile (LOW_QUANTILE) of the calls'
-    brackets, each less the trusted exchange measured just before it, less the same
-    quantile of what the path costs around the reference's calls (its gaps) and that
-    gap's noise, is the least the candidate's median may be;
-    where its own numbers say less, the difference is added to every call. Nothing of it
-    comes from the candidate's process: a clock, a report or a channel rewritten there,
-    work done in a thread, a signal handler or a hook around the call, gain nothing
-    beyond the noise of the reference's own path. An honest candidate's numbers are above
-    the bound, give or take that noise; the bound never exceeds the reference's median, so
-    a speedup the server's clock cannot confirm counts as none, not as a slowdown."""
+    """The timing.summarise dict of a candidate's loop (and "charged_ms"), its median no
+    less than what the server's own clock can vouch for. The clock sees each call's
+    bracket less the trusted exchange measured just before it; less what the same path
+    costs around the reference's calls (the reference's gap), that is the call's time
+    give or take the noise of both loops. A median below the most the clock allows
+    (that time plus the noise) is raised to it, and never above the reference's median:
+    a speedup counts only as far as the server's clock shows it, so a clock, a report or
+    a channel rewritten in the candidate's process, or work hidden from its clock, gains
+    nothing; a speedup smaller than the machine's noise counts as none, never as a
+    slowdown. Spreading its own calls only widens the noise the candidate is charged."""
     measured = summarise(loop.timed(loop.event_ms))
     seen = [w - x for w, x in zip(loop.timed(loop.wall_ms), loop.timed(loop.exchange_ms))]
-    noise = 3 * reference["gap_mad"] / math.sqrt(max(1, len(seen)))
-    # The bound can raise the candidate's time to the reference's, never beyond: for calls
-    # shorter than the exchanges' noise it cannot tell the same code from itself, and it
-    # is there to refuse a speedup the clock does not show, not to invent a slowdown.
-    least = min(statistics.median(seen) - reference["gap_ms"] - noise,
-                reference["summary"]["ms"])
-    unexplained = max(0.0, least - measured["ms"])
+    noise = 3 * (reference["gap_mad"] + mad(seen)) / math.sqrt(max(1, len(seen)))
+    most = min(statistics.median(seen) - reference["gap_ms"] + noise, reference["summary"]["ms"])
+    unexplained = max(0.0, most - measured["ms"])
     for name in ("ms", "p90", "mean", "min", "max"):
         measured[name] += unexplained
     measured["charged_ms"] = unexplained
