@@ -483,7 +483,7 @@ class Select : public kforge::sdk::Stage {
             .one_of({"table", "fixed"}),
         {"table", KF_PARAM_OBJECT, nullptr, false,
          "Complexity class -> model name, e.g. {C1: deepseek-chat, C4: glm-5.1}; "
-         "classes left out get `default`. Only with strategy table."},
+         "classes left out get `default`. Only with strategy table (fixed refuses one that is not empty)."},
         {"default", KF_PARAM_STRING, nullptr, true,
          "The model for tasks whose class is missing or not in the table, and for every "
          "task with strategy fixed."},
@@ -503,13 +503,17 @@ class Select : public kforge::sdk::Stage {
   static llm::ModelSelector make_selector(const Config& cfg) {
     const std::string strategy = cfg.string("strategy");
     const std::string fallback = cfg.string("default");
+    nlohmann::json table = cfg.has("table") ? nlohmann::json::parse(cfg.json("table")) : nlohmann::json();
     if (strategy == "fixed") {
-      // The table stays in the file so that `--set select.strategy=fixed` switches one
-      // pipeline between strategies; it is simply not consulted.
+      // A table that would be silently ignored hides a mistake (which strategy ran?).
+      if (!table.is_null() && !table.empty()) {
+        throw std::invalid_argument(
+            "strategy fixed sends every task to `default` and takes no table; remove the table, or keep strategy "
+            "table with an empty one (--set select.table='{}'), which sends every task to `default` too");
+      }
       return llm::ModelSelector::fixed(fallback);
     }
-    if (!cfg.has("table")) throw std::invalid_argument("strategy table needs a table (C1..C4 -> model)");
-    nlohmann::json table = nlohmann::json::parse(cfg.json("table"));
+    if (table.is_null()) throw std::invalid_argument("strategy table needs a table (C1..C4 -> model)");
     if (!table.is_object()) throw std::invalid_argument("table must be a mapping of C1..C4 to models");
     std::map<std::string, std::string> by_class;
     for (const auto& [complexity, model] : table.items()) {

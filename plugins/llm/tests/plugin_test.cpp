@@ -157,13 +157,22 @@ TEST(SelectStage, FixedStrategyAndConfigurationErrors) {
   EXPECT_NE(bad_key.create_error().find("C9"), std::string::npos) << bad_key.create_error();
   Stage no_table("llm.select", {{"default", "d"}}, kPipelines);
   EXPECT_NE(no_table.create_error().find("needs a table"), std::string::npos) << no_table.create_error();
-  // A table left in the file is ignored by the fixed strategy (switching with --set).
+  // A table beside the fixed strategy would be ignored: refused, so validate says so.
   Stage fixed_with_table("llm.select", {{"strategy", "fixed"}, {"table", {{"C1", "x"}}}, {"default", "d"}},
-                                  kPipelines);
-  ASSERT_TRUE(fixed_with_table.created()) << fixed_with_table.create_error();
-  TestJob c1 = relu_job();
-  fixed_with_table.process(c1);
-  EXPECT_EQ(c1.strings[KF_KEY_CANDIDATE_MODEL], "d");
+                         kPipelines);
+  EXPECT_FALSE(fixed_with_table.created());
+  EXPECT_NE(fixed_with_table.create_error().find("strategy fixed sends every task to `default` and takes no table"),
+            std::string::npos)
+      << fixed_with_table.create_error();
+  // An empty one says nothing: both strategies send every task to default.
+  for (const char* strategy : {"fixed", "table"}) {
+    Stage empty_table("llm.select", {{"strategy", strategy}, {"table", nlohmann::json::object()}, {"default", "d"}},
+                      kPipelines);
+    ASSERT_TRUE(empty_table.created()) << strategy << ": " << empty_table.create_error();
+    TestJob c1 = relu_job();
+    empty_table.process(c1);
+    EXPECT_EQ(c1.strings[KF_KEY_CANDIDATE_MODEL], "d") << strategy;
+  }
 }
 
 // ---- llm.generate ----
