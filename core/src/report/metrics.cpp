@@ -131,6 +131,7 @@ Metrics compute_metrics(const Dataset& data) {
   std::map<std::string, std::map<std::string, ModelTaskTally>> model_tasks;
   std::map<std::string, ModelMetrics> models;
   std::map<std::string, ErrorShare> errors;
+  std::map<std::string, ErrorShare> not_judged;
   std::map<std::string, SelectionRow> selection;
   uint64_t with_model = 0;
   int max_round = 0;
@@ -164,10 +165,12 @@ Metrics compute_metrics(const Dataset& data) {
     } else {
       const std::string cls = job.error_class.empty() ? "(unclassified)" : job.error_class;
       r.failures.push_back({job.sample, job.round, cls, job.message});
-      r.only_errors = r.only_errors && job.status == VerdictStatus::Error;
-      ++m.failed_candidates;
-      errors[cls].error_class = cls;
-      ++errors[cls].count;
+      const bool judged = job.status != VerdictStatus::Error;
+      r.only_errors = r.only_errors && !judged;
+      ++(judged ? m.failed_candidates : m.not_judged_candidates);
+      ErrorShare& e = (judged ? errors : not_judged)[cls];
+      e.error_class = cls;
+      ++e.count;
     }
 
     const std::string model = or_none(job.model);
@@ -253,13 +256,18 @@ Metrics compute_metrics(const Dataset& data) {
     return a.solved.rate() > b.solved.rate();
   });
 
-  // Errors, most frequent first.
-  for (auto& [cls, e] : errors) {
-    e.share = static_cast<double>(e.count) / static_cast<double>(m.failed_candidates);
-    m.errors.push_back(e);
-  }
-  std::stable_sort(m.errors.begin(), m.errors.end(),
-                   [](const ErrorShare& a, const ErrorShare& b) { return a.count > b.count; });
+  // Error classes, most frequent first: of the failed candidates, and of those not judged.
+  auto shares = [](const std::map<std::string, ErrorShare>& by_class, uint64_t total) {
+    std::vector<ErrorShare> list;
+    for (const auto& [cls, e] : by_class) {
+      list.push_back(e);
+      list.back().share = static_cast<double>(e.count) / static_cast<double>(total);
+    }
+    std::stable_sort(list.begin(), list.end(), [](const ErrorShare& a, const ErrorShare& b) { return a.count > b.count; });
+    return list;
+  };
+  m.errors = shares(errors, m.failed_candidates);
+  m.not_judged = shares(not_judged, m.not_judged_candidates);
 
   // Rounds.
   if (!data.jobs.empty()) {
