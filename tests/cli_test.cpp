@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -134,6 +135,16 @@ TEST(Cli, UnknownStageKindRunsNothing) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("demo.sleep"), std::string::npos) << r.output;  // did you mean
   EXPECT_FALSE(fs::exists(out / "results.jsonl"));
+  // validate says the same, and where plugins come from: the kind may be a plugin's that
+  // is not loaded rather than a typo.
+  auto validate = kforge({"validate", data("unknown_kind.yaml")});
+  EXPECT_EQ(validate.exit_code, 2) << validate.output;
+  EXPECT_NE(validate.output.find("unknown_kind.yaml:7:11: error: unknown stage kind 'demo.sleeep'; did you mean "
+                                 "'demo.sleep'?"),
+            std::string::npos)
+      << validate.output;
+  EXPECT_NE(validate.output.find("KFORGE_PLUGIN_PATH"), std::string::npos) << validate.output;
+  EXPECT_NE(validate.output.find("--plugin-dir DIR"), std::string::npos) << validate.output;
 }
 
 TEST(Cli, RunsTheDemoPipelineAndWritesEveryJobOnce) {
@@ -173,6 +184,54 @@ TEST(Cli, SetStrategyNamesTheRunInItsReports) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(out / "report.json");
   EXPECT_EQ(nlohmann::json::parse(in)["strategy"], "smart-selection");
+}
+
+TEST(Cli, FixRoundsTakeOnlyTheCandidatesOwnFaults) {
+  const fs::path out = fresh_dir("not-judged");
+  auto r = kforge({"run", data("not_judged.yaml"), "--out", out.string(), "--progress", "off"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, nlohmann::json> by_task;
+  for (const auto& line : read_results(out)) by_task[line["task"]] = line;
+  ASSERT_EQ(by_task.size(), 4u) << r.output;
+  auto stages_of = [&](const std::string& task) {
+    std::string path;
+    for (const auto& s : by_task[task]["stages"]) path += (path.empty() ? "" : " ") + s["stage"].get<std::string>();
+    return path;
+  };
+  // The candidate's own failure goes round the fix loop twice.
+  EXPECT_EQ(by_task["task-0000"]["status"], "fail");
+  EXPECT_EQ(by_task["task-0000"]["round"], 2);
+  EXPECT_EQ(stages_of("task-0000"), "judge fix judge fix judge");
+  // An error verdict, and a fail whose class blames the harness, end the job at once.
+  EXPECT_EQ(by_task["task-0001"]["status"], "error");
+  EXPECT_EQ(by_task["task-0001"]["error_class"], "host_error");
+  EXPECT_EQ(by_task["task-0001"]["round"], 0);
+  EXPECT_EQ(stages_of("task-0001"), "judge");
+  EXPECT_EQ(by_task["task-0002"]["status"], "error") << by_task["task-0002"].dump();
+  EXPECT_EQ(by_task["task-0002"]["error_class"], "harness_error");
+  EXPECT_EQ(stages_of("task-0002"), "judge harness");
+  EXPECT_EQ(by_task["task-0003"]["status"], "pass");
+  // The reports count them apart from the candidates' failures.
+  EXPECT_NE(r.output.find("4 jobs: 1 passed, 1 failed, 2 errors"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("final error class of the 1 failed candidates"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the 2 candidates whose stage could not judge them"), std::string::npos) << r.output;
+  std::ifstream report_file(out / "report.json");
+  const nlohmann::json report = nlohmann::json::parse(report_file);
+  EXPECT_EQ(report["summary"]["failed_candidates"], 1);
+  EXPECT_EQ(report["summary"]["not_judged_candidates"], 2);
+  EXPECT_EQ(report["errors"].size(), 1u);
+  ASSERT_EQ(report["not_judged"].size(), 2u) << report["not_judged"].dump();
+  std::set<std::string> classes;
+  for (const auto& e : report["not_judged"]) classes.insert(e["error_class"]);
+  EXPECT_EQ(classes, (std::set<std::string>{"harness_error", "host_error"}));
+
+  // A pipeline that routes error verdicts into the fix stage is refused where it says so.
+  auto refused = kforge({"validate", data("error_into_fix.yaml")});
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("error_into_fix.yaml:13:19: error: route 'error' of stage 'judge' leads into the fix "
+                                "stage 'fix'"),
+            std::string::npos)
+      << refused.output;
 }
 
 TEST(Cli, PluginsListAndDescribe) {

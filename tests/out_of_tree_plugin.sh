@@ -16,15 +16,20 @@ cmake --install "$work/build" >/dev/null
 plugin_dir=$work/plugin-prefix/lib/kforge/plugins
 test -f "$plugin_dir/libkforge_hello.so"
 
+# As the README: the installed kforge on PATH, the plugin's directory on KFORGE_PLUGIN_PATH.
+export PATH=$prefix/bin:$PATH
 export KFORGE_PLUGIN_PATH=$plugin_dir
-kforge=$prefix/bin/kforge
+test "$(command -v kforge)" = "$prefix/bin/kforge"
 # The installed binary finds its bundled plugins in its own prefix and the new one on the path.
-"$kforge" plugins list | tee "$work/list.txt"
+kforge plugins list | tee "$work/list.txt"
 grep -q "hello.greet" "$work/list.txt"
 grep -q "tasks.kernelbench" "$work/list.txt"
 if grep -q "demo\." "$work/list.txt"; then echo "the demo plugin is installed as a product plugin"; exit 1; fi
-"$kforge" plugins describe hello.greet | grep -q "greeting"
-"$kforge" run "$example/pipeline.yaml" --out "$work/out" --log-level warn
+# Into a file, not a pipe: grep -q leaves at its first match, and kforge (stdout line-buffered)
+# would die of SIGPIPE writing the rest.
+kforge plugins describe hello.greet >"$work/describe.txt"
+grep -q "greeting" "$work/describe.txt"
+kforge run "$example/pipeline.yaml" --out "$work/out" --log-level warn
 test "$(wc -l < "$work/out/results.jsonl")" -eq 3
 grep -q '"status":"pass"' "$work/out/results.jsonl"
 grep -q 'hello.greet' "$work/out/results.jsonl"

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -209,6 +211,11 @@ std::string store_path(const std::string& out_dir) { return (fs::path(out_dir) /
 
 int main(int argc, char** argv) {
   kforge::cli::install_signal_handling();
+  // Whole lines on stdout as they are printed: with stdout and stderr in one file (`> log
+  // 2>&1`), a log line then falls between two lines of a table, never inside one (stdout
+  // to a file is otherwise written in blocks, some before and some after the log lines
+  // printed meanwhile).
+  std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
   CLI::App app{"kforge: run pipelines that generate, check, compile, run and time compute kernels"};
   app.set_version_flag("--version", std::string("kforge ") + KFORGE_VERSION);
   app.require_subcommand(1);

@@ -35,6 +35,8 @@ StageSpec judge(std::string id, std::string next, std::vector<std::string> fail,
   s.config.values["error"] = string_list(std::move(error));
   s.config.values["throw"] = string_list(std::move(throws));
   s.config.values["route"] = string_list(std::move(special));
+  s.config.values["fail_class"] = scalar(KF_PARAM_STRING, "demo_fail");
+  s.config.values["error_class"] = scalar(KF_PARAM_STRING, "demo_error");
   s.routes.push_back(route("special", kforge::testing::kEndTarget));
   return s;
 }
@@ -121,11 +123,38 @@ TEST_F(ExecutorTest, LinearPipelinePassesEveryJobInOrder) {
   }
 }
 
+// A fix round is for the candidate's own faults: an error verdict (or a fail whose class
+// blames the harness) never enters a fix stage, whatever the plan's routes say (here
+// hand-built: the loader would refuse the error route).
+TEST_F(ExecutorTest, ErrorVerdictsNeverEnterAFixStage) {
+  auto check = judge("check", kforge::testing::kEndTarget, {task_id(0)}, {task_id(1)});
+  set_route(check, "fail", "fix", 2);
+  set_route(check, "error", "fix", 2);
+  auto fix = stage("fix", "demo.mend", "check");
+  Collector c;
+  run(pipeline(2, {check, fix}), c);
+  ASSERT_EQ(c.finished.size(), 2u);
+  EXPECT_EQ(c.finished[0].stages, (std::vector<std::string>{"check", "fix", "check", "fix", "check"}));
+  EXPECT_EQ(c.finished[0].round, 2);
+  EXPECT_EQ(c.finished[1].stages, (std::vector<std::string>{"check"}));
+  EXPECT_EQ(c.finished[1].status, VerdictStatus::Error);
+  EXPECT_EQ(c.finished[1].round, 0);
+
+  // A fail whose class says the harness failed is an error verdict.
+  check.config.values["fail_class"] = scalar(KF_PARAM_STRING, KF_ERROR_HARNESS);
+  Collector blamed;
+  run(pipeline(1, {check, fix}), blamed);
+  ASSERT_EQ(blamed.finished.size(), 1u);
+  EXPECT_EQ(blamed.finished[0].stages, (std::vector<std::string>{"check"}));
+  EXPECT_EQ(blamed.finished[0].status, VerdictStatus::Error);
+  EXPECT_EQ(blamed.finished[0].error_class, KF_ERROR_HARNESS);
+}
+
 TEST_F(ExecutorTest, RoutesByVerdict) {
   auto check = judge("check", "after", {task_id(1)}, {task_id(2)}, {}, {task_id(3)});
   set_route(check, "fail", "on_fail");
   set_route(check, "special", "on_special");
-  // error is not routed explicitly: the loader would copy fail's target; here it ends.
+  // error is not routed explicitly: it ends the job (the loader's default too).
   Collector c;
   auto summary = run(pipeline(4, {check, stage("after", "demo.noop"), stage("on_fail", "demo.noop"),
                                   stage("on_special", "demo.noop")}),

@@ -259,7 +259,8 @@ TEST_F(PipelineTest, FillsEveryRouteWithItsDefault) {
   EXPECT_EQ(route(spec, prepare, "error").target, "end");
   EXPECT_EQ(route(spec, stage(spec, "generate"), "pass").target, "check");
 
-  // A bounded fail edge; error follows it, bound included; the named route defaults to end.
+  // A bounded fail edge; error ends the job (an error verdict judged no candidate, so it
+  // never follows fail into the fix loop); the named route defaults to end.
   const StagePlan& check = stage(spec, "check");
   EXPECT_EQ(route_names(check), (std::vector<std::string>{"pass", "fail", "error", "cached"}));
   EXPECT_EQ(route(spec, check, "pass").target, "end");
@@ -271,9 +272,8 @@ TEST_F(PipelineTest, FillsEveryRouteWithItsDefault) {
   EXPECT_EQ(fail.where.line, 25);
   EXPECT_EQ(fail.where.column, 7);
   const NamedRoute error = route(spec, check, "error");
-  EXPECT_EQ(error.target, "fix");
-  EXPECT_EQ(error.max_rounds, 2);
-  EXPECT_EQ(error.exhausted_target, "end");
+  EXPECT_EQ(error.target, "end");
+  EXPECT_EQ(error.max_rounds, 0);
   EXPECT_EQ(route(spec, check, "cached").target, "end");
 
   // The last stage's pass would end; this one loops back (bounded through check's fail).

@@ -37,6 +37,8 @@ kforge::testing::PipelineSpec pipeline() {
   judge.config.values["error"] = string_list({"task-0004"});
   judge.config.values["throw"] = string_list({});
   judge.config.values["route"] = string_list({});
+  judge.config.values["fail_class"] = scalar(KF_PARAM_STRING, "demo_fail");
+  judge.config.values["error_class"] = scalar(KF_PARAM_STRING, "demo_error");
   judge.routes.push_back(route("special", kEndTarget));
   StageSpec flaky = stage("flaky", "demo.flaky");
   flaky.config.values["failures"] = scalar(KF_PARAM_INT, "1");

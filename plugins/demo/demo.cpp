@@ -105,25 +105,47 @@ class Judge : public kforge::sdk::Stage {
       "Passes every job except those of the listed tasks: fails them, errors them, or throws.";
   static constexpr uint32_t kFlags = KF_STAGE_CACHEABLE;  // depends on the task id only
   static std::vector<Param> params() {
-    return {{"fail", KF_PARAM_STRING_LIST, "[]", false, "Task ids to fail (error class demo_fail)."},
-            {"error", KF_PARAM_STRING_LIST, "[]", false, "Task ids to give an error verdict."},
+    return {{"fail", KF_PARAM_STRING_LIST, "[]", false, "Task ids to fail (error class fail_class)."},
+            {"fail_class", KF_PARAM_STRING, "demo_fail", false, "The error class of a fail verdict."},
+            {"error", KF_PARAM_STRING_LIST, "[]", false, "Task ids to give an error verdict (class error_class)."},
+            {"error_class", KF_PARAM_STRING, "demo_error", false, "The error class of an error verdict."},
             {"throw", KF_PARAM_STRING_LIST, "[]", false, "Task ids on which the stage throws."},
             {"route", KF_PARAM_STRING_LIST, "[]", false, "Task ids sent on the named route 'special'."}};
   }
   static std::vector<std::string> routes() { return {"special"}; }
   explicit Judge(const Config& cfg)
-      : fail_(cfg.list("fail")), error_(cfg.list("error")), throw_(cfg.list("throw")), route_(cfg.list("route")) {}
+      : fail_(cfg.list("fail")),
+        error_(cfg.list("error")),
+        throw_(cfg.list("throw")),
+        route_(cfg.list("route")),
+        fail_class_(cfg.string("fail_class")),
+        error_class_(cfg.string("error_class")) {}
   void process(Job& job) override {
     const std::string id = job.get_or(KF_KEY_TASK_ID);
     if (listed(throw_, id)) throw std::runtime_error("demo.judge was told to throw on " + id);
-    if (listed(fail_, id)) return job.fail("demo_fail", "demo.judge fails " + id);
-    if (listed(error_, id)) return job.error("demo_error", "demo.judge errors on " + id);
+    if (listed(fail_, id)) return job.fail(fail_class_, "demo.judge fails " + id);
+    if (listed(error_, id)) return job.error(error_class_, "demo.judge errors on " + id);
     if (listed(route_, id)) return job.pass("special");
     job.pass();
   }
 
  private:
   std::vector<std::string> fail_, error_, throw_, route_;
+  std::string fail_class_, error_class_;
+};
+
+// A fix stage (role fix) that mends nothing: it passes, and counts its visits per job in
+// the attribute demo.fixes. What the runtime does around fix rounds, without an LLM.
+class Mend : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "demo.mend";
+  static constexpr kf_stage_role kRole = KF_ROLE_FIX;
+  static constexpr const char* kDoc = "A fix stage that changes nothing: passes, counting visits in demo.fixes.";
+  explicit Mend(const Config&) {}
+  void process(Job& job) override {
+    job.set_number("demo.fixes", job.number("demo.fixes").value_or(0) + 1);
+    job.pass();
+  }
 };
 
 // Fails the first `failures` visits of each job, then passes: a retry loop target.
@@ -217,4 +239,4 @@ class Sleep : public kforge::sdk::Stage {
 
 }  // namespace
 
-KFORGE_PLUGIN("demo", "1.0.0", Range, Noop, Judge, Flaky, Busy, Sleep, NeedsEnv)
+KFORGE_PLUGIN("demo", "1.0.0", Range, Noop, Judge, Mend, Flaky, Busy, Sleep, NeedsEnv)

@@ -114,9 +114,11 @@ typedef enum kf_log_level {
   KF_LOG_ERROR = 4
 } kf_log_level;
 
-/* Verdict of one stage for one job. FAIL is "the candidate is wrong" (a finding);
- * ERROR is "the stage could not judge" (infrastructure). Both route through `fail`
- * unless the pipeline routes `error` elsewhere. */
+/* Verdict of one stage for one job. FAIL is "the candidate is wrong" (a finding), routed
+ * through `fail`; ERROR is "the stage could not judge" (the harness, the machine or the
+ * task is at fault, not the candidate), routed through `error`, which ends the job unless
+ * the pipeline routes it elsewhere. An ERROR never goes into a fix stage (KF_ROLE_FIX): a
+ * fix round is for the candidate's own faults. */
 typedef enum kf_verdict_status {
   KF_VERDICT_PASS = 0,
   KF_VERDICT_FAIL = 1,
@@ -283,6 +285,12 @@ typedef struct kf_host_api {
  * API), or a stage call overran the stage's timeout. */
 #define KF_ERROR_PLUGIN "plugin_error"
 #define KF_ERROR_STAGE_TIMEOUT "stage_timeout"
+/* Since 0.2. Whose fault a verdict that judged no candidate is: such a verdict has status
+ * KF_VERDICT_ERROR (the host reads a FAIL with one of these classes as an ERROR), never
+ * takes a route into a fix stage, and reports count it apart from the candidates' failures. */
+#define KF_ERROR_HARNESS "harness_error" /* the judging machinery failed (a server died, a protocol error) */
+#define KF_ERROR_HOST "host_error"       /* the machine lacks what the job needs (a toolchain, a device, room) */
+#define KF_ERROR_TASK "task_error"       /* the task is broken (its reference fails as its own candidate) */
 
 /* ---- what a plugin offers the host ------------------------------------------------ */
 

@@ -60,6 +60,10 @@ struct RouteRule {
   int edge = -1;  // index into Job::edge_uses, -1 when unbounded
   int max_rounds = 0;
   size_t exhausted_port = 0;
+  // The target (or, once the rounds are used up, the exhausted target) is a fix stage,
+  // which an error verdict never enters (a named route may lead there with any status).
+  bool into_fix = false;
+  bool exhausted_into_fix = false;
 };
 
 // Threads of one waiting stage: `concurrency` of them, so that up to that many jobs wait
@@ -323,9 +327,14 @@ struct Executor::Impl {
       s.end_port = s.port_for(kEnd);
       s.cache_prefix = field(stage.kind->name) + field(stage.kind->version);
       for (const auto& [name, value] : stage.config.values) s.cache_prefix += field(name) + field(value.json);
+      auto is_fix = [&](int target) {
+        return target != kEnd && plan.stages.at(static_cast<size_t>(target)).kind->role == KF_ROLE_FIX;
+      };
       for (const RoutePlan& route : stage.routes) {
         RouteRule rule;
         rule.port = s.port_for(route.target);
+        rule.into_fix = is_fix(route.target);
+        rule.exhausted_into_fix = route.max_rounds > 0 && is_fix(route.exhausted_target);
         if (route.max_rounds > 0) {
           // Bounded edges into the same stage share one count per job: "at most 2 fix
           // rounds" holds whichever stage's failure sends the job to the fix stage.
@@ -511,6 +520,9 @@ struct Executor::Impl {
       v.route.clear();
       v.error_class = KF_ERROR_STAGE_TIMEOUT;
       v.message = fmt::format("stage took {:.3f} s, over its timeout of {:.3f} s", v.seconds, timeout);
+    } else if (v.status == VerdictStatus::Fail && blames_no_candidate(v.error_class)) {
+      // The class says whose fault it is (abi.h): not the candidate's, so not a finding.
+      v.status = VerdictStatus::Error;
     }
     if (key && v.status != VerdictStatus::Error) {
       // Errors are trouble of the moment (a dead server, a timeout), not facts about the code.
@@ -545,9 +557,13 @@ struct Executor::Impl {
           break;
       }
     }
-    if (rule->edge < 0) return rule->port;
+    // A fix round is for the candidate's own faults: a verdict that judged no candidate
+    // ends the job whatever the route says (the loader refuses such an `error` route).
+    const bool judged_nothing = v->status == VerdictStatus::Error;
+    if (rule->edge < 0) return judged_nothing && rule->into_fix ? s.end_port : rule->port;
     int& uses = job.edge_uses[static_cast<size_t>(rule->edge)];
-    if (uses >= rule->max_rounds) return rule->exhausted_port;
+    if (uses >= rule->max_rounds) return judged_nothing && rule->exhausted_into_fix ? s.end_port : rule->exhausted_port;
+    if (judged_nothing && rule->into_fix) return s.end_port;
     ++uses;
     ++job.round;
     return rule->port;

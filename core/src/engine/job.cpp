@@ -19,6 +19,13 @@ const char* to_string(VerdictStatus status) {
   return "error";
 }
 
+bool blames_no_candidate(const std::string& error_class) {
+  for (const char* known : {KF_ERROR_HARNESS, KF_ERROR_HOST, KF_ERROR_TASK, KF_ERROR_PLUGIN, KF_ERROR_STAGE_TIMEOUT}) {
+    if (error_class == known) return true;
+  }
+  return false;
+}
+
 const char* to_string(kf_stage_role role) {
   switch (role) {
     case KF_ROLE_GENERATE:

@@ -156,6 +156,7 @@ struct MetricsFold::State {
   bool kernelbenchx = false;
   std::map<std::string, ModelMetrics> models;
   std::map<std::string, ErrorShare> errors;
+  std::map<std::string, ErrorShare> not_judged;  // errors: no verdict on the candidate
   std::map<std::string, SelectionRow> selection;
   uint64_t with_model = 0;
   std::map<std::string, GroupTally> by_complexity;
@@ -197,9 +198,11 @@ TaskResult MetricsFold::add(const TaskInfo& task, const std::vector<JobOutcome>&
     first_pass = first_pass || (job.passed() && job.round == 0);
     if (!job.passed()) {
       const std::string cls = job.error_class.empty() ? "(unclassified)" : job.error_class;
-      ++m.failed_candidates;
-      st.errors[cls].error_class = cls;
-      ++st.errors[cls].count;
+      const bool judged = job.status != VerdictStatus::Error;
+      ++(judged ? m.failed_candidates : m.not_judged_candidates);
+      ErrorShare& e = (judged ? st.errors : st.not_judged)[cls];
+      e.error_class = cls;
+      ++e.count;
     }
 
     const std::string model = or_none(job.model);
@@ -319,13 +322,18 @@ Metrics MetricsFold::finish() {
     return a.solved.rate() > b.solved.rate();
   });
 
-  // Errors, most frequent first.
-  for (auto& [cls, e] : st.errors) {
-    e.share = static_cast<double>(e.count) / static_cast<double>(m.failed_candidates);
-    m.errors.push_back(e);
-  }
-  std::stable_sort(m.errors.begin(), m.errors.end(),
-                   [](const ErrorShare& a, const ErrorShare& b) { return a.count > b.count; });
+  // Error classes, most frequent first: of the failed candidates, and of those not judged.
+  auto shares = [](const std::map<std::string, ErrorShare>& by_class, uint64_t total) {
+    std::vector<ErrorShare> list;
+    for (const auto& [cls, e] : by_class) {
+      list.push_back(e);
+      list.back().share = static_cast<double>(e.count) / static_cast<double>(total);
+    }
+    std::stable_sort(list.begin(), list.end(), [](const ErrorShare& a, const ErrorShare& b) { return a.count > b.count; });
+    return list;
+  };
+  m.errors = shares(st.errors, m.failed_candidates);
+  m.not_judged = shares(st.not_judged, m.not_judged_candidates);
 
   // Rounds; compile rates only where some verdict could tell.
   for (size_t r = 0; r < st.rounds.size(); ++r) {

@@ -83,7 +83,7 @@ struct CategoryRates {
 struct ErrorShare {
   std::string error_class;  // "(unclassified)" when the verdict had none
   uint64_t count = 0;
-  double share = 0;  // of all failed candidates
+  double share = 0;  // of the candidates in its list (failed, or not judged)
 };
 
 // KernelBenchX's refinement curve: every candidate's state after round r.
@@ -151,8 +151,13 @@ struct Metrics {
   std::vector<GroupMetrics> by_category;
   // Only for task sets of format kernelbenchx (a task.format value), else empty.
   std::vector<CategoryRates> category_rates;
+  // Candidates judged wrong (final status fail), by final error class.
   std::vector<ErrorShare> errors;
   uint64_t failed_candidates = 0;
+  // Candidates not judged (final status error: the harness's, the machine's or the task's
+  // fault, never the candidate's), by final error class. They count as not passed.
+  std::vector<ErrorShare> not_judged;
+  uint64_t not_judged_candidates = 0;
   std::vector<RoundMetrics> rounds;
   std::vector<FastP> fast_p;
   std::optional<double> geomean_speedup;  // over correct tasks with a speedup

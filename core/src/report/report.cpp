@@ -52,6 +52,10 @@ Table summary_table(const Metrics& m) {
   row("First pass", std::to_string(m.first_pass));
   row("Passed after fixing", std::to_string(m.solved_by_fix));
   row("Fix rounds", std::to_string(m.fix_rounds));
+  if (m.not_judged_candidates > 0) {
+    row("Not judged", fmt::format("{} candidates (the harness's, the machine's or the task's fault)",
+                                  m.not_judged_candidates));
+  }
   row("Compile rate", m.compile_known ? format_share(m.compiled) : "-");
   row("Geometric mean speedup", m.geomean_speedup ? fmt::format("{} over {} tasks", format_speedup(m.geomean_speedup), m.speedup_tasks) : "-");
   row("Evaluation time", format_seconds(m.eval_seconds));
@@ -118,6 +122,18 @@ Table errors_table(const Metrics& m) {
   Table t{"Error classes", fmt::format("final error class of the {} failed candidates", m.failed_candidates),
           {"Error class", "Candidates", "Share"}, {}};
   for (const ErrorShare& e : m.errors) t.rows.push_back({e.error_class, std::to_string(e.count), format_percent(e.share)});
+  return t;
+}
+
+Table not_judged_table(const Metrics& m) {
+  Table t{"Not judged",
+          fmt::format("the {} candidates whose stage could not judge them: the harness's, the machine's or the task's "
+                      "fault, not the candidate's (no fix round was spent on them); they count as not passed",
+                      m.not_judged_candidates),
+          {"Error class", "Candidates", "Share"}, {}};
+  for (const ErrorShare& e : m.not_judged) {
+    t.rows.push_back({e.error_class, std::to_string(e.count), format_percent(e.share)});
+  }
   return t;
 }
 
@@ -399,6 +415,7 @@ std::vector<Table> report_tables(const Metrics& m) {
   if (has_named(m.by_category)) tables.push_back(group_table("Categories", "Category", m.by_category, m.compile_known));
   if (!m.category_rates.empty()) tables.push_back(category_rates_table(m));
   if (!m.errors.empty()) tables.push_back(errors_table(m));
+  if (!m.not_judged.empty()) tables.push_back(not_judged_table(m));
   if (!m.rounds.empty()) tables.push_back(rounds_table(m));
   tables.push_back(fast_p_table(m));
   if (!m.pass_at_k.empty()) tables.push_back(pass_at_k_table(m));
@@ -472,7 +489,9 @@ std::string render_markdown_tables(const std::vector<Table>& tables) {
 void JsonWriter::begin() {
   const Metrics& m = report_.metrics;
   json out;
-  out["kforge_report"] = 4;  // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing", 4 the summary's infrastructure retries
+  // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing", 4 the summary's
+  // infrastructure retries and "not_judged"
+  out["kforge_report"] = 4;
   out["strategy"] = m.label;
   auto& runs = out["runs"] = json::array();
   for (const RunRecord& r : report_.runs) {
@@ -505,7 +524,8 @@ void JsonWriter::begin() {
                     {"attempts", m.attempts},
                     {"cache_hits", m.cache_hits},
                     {KF_METRIC_INFRA_RETRIES, m.infra_retries},
-                    {"failed_candidates", m.failed_candidates}};
+                    {"failed_candidates", m.failed_candidates},
+                    {"not_judged_candidates", m.not_judged_candidates}};
   auto& models = out["models"] = json::array();
   for (const ModelMetrics& mm : m.models) {
     json by_class = json::object();
@@ -523,6 +543,10 @@ void JsonWriter::begin() {
   }
   auto& errors = out["errors"] = json::array();
   for (const ErrorShare& e : m.errors) errors.push_back({{"error_class", e.error_class}, {"count", e.count}, {"share", e.share}});
+  auto& not_judged = out["not_judged"] = json::array();
+  for (const ErrorShare& e : m.not_judged) {
+    not_judged.push_back({{"error_class", e.error_class}, {"count", e.count}, {"share", e.share}});
+  }
   auto& rounds = out["rounds"] = json::array();
   for (const RoundMetrics& r : m.rounds) {
     rounds.push_back({{"round", r.round}, {"reached", r.reached}, {"compiled", share_json(r.compiled)},

@@ -9,6 +9,7 @@
 #include "native_compile.hpp"
 #include "python_env.hpp"
 #include "rules_file.hpp"
+#include "sandbox_policy.hpp"
 #include "tasks.hpp"
 #include "toolchain.hpp"
 
@@ -20,6 +21,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <sstream>
 
@@ -41,6 +44,15 @@ std::vector<Param> interpreter_params() {
           {"harness_dir", KF_PARAM_STRING, "", false,
            "Directory holding the kforge_harness package; empty: $KFORGE_HARNESS_DIR, the source tree, "
            "then the install location."}};
+}
+
+// The stages that run candidate code, or a compiler on it, in the harness's sandbox.
+Param sandbox_param() {
+  return Param{"sandbox", KF_PARAM_STRING, "auto", false,
+               "What the candidate sandbox must give on this machine: full (refuse to run where it lacks a "
+               "protection, e.g. user namespaces in a container or a chroot), partial (run in what the machine "
+               "gives, recorded with every verdict and in the report), auto ($KFORGE_SANDBOX, else full)."}
+      .one_of({"auto", "full", "partial"});
 }
 
 std::vector<Param> server_params(const char* default_device) {
@@ -215,6 +227,21 @@ void read_launcher(const Config& cfg, eval::HarnessSettings& settings) {
   settings.slurm = std::move(slurm);
 }
 
+// A stage's run-start check: every check runs, and all that fail are reported together,
+// so one `kforge run` says everything the machine lacks (a compiler and the harness's
+// interpreter), not one thing per attempt.
+void run_start_checks(std::initializer_list<std::function<void()>> checks) {
+  std::string problems;
+  for (const auto& check : checks) {
+    try {
+      check();
+    } catch (const std::exception& e) {
+      problems += (problems.empty() ? "" : "; and ") + std::string(e.what());
+    }
+  }
+  if (!problems.empty()) throw std::runtime_error(problems);
+}
+
 eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices, bool with_admission = false) {
   eval::HarnessSettings settings;
   settings.python = program_param(cfg, "python");
@@ -234,6 +261,13 @@ eval::HarnessSettings harness_settings(const Config& cfg, bool with_devices, boo
     settings.reference_store_mb = cfg.number("reference_store_mb");
   }
   return settings;
+}
+
+// The run-start check of a stage that runs candidates through the harness: its interpreter
+// and the candidate sandbox.
+void check_sandboxed_stage(const eval::HarnessSettings& settings, const eval::SandboxGate& sandbox, const char* kind) {
+  check_harness_environment(settings);
+  sandbox.preflight(kind);
 }
 
 eval::ChildLimits child_limits(const Config& cfg) {
@@ -488,30 +522,40 @@ class CompileCpp : public kforge::sdk::Stage {
                    {"cache_dir", KF_PARAM_STRING, "", false,
                     "Artifact cache; empty: $XDG_CACHE_HOME/kforge/cpp or ~/.cache/kforge/cpp."},
                    Param{"timeout_s", KF_PARAM_DURATION, "120", false, "Compile time limit; the compiler is killed after it."}
-                       .above(0)},
+                       .above(0),
+                   sandbox_param()},
                   interpreter_params());
   }
   explicit CompileCpp(const Config& cfg)
       : compiler_(program_param(cfg, "compiler")),
         python_(program_param(cfg, "python")),
         harness_dir_(cfg.path("harness_dir")),
+        sandbox_(cfg.string("sandbox"), python_, harness_dir_),
         stage_({compiler_, cfg.string("flags"), cfg.path("cache_dir"), cfg.number("timeout_s"), {}, python_,
                 harness_dir_},
                extraction_pool(cfg)) {}
   void preflight() const {
-    eval::locate_compiler(compiler_);
-    check_harness_environment(harness_settings_of(python_, harness_dir_));
+    run_start_checks({[&] { eval::locate_compiler(compiler_); },
+                      [&] {
+                        check_harness_environment(harness_settings_of(python_, harness_dir_));
+                        sandbox_.preflight(kName);
+                      }});
   }
   void process(Job& job) override {
-    eval::StageResult result = stage_.process(read_job(job));
-    eval::blame_missing_toolchain(result, python_, "");
-    write_result(job, result);
+    const eval::EvalJob data = read_job(job);
+    write_result(job, sandbox_.guard(data, [&] {
+      eval::StageResult result = stage_.process(data);
+      eval::blame_missing_toolchain(result, python_, "");
+      return result;
+    }));
   }
+  std::string cache_key(const Job&) const { return sandbox_.cache_key(); }
 
  private:
   std::string compiler_;
   std::string python_;
   std::string harness_dir_;
+  eval::SandboxGate sandbox_;
   eval::CppCompileStage stage_;
 };
 
@@ -526,19 +570,26 @@ class CompileTriton : public kforge::sdk::Stage {
       "ModelNew and runs forward once on the task's inputs so every kernel compiles.";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
-    return concat(concat(server_params("cuda:0"), limit_params("120")), admission_params());
+    return concat(concat(concat(server_params("cuda:0"), limit_params("120")), admission_params()),
+                  {sandbox_param()});
   }
   explicit CompileTriton(const Config& cfg)
       : settings_(harness_settings(cfg, true, true)),
         pool_(std::make_shared<eval::HarnessPool>(settings_)),
+        sandbox_(cfg.string("sandbox"), settings_.python, settings_.harness_dir),
         stage_(pool_, child_limits(cfg)) {}
-  void preflight() const { check_harness_environment(settings_); }
+  void preflight() const { check_sandboxed_stage(settings_, sandbox_, kName); }
   void warm_up() { pool_->start(); }
-  void process(Job& job) override { write_result(job, stage_.process(read_job(job))); }
+  void process(Job& job) override {
+    const eval::EvalJob data = read_job(job);
+    write_result(job, sandbox_.guard(data, [&] { return stage_.process(data); }));
+  }
+  std::string cache_key(const Job&) const { return sandbox_.cache_key(); }
 
  private:
   eval::HarnessSettings settings_;
   std::shared_ptr<eval::HarnessPool> pool_;
+  eval::SandboxGate sandbox_;
   eval::TritonCompileStage stage_;
 };
 
@@ -564,30 +615,40 @@ class CompileCuda : public kforge::sdk::Stage {
                    {"cache_dir", KF_PARAM_STRING, "", false,
                     "Object cache; empty: $XDG_CACHE_HOME/kforge/cuda or ~/.cache/kforge/cuda."},
                    Param{"timeout_s", KF_PARAM_DURATION, "300", false, "Compile time limit; nvcc is killed after it."}
-                       .above(0)},
+                       .above(0),
+                   sandbox_param()},
                   interpreter_params());
   }
   explicit CompileCuda(const Config& cfg)
       : python_(program_param(cfg, "python")),
         nvcc_(program_param(cfg, "nvcc")),
         harness_dir_(cfg.path("harness_dir")),
+        sandbox_(cfg.string("sandbox"), python_, harness_dir_),
         stage_({nvcc_, cfg.string("flags"), cfg.string("prelude"), python_, cfg.path("cache_dir"),
                 cfg.number("timeout_s"), {}, harness_dir_},
                extraction_pool(cfg)) {}
   void preflight() const {
-    eval::locate_nvcc(nvcc_);
-    check_harness_environment(harness_settings_of(python_, harness_dir_));
+    run_start_checks({[&] { eval::locate_nvcc(nvcc_); },
+                      [&] {
+                        check_harness_environment(harness_settings_of(python_, harness_dir_));
+                        sandbox_.preflight(kName);
+                      }});
   }
   void process(Job& job) override {
-    eval::StageResult result = stage_.process(read_job(job));
-    eval::blame_missing_toolchain(result, python_, nvcc_);
-    write_result(job, result);
+    const eval::EvalJob data = read_job(job);
+    write_result(job, sandbox_.guard(data, [&] {
+      eval::StageResult result = stage_.process(data);
+      eval::blame_missing_toolchain(result, python_, nvcc_);
+      return result;
+    }));
   }
+  std::string cache_key(const Job&) const { return sandbox_.cache_key(); }
 
  private:
   std::string python_;
   std::string nvcc_;
   std::string harness_dir_;
+  eval::SandboxGate sandbox_;
   eval::CudaCompileStage stage_;
 };
 
@@ -660,29 +721,33 @@ class Run : public kforge::sdk::Stage {
               "(metric reference_age_s: how old the one used was)."}
             .at_least(0),
         {"inputs_on_device", KF_PARAM_BOOL, "true", false,
-         "Make inputs on the device (get_inputs() with the device as torch's default); false: on the host."}};
+         "Make inputs on the device (get_inputs() with the device as torch's default); false: on the host."},
+        sandbox_param()};
     params.insert(params.end(), own.begin(), own.end());
     return params;
   }
   explicit Run(const Config& cfg)
       : settings_(harness_settings(cfg, true, true)),
         pool_(std::make_shared<eval::HarnessPool>(settings_)),
+        sandbox_(cfg.string("sandbox"), settings_.python, settings_.harness_dir),
         stage_(pool_, run_options(cfg)),
         timing_(cfg.boolean("timing")) {}
-  void preflight() const { check_harness_environment(settings_); }
+  void preflight() const { check_sandboxed_stage(settings_, sandbox_, kName); }
   void warm_up() { pool_->start(); }
   void process(Job& job) override {
-    write_result(job, stage_.process(read_job(job)));
+    const eval::EvalJob data = read_job(job);
+    write_result(job, sandbox_.guard(data, [&] { return stage_.process(data); }));
     // Timings belong to this run's machine and moment: never replayed unless asked.
     if (timing_) job.mark_measured();
   }
   // A verdict holds for the harness, torch, Triton and device that gave it: a cached one
   // from another machine or toolchain is not reused.
-  std::string cache_key(const Job&) const { return stage_.judge_identity(); }
+  std::string cache_key(const Job&) const { return stage_.judge_identity() + sandbox_.cache_key(); }
 
  private:
   eval::HarnessSettings settings_;
   std::shared_ptr<eval::HarnessPool> pool_;
+  eval::SandboxGate sandbox_;
   eval::RunStage stage_;
   bool timing_;
 };

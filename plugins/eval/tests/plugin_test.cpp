@@ -1,5 +1,6 @@
 // The built plugin, driven through its C ABI by the SDK's test kit (kforge/testing.hpp):
 // the real host and parameter loader, as a pipeline run drives it.
+#include "process.hpp"
 #include "test_env.hpp"
 
 #include <gtest/gtest.h>
@@ -277,8 +278,19 @@ TEST(Plugin, PreflightLooksForTheProgramsTheRunNeeds) {
               std::string::npos)
         << kind << ": " << harness.preflight();
   }
-  if (std::system("command -v g++ >/dev/null 2>&1") != 0) GTEST_SKIP() << "no g++ on PATH for the passing case";
-  StageUnderTest ready("eval.compile.cpp", interpreter);
+  // The ready cases are about programs: they accept what sandbox this machine gives
+  // (sandbox_policy_test.cpp is about the sandbox).
+  const json ready_params = with(interpreter, {{"sandbox", "partial"}});
+  StageUnderTest cuda("eval.compile.cuda", ready_params);
+  ASSERT_EQ(cuda.create_error(), "");
+  if (find_program("nvcc") || find_program("/usr/local/cuda/bin/nvcc")) {
+    EXPECT_EQ(cuda.preflight(), "");
+  } else {  // a machine without the CUDA toolkit (CI's fresh Debian): named, and nothing else is wrong
+    EXPECT_EQ(cuda.preflight(), "nvcc not found: looked for nvcc on PATH and /usr/local/cuda/bin/nvcc; install the "
+                                "CUDA toolkit or set the stage parameter nvcc");
+  }
+  if (!find_program("g++")) GTEST_SKIP() << "no g++ on PATH for the passing case";
+  StageUnderTest ready("eval.compile.cpp", ready_params);
   EXPECT_EQ(ready.preflight(), "");
 }
 

@@ -68,6 +68,10 @@ std::string comma_list(const std::vector<std::string>& names);
 // "'a'", "'a' or 'b'", "'a', 'b' or 'c'"
 std::string alternatives(const std::vector<std::string>& names);
 bool contains(const std::vector<std::string>& names, std::string_view name);
+// "unknown stage kind 'x'; did you mean 'y'? ...": a typo, or a kind whose plugin is not
+// loaded; `what` is "stage kind" or "task source kind", `near` the close names, `known` all.
+std::string unknown_kind(const std::string& what, const std::string& name, const std::vector<std::string>& near,
+                         const std::vector<std::string>& known);
 bool is_variable_name(std::string_view s);
 bool is_stage_id(std::string_view s);
 

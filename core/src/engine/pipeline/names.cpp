@@ -36,6 +36,21 @@ std::string alternatives(const std::vector<std::string>& names) {
   return out;
 }
 
+std::string unknown_kind(const std::string& what, const std::string& name, const std::vector<std::string>& near,
+                         const std::vector<std::string>& known) {
+  std::string text = "unknown " + what + " '" + name + "'";
+  if (!near.empty()) {
+    text += "; did you mean " + alternatives(near) + "?";
+  } else if (known.empty()) {
+    text += "; none is registered";
+  } else {
+    text += " (known: " + comma_list(known) + ")";
+  }
+  // The kind may be right and its plugin not loaded: say where plugins are looked for.
+  return text + ". A kind of a plugin that is not loaded: put the plugin's directory on KFORGE_PLUGIN_PATH or pass "
+                "--plugin-dir DIR (`kforge plugins list` shows the kinds loaded and their files)";
+}
+
 bool contains(const std::vector<std::string>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }

@@ -104,13 +104,6 @@ void Loader::read_routes(StageDraft& draft, size_t index) {
       }
     } else if (name == "pass") {
       route.target = index + 1 < stages_.size() ? stages_[index + 1].spec.id : kEndTarget;
-    } else if (name == "error") {
-      // Unrouted errors follow the fail route, bound included.
-      const RouteSpec& fail = draft.spec.routes[1];
-      route = fail;
-      route.on = name;
-      target_where = draft.target_where[1];
-      then_where = draft.then_where[1];
     } else {
       route.target = kEndTarget;
     }
@@ -124,6 +117,31 @@ void Loader::read_routes(StageDraft& draft, size_t index) {
 void Loader::check_graph() {
   std::map<std::string, size_t> index_of;
   for (size_t i = 0; i < stages_.size(); ++i) index_of[stages_[i].spec.id] = i;
+
+  // An error verdict judged no candidate (the harness, the machine or the task failed): a
+  // fix round cannot repair that, and the executor never sends one into a fix stage. Say
+  // so where the pipeline asks for it, rather than ignore the route.
+  auto is_fix = [&](const std::string& target) {
+    if (target == kEndTarget) return false;
+    const StageKind* kind = stages_[index_of.at(target)].kind;
+    return kind != nullptr && kind->role == KF_ROLE_FIX;
+  };
+  for (const StageDraft& d : stages_) {
+    for (size_t r = 0; r < d.spec.routes.size(); ++r) {
+      const RouteSpec& route = d.spec.routes[r];
+      if (route.on != "error" || !d.written[r]) continue;
+      const bool into_fix = is_fix(route.target);
+      if (into_fix || (route.max_rounds > 0 && is_fix(route.exhausted_target))) {
+        const std::string& fix = into_fix ? route.target : route.exhausted_target;
+        error(into_fix ? d.target_where[r] : d.then_where[r],
+              fmt::format("route 'error' of stage '{}' leads into the fix stage '{}': an error verdict says the stage "
+                          "could not judge the candidate (the harness, the machine or the task failed), which no fix "
+                          "can repair, so such a job ends there; route error to end (the default) or to a stage "
+                          "that is not a fix stage",
+                          d.spec.id, fix));
+      }
+    }
+  }
 
   struct Edge {
     size_t to;

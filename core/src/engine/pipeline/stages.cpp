@@ -169,12 +169,7 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, Plan& plan) 
     std::vector<std::string> known;
     for (const SourceKind& s : registry_.sources()) known.push_back(s.name);
     auto near = registry_.closest(*name, true);
-    error_at(file, uses->value,
-             fmt::format("unknown task source kind '{}'{}", *name,
-                         !near.empty()   ? fmt::format("; did you mean {}?", alternatives(near))
-                         : known.empty() ? std::string("; no source kinds are registered (are the "
-                                                       "plugins on KFORGE_PLUGIN_PATH?)")
-                                         : fmt::format(" (known: {})", comma_list(known))));
+    error_at(file, uses->value, unknown_kind("task source kind", *name, near, known));
     for (ParamOverride& o : param_overrides_) o.used = o.used || o.owner == "tasks";
     return;
   }
@@ -250,13 +245,7 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
         std::vector<std::string> known;
         for (const StageKind& s : registry_.stages()) known.push_back(s.name);
         auto near = registry_.closest(*name, false);
-        error_at(file, uses->value,
-                 fmt::format("unknown stage kind '{}'{}", *name,
-                             !near.empty() ? fmt::format("; did you mean {}?", alternatives(near))
-                             : known.empty()
-                                 ? std::string("; no stage kinds are registered (are the plugins "
-                                               "on KFORGE_PLUGIN_PATH?)")
-                                 : fmt::format(" (known: {})", comma_list(known))));
+        error_at(file, uses->value, unknown_kind("stage kind", *name, near, known));
       }
     }
   } else {

@@ -729,14 +729,53 @@ def _parse_pairs(pairs, what):
     return parsed
 
 
+def _in_chroot():
+    """Whether this process runs in a chroot: its root is not that of PID 1 in the same
+    mount namespace. A chroot forbids user namespaces (the kernel refuses them to a
+    chrooted process). None when it cannot be told (another mount namespace, no /proc)."""
+    try:
+        if os.stat("/proc/self/ns/mnt").st_ino != os.stat("/proc/1/ns/mnt").st_ino:
+            return None
+        ours, init = os.stat("/"), os.stat("/proc/1/root/")
+    except OSError:
+        return None
+    return (ours.st_dev, ours.st_ino) != (init.st_dev, init.st_ino)
+
+
+def _probe_command(device, as_json):
+    """`probe`: what a sandbox gets on this host (probe()), and whether this process is in
+    a chroot. Exits 0 with the Report, or 125 with "error" when no sandbox could be entered
+    at all. kforge's evaluation stages ask this once per run, before the first job."""
+    answer = {"chroot": _in_chroot()}
+    try:
+        answer.update(dataclasses.asdict(probe(device)))
+    except (OSError, SandboxError) as exc:
+        answer["error"] = _describe(exc)
+    if as_json:
+        sys.stdout.write(json.dumps(answer, sort_keys=True) + "\n")
+    elif "error" in answer:
+        sys.stdout.write(f"no sandbox can be entered on this host: {answer['error']}\n")
+    elif not answer["missing"]:
+        sys.stdout.write("the sandbox is complete on this host\n")
+    else:
+        for name in answer["missing"]:
+            sys.stdout.write(f"missing {name}: {PROTECTIONS[name]} ({answer['reasons'][name]})\n")
+    sys.stdout.flush()
+    return 125 if "error" in answer else 0
+
+
 def main(argv=None):
     """Runs a command in a sandbox: `run --workdir DIR [--ro PATH]... [--env NAME=VALUE]...
     [--limit NAME=VALUE]... -- PROGRAM ARGS...`. The first line on stdout is
     `kforge-sandbox: {report as JSON}`, written before PROGRAM starts; the exit status is
-    PROGRAM's (its signal re-raised), 125 when the sandbox itself failed."""
+    PROGRAM's (its signal re-raised), 125 when the sandbox itself failed.
+    `probe [--device D] [--json]`: what a sandbox gets on this host (_probe_command)."""
     import argparse
     parser = argparse.ArgumentParser(prog="python -m kforge_harness.sandbox")
     commands = parser.add_subparsers(dest="command", required=True)
+    probe_parser = commands.add_parser("probe", help="what a sandbox gets on this host")
+    probe_parser.add_argument("--device", default="cpu")
+    probe_parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     run = commands.add_parser("run", help="run a command in a sandbox")
     run.add_argument("--workdir", required=True)
     run.add_argument("--device", default="cpu")
@@ -746,6 +785,8 @@ def main(argv=None):
     run.add_argument("--limit", action="append", default=[], help="NAME=VALUE (DEFAULT_LIMITS)")
     run.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.command == "probe":
+        sys.exit(_probe_command(args.device, args.json))
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
         parser.error("no program to run")
