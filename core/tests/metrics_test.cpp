@@ -217,14 +217,18 @@ TEST(Metrics, ComplexityAndCategoryWithCompileRate) {
 
 TEST(Metrics, ErrorSharesOfFailedCandidates) {
   const Metrics m = kforge::compute_metrics(example());
-  EXPECT_EQ(m.failed_candidates, 4u);  // jobs 2, 4, 5, 6
-  ASSERT_EQ(m.errors.size(), 3u);
+  // Jobs 2, 4 and 6 failed as candidates; job 5's LLM gave no candidate (an error: not
+  // judged), counted apart.
+  EXPECT_EQ(m.failed_candidates, 3u);
+  ASSERT_EQ(m.errors.size(), 2u);
   EXPECT_EQ(m.errors[0].error_class, "compile_error");
   EXPECT_EQ(m.errors[0].count, 2u);
-  EXPECT_DOUBLE_EQ(m.errors[0].share, 0.5);
-  EXPECT_EQ(m.errors[1].error_class, "llm_error");
-  EXPECT_DOUBLE_EQ(m.errors[1].share, 0.25);
-  EXPECT_EQ(m.errors[2].error_class, "numerical_mismatch");
+  EXPECT_DOUBLE_EQ(m.errors[0].share, 2.0 / 3.0);
+  EXPECT_EQ(m.errors[1].error_class, "numerical_mismatch");
+  EXPECT_EQ(m.not_judged_candidates, 1u);
+  ASSERT_EQ(m.not_judged.size(), 1u);
+  EXPECT_EQ(m.not_judged[0].error_class, "llm_error");
+  EXPECT_DOUBLE_EQ(m.not_judged[0].share, 1.0);
 }
 
 TEST(Metrics, PerRoundCurves) {

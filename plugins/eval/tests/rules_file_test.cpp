@@ -128,7 +128,8 @@ TEST(RulesFile, TheHarnessAndTheCheckAgreeOnEveryFileAndName) {
 import json, sys
 request = json.load(sys.stdin)
 sys.path.insert(0, request["harness"])
-from kforge_harness import checker, protocol
+from kforge_harness import protocol
+from kforge_harness.l1 import checker
 print(json.dumps({"fields": list(checker.Rule.FIELDS), "kinds": sorted(checker.MATCHERS),
                   "regex_kinds": list(checker.REGEX_KINDS), "scopes": list(checker.SCOPES),
                   "severities": list(checker.SEVERITIES), "languages": list(protocol.LANGUAGES)}))
