@@ -121,6 +121,29 @@ class ChunkedComparisonTest(unittest.TestCase):
             self.assertAlmostEqual(whole.max_abs_diff, chunked.max_abs_diff, places=12)
             self.assertAlmostEqual(whole.mean_abs_diff, chunked.mean_abs_diff, places=12)
 
+    def test_deferred_chunks_give_the_statistics_of_one_chunk_at_a_time(self):
+        """measure()/fold() (no wait per chunk) against add(): bit for bit, real and
+        complex, with a reference whose spread and tolerances all come into play."""
+        torch.manual_seed(1)
+        whole = compare.WholeOutput(ALLCLOSE, torch.float32)
+        for ref in (torch.randn(1000) * 3 + 1000, torch.randn(999, dtype=torch.complex64)):
+            cand = ref + torch.randn(ref.shape, dtype=ref.dtype) * float(ref.abs().mean()) * 1.5e-3
+            deferred = compare._Stats(1e-3, 1e-3, whole)
+            self.assertTrue(compare._accumulate(deferred, TensorLeaf(ref), TensorLeaf(cand), 64, 0, ref.numel()))
+            each = compare._Stats(1e-3, 1e-3, whole)
+            compare._accumulate_each(each, TensorLeaf(ref), TensorLeaf(cand), 64, 0, ref.numel())
+            fields = ("max_diff", "finite_sum", "finite_count", "within", "over_coarse", "diff_squares",
+                      "ref_squares", "max_rel", "rel_sum")
+            self.assertEqual([getattr(deferred, f) for f in fields], [getattr(each, f) for f in fields])
+            self.assertEqual(vars(deferred.spread), vars(each.spread))
+            self.assertGreater(each.within, 0)
+            self.assertGreater(each.finite_count - each.within, 0)
+        ref = torch.randn(100)
+        ref[70] = math.inf
+        self.assertFalse(compare._accumulate(compare._Stats(1e-3, 1e-3, whole), TensorLeaf(ref),
+                                             TensorLeaf(ref.clone()), 64, 0, 100),
+                         "a value that is not finite is left to add()")
+
     def test_nan_and_infinity_in_a_later_chunk(self):
         ref = torch.zeros(40)
         ref[33] = math.inf

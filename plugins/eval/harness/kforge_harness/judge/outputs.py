@@ -152,21 +152,35 @@ def digest(value):
         value = torch.from_numpy(value)
     if not isinstance(value, torch.Tensor):
         return repr(value) if isinstance(value, (bool, int, float, str, type(None))) else type(value).__name__
+    # Each piece's two sums stay on the device until the last piece is done: one wait for
+    # the device per digest, not two per piece (a GB input has hundreds of pieces); the
+    # pieces share their buffers (a fresh multi-MB buffer per piece costs more, on the
+    # CPU, in page faults than the arithmetic).
+    sums, sizes = [], []
+    lanes = weighted = weights = None
+    for piece in pieces(value.detach(), 1 << 22):
+        view = _integer_view(piece)
+        size = view.numel()
+        if lanes is None or lanes.numel() < size:
+            lanes = torch.empty(size, dtype=torch.int64, device=view.device)
+            weighted = torch.empty_like(lanes)
+            weights = torch.arange(1, size + 1, device=view.device, dtype=torch.int64)
+        piece_lanes = lanes[:size].copy_(view)
+        torch.mul(piece_lanes, weights[:size], out=weighted[:size])
+        sums.append(torch.stack([piece_lanes.sum(), weighted[:size].sum()]))
+        sizes.append(size)
     total, position = 0, 0
     modulus = (1 << 61) - 1
-    for piece in pieces(value.detach(), 1 << 22):
-        lanes = _integer_lanes(piece)
-        weights = torch.arange(1, lanes.numel() + 1, device=lanes.device, dtype=torch.int64)
-        plain = int(lanes.sum())
-        weighted = int((lanes * weights).sum())
+    for (plain, weighted), size in zip(torch.stack(sums).tolist() if sums else [], sizes):
         total = (total * 1000003 + plain * 65599 + weighted + position) % modulus
-        position += lanes.numel()
+        position += size
     return f"{dtype_name(value.dtype)}{list(value.shape)}:{total:x}"
 
 
-def _integer_lanes(piece):
-    """The piece's bytes as int64 values (one per element of an integer dtype of the
-    same width), so that every bit pattern counts, NaN payloads and -0.0 included."""
+def _integer_view(piece):
+    """The piece's bytes as integers (a view: an integer dtype of the element's width, or
+    the piece itself), whose int64 values count every bit pattern, NaN payloads and
+    -0.0 included."""
     if piece.is_complex():
         piece = torch.view_as_real(piece).reshape(-1)
     width = piece.element_size()
@@ -174,4 +188,4 @@ def _integer_lanes(piece):
         piece = piece.view(torch.uint8)
     elif piece.is_floating_point():
         piece = piece.view({8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.uint8}[width])
-    return piece.to(torch.int64)
+    return piece
