@@ -224,6 +224,19 @@ class LoopTest(unittest.TestCase):
         honest = _run(_loop(), [0.5] * 23, [0.7] * 23)
         self.assertAlmostEqual(timing_plan.charged(honest, reference)["charged_ms"], 0.0, places=9)
 
+    def test_a_charge_beyond_the_noise_is_measured_again(self):
+        reference = self._reference(event=1.0, gap=0.2)
+        self.assertTrue(timing_plan.clock_disagrees(timing_plan.charged(_run(_loop(), [0.1] * 23, [0.6] * 23),
+                                                                        reference)))
+        honest = timing_plan.charged(_run(_loop(), [0.5] * 23, [0.7] * 23), reference)
+        self.assertFalse(timing_plan.clock_disagrees(honest))
+        # Within the noise of the loops: charged (as a speedup smaller than noise counts as
+        # none), but no reason to measure again.
+        noisy = _run(_loop(), [0.5] * 23, [0.71 + 0.05 * (i % 3 - 1) for i in range(23)])
+        measured = timing_plan.charged(noisy, reference)
+        self.assertGreater(measured["charged_ms"], 0.0)
+        self.assertFalse(timing_plan.clock_disagrees(measured))
+
     def test_a_tail_beyond_the_reference_tail_is_a_violation(self):
         loop = _run(_loop(), [0.1] * 23, [0.3] * 23, [0.5] * 23)
         why = violation(loop, self._reference(event=1.0, gap=0.2, tail=0.01))

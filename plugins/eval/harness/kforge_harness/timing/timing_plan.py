@@ -161,7 +161,17 @@ def charged(loop, reference):
     for name in ("ms", "p90", "mean", "min", "max"):
         measured[name] += unexplained
     measured["charged_ms"] = unexplained
+    measured["clock_noise_ms"] = noise
     return measured
+
+
+def clock_disagrees(measured):
+    """Whether the child's report and the server's clock disagree beyond chance: the
+    charge less the noise charged() allows (what the clock saw beyond the report and the
+    reference's gap) is larger than that noise again. Either the report lies, or the load
+    changed since the reference's gap was measured (on a shared machine, in seconds):
+    measured again, back to back, before the charge counts."""
+    return measured["charged_ms"] - measured["clock_noise_ms"] > measured["clock_noise_ms"]
 
 
 def counted(first, second):
