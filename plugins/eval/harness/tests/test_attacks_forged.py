@@ -32,7 +32,7 @@ def run(name, task="relu", language="python", options=None, server=None, request
             server.close()
     metrics = response.get("metrics") or {}
     keys = ("speedup", "candidate_ms", "reference_ms", "timing_charged_ms", "timing_gap_ms",
-            "reference_gap_ms", "confirm_gap_ms", "timing_spot_checks", "max_abs_diff")
+            "reference_gap_ms", "confirm_gap_ms", "timing_spot_checks", "timing_measured_again", "max_abs_diff")
     print(f"\n[{name} on {task}] status={response.get('status')} "
           f"error_class={response.get('error_class')} flags={response.get('flags')}\n  "
           + " ".join(f"{k}={metrics[k]:.4g}" if isinstance(metrics.get(k), float) else f"{k}={metrics.get(k)}"
