@@ -41,15 +41,35 @@ def die_with_parent(parent_pid):
 
 def memory_baseline(device):
     """Bytes of the limited kind (address space or data segment) this process already
-    uses: the server measures it once its imports are done. limits.memory_mb comes on top,
-    so it means "what the candidate may allocate" whatever torch build and libraries the
-    host has (torch 2.x with CUDA maps several GB of libraries before any allocation)."""
+    uses, and the stacks its compute threads will take: the server measures it once its
+    imports are done. limits.memory_mb comes on top, so it means "what the candidate may
+    allocate" whatever torch build and libraries the host has (torch 2.x with CUDA maps
+    several GB of libraries before any allocation) and however many cores it has."""
     field = "VmData:" if sandbox.memory_limit_kind(device) == sandbox.RLIMIT_DATA else "VmSize:"
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
             if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    return 0
+                return int(line.split()[1]) * 1024 + compute_thread_stacks()
+    return compute_thread_stacks()
+
+
+# glibc's stack for a new thread when RLIMIT_STACK is unlimited (x86_64 and aarch64).
+_UNLIMITED_STACK_DEFAULT = 8 << 20
+
+
+def compute_thread_stacks():
+    """The stacks of torch's intra-op thread pool, which a process starts at its first
+    parallel operation: one thread per core by default, each with a stack of
+    RLIMIT_STACK's size (glibc's default for new threads) that both memory limits count.
+    On a 128-core host that is 1 GB: charged to the task, the same reference passed on 2
+    cores and ran out of memory on 128 (issue 20)."""
+    import resource
+
+    import torch
+    soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
+    stack = soft if 0 < soft != resource.RLIM_INFINITY else _UNLIMITED_STACK_DEFAULT
+    guard = os.sysconf("SC_PAGE_SIZE")
+    return max(0, torch.get_num_threads() - 1) * (stack + guard)
 
 
 def apply_limits(limits, device, memory_base, network_isolated=False):
