@@ -149,15 +149,33 @@ def signal_tree(pid, sig):
 
 
 def freeze_tree(pid, rounds=40):
-    """SIGSTOP to every process below `pid` until all of them are seen stopped at once:
-    processes that continue each other (one stopped, another sends it SIGCONT) are
-    stopped again, round after round. False when they would not all stay stopped."""
+    """SIGSTOP to every process below `pid` until all of them are seen stopped at once,
+    and then no other below `pid` (a fork that completed as its parent was being
+    stopped): processes that continue each other (one stopped, another sends it SIGCONT)
+    are stopped again, round after round. Returns the frozen processes (nothing of the
+    tree runs until continue_tree(them)), or None when they would not all stay stopped."""
     for _ in range(rounds):
-        signal_tree(pid, signal.SIGSTOP)
-        if all(_stopped(child) for child in descendants(pid)):
-            return True
+        tree = descendants(pid)
+        for child in tree:
+            try:
+                os.kill(child, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+        # All stopped before the second walk: nothing below `pid` could fork after it.
+        if all(_stopped(child) for child in tree) and set(descendants(pid)) == set(tree):
+            return tree
         time.sleep(0.0002)  # a stop in flight: delivered within microseconds
-    return False
+    return None
+
+
+def continue_tree(frozen):
+    """SIGCONT to the processes freeze_tree() returned: all of the tree, since none of it
+    ran (or forked) in between. Two walks of /proc fewer inside a timed call's bracket."""
+    for child in frozen:
+        try:
+            os.kill(child, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _stopped(pid):

@@ -48,9 +48,9 @@ from kforge_harness.reference.reference import VARIATIONS
 from kforge_harness.sandbox.zygote import Zygote
 from kforge_harness.server import child
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
-from kforge_harness.server.procs import (Proc, death_text, death_verdict, descendants, error, fail,
-                                         freeze_tree, kill_group, log_tail, set_nonblocking,
-                                         signal_tree)
+from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_verdict, descendants,
+                                         error, fail, freeze_tree, kill_group, log_tail,
+                                         set_nonblocking, signal_tree)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.tasks.tasks import read_task_source
 from kforge_harness.timing import timing_plan
@@ -105,6 +105,7 @@ class Job:
         self.record = None  # an internal job's reference timing record
         self.reference = None  # the reference timing record this job's loops are judged by
         self.asked_again = False
+        self.frozen = None  # the child's processes, stopped between timed calls (freeze_tree)
         self.paid_reference = False  # it ran the reference's timing or recomputed outputs
         self.timing_started = 0.0
         self.had_company = False
@@ -810,7 +811,8 @@ class Server:
     def _frozen(self, job):
         """Stops the candidate's processes between timed calls; a tree that will not stay
         stopped (its processes continue each other) is the candidate's cheat."""
-        if freeze_tree(job.proc.pid):
+        job.frozen = freeze_tree(job.proc.pid)
+        if job.frozen is not None:
             return True
         self._decide(job, fail(protocol.CHEAT_DETECTED,
                                f"{job.loop.label}: the candidate's processes would not stay "
@@ -842,7 +844,7 @@ class Server:
         # The call's bracket opens before the child is continued: whatever runs in it from
         # then on (a handler of SIGCONT, a thread that was waiting) is the call's time.
         loop.commanded_at = time.monotonic()
-        signal_tree(job.proc.pid, signal.SIGCONT)
+        continue_tree(job.frozen)  # every call follows _frozen()
         job.proc.send(command)
 
     def _loop_called(self, job, message, now):

@@ -1,0 +1,74 @@
+"""The server's hold on a child's process tree between timed calls (server/procs.py):
+freeze_tree stops every process below a pid and returns them only once all are seen
+stopped and no other has appeared; continue_tree resumes exactly those."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+from kforge_harness.server.procs import continue_tree, descendants, freeze_tree
+
+# Two processes that continue each other as fast as they can: never all stopped at once.
+MUTUAL = """
+import os, signal, sys
+other = os.fork()
+if other == 0:
+    other = os.getppid()
+while True:
+    try:
+        os.kill(other, signal.SIGCONT)
+    except ProcessLookupError:
+        sys.exit(0)
+"""
+
+
+def state(pid):
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        stat = handle.read()
+    return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
+
+
+class FreezeTest(unittest.TestCase):
+    def start(self, command):
+        root = subprocess.Popen(command, start_new_session=True)
+        self.addCleanup(root.wait)
+        self.addCleanup(os.killpg, root.pid, signal.SIGKILL)
+        return root
+
+    def wait_for(self, root, count):
+        deadline = time.monotonic() + 10
+        while len(descendants(root.pid)) < count:
+            self.assertLess(time.monotonic(), deadline, "the tree did not start")
+            time.sleep(0.01)
+
+    def test_a_tree_is_frozen_whole_and_continued_whole(self):
+        root = self.start(["sh", "-c", "sh -c 'sleep 60 & sleep 60 & wait' & sleep 60 & wait"])
+        self.wait_for(root, 4)
+        frozen = freeze_tree(root.pid)
+        self.assertEqual(sorted(frozen), sorted(descendants(root.pid)))
+        self.assertEqual(len(frozen), 4)
+        self.assertEqual({state(pid) for pid in frozen}, {b"T"})
+        continue_tree(frozen)
+        time.sleep(0.05)
+        self.assertNotIn(b"T", {state(pid) for pid in frozen})
+
+    def test_processes_that_continue_each_other_stay_stopped_or_are_refused(self):
+        # Both are usually stopped before either continues the other again: then neither
+        # can run. Otherwise freeze_tree must say so, never return a tree that runs.
+        root = self.start(["sh", "-c", f"{sys.executable} -c '{MUTUAL}' & wait"])
+        self.wait_for(root, 2)
+        for _ in range(20):
+            frozen = freeze_tree(root.pid)
+            if frozen is None:
+                continue
+            self.assertEqual(len(frozen), 2)
+            time.sleep(0.02)
+            self.assertEqual({state(pid) for pid in frozen}, {b"T"}, "a frozen process ran")
+            continue_tree(frozen)
+
+
+if __name__ == "__main__":
+    unittest.main()
