@@ -1085,6 +1085,26 @@ TEST(Preflight, ProgramsNotOnPathStopTheRunBeforeAnyJob) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// A device this host's harness cannot use (no CUDA build of torch, no torch_npu, no such
+// GPU) is the run's environment too: the run stops before its first job, naming why, as
+// for a missing compiler. npu:0 is such a device on every machine these tests run on.
+TEST(Preflight, ADeviceTheHarnessCannotUseStopsTheRunBeforeAnyJob) {
+  Scratch dir("eval-device");
+  const fs::path out = dir / "out";
+  const Result run = kforge({"run", data("eval_programs.yaml"), "--out", out.string(), "--progress", "off", "--set",
+                             "compile.compiler=/bin/sh", "--set", "run.python=auto", "--set", "run.device=npu:0"},
+                            120);
+  if (run.output.find("no Python interpreter that can import torch") != std::string::npos) {
+    GTEST_SKIP() << "no Python with torch on this machine to ask about the device";
+  }
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("eval_programs.yaml:9:5: error: stage 'run' (eval.run) cannot run here: torch_npu is not "
+                            "importable by "),
+            std::string::npos)
+      << run.output;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // ---- 4. timeouts on time ------------------------------------------------------------------
 
 TEST(Timeouts, AWaitingStageEndsWithinItsTimeoutPlusTwoSeconds) {

@@ -181,9 +181,16 @@ std::string rules_param(const Config& cfg) {
 // launcher slurm Slurm's client commands. Each failure says what was tried and what to
 // install or set.
 void check_harness_environment(const eval::HarnessSettings& settings) {
-  eval::resolve_python(settings.python);
-  eval::locate_harness_dir(settings.harness_dir);
-  if (!settings.slurm) return;
+  const std::string python = eval::resolve_python(settings.python);
+  const std::string harness_dir = eval::locate_harness_dir(settings.harness_dir);
+  if (!settings.slurm) {
+    // A device of this host that the harness cannot use ends the run before its first
+    // job, as a missing compiler does (a Slurm step's devices are on its node, not here).
+    for (const std::string& device : settings.devices) {
+      if (device != "cpu") eval::check_device(python, harness_dir, device);
+    }
+    return;
+  }
   for (const char* program : {"srun", "scancel"}) {
     if (!eval::find_program(program)) {
       throw std::invalid_argument(std::string("launcher slurm needs Slurm's client commands on PATH, and ") + program +

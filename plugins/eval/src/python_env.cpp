@@ -5,6 +5,8 @@
 
 #include <dlfcn.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -180,6 +182,49 @@ std::vector<std::string> torch_include_paths(const std::string& python, ProbeClo
   }
   if (!includes->problem.empty()) throw std::runtime_error(includes->problem);
   return includes->paths;
+}
+
+void check_device(const std::string& python, const std::string& harness_dir, const std::string& device,
+                  ProbeClock::time_point deadline) {
+  struct Readiness {
+    std::string problem;  // empty: ready
+  };
+  static SharedProbe<Readiness> probes;
+  const std::string key = python + '\n' + harness_dir + '\n' + device;
+  const auto readiness = probes.get(key, deadline, [=](const std::function<bool()>& stopping) {
+    SharedProbe<Readiness>::Found found;
+    RunLimits limits = RunLimits::within(kProbeSeconds);
+    limits.cancelled = stopping;
+    CommandResult result;
+    try {
+      result = run_command({{python, "-m", "kforge_harness", "check-device", "--device", device},
+                            {{"PYTHONPATH", harness_dir}, {"PYTHONUNBUFFERED", "1"}},
+                            {}},
+                           limits);
+    } catch (const SpawnError& e) {
+      found.value.problem = "cannot ask " + python + " whether " + device + " can be used: " + e.what();
+      return found;
+    }
+    found.settled = result.exited();
+    if (result.ok()) return found;
+    // The harness's answer is a JSON line: {"ready": false, "error": "..."}.
+    std::istringstream lines(result.output);
+    for (std::string line; std::getline(lines, line);) {
+      const auto answer = nlohmann::json::parse(line, nullptr, false);
+      if (answer.is_object() && answer.value("error", nlohmann::json()).is_string()) {
+        found.value.problem = answer["error"].get<std::string>();
+      }
+    }
+    if (found.value.problem.empty()) {
+      found.value.problem = python + " -m kforge_harness check-device --device " + device + " failed (" +
+                            result.describe() + "): " + result.output.substr(0, 2000);
+    }
+    return found;
+  });
+  if (!readiness) {
+    throw ProbeUnanswered("the stage timeout passed while waiting to learn whether " + python + " can use " + device);
+  }
+  if (!readiness->problem.empty()) throw std::runtime_error(readiness->problem);
 }
 
 }  // namespace kforge::eval

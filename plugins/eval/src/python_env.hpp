@@ -40,4 +40,13 @@ std::string locate_harness_dir(const std::string& parameter);
 std::vector<std::string> torch_include_paths(
     const std::string& python, std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
+// The run-start check of a device: whether a harness server for `device` can start with
+// `python` (torch built for it, its vendor's package installed) and the device is there
+// (`python -m kforge_harness check-device`, in a process of its own: the server must not
+// initialise the device before it forks). Asked once per process for each interpreter,
+// harness and device. Throws std::runtime_error with the harness's reason and what to
+// install, ProbeUnanswered when `deadline` passed first.
+void check_device(const std::string& python, const std::string& harness_dir, const std::string& device,
+                  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+
 }  // namespace kforge::eval

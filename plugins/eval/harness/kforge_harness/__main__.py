@@ -31,17 +31,39 @@ def _prepare_triton():
             continue
 
 
-def serve(args):
+def _readiness(name):
+    """(device, torch, None), or (None, None, why a server for device `name` cannot start
+    with this interpreter)."""
     try:
-        device = Device(args.device)
+        device = Device(name)
     except ValueError as exc:
-        return _not_ready(str(exc))
+        return None, None, str(exc)
     try:
         import torch
     except Exception as exc:  # noqa: BLE001 - any import failure means "not this python"
-        return _not_ready(f"torch is not importable by {sys.executable}: "
-                          f"{type(exc).__name__}: {exc}")
+        return None, None, f"torch is not importable by {sys.executable}: {type(exc).__name__}: {exc}"
     problem = device.readiness_error(torch)
+    return (None, None, problem) if problem else (device, torch, None)
+
+
+def check_device(args):
+    """The run-start check of a stage on a device: what serve would say, and, as this
+    process is thrown away, whether the device is there (the server itself must not
+    initialise it: its children fork from it)."""
+    device, torch, problem = _readiness(args.device)
+    if problem is None and device.is_accelerator:
+        try:
+            device.activate(torch)
+        except Exception as exc:  # noqa: BLE001 - no driver, no such device: all one answer
+            problem = f"{device.name} cannot be used by {sys.executable}: {type(exc).__name__}: {exc}"
+    if problem:
+        return _not_ready(problem)
+    sys.stdout.write(protocol.encode({"ready": True}))
+    return 0
+
+
+def serve(args):
+    device, torch, problem = _readiness(args.device)
     if problem:
         return _not_ready(problem)
     try:
@@ -106,6 +128,9 @@ def main(argv=None):
                                                 "(the reference store, children's directories)")
     serve_parser.add_argument("--reference-store-mb", type=float, default=8192,
                               help="bytes of reference outputs kept for reuse (default 8192 MB)")
+    check_parser = commands.add_parser("check-device", help="whether a server for --device can "
+                                       "start and the device is there (one JSON line)")
+    check_parser.add_argument("--device", required=True, help="cpu, cuda:N or npu:N")
     child_parser = commands.add_parser("child", help="internal: a candidate child, spawn mode")
     child_parser.add_argument("--workdir", required=True)
     child_parser.add_argument("--result-fd", type=int, required=True)
@@ -118,7 +143,7 @@ def main(argv=None):
     child_parser.add_argument("--memory-base", type=int, required=True,
                               help="bytes the server's imports use; memory_mb comes on top")
     args = parser.parse_args(argv)
-    return serve(args) if args.command == "serve" else child_entry(args)
+    return {"serve": serve, "check-device": check_device, "child": child_entry}[args.command](args)
 
 
 if __name__ == "__main__":
