@@ -98,8 +98,10 @@ class KbxServerTest(client.SharedServerTest):
                      "reference_ms_mean"):
             self.assertGreater(metrics[name], 0, metrics)
         self.assertEqual(metrics["candidate_timing_trials"], 3)
-        # Its format declares that timed calls cannot be checked (KbxSession).
+        # Its format declares that timed calls cannot be checked (KbxSession), and the
+        # verdict says so.
         self.assertEqual(metrics["timing_spot_checks"], 0)
+        self.assertIn("timed_calls_unchecked", got["timed"][3]["flags"])
 
     def test_in_place_changes_are_judged_per_call_and_argument(self):
         # KernelBenchX's optimizer steps update their parameter in place. Before, one

@@ -153,6 +153,8 @@ class ForkServerTest(VerdictsMixin, unittest.TestCase):
             self.assertGreater(response["metrics"][key], 0, response)
         if not hasattr(torch, "compile"):  # Debian's torch 1.13
             self.assertIn("compile_baseline_unavailable", response["flags"])
+        # Its timed calls' outputs reached the host and were spot-checked.
+        self.assertNotIn("timed_calls_unchecked", response["flags"])
 
     def test_check_extracts_cpp_source(self):
         extracted = self.responses["fallback-check"]["extracted"]

@@ -957,6 +957,10 @@ class Server:
                        timing_measured_again=int(job.asked_again))
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
             flags.append("speedup_over_10x")
+        if not job.entry.facts.get("spot_checks"):
+            # Nothing the timed calls computed reached the host (a kernelbenchx task's
+            # replay): the time is the candidate's process's word on work no one checked.
+            flags.append("timed_calls_unchecked")
         if job.timing()["baseline"] == "compile":
             if "compile_ms" not in reference:
                 flags.append("compile_baseline_unavailable")
