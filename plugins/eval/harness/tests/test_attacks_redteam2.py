@@ -59,3 +59,15 @@ class RedTeam2Test(unittest.TestCase):
 
     def test_kbx_timed_replay_memoized_by_argument_identity(self):
         self.assert_no_gain(run_kbx("kbx_memo_replay"))
+
+    def test_work_deferred_into_the_hand_over_by_a_tuple_subclass(self):
+        self.assert_no_gain(run("tuple_deferred_conv", task="grouped_conv"))
+
+    def test_kbx_failure_in_the_timed_recording_is_the_candidates(self):
+        response = run_kbx("kbx_raises_in_recording")
+        self.assertEqual(response["status"], "fail", response)
+        self.assertNotIn(response["error_class"], ("harness_error", "task_error"), response)
+        self.assertIn("redteam2", str(response.get("message")) + str(response.get("log_tail")), response)
+
+    def test_kbx_memo_on_a_bundled_task(self):
+        self.assert_no_gain(run_kbx("kbx_memo_addmm", task="kbx/MatrixMultiply/addmm_relu"))
