@@ -1,0 +1,73 @@
+"""A second red team's candidates (tests/data/candidates/redteam2/), written against the
+harness at 2e980f3 assuming the candidate runs arbitrary code in its own process. Each
+test starts its own fork-mode CPU server, prints what it returned, then asserts what
+should happen: the cheat caught (fail, the right error_class) or no gain (speedup <=
+NO_GAIN)."""
+
+import unittest
+
+from tests import client
+from tests.test_attacks import NO_GAIN
+
+TIMEOUT_S = 120
+
+
+def run(name, task="relu", language="python", options=None, task_format=None):
+    server = client.Server(mode="fork", max_children=2)
+    try:
+        opts = {"trials": 2, "timing": {"enabled": True}}
+        opts.update(options or {})
+        fields = {"task_format": task_format} if task_format else {}
+        req = client.request(name, "run", task, "redteam2/" + name, language=language,
+                             options=opts, limits={"timeout_s": TIMEOUT_S}, **fields)
+        response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
+    finally:
+        server.close()
+    metrics = response.get("metrics") or {}
+    keys = ("speedup", "candidate_ms", "reference_ms", "timing_charged_ms", "timing_gap_ms",
+            "reference_gap_ms", "timing_spot_checks", "max_abs_diff")
+    print(f"\n[{name} on {task}] status={response.get('status')} "
+          f"error_class={response.get('error_class')} flags={response.get('flags')}\n  "
+          + " ".join(f"{k}={metrics[k]:.4g}" if isinstance(metrics.get(k), float) else f"{k}={metrics.get(k)}"
+                     for k in keys)
+          + f"\n  message={str(response.get('message'))[:600]!r}", flush=True)
+    return response
+
+
+def run_kbx(name, task="redteam2/matmul_chain"):
+    """A kernelbenchx task (kbx.py) with KernelBenchX's tolerances and default timing."""
+    rule = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
+    return run(name, task=task, options={"rule": rule}, task_format="kernelbenchx")
+
+
+class RedTeam2Test(unittest.TestCase):
+    def assert_no_gain(self, response):
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["status"], "fail", response)
+
+    def test_work_skipped_on_most_timed_calls(self):
+        response = run("skip_majority_conv", task="grouped_conv")
+        self.assert_no_gain(response)
+        if response["status"] == "fail":
+            self.assertEqual(response["error_class"], "cheat_detected", response)
+
+    def test_kbx_controls_pass(self):
+        response = run_kbx("kbx_honest_matmul")
+        self.assertEqual(response["status"], "pass", response)
+
+    def test_kbx_timed_replay_memoized_by_argument_identity(self):
+        self.assert_no_gain(run_kbx("kbx_memo_replay"))
+
+    def test_work_deferred_into_the_hand_over_by_a_tuple_subclass(self):
+        self.assert_no_gain(run("tuple_deferred_conv", task="grouped_conv"))
+
+    def test_kbx_failure_in_the_timed_recording_is_the_candidates(self):
+        response = run_kbx("kbx_raises_in_recording")
+        self.assertEqual(response["status"], "fail", response)
+        self.assertNotIn(response["error_class"], ("harness_error", "task_error"), response)
+        self.assertIn("redteam2", str(response.get("message")) + str(response.get("log_tail")), response)
+
+    def test_kbx_memo_on_a_bundled_task(self):
+        self.assert_no_gain(run_kbx("kbx_memo_addmm", task="kbx/MatrixMultiply/addmm_relu"))
