@@ -56,18 +56,28 @@ class RedTeam2Test(unittest.TestCase):
     def test_kbx_controls_pass(self):
         response = run_kbx("kbx_honest_matmul")
         self.assertEqual(response["status"], "pass", response)
+        # No spot check sees a kbx replay, and the verdict says so.
+        self.assertIn("timed_calls_unchecked", response["flags"], response)
 
+    # Known gap (README, "What it does not protect"): a kernelbenchx replay runs in the
+    # candidate's process on calls recorded there, and nothing it computes reaches the
+    # task host; its verdicts carry the flag timed_calls_unchecked.
+    @unittest.expectedFailure
     def test_kbx_timed_replay_memoized_by_argument_identity(self):
         self.assert_no_gain(run_kbx("kbx_memo_replay"))
 
     def test_work_deferred_into_the_hand_over_by_a_tuple_subclass(self):
-        self.assert_no_gain(run("tuple_deferred_conv", task="grouped_conv"))
+        # The hand-over reads a tuple through tuple's own methods: the subclass's __iter__
+        # never runs, and what it holds (a module and the input) is no output.
+        response = run("tuple_deferred_conv", task="grouped_conv")
+        self.assertEqual((response["status"], response["error_class"]), ("fail", "shape_mismatch"), response)
 
     def test_kbx_failure_in_the_timed_recording_is_the_candidates(self):
         response = run_kbx("kbx_raises_in_recording")
         self.assertEqual(response["status"], "fail", response)
-        self.assertNotIn(response["error_class"], ("harness_error", "task_error"), response)
-        self.assertIn("redteam2", str(response.get("message")) + str(response.get("log_tail")), response)
+        self.assertEqual(response["error_class"], "runtime_error", response)
+        # The candidate's own words, not "the child exited before reporting a result".
+        self.assertIn("RuntimeError", str(response.get("message")), response)
 
     def test_kbx_memo_on_a_bundled_task(self):
         self.assert_no_gain(run_kbx("kbx_memo_addmm", task="kbx/MatrixMultiply/addmm_relu"))

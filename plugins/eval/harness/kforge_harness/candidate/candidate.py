@@ -240,7 +240,9 @@ class CandidateChild:
             command = self._command()
             if command is None or "call" not in command:
                 return command
-            inputs = model.feed(self._inputs(command))
+            # Outside the call's clock (a kernelbenchx task records its test's calls
+            # here), but the candidate's code may run: its failure is the candidate's.
+            inputs = self._guarded("timing", lambda: model.feed(self._inputs(command)))
             out, event_ms, tail_ms = self._guarded(
                 "timing", lambda: self._time_call(lambda: model(inputs)))
             mismatch = self._guarded("timing", lambda: self._hand_over(out, command))

@@ -27,10 +27,17 @@ def torch_dtype(name):
 
 
 def flat_leaves(obj):
-    """The outputs of a forward as a flat list (tuples/lists unpacked, in order)."""
-    if isinstance(obj, (list, tuple)):
-        return [leaf for item in obj for leaf in flat_leaves(item)]
-    return [obj]
+    """The outputs of a forward as a flat list (tuples/lists unpacked, in order). Their
+    items are read through tuple's and list's own methods: a subclass (torch.max's
+    structseq, a namedtuple) is unpacked as what it holds, and no method of its own runs:
+    an __iter__ of the candidate's would run in the hand-over, after the call's clock."""
+    if isinstance(obj, tuple):
+        items = [tuple.__getitem__(obj, i) for i in range(tuple.__len__(obj))]
+    elif isinstance(obj, list):
+        items = [list.__getitem__(obj, i) for i in range(list.__len__(obj))]
+    else:
+        return [obj]
+    return [leaf for item in items for leaf in flat_leaves(item)]
 
 
 def as_tensor(value):
