@@ -8,7 +8,7 @@
 #   sudo scripts/measure-fresh-setup.sh WORKDIR [BASE.tar]
 #
 # WORKDIR receives the root (WORKDIR/root, removed first) and the log (WORKDIR/demo.log).
-# BASE.tar: a tarball of a bare `debootstrap bookworm` root, to skip the bootstrap (its time
+# BASE.tar: a tarball of a bare `debootstrap --variant=minbase bookworm` root, to skip the bootstrap (its time
 # is not part of the set-up); without it, the bootstrap runs and is saved as WORKDIR/base.tar.
 # Needs root (debootstrap, mounts), debootstrap, and deb.debian.org reachable.
 set -euo pipefail
@@ -26,7 +26,7 @@ if [[ -z $base ]]; then
   base=$work/base.tar
   if [[ ! -f $base ]]; then
     echo "measure-fresh-setup: debootstrap bookworm (not counted in the set-up)" >&2
-    debootstrap bookworm "$work/base" http://deb.debian.org/debian >"$work/debootstrap.log"
+    debootstrap --variant=minbase bookworm "$work/base" http://deb.debian.org/debian >"$work/debootstrap.log"
     tar -C "$work/base" -cf "$base" .
     rm -rf "$work/base"
   fi
