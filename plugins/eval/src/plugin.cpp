@@ -3,7 +3,6 @@
 // eval.run (L3). The logic lives in kforge_eval_lib; this file maps stage parameters and
 // job keys onto it.
 #include "candidates.hpp"
-#include "device_check.hpp"
 #include "eval_job.hpp"
 #include "harness_pool.hpp"
 #include "harness_stages.hpp"
@@ -180,15 +179,11 @@ std::string rules_param(const Config& cfg) {
 // probes which one can import torch; a name is looked up on PATH) and the harness package,
 // as the run's environment (PATH, KFORGE_PYTHON, KFORGE_HARNESS_DIR) provides them, and for
 // launcher slurm Slurm's client commands. Each failure says what was tried and what to
-// install or set. The devices of a local launcher are this host's, asked here; a Slurm
-// step's are on the nodes it lands on.
+// install or set.
 void check_harness_environment(const eval::HarnessSettings& settings) {
-  const std::string python = eval::resolve_python(settings.python);
-  const std::string harness_dir = eval::locate_harness_dir(settings.harness_dir);
-  if (!settings.slurm) {
-    for (const std::string& device : settings.devices) eval::check_device_usable(python, harness_dir, device);
-    return;
-  }
+  eval::resolve_python(settings.python);
+  eval::locate_harness_dir(settings.harness_dir);
+  if (!settings.slurm) return;
   for (const char* program : {"srun", "scancel"}) {
     if (!eval::find_program(program)) {
       throw std::invalid_argument(std::string("launcher slurm needs Slurm's client commands on PATH, and ") + program +
