@@ -1349,6 +1349,52 @@ TEST(Signals, AClosedStdoutIsNoDeath) {
   EXPECT_TRUE(fs::exists(out / "report.json")) << "the report files are written after the tables' failed print";
 }
 
+// How `args` ends with a stdout whose reader is gone before the first byte (`| head -1`
+// having read its line; deterministic: the pipe's read end is closed before kforge starts,
+// so every write to stdout fails with EPIPE): its exit code, or 128 + the killing signal.
+int status_with_stdout_closed(const std::vector<std::string>& args) {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return -1;
+  ::close(pipe_fds[0]);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    std::vector<std::string> strings = {KFORGE_BINARY};
+    strings.insert(strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& text : strings) argv.push_back(text.data());
+    argv.push_back(nullptr);
+    execv(KFORGE_BINARY, argv.data());
+    _exit(127);
+  }
+  ::close(pipe_fds[1]);
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Every command, piped into a reader that has gone, finishes with its own exit code
+// (docs/cli.md): the run saves everything, the reports are written, none dies of SIGPIPE.
+TEST(Signals, EveryCommandOutlivesAClosedStdout) {
+  Scratch dir("sigpipe-all");
+  const fs::path out = dir / "out";
+  EXPECT_EQ(status_with_stdout_closed({"run", data("quick.yaml"), "--out", out.string(), "--progress", "off"}), 0);
+  expect_complete(out);
+  fs::remove(out / "report.json");
+  EXPECT_EQ(status_with_stdout_closed({"report", out.string()}), 0);
+  EXPECT_TRUE(fs::exists(out / "report.json")) << "report writes its files after the tables' failed print";
+  EXPECT_EQ(status_with_stdout_closed({"show", out.string(), "task-0000"}), 0);
+  EXPECT_EQ(status_with_stdout_closed({"compare", out.string(), out.string()}), 0);
+  EXPECT_EQ(status_with_stdout_closed({"validate", data("quick.yaml")}), 0);
+  EXPECT_EQ(status_with_stdout_closed({"plugins", "list"}), 0);
+  EXPECT_EQ(status_with_stdout_closed({"plugins", "describe", "demo.sleep"}), 0);
+  EXPECT_EQ(status_with_stdout_closed({"--help"}), 0);
+  // An error keeps its own code too: a task that is not there.
+  EXPECT_EQ(status_with_stdout_closed({"show", out.string(), "no-such-task"}), 2);
+}
+
 // ---- the command line ----------------------------------------------------------------------
 
 TEST(CommandLine, OptionsThatCannotBeMetAreUsageErrors) {
