@@ -26,7 +26,7 @@
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
 #include "report/environment.hpp"
-#include "report/export.hpp"
+#include "export_command.hpp"
 #include "report/report.hpp"
 #include "report/show.hpp"
 #include "report/schemas.hpp"
@@ -311,21 +311,16 @@ int main(int argc, char** argv) {
   results_flag->excludes(report_flag, records_flag);
   report_flag->excludes(records_flag);
 
-  std::string export_dir;
-  std::string export_format_name;
-  std::string export_to;
-  std::optional<int> export_level;
+  kforge::cli::ExportArgs export_args;
   auto* export_command =
       app.add_subcommand("export", "Write an output directory's results in another tool's format (read-only)");
-  export_command->add_option("dir", export_dir, "Output directory of a run (holds kforge.db)")
+  export_command->add_option("dir", export_args.dir, "Output directory of a run (holds kforge.db)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  export_command->add_option("--format", export_format_name, "kernelbench (eval_results.json, baseline timings) or records")
-      ->required()
-      ->check(CLI::IsMember({"kernelbench", "records"}));
-  export_command->add_option("--to", export_to, "Directory to write into (default: the output directory)");
-  export_command->add_option("--level", export_level, "kernelbench: the level to export when the run has several")
-      ->check(CLI::PositiveNumber);
+  export_command->add_option("--format", export_args.format,
+                             "records, or a plugin's exporter (without it: the list of formats)");
+  export_command->add_option("--to", export_args.to, "Directory to write into (default: the output directory)");
+  export_command->add_option("--option", export_args.options, "KEY=VALUE for the exporter, e.g. --option level=2");
 
   // Usage errors are configuration errors: exit 2, as docs/cli.md says (CLI11's own codes
   // would collide with ours).
@@ -384,39 +379,6 @@ int main(int argc, char** argv) {
       for (const auto& difference : kforge::environment_mismatches(strategies)) spdlog::warn("{}", difference);
       return kExitOk;
     }
-    if (*export_command) {
-      if (!fs::exists(store_path(export_dir))) {
-        spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", export_dir, kforge::kStoreFileName);
-        return kExitConfig;
-      }
-      const kforge::ExportFormat format = *kforge::parse_export_format(export_format_name);
-      const fs::path to = export_to.empty() ? fs::path(export_dir) : fs::path(export_to);
-      // Written as the store is read; a file is opened only once nothing can refuse the
-      // export any more (ExportError).
-      std::vector<std::pair<fs::path, std::unique_ptr<std::ofstream>>> files;
-      try {
-        kforge::write_export(kforge::load_export_input(export_dir), format, {export_level},
-                             [&](const std::string& name) -> std::ostream& {
-                               fs::create_directories(to);
-                               files.emplace_back(to / name, std::make_unique<std::ofstream>(
-                                                                 to / name, std::ios::binary | std::ios::trunc));
-                               if (!*files.back().second) {
-                                 throw std::runtime_error(fmt::format("cannot write '{}': {}", (to / name).string(),
-                                                                      std::strerror(errno)));
-                               }
-                               return *files.back().second;
-                             });
-      } catch (const kforge::ExportError& e) {
-        spdlog::error("{}", e.what());
-        return kExitConfig;
-      }
-      for (auto& [path, out] : files) {
-        out->close();
-        if (!*out) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
-        print_stdout(fmt::format("{}\n", path.string()));
-      }
-      return kExitOk;
-    }
     if (*schema && (schema_results || schema_report || schema_records)) {
       const auto which = schema_results  ? kforge::OutputSchema::Results
                          : schema_report ? kforge::OutputSchema::Report
@@ -433,12 +395,14 @@ int main(int argc, char** argv) {
   const bool plugins_ok = load_plugins(registry, plugin_dirs);
 
   try {
+    if (*export_command) return plugins_ok ? kforge::cli::run_export(export_args, registry) : kExitConfig;
     if (*list) {
       print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", "KIND", "TYPE", "PLUGIN", "FILE"));
       for (const auto& s : registry.sources()) print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", s.name, "source", s.plugin, s.file));
       for (const auto& s : registry.stages()) {
         print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", s.name, s.waits() ? "waits" : "stage", s.plugin, s.file));
       }
+      for (const auto& e : registry.exporters()) print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", e.name, "exporter", e.plugin, e.file));
       return plugins_ok ? kExitOk : kExitConfig;
     }
     if (*describe) {

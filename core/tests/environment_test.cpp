@@ -1,5 +1,7 @@
 // Environments (run.environment) through the store, schema 3 and its upgrade path,
-// reports and `kforge compare`'s check; and the exports' per-candidate mappings.
+// reports and `kforge compare`'s check; the records export's mappings, the task an exporter
+// reads, and a plugin's exporter through the ABI.
+#include "engine/registry.hpp"
 #include "report/environment.hpp"
 #include "report/export.hpp"
 #include "report/report.hpp"
@@ -9,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -20,6 +24,7 @@ namespace {
 using kforge_test::Db;
 using kforge_test::TempDir;
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 const std::string kH100 = R"({"device":"cuda:0","gpu":"NVIDIA H100 80GB HBM3","driver":"570.86.15","torch":"2.6.0"})";
 const std::string kA100 = R"({"device":"cuda:0","gpu":"NVIDIA A100-SXM4-80GB","driver":"570.86.15","torch":"2.6.0"})";
@@ -213,160 +218,6 @@ TEST(Export, EveryErrorClassHasItsCommonStatus) {
   EXPECT_EQ(status(S::Fail, "something_new"), "failed");
 }
 
-TEST(Export, AKernelBenchEntryHasKernelBenchsKeysInItsOrder) {
-  kforge::JobOutcome passed = job("level1/19_ReLU", 2, kH100);
-  passed.device = "cuda:0";
-  const json measured_metrics = {{"trials", 5},
-                                 {"candidate_ms", 0.25},
-                                 {"candidate_ms_mean", 0.26},
-                                 {"candidate_ms_std", 0.01},
-                                 {"candidate_ms_min", 0.24},
-                                 {"candidate_ms_max", 0.3},
-                                 {"candidate_timing_trials", 100},
-                                 {"reference_ms_mean", 0.5},
-                                 {"reference_timing_trials", 100}};
-  const auto entry = kforge::kernelbench_entry(passed, measured_metrics);
-  std::vector<std::string> keys;
-  for (const auto& [key, value] : entry.items()) keys.push_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"sample_id", "compiled", "correctness", "metadata", "runtime", "runtime_stats"}));
-  EXPECT_EQ(entry["sample_id"], 2);
-  EXPECT_EQ(entry["compiled"], true);
-  EXPECT_EQ(entry["correctness"], true);
-  EXPECT_EQ(entry["metadata"]["correctness_trials"], "(5 / 5)");
-  // runtime is the mean, as KernelBench's; the median (candidate_ms) is not it.
-  EXPECT_DOUBLE_EQ(entry["runtime"].get<double>(), 0.26);
-  std::vector<std::string> stats;
-  for (const auto& [key, value] : entry["runtime_stats"].items()) stats.push_back(key);
-  EXPECT_EQ(stats, (std::vector<std::string>{"mean", "std", "min", "max", "num_trials", "hardware", "device"}));
-  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["mean"].get<double>(), 0.26);
-  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["std"].get<double>(), 0.01);
-  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["min"].get<double>(), 0.24);
-  EXPECT_DOUBLE_EQ(entry["runtime_stats"]["max"].get<double>(), 0.3);
-  EXPECT_EQ(entry["runtime_stats"]["num_trials"], 100);
-  EXPECT_EQ(entry["runtime_stats"]["hardware"], "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(entry["runtime_stats"]["device"], "cuda:0");
-}
-
-TEST(Export, NoStatisticIsMadeUpWhereTheHarnessMeasuredNone) {
-  kforge::JobOutcome passed = job("level1/19_ReLU", 0, kH100);
-  // A store from before the harness measured statistics: a median only.
-  const json median_only = {{"trials", 5}, {"candidate_ms", 0.25}, {"reference_ms", 0.5}};
-  const auto entry = kforge::kernelbench_entry(passed, median_only);
-  EXPECT_EQ(entry["runtime"], -1.0) << "KernelBench's value for a runtime not measured";
-  EXPECT_TRUE(entry["runtime_stats"].empty());
-  // A mean without the rest: only what was measured.
-  const auto partial = kforge::kernelbench_entry(passed, {{"candidate_ms", 0.25}, {"candidate_ms_mean", 0.26}});
-  EXPECT_DOUBLE_EQ(partial["runtime"].get<double>(), 0.26);
-  for (const char* field : {"std", "min", "max", "num_trials"}) {
-    EXPECT_FALSE(partial["runtime_stats"].contains(field)) << field;
-  }
-}
-
-TEST(Export, TheBaselineFileCarriesTheReferencesStatistics) {
-  kforge::Dataset data;
-  data.tasks["level1/19_ReLU"] = kforge::TaskInfo{"level1/19_ReLU", "19_ReLU", "", "", "kernelbench-torch", 1};
-  data.tasks["level1/20_Old"] = kforge::TaskInfo{"level1/20_Old", "20_Old", "", "", "kernelbench-torch", 1};
-  data.jobs = {job("level1/19_ReLU", 0, kH100), job("level1/20_Old", 0, kH100)};
-  std::map<std::pair<std::string, int>, json> run_metrics;
-  run_metrics[{"level1/19_ReLU", 0}] = {{"reference_ms", 0.5},      {"reference_ms_mean", 0.52},
-                                        {"reference_ms_std", 0.02}, {"reference_ms_min", 0.49},
-                                        {"reference_ms_max", 0.6},  {"reference_timing_trials", 100}};
-  run_metrics[{"level1/20_Old", 0}] = {{"reference_ms", 0.5}};  // no statistics measured
-  const auto input = kforge::export_input_of(data, run_metrics);
-  const auto files = kforge::export_files(input, kforge::ExportFormat::KernelBench, {});
-  ASSERT_EQ(files.size(), 2u);
-  ASSERT_EQ(files[1].name, "baseline_time_torch.json");
-  const json baseline = json::parse(files[1].content);
-  const json& relu = baseline["level1"]["19_ReLU.py"];
-  EXPECT_DOUBLE_EQ(relu["mean"].get<double>(), 0.52);
-  EXPECT_DOUBLE_EQ(relu["std"].get<double>(), 0.02);
-  EXPECT_DOUBLE_EQ(relu["min"].get<double>(), 0.49);
-  EXPECT_DOUBLE_EQ(relu["max"].get<double>(), 0.6);
-  EXPECT_EQ(relu["num_trials"], 100);
-  EXPECT_EQ(relu["hardware"], "NVIDIA H100 80GB HBM3");
-  EXPECT_FALSE(baseline["level1"].contains("20_Old.py")) << "a reference without a measured mean has no entry";
-}
-
-// The KernelBench files are written in problem id order whatever the task order, as the
-// dump of the whole documents, and a level whose problems cannot be told apart is refused
-// before anything is written.
-TEST(Export, KernelBenchProblemsComeInIdOrderWhateverTheTaskOrder) {
-  kforge::Dataset data;
-  for (const char* id : {"level1/20_Old", "level1/3_Small", "level1/100_Big"}) {
-    data.tasks[id] = kforge::TaskInfo{id, std::string(id).substr(7), "", "", "kernelbench-torch", 1};
-    data.jobs.push_back(job(id, 0, kH100));
-    data.jobs.push_back(job(id, 1, kH100));
-  }
-  std::map<std::pair<std::string, int>, json> run_metrics;
-  run_metrics[{"level1/100_Big", 0}] = {{"reference_ms_mean", 0.5}};
-  run_metrics[{"level1/3_Small", 1}] = {{"reference_ms_mean", 0.7}};
-  const auto files = kforge::export_files(kforge::export_input_of(data, run_metrics), kforge::ExportFormat::KernelBench, {});
-  ASSERT_EQ(files.size(), 2u);
-  const auto results = nlohmann::ordered_json::parse(files[0].content);
-  EXPECT_EQ(results.dump(2) + "\n", files[0].content);
-  std::vector<std::string> ids;
-  for (const auto& [id, entries] : results.items()) ids.push_back(id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"3", "20", "100"}));
-  EXPECT_EQ(results["3"].size(), 2u);
-  EXPECT_EQ(results["3"][1]["sample_id"], 1);
-  const auto baseline = nlohmann::ordered_json::parse(files[1].content);
-  EXPECT_EQ(baseline.dump(2) + "\n", files[1].content);
-  std::vector<std::string> names;
-  for (const auto& [name, stats] : baseline["level1"].items()) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{"3_Small.py", "100_Big.py"}));
-  EXPECT_EQ(baseline["level1"]["3_Small.py"]["mean"], 0.7);
-
-  // None at all: empty documents.
-  const auto none = kforge::export_files(kforge::export_input_of({}, {}), kforge::ExportFormat::KernelBench, {});
-  ASSERT_EQ(none.size(), 2u);
-  EXPECT_EQ(none[0].content, "{}\n");
-  EXPECT_EQ(none[1].content, "{\n  \"level1\": {}\n}\n");
-
-  kforge::Dataset twice = data;
-  twice.tasks["level1/20_Again"] = kforge::TaskInfo{"level1/20_Again", "20_Again", "", "", "kernelbench-torch", 1};
-  twice.jobs.push_back(job("level1/20_Again", 0, kH100));
-  std::vector<std::string> opened;
-  try {
-    kforge::write_export(kforge::export_input_of(twice, {}), kforge::ExportFormat::KernelBench, {},
-                         [&](const std::string& name) -> std::ostream& {
-                           opened.push_back(name);
-                           static std::ostringstream sink;
-                           return sink;
-                         });
-    FAIL() << "two tasks with problem id 20 were exported";
-  } catch (const kforge::ExportError& e) {
-    EXPECT_EQ(std::string(e.what()), "tasks 'level1/20_Old' and 'level1/20_Again' both have problem id 20 in level 1");
-  }
-  EXPECT_TRUE(opened.empty()) << "a file was opened before the export was refused";
-}
-
-TEST(Export, FailedCandidatesCarryKernelBenchsErrorKeysAndNoRuntime) {
-  kforge::JobOutcome broken = job("t", 0, "");
-  broken.status = kforge::VerdictStatus::Fail;
-  broken.error_class = "compile_error";
-  broken.message = "candidate.cu:3:1: error: expected ';'";
-  const auto compile = kforge::kernelbench_entry(broken, json::object());
-  EXPECT_EQ(compile["compiled"], false);
-  EXPECT_EQ(compile["correctness"], false);
-  EXPECT_EQ(compile["runtime"], -1.0);
-  EXPECT_TRUE(compile["runtime_stats"].empty());
-  EXPECT_EQ(compile["metadata"]["compilation_error"], broken.message);
-  EXPECT_EQ(compile["metadata"]["compilation_error_name"], "compile_error");
-  EXPECT_EQ(compile["metadata"]["kforge_status"], "compile error");
-
-  kforge::JobOutcome wrong = job("t", 1, "");
-  wrong.status = kforge::VerdictStatus::Fail;
-  wrong.error_class = "numerical_mismatch";
-  wrong.message = "max abs diff 0.03";
-  wrong.compiled_in_round = {1};
-  wrong.compile_evidence = true;
-  const auto numerical = kforge::kernelbench_entry(wrong, {{"max_abs_diff", 0.03125}, {"mean_abs_diff", 0.001}});
-  EXPECT_EQ(numerical["compiled"], true);
-  EXPECT_EQ(numerical["metadata"]["correctness_issue"], wrong.message);
-  EXPECT_EQ(numerical["metadata"]["max_difference"], nlohmann::ordered_json::array({"0.031250"}));
-  EXPECT_EQ(numerical["metadata"]["avg_difference"], nlohmann::ordered_json::array({"0.001000"}));
-}
-
 TEST(Export, ARecordHasEveryFieldNullWhereUnmeasured) {
   const kforge::TaskInfo task{"t", "19_ReLU", "Activation", "C1", "kernelbench-torch", 1};
   kforge::JobOutcome o = job("t", 0, kH100);
@@ -392,8 +243,115 @@ TEST(Export, ARecordHasEveryFieldNullWhereUnmeasured) {
   EXPECT_EQ(timed["reference_latency_stats"], (nlohmann::ordered_json{{"mean", 0.5}}));
 }
 
-TEST(Export, ProblemIdsComeFromTheTaskName) {
-  EXPECT_EQ(kforge::problem_id_of("19_ReLU"), 19);
-  EXPECT_EQ(kforge::problem_id_of("100_HingeLoss"), 100);
-  EXPECT_FALSE(kforge::problem_id_of("relu"));
+// ---- a plugin's exporter (kf_exporter_kind): the out-of-tree test plugin `tally`
+
+namespace {
+
+const std::string kTallyPlugin = std::string(KFORGE_TEST_EXPORTER_DIR) + "/libtest_tally.so";
+
+kforge::ExportInput two_tasks() {
+  kforge::Dataset data;
+  data.tasks["a"] = kforge::TaskInfo{"a", "19_ReLU", "", "", "npu-graph", 1};
+  data.tasks["b"] = kforge::TaskInfo{"b", "20_Tanh", "", "", "npu-graph", 1};
+  kforge::JobOutcome failed = job("b", 1, "");
+  failed.status = kforge::VerdictStatus::Fail;
+  failed.error_class = KF_ERROR_NUMERICAL_MISMATCH;
+  data.jobs = {job("a", 0, kH100), job("b", 0, kH100), failed};
+  return kforge::export_input_of(data, {});
+}
+
+}  // namespace
+
+TEST(PluginExport, TheRegistryFindsAnExporterAndItReadsEveryTask) {
+  kforge::Registry registry;
+  registry.load(kTallyPlugin);
+  ASSERT_EQ(registry.exporters().size(), 1u);
+  const kforge::ExporterKind* tally = registry.exporter("tally");
+  ASSERT_NE(tally, nullptr);
+  EXPECT_EQ(tally->plugin, "tally");
+  EXPECT_EQ(tally->doc, "tally.csv: jobs and passes per task");
+  EXPECT_EQ(registry.exporter("kernelbench"), nullptr);
+
+  const auto files = kforge::export_files(two_tasks(), tally, {{"title", "run 1"}});
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].name, "tally.csv");
+  EXPECT_EQ(files[0].content,
+            "task,format,jobs,passed,outcomes\n"
+            "a,npu-graph,1,1,passed\n"
+            "b,npu-graph,2,1,passed|incorrect numerical\n");
+  EXPECT_EQ(files[1].name, "options.json");
+  EXPECT_EQ(files[1].content, R"({"title":"run 1"})");
+}
+
+TEST(PluginExport, AnExportersRefusalNamesItAndItsPlugin) {
+  kforge::Registry registry;
+  registry.load(kTallyPlugin);
+  const kforge::ExporterKind& tally = *registry.exporter("tally");
+  try {
+    kforge::export_files(two_tasks(), &tally, {{"unknown", 1}});
+    FAIL() << "an unknown option was taken";
+  } catch (const kforge::ExportError& e) {
+    EXPECT_EQ(std::string(e.what()), "exporter 'tally' (plugin tally, " + kTallyPlugin +
+                                         ") refused its options: unknown option 'unknown': tally takes title, refuse "
+                                         "and escape");
+  }
+  try {
+    kforge::export_files(two_tasks(), &tally, {{"refuse", "level 3 has no tasks"}});
+    FAIL() << "the refusal was lost";
+  } catch (const kforge::ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("failed: level 3 has no tasks"), std::string::npos) << e.what();
+  }
+  // A file outside the export's directory is refused by the host: the exporter's write throws.
+  try {
+    kforge::export_files(two_tasks(), &tally, {{"escape", true}});
+    FAIL() << "the host wrote ../escaped.txt";
+  } catch (const kforge::ExportError& e) {
+    EXPECT_NE(std::string(e.what()).find("'../escaped.txt'"), std::string::npos) << e.what();
+  }
+}
+
+// The real CLI: the formats listed with their plugins, an unknown one named with what
+// exists, a refused export leaves no file, a good one writes its files.
+TEST(PluginExport, KforgeExportListsFindsAndRunsAPluginsExporter) {
+  TempDir dir;
+  int calls = 0;
+  auto call = [&](std::vector<std::string> args) {
+    return kforge_test::run_kforge(args, dir.path() / ("call" + std::to_string(++calls)));
+  };
+  const std::string out = (dir.path() / "out").string();
+  const auto run = call({"run", std::string(KFORGE_TEST_DATA_DIR) + "/store/resume.yaml", "--out", out, "--set",
+                         "tasks=3", "--set", "sleep=0", "--progress", "off"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string plugins = KFORGE_TEST_EXPORTER_DIR;
+
+  const auto listed = call({"--plugin-dir", plugins, "export", out});
+  EXPECT_EQ(listed.exit_code, 2);
+  EXPECT_NE(listed.out.find("records "), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("tally"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find(kTallyPlugin), std::string::npos) << listed.out;
+  EXPECT_NE(listed.err.find("name a format with --format"), std::string::npos) << listed.err;
+
+  const auto unknown = call({"--plugin-dir", plugins, "export", out, "--format", "talley"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no export format named 'talley'"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("tally"), std::string::npos) << unknown.err;
+
+  const fs::path to = dir.path() / "export";
+  const auto refused =
+      call({"--plugin-dir", plugins, "export", out, "--format", "tally", "--to", to.string(), "--option", "refuse=no"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("exporter 'tally' (plugin tally"), std::string::npos) << refused.err;
+  EXPECT_TRUE(fs::is_empty(to)) << "a refused export left files behind";
+
+  const auto written =
+      call({"--plugin-dir", plugins, "export", out, "--format", "tally", "--to", to.string(), "--option", "title=3"});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  EXPECT_EQ(written.out, (to / "tally.csv").string() + "\n" + (to / "options.json").string() + "\n");
+  const std::string csv = kforge_test::slurp(to / "tally.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << csv;
+  EXPECT_EQ(kforge_test::slurp(to / "options.json"), R"({"title":3})");
+
+  const auto records_option = call({"export", out, "--format", "records", "--to", to.string(), "--option", "a=1"});
+  EXPECT_EQ(records_option.exit_code, 2);
+  EXPECT_NE(records_option.err.find("the records format takes no --option"), std::string::npos) << records_option.err;
 }

@@ -168,7 +168,7 @@ TEST_F(SessionTest, AForeignRunStagesWellKnownMetricsReachEveryReportAndExport) 
 
   const kforge::ExportInput input = kforge::load_export_input((dir / "npu").string());
   std::map<std::string, Json> records;
-  for (const auto& file : kforge::export_files(input, kforge::ExportFormat::Records, {})) {
+  for (const auto& file : kforge::export_files(input, nullptr)) {
     std::istringstream lines(file.content);
     for (std::string line; std::getline(lines, line);) {
       const Json record = Json::parse(line);

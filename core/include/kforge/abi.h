@@ -105,6 +105,7 @@ typedef struct kf_param_constraints {
 typedef struct kf_job kf_job;       /* opaque: one candidate of one task on its way */
 typedef struct kf_config kf_config; /* opaque: validated parameters of one stage */
 typedef struct kf_task kf_task;     /* opaque: a task being emitted by a source */
+typedef struct kf_export_output kf_export_output; /* opaque: the files of one export */
 
 typedef enum kf_log_level {
   KF_LOG_TRACE = 0,
@@ -185,6 +186,12 @@ typedef struct kf_host_api {
    * the moment and the machine: the verdict cache keeps it, but another run replays it
    * only when its user asks for that (`kforge run --replay-measurements`). */
   kf_status (*job_measured)(kf_job* job);
+  /* Since 0.2. For exporters (kf_exporter_kind::finish): appends `len` bytes to the export's
+   * file `name` (a plain file name, no directories), created on its first write. The host
+   * keeps what is written aside and puts the files in place only when finish returns
+   * KF_OK, so an export that fails leaves no file behind. KF_INVALID_ARGUMENT for a name
+   * with a directory part. */
+  kf_status (*export_write)(kf_export_output* out, const char* name, const char* data, size_t len);
 } kf_host_api;
 
 /* Well-known job keys (strings unless marked number). */
@@ -396,6 +403,33 @@ typedef struct kf_source_kind {
   kf_status (*preflight)(void* instance, char* err, size_t err_size);
 } kf_source_kind;
 
+/* Since 0.2. An exporter writes a finished run's results in another tool's format
+ * (`kforge export DIR --format NAME`). The host reads the run's store and hands the
+ * exporter its tasks one at a time, in task order, each as the text of a JSON object
+ * (docs/plugins.md#exporters lists its fields):
+ *   {"strategy", "id", "name", "level", "category", "complexity", "format", "known",
+ *    "jobs": [{"sample", "round", "status" ("pass", "fail", "error"), "passed", "compiled",
+ *              "stage", "error_class", "message", "language", "model", "device",
+ *              "environment" (object), "speedup" (number or null),
+ *              "metrics" (the last run-role verdict's of the final round, object)}]}
+ * then calls finish, which writes the export's files through host->export_write. */
+typedef struct kf_exporter_kind {
+  uint32_t struct_size;
+  const char* name; /* the --format name, e.g. "records"; unique across all loaded plugins */
+  const char* doc;  /* one line: what it writes, for `kforge export --format` listings */
+  /* Begins one export. options_json (options_len bytes) is a JSON object of the user's
+   * `--option KEY=VALUE`s; an option the exporter does not know, or a bad value, is a
+   * non-OK status with a message in err (err_size bytes) that says what it accepts. */
+  kf_status (*create)(const kf_host_api* host, const char* options_json, size_t options_len, void** instance,
+                      char* err, size_t err_size);
+  /* One task (task_len bytes of JSON, as above). A non-OK status with a message in err
+   * ends the export: the run cannot be written in this format (say why and what to do). */
+  kf_status (*task)(void* instance, const char* task_json, size_t task_len, char* err, size_t err_size);
+  /* After the last task: writes the files through host->export_write(out, ...). */
+  kf_status (*finish)(void* instance, kf_export_output* out, char* err, size_t err_size);
+  void (*destroy)(void* instance);
+} kf_exporter_kind;
+
 typedef struct kf_plugin_descriptor {
   uint32_t abi_version; /* first, always: read before anything else */
   uint32_t struct_size;
@@ -405,6 +439,9 @@ typedef struct kf_plugin_descriptor {
   uint32_t stage_count;
   const kf_source_kind* const* sources;
   uint32_t source_count;
+  /* Since 0.2. */
+  const kf_exporter_kind* const* exporters;
+  uint32_t exporter_count;
 } kf_plugin_descriptor;
 
 typedef const kf_plugin_descriptor* (*kf_plugin_entry_fn)(void);
@@ -416,6 +453,8 @@ typedef const kf_plugin_descriptor* (*kf_plugin_entry_fn)(void);
 #define KF_SOURCE_KIND_V1_SIZE KF_END_OF(kf_source_kind, count)
 #define KF_PLUGIN_DESCRIPTOR_V1_SIZE KF_END_OF(kf_plugin_descriptor, source_count)
 #define KF_PARAM_CONSTRAINTS_V1_SIZE KF_END_OF(kf_param_constraints, max)
+/* kf_exporter_kind first came with kforge 0.2. */
+#define KF_EXPORTER_KIND_V1_SIZE KF_END_OF(kf_exporter_kind, destroy)
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -24,7 +24,11 @@
 // warm_up()` (the run starts: begin in the background what the first job would wait for,
 // a server; return at once). A source class
 // derives from kforge::sdk::Source and has kName, kDoc, optional params() and preflight(),
-// and `bool next(Task&)`. The SDK works with hosts of every 0.x version: what an older host
+// and `bool next(Task&)`. An exporter class (`kforge export --format NAME`) derives from
+// kforge::sdk::Exporter and has kName, kDoc, a constructor from the options' JSON text
+// (throw to refuse an option), `void task(std::string_view json)` per task of the run and
+// `void finish(ExportFiles&)`, which writes the files; throwing from task or finish refuses
+// the export with the message (docs/plugins.md#exporters). The SDK works with hosts of every 0.x version: what an older host
 // does not offer (KF_HAS_FUNCTION) is answered as "not available", never called; an older
 // host never calls preflight, so a stage must not rely on it having run.
 #pragma once
@@ -267,6 +271,32 @@ class Source {
   virtual std::optional<uint64_t> count() const { return std::nullopt; }
 };
 
+// The files of one export (Exporter::finish writes them). The host puts them in place only
+// when finish returns, so a refused export leaves none behind.
+class ExportFiles {
+ public:
+  ExportFiles(const kf_host_api* host, kf_export_output* out) : host_(host), out_(out) {}
+  // Appends `data` to the file `name` (a plain file name), created on its first write.
+  void write(const std::string& name, std::string_view data) {
+    if (host_->export_write(out_, name.c_str(), data.data(), data.size()) != KF_OK) {
+      throw std::runtime_error("the host refused to write export file '" + name + "' (a plain file name is needed)");
+    }
+  }
+
+ private:
+  const kf_host_api* host_;
+  kf_export_output* out_;
+};
+
+class Exporter {
+ public:
+  virtual ~Exporter() = default;
+  // One task of the run as a JSON object's text (kf_exporter_kind in kforge/abi.h).
+  virtual void task(std::string_view task_json) = 0;
+  // After the last task.
+  virtual void finish(ExportFiles& files) = 0;
+};
+
 namespace detail {
 
 template <typename T>
@@ -422,6 +452,64 @@ kf_status count(void* instance, uint64_t* tasks) noexcept {
 }
 
 template <typename T>
+kf_status create_exporter(const kf_host_api* host, const char* options, size_t options_len, void** instance, char* err,
+                          size_t err_size) noexcept {
+  try {
+    g_host = host;
+    *instance = new T(std::string_view(options, options_len));
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception while creating the exporter");
+  }
+  return KF_ERROR;
+}
+
+template <typename T>
+kf_status export_task(void* instance, const char* task, size_t len, char* err, size_t err_size) noexcept {
+  try {
+    static_cast<T*>(instance)->task(std::string_view(task, len));
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception in the exporter");
+  }
+  return KF_ERROR;
+}
+
+template <typename T>
+kf_status export_finish(void* instance, kf_export_output* out, char* err, size_t err_size) noexcept {
+  try {
+    ExportFiles files(g_host, out);
+    static_cast<T*>(instance)->finish(files);
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception in the exporter");
+  }
+  return KF_ERROR;
+}
+
+template <typename T>
+const kf_exporter_kind* exporter_kind() {
+  static const kf_exporter_kind kind = [] {
+    kf_exporter_kind k{};
+    k.struct_size = sizeof(kf_exporter_kind);
+    k.name = T::kName;
+    k.doc = T::kDoc;
+    k.create = &create_exporter<T>;
+    k.task = &export_task<T>;
+    k.finish = &export_finish<T>;
+    k.destroy = &destroy<T>;
+    return k;
+  }();
+  return &kind;
+}
+
+template <typename T>
 const kf_stage_kind* stage_kind() {
   static const kf_stage_kind kind = [] {
     const Schema<T>& schema = Schema<T>::get();
@@ -472,10 +560,12 @@ const kf_source_kind* source_kind() {
 
 template <typename... Ts>
 struct Plugin {
-  static_assert(((std::is_base_of_v<Stage, Ts> || std::is_base_of_v<Source, Ts>) && ...),
-                "KFORGE_PLUGIN takes classes derived from kforge::sdk::Stage or Source");
+  static_assert(((std::is_base_of_v<Stage, Ts> || std::is_base_of_v<Source, Ts> ||
+                  std::is_base_of_v<Exporter, Ts>) && ...),
+                "KFORGE_PLUGIN takes classes derived from kforge::sdk::Stage, Source or Exporter");
   std::vector<const kf_stage_kind*> stages;
   std::vector<const kf_source_kind*> sources;
+  std::vector<const kf_exporter_kind*> exporters;
   kf_plugin_descriptor descriptor{};
 
   Plugin(const char* name, const char* version) {
@@ -488,6 +578,8 @@ struct Plugin {
     descriptor.stage_count = static_cast<uint32_t>(stages.size());
     descriptor.sources = sources.data();
     descriptor.source_count = static_cast<uint32_t>(sources.size());
+    descriptor.exporters = exporters.data();
+    descriptor.exporter_count = static_cast<uint32_t>(exporters.size());
   }
 
  private:
@@ -495,6 +587,8 @@ struct Plugin {
   void add() {
     if constexpr (std::is_base_of_v<Stage, T>) {
       stages.push_back(stage_kind<T>());
+    } else if constexpr (std::is_base_of_v<Exporter, T>) {
+      exporters.push_back(exporter_kind<T>());
     } else {
       sources.push_back(source_kind<T>());
     }
@@ -505,7 +599,7 @@ struct Plugin {
 }  // namespace kforge::sdk
 
 // Exports the plugin's entry symbol. Arguments: plugin name, version, then every stage
-// and source class the library provides.
+// source and exporter class the library provides.
 #define KFORGE_PLUGIN(plugin_name, plugin_version, ...)                                    \
   extern "C" KF_EXPORT const kf_plugin_descriptor* kforge_plugin_entry(void) {             \
     static const ::kforge::sdk::detail::Plugin<__VA_ARGS__> plugin(plugin_name,            \

@@ -247,6 +247,22 @@ kf_status task_set_number(kf_task* task, const char* key, double value) {
   return KF_OK;
 }
 
+kf_status export_write(kf_export_output* out, const char* name, const char* data, size_t len) {
+  if (out == nullptr || name == nullptr || (data == nullptr && len > 0)) return KF_INVALID_ARGUMENT;
+  const std::string_view file(name);
+  // A plain file name: the export stays inside the directory the user chose.
+  if (file.empty() || file == "." || file == ".." || file.find_first_of("/\\") != std::string_view::npos) {
+    return KF_INVALID_ARGUMENT;
+  }
+  try {
+    reinterpret_cast<ExportOutput*>(out)->write(std::string(file), std::string_view(data == nullptr ? "" : data, len));
+    return KF_OK;
+  } catch (const std::exception& e) {
+    spdlog::error("cannot write export file '{}': {}", file, e.what());
+    return KF_ERROR;
+  }
+}
+
 const kf_host_api kHostApi = {
     sizeof(kf_host_api), KF_ABI_VERSION,  log,
     config_string,       config_int,      config_float,
@@ -256,7 +272,7 @@ const kf_host_api kHostApi = {
     job_verdict,         job_metric,      job_log_tail,
     job_seconds_left,    run_cancelled,   task_set_string,
     task_set_number,     job_cancelled,   job_run_seed,
-    job_measured,
+    job_measured,        export_write,
 };
 
 }  // namespace

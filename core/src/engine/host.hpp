@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/cancel.hpp"
@@ -27,6 +28,12 @@ struct JobCall {
   // Keys the stage wrote, so a cached verdict can replay them.
   std::vector<std::string> written_strings;
   std::vector<std::string> written_numbers;
+};
+
+// What a kf_export_output* points at during one exporter's finish: where its files go.
+struct ExportOutput {
+  // Appends data to the file `name`, already checked to be a plain file name.
+  std::function<void(const std::string& name, std::string_view data)> write;
 };
 
 const kf_host_api* host_api();

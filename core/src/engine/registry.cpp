@@ -160,6 +160,19 @@ SourceKind read_source(const kf_source_kind& k, const std::string& plugin, const
   return kind;
 }
 
+ExporterKind read_exporter(const kf_exporter_kind& k, const std::string& plugin, const std::string& version,
+                           const std::string& origin) {
+  const std::string where = fmt::format("plugin '{}', exporter '{}'", origin, k.name);
+  if (k.struct_size < KF_EXPORTER_KIND_V1_SIZE) {
+    throw PluginAbiMismatch(fmt::format("{}: its table has {} bytes, smaller than any version of it ({} bytes)",
+                                        where, k.struct_size, KF_EXPORTER_KIND_V1_SIZE));
+  }
+  if (k.create == nullptr || k.task == nullptr || k.finish == nullptr || k.destroy == nullptr) {
+    throw PluginError(fmt::format("{}: create, task, finish and destroy are required", where));
+  }
+  return ExporterKind{k.name, k.doc ? k.doc : "", plugin, version, origin, k.create, k.task, k.finish, k.destroy};
+}
+
 }  // namespace
 
 void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
@@ -210,8 +223,30 @@ void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
     check_unique(d->sources[i]->name, true);
     sources.push_back(read_source(*d->sources[i], plugin, version, origin));
   }
+  std::vector<ExporterKind> exporters;
+  if (KF_HAS_FIELD(d, kf_plugin_descriptor, exporter_count)) {
+    for (uint32_t i = 0; i < d->exporter_count; ++i) {
+      const kf_exporter_kind& k = *d->exporters[i];
+      if (k.name == nullptr || *k.name == '\0') {
+        throw PluginError(fmt::format("plugin '{}' registers an exporter without a name", origin));
+      }
+      for (const ExporterKind& other : exporters_) {
+        if (other.name == k.name) {
+          throw DuplicateKind(
+              fmt::format("exporter '{}' is registered twice: by '{}' and by '{}'", k.name, other.file, origin));
+        }
+      }
+      for (const ExporterKind& earlier : exporters) {
+        if (earlier.name == k.name) {
+          throw DuplicateKind(fmt::format("exporter '{}' is registered twice by '{}'", earlier.name, origin));
+        }
+      }
+      exporters.push_back(read_exporter(k, plugin, version, origin));
+    }
+  }
   for (StageKind& k : stages) stages_.push_back(std::move(k));
   for (SourceKind& k : sources) sources_.push_back(std::move(k));
+  for (ExporterKind& k : exporters) exporters_.push_back(std::move(k));
 }
 
 std::vector<std::string> Registry::discover(const std::vector<std::string>& directories) {
@@ -239,6 +274,13 @@ std::vector<std::string> Registry::discover(const std::vector<std::string>& dire
 
 const StageKind* Registry::stage(const std::string& name) const {
   for (const auto& k : stages_) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const ExporterKind* Registry::exporter(const std::string& name) const {
+  for (const auto& k : exporters_) {
     if (k.name == name) return &k;
   }
   return nullptr;

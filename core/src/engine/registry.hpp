@@ -88,6 +88,20 @@ struct SourceKind {
   decltype(kf_source_kind::preflight) preflight = nullptr;  // nullptr when it checks nothing at run start
 };
 
+// An exporter as a plugin registered it (kf_exporter_kind, since 0.2): `kforge export
+// --format NAME` runs it.
+struct ExporterKind {
+  std::string name;
+  std::string doc;
+  std::string plugin;
+  std::string version;
+  std::string file;
+  decltype(kf_exporter_kind::create) create = nullptr;
+  decltype(kf_exporter_kind::task) task = nullptr;
+  decltype(kf_exporter_kind::finish) finish = nullptr;
+  decltype(kf_exporter_kind::destroy) destroy = nullptr;
+};
+
 class KFORGE_API Registry {
  public:
   Registry();
@@ -110,10 +124,12 @@ class KFORGE_API Registry {
 
   const StageKind* stage(const std::string& name) const;
   const SourceKind* source(const std::string& name) const;
+  const ExporterKind* exporter(const std::string& name) const;
   // In registration order; a deque, so that the kinds a loaded pipeline points at stay put
   // when more plugins load.
   const std::deque<StageKind>& stages() const { return stages_; }
   const std::deque<SourceKind>& sources() const { return sources_; }
+  const std::deque<ExporterKind>& exporters() const { return exporters_; }
   // Known kind names closest to `name` (edit distance), best first, for "did you mean".
   std::vector<std::string> closest(const std::string& name, bool sources) const;
 
@@ -122,6 +138,7 @@ class KFORGE_API Registry {
   std::vector<std::unique_ptr<Library>> libraries_;
   std::deque<StageKind> stages_;
   std::deque<SourceKind> sources_;
+  std::deque<ExporterKind> exporters_;
 };
 
 // The default search path: KFORGE_PLUGIN_PATH entries, then the build tree's plugin

@@ -4,14 +4,13 @@
 #include <kforge/abi.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <memory>
 #include <ostream>
-#include <set>
 #include <sstream>
 
-#include "run/store/scratch.hpp"
+#include "engine/host.hpp"
+#include "engine/registry.hpp"
 #include "run/store/store.hpp"
 
 namespace kforge {
@@ -73,19 +72,9 @@ std::map<std::string, std::string> environment_facts(const JobOutcome& job) {
   return facts;
 }
 
-// KernelBench's "hardware": torch.cuda.get_device_name(), i.e. the GPU's model; kforge's
-// environment names it "gpu" (the CPU's model on a cpu device).
-std::string hardware_of(const JobOutcome& job) {
-  const auto facts = environment_facts(job);
-  for (const char* key : {"gpu", "cpu"}) {
-    if (auto it = facts.find(key); it != facts.end()) return it->second;
-  }
-  return job.device.empty() ? "unknown" : job.device;
-}
-
-// The per-call statistics a run stage measured for one party (KF_TIMING_*), by
-// KernelBench's names (its get_timing_stats): mean, std, min, max and num_trials of the
-// timed calls. Empty where the metrics have no mean (not timed, or a store from before the
+// The per-call statistics a run stage measured for one party (KF_TIMING_*), by the names
+// KernelBench's get_timing_stats uses too: mean, std, min, max and num_trials of the timed
+// calls. Empty where the metrics have no mean (not timed, or a store from before the
 // harness measured one): the median is another statistic, so nothing is made up from it;
 // a statistic the metrics lack is left out.
 ojson measured_stats(const nlohmann::json& metrics, const std::string& party) {
@@ -102,82 +91,9 @@ ojson measured_stats(const nlohmann::json& metrics, const std::string& party) {
   return stats;
 }
 
-// KernelBench's runtime_stats: the measured statistics, then hardware and device.
-ojson timing_stats(const nlohmann::json& metrics, const std::string& party, const JobOutcome& job) {
-  ojson stats = measured_stats(metrics, party);
-  if (stats.empty()) return stats;
-  stats["hardware"] = hardware_of(job);
-  stats["device"] = job.device.empty() ? "unknown" : job.device;
-  return stats;
-}
-
-std::string six_decimals(double value) { return fmt::format("{:.6f}", value); }
-
 }  // namespace
 
-std::optional<ExportFormat> parse_export_format(const std::string& name) {
-  if (name == "kernelbench") return ExportFormat::KernelBench;
-  if (name == "records") return ExportFormat::Records;
-  return std::nullopt;
-}
-
 std::string common_status(const JobOutcome& job) { return outcome_name(outcome_of_job(job)); }
-
-std::optional<int> problem_id_of(const std::string& task_name) {
-  size_t digits = 0;
-  while (digits < task_name.size() && digits < 9 && std::isdigit(static_cast<unsigned char>(task_name[digits]))) ++digits;
-  if (digits == 0) return std::nullopt;
-  return std::stoi(task_name.substr(0, digits));
-}
-
-ojson kernelbench_entry(const JobOutcome& job, const nlohmann::json& metrics) {
-  ojson metadata = ojson::object();
-  metadata["hardware"] = hardware_of(job);
-  metadata["device"] = job.device.empty() ? "unknown" : job.device;
-  const Outcome outcome = outcome_of_job(job);
-  const auto trials = number(metrics, KF_METRIC_TRIALS);
-  switch (outcome) {
-    case Outcome::Passed:
-      if (trials) metadata["correctness_trials"] = fmt::format("({} / {})", static_cast<int64_t>(*trials), static_cast<int64_t>(*trials));
-      break;
-    case Outcome::Compile:
-      metadata["compilation_error_name"] = job.error_class;
-      metadata["compilation_error"] = job.message;
-      break;
-    case Outcome::Runtime:
-    case Outcome::Timeout:
-      metadata["runtime_error"] = job.message;
-      metadata["runtime_error_name"] = job.error_class;
-      break;
-    case Outcome::Shape:
-    case Outcome::Dtype:
-    case Outcome::Numerical:
-      metadata["correctness_issue"] = job.message;
-      if (auto max_diff = number(metrics, KF_METRIC_MAX_ABS_DIFF)) metadata["max_difference"] = ojson::array({six_decimals(*max_diff)});
-      if (auto mean_diff = number(metrics, KF_METRIC_MEAN_ABS_DIFF)) metadata["avg_difference"] = ojson::array({six_decimals(*mean_diff)});
-      break;
-    default:
-      break;
-  }
-  if (!job.passed()) {
-    // What KernelBench has no key for stays findable: kforge's own verdict.
-    metadata["kforge_status"] = outcome_name(outcome);
-    metadata["kforge_error_class"] = job.error_class;
-    metadata["kforge_stage"] = job.stage;
-    metadata["kforge_message"] = job.message;
-  }
-  if (number(metrics, KF_METRIC_SUSPICIOUS_SPEEDUP)) metadata["excessive_speedup"] = true;
-
-  ojson entry;
-  entry["sample_id"] = job.sample;
-  entry["compiled"] = job.compiled();
-  entry["correctness"] = job.passed();
-  ojson stats = job.passed() ? timing_stats(metrics, KF_TIMING_CANDIDATE, job) : ojson::object();
-  entry["metadata"] = std::move(metadata);
-  entry["runtime"] = stats.contains("mean") ? stats["mean"].get<double>() : -1.0;
-  entry["runtime_stats"] = std::move(stats);
-  return entry;
-}
 
 ojson export_record(const std::string& strategy, const TaskInfo* task, const JobOutcome& job,
                     const nlohmann::json& metrics) {
@@ -262,126 +178,7 @@ ExportInput export_input_of(Dataset data, std::map<std::pair<std::string, int>, 
   return input;
 }
 
-namespace {
-
-std::string dump_indented(const ojson& value) { return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
-
-// KernelBench's eval_results.json, {"problem id": [entries by sample]} in problem id order,
-// and its baseline file, {"levelL": {"NAME.py": statistics}}. The problems of every level
-// wait in a scratch database, one row per task, until the level to write is known and they
-// can be written in id order.
-void write_kernelbench(const ExportInput& input, const ExportOptions& options,
-                       const std::function<std::ostream&(const std::string&)>& open) {
-  sql::ScratchDb scratch(
-      "CREATE TABLE problems (position INTEGER PRIMARY KEY, level INTEGER NOT NULL, id INTEGER, task TEXT NOT NULL, "
-      "name TEXT NOT NULL, entries TEXT, baseline TEXT); CREATE INDEX problems_by_id ON problems (level, id, position)");
-  scratch.exec("BEGIN");
-  std::set<int> levels;
-  {
-    sql::Statement insert(scratch.db(), scratch.name(),
-                          "INSERT INTO problems (level, id, task, name, entries, baseline) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-    input.tasks([&](const ExportTask& task) {
-      if (!task.known) throw ExportError("the store has no task row for job task '" + task.info.id + "'");
-      const int level = static_cast<int>(task.info.level);
-      levels.insert(level);
-      std::map<int, ojson> entries;  // by sample
-      std::optional<ojson> baseline;
-      for (size_t i = 0; i < task.jobs.size(); ++i) {
-        const JobOutcome& job = task.jobs[i];
-        if (!baseline) {
-          ojson stats = timing_stats(task.metrics[i], KF_TIMING_REFERENCE, job);
-          if (!stats.empty()) baseline = std::move(stats);
-        }
-        // A sample the run folder did not have was never evaluated: KernelBench has no entry for it.
-        if (job.error_class == KF_ERROR_NO_CANDIDATE) continue;
-        entries[job.sample] = kernelbench_entry(job, task.metrics[i]);
-      }
-      ojson list = ojson::array();
-      for (auto& [sample, entry] : entries) list.push_back(std::move(entry));
-      const auto id = problem_id_of(task.info.name);
-      insert.bind(1, static_cast<int64_t>(level));
-      if (id) {
-        insert.bind(2, static_cast<int64_t>(*id));
-      } else {
-        insert.bind_null(2);
-      }
-      const auto compact = [](const ojson& value) { return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); };
-      const std::string list_text = compact(list);
-      const std::string baseline_text = baseline ? compact(*baseline) : "";
-      insert.bind(3, task.info.id).bind(4, task.info.name).bind(5, list.empty() ? nullptr : &list_text);
-      insert.bind(6, baseline ? &baseline_text : nullptr).run();
-    });
-  }
-  if (options.level && !levels.count(*options.level)) {
-    throw ExportError(fmt::format("the run has no task of level {} (its levels: {})", *options.level, fmt::join(levels, ", ")));
-  }
-  if (!options.level && levels.size() > 1) {
-    throw ExportError(fmt::format(
-        "the run has tasks of levels {}; KernelBench keeps one level per eval_results.json: pass --level", fmt::join(levels, ", ")));
-  }
-  const int64_t level = options.level ? *options.level : (levels.empty() ? 1 : *levels.begin());
-
-  // Every task of the level is a problem of its own, in task order.
-  {
-    sql::Statement tasks(scratch.db(), scratch.name(), "SELECT position, id, task, name FROM problems WHERE level = ?1 ORDER BY position");
-    sql::Statement owner(scratch.db(), scratch.name(),
-                         "SELECT task FROM problems WHERE level = ?1 AND id = ?2 AND position < ?3 ORDER BY position LIMIT 1");
-    tasks.bind(1, level);
-    while (tasks.step()) {
-      if (tasks.is_null(1)) {
-        throw ExportError("task '" + tasks.text(2) + "' is no KernelBench problem: its name '" + tasks.text(3) +
-                          "' does not start with a problem id");
-      }
-      owner.bind(1, level).bind(2, tasks.integer(1)).bind(3, tasks.integer(0));
-      while (owner.step()) {
-        const std::string first = owner.text(0);
-        owner.reset();
-        throw ExportError(fmt::format("tasks '{}' and '{}' both have problem id {} in level {}", first, tasks.text(2),
-                                      tasks.integer(1), level));
-      }
-    }
-  }
-
-  sql::Statement problems(scratch.db(), scratch.name(),
-                          "SELECT id, name, entries, baseline FROM problems WHERE level = ?1 ORDER BY id");
-  // Each problem's list as the whole document's dump would indent it.
-  auto indented = [](const std::string& text, const char* prefix) {
-    std::string out;
-    size_t start = 0;
-    for (size_t end = text.find('\n');; end = text.find('\n', start)) {
-      if (start > 0) out += prefix;
-      out.append(text, start, end == std::string::npos ? std::string::npos : end + 1 - start);
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-    return out;
-  };
-  std::ostream& results = open("eval_results.json");
-  uint64_t written = 0;
-  problems.bind(1, level);
-  while (problems.step()) {
-    if (problems.is_null(2)) continue;
-    const ojson list = ojson::parse(problems.text(2));
-    results << (written++ == 0 ? "{\n  " : ",\n  ") << ojson(std::to_string(problems.integer(0))).dump() << ": "
-            << indented(dump_indented(list), "  ");
-  }
-  results << (written == 0 ? "{}\n" : "\n}\n");
-
-  std::ostream& baseline = open("baseline_time_torch.json");
-  const std::string level_key = ojson("level" + std::to_string(level)).dump();
-  written = 0;
-  problems.bind(1, level);
-  while (problems.step()) {
-    if (problems.is_null(3)) continue;
-    const ojson stats = ojson::parse(problems.text(3));
-    baseline << (written++ == 0 ? "{\n  " + level_key + ": {\n    " : ",\n    ")
-             << ojson(problems.text(1) + ".py").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << ": "
-             << indented(dump_indented(stats), "    ");
-  }
-  baseline << (written == 0 ? "{\n  " + level_key + ": {}\n}\n" : "\n  }\n}\n");
-}
-
-void write_records(const ExportInput& input, const std::function<std::ostream&(const std::string&)>& open) {
+void write_records(const ExportInput& input, const ExportOpen& open) {
   std::ostream& out = open("records.jsonl");
   input.tasks([&](const ExportTask& task) {
     for (size_t i = 0; i < task.jobs.size(); ++i) {
@@ -392,23 +189,80 @@ void write_records(const ExportInput& input, const std::function<std::ostream&(c
   });
 }
 
-}  // namespace
+ojson export_task_json(const std::string& strategy, const ExportTask& task) {
+  ojson t;
+  t["strategy"] = strategy;
+  t["id"] = task.info.id;
+  t["name"] = task.known ? task.info.name : task.info.id;
+  t["level"] = task.known ? ojson(task.info.level) : ojson(nullptr);
+  t["category"] = task.info.category;
+  t["complexity"] = task.info.complexity;
+  t["format"] = task.info.format;
+  t["known"] = task.known;
+  ojson jobs = ojson::array();
+  for (size_t i = 0; i < task.jobs.size(); ++i) {
+    const JobOutcome& job = task.jobs[i];
+    ojson j;
+    j["sample"] = job.sample;
+    j["round"] = job.round;
+    j["status"] = to_string(job.status);
+    j["outcome"] = common_status(job);
+    j["passed"] = job.passed();
+    j["compiled"] = job.compiled();
+    j["stage"] = job.stage;
+    j["error_class"] = job.error_class;
+    j["message"] = job.message;
+    j["language"] = job.language;
+    j["model"] = job.model;
+    j["device"] = job.device;
+    j["environment"] = environment_facts(job);
+    j["speedup"] = nullable(job.speedup);
+    j["metrics"] = task.metrics[i].is_object() ? ojson(task.metrics[i]) : ojson::object();
+    jobs.push_back(std::move(j));
+  }
+  t["jobs"] = std::move(jobs);
+  return t;
+}
 
-void write_export(const ExportInput& input, ExportFormat format, const ExportOptions& options,
-                  const std::function<std::ostream&(const std::string& name)>& open) {
-  if (format == ExportFormat::KernelBench) {
-    write_kernelbench(input, options, open);
-  } else {
-    write_records(input, open);
+void write_plugin_export(const ExporterKind& exporter, const ExportInput& input, const nlohmann::json& options,
+                         const ExportOpen& open) {
+  const std::string who = fmt::format("exporter '{}' (plugin {}, {})", exporter.name, exporter.plugin, exporter.file);
+  char err[4096] = {0};
+  const auto refused = [&](const char* when) {
+    return ExportError(fmt::format("{} {}: {}", who, when, err[0] == '\0' ? "it gave no reason" : err));
+  };
+  const std::string options_text = options.dump();
+  void* instance = nullptr;
+  if (exporter.create(host_api(), options_text.data(), options_text.size(), &instance, err, sizeof err) != KF_OK) {
+    throw refused("refused its options");
+  }
+  const std::unique_ptr<void, decltype(exporter.destroy)> held(instance, exporter.destroy);
+  input.tasks([&](const ExportTask& task) {
+    const std::string text = export_task_json(input.strategy, task).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (exporter.task(instance, text.data(), text.size(), err, sizeof err) != KF_OK) throw refused("refused the run");
+  });
+  std::map<std::string, std::ostream*> files;
+  ExportOutput output{[&](const std::string& name, std::string_view data) {
+    auto it = files.find(name);
+    if (it == files.end()) it = files.emplace(name, &open(name)).first;
+    it->second->write(data.data(), static_cast<std::streamsize>(data.size()));
+  }};
+  if (exporter.finish(instance, reinterpret_cast<kf_export_output*>(&output), err, sizeof err) != KF_OK) {
+    throw refused("failed");
   }
 }
 
-std::vector<ExportFile> export_files(const ExportInput& input, ExportFormat format, const ExportOptions& options) {
+std::vector<ExportFile> export_files(const ExportInput& input, const ExporterKind* exporter, const nlohmann::json& options) {
   std::vector<std::pair<std::string, std::unique_ptr<std::ostringstream>>> streams;
-  write_export(input, format, options, [&](const std::string& name) -> std::ostream& {
+  const ExportOpen open = [&](const std::string& name) -> std::ostream& {
     streams.emplace_back(name, std::make_unique<std::ostringstream>());
     return *streams.back().second;
-  });
+  };
+  if (exporter == nullptr) {
+    write_records(input, open);
+  } else {
+    write_plugin_export(*exporter, input, options, open);
+  }
   std::vector<ExportFile> files;
   for (auto& [name, stream] : streams) files.push_back({name, stream->str()});
   return files;

@@ -1,10 +1,9 @@
-// Exports of an output directory for other tools (docs/reports.md#exports):
-//   kernelbench: KernelBench's eval_results.json and a baseline timing file in its
-//                results/timing shape, so KernelBench's own scripts read kforge's results;
-//   records:     records.jsonl, one JSON object per candidate in the common status
-//                vocabulary (passed, incorrect shape, ...), with errors, latencies and the
-//                environment (docs/schemas/records.schema.json).
-// Both read the store read-only, as `kforge report` does.
+// Exports of an output directory for other tools (docs/reports.md#exports): core's own,
+// records.jsonl (one JSON object per candidate in the common status vocabulary: passed,
+// incorrect shape, ...; with errors, latencies and the environment,
+// docs/schemas/records.schema.json), and every exporter a plugin registers (kf_exporter_kind:
+// a benchmark's own format lives in its plugin). All read the store read-only, as `kforge
+// report` does.
 #pragma once
 
 #include "api.hpp"
@@ -23,14 +22,13 @@
 
 namespace kforge {
 
-enum class ExportFormat { KernelBench, Records };
+struct ExporterKind;
 
-// "kernelbench", "records"; nullopt for anything else.
-KFORGE_API std::optional<ExportFormat> parse_export_format(const std::string& name);
-inline constexpr const char* kExportFormatNames = "kernelbench, records";
+// The format core writes itself; every other is a plugin's exporter.
+inline constexpr const char* kRecordsFormat = "records";
 
-// An export that cannot be made from this directory (several levels for one KernelBench
-// eval_results.json, a task that is no KernelBench problem); the message says what to do.
+// An export that cannot be made from this directory (an exporter refused the run or an
+// option); the message says what to do.
 class ExportError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -59,25 +57,31 @@ KFORGE_API ExportInput load_export_input(const std::string& directory);
 // An in-memory series: `data`'s tasks, with the run metrics of each (task, sample).
 ExportInput export_input_of(Dataset data, std::map<std::pair<std::string, int>, nlohmann::json> run_metrics);
 
-struct ExportOptions {
-  std::optional<int> level;  // kernelbench: the level to export when the run has several
-};
-
 struct ExportFile {
   std::string name;  // relative to the export directory
   std::string content;
 };
 
-// Writes the files of one export: kernelbench gives eval_results.json and
-// baseline_time_torch.json, records gives records.jsonl. `open` gives the stream a file of
-// that name is written to; a run of any size is written in the memory of one task (the
-// KernelBench problems wait in a scratch database until they can be written in id order).
-// Every ExportError comes before the first byte is written.
-KFORGE_API void write_export(const ExportInput& input, ExportFormat format, const ExportOptions& options,
-                             const std::function<std::ostream&(const std::string& name)>& open);
+// Where an export's files go: `open` gives the stream a file of that name is written to.
+using ExportOpen = std::function<std::ostream&(const std::string& name)>;
 
-// The same files held in memory.
-std::vector<ExportFile> export_files(const ExportInput& input, ExportFormat format, const ExportOptions& options);
+// records.jsonl, written in the memory of one task.
+KFORGE_API void write_records(const ExportInput& input, const ExportOpen& open);
+
+// A plugin's export: the exporter gets each task as export_task_json gives it, then writes
+// its files through the host (kf_host_api::export_write). `options` is a JSON object (the
+// user's --option KEY=VALUE). The exporter's refusals are ExportErrors naming the exporter
+// and its plugin; a file may be opened before one, so the caller keeps the files aside
+// until this returns (as `kforge export` does).
+KFORGE_API void write_plugin_export(const ExporterKind& exporter, const ExportInput& input,
+                                    const nlohmann::json& options, const ExportOpen& open);
+
+// The files of either held in memory (exporter nullptr: records).
+std::vector<ExportFile> export_files(const ExportInput& input, const ExporterKind* exporter,
+                                     const nlohmann::json& options = nlohmann::json::object());
+
+// One task as an exporter reads it (kf_exporter_kind in kforge/abi.h lists the fields).
+nlohmann::ordered_json export_task_json(const std::string& strategy, const ExportTask& task);
 
 // ---- the mappings, one candidate at a time (tests drive them directly)
 
@@ -87,15 +91,8 @@ std::vector<ExportFile> export_files(const ExportInput& input, ExportFormat form
 // candidate's fault), "failed" (a class kforge does not map; error_class tells).
 std::string common_status(const JobOutcome& job);
 
-// KernelBench's entry for one candidate: {sample_id, compiled, correctness, metadata,
-// runtime, runtime_stats}, runtimes in milliseconds as KernelBench's timing.py measures them.
-nlohmann::ordered_json kernelbench_entry(const JobOutcome& job, const nlohmann::json& metrics);
-
 // One record of records.jsonl; `task` is null when the store has no row for the job's task.
 nlohmann::ordered_json export_record(const std::string& strategy, const TaskInfo* task, const JobOutcome& job,
                                      const nlohmann::json& metrics);
-
-// The leading problem id of a KernelBench task name ("19_ReLU" -> 19); nullopt without one.
-std::optional<int> problem_id_of(const std::string& task_name);
 
 }  // namespace kforge

@@ -1,8 +1,9 @@
 // The kforge_kernelbench plugin: KernelBench's own files, read as they are. The task source
 // kernelbench.tasks lists the problems of a KernelBench checkout; the stage
 // kernelbench.candidates takes each job's candidate from a KernelBench run folder. eval.run
-// (plugin eval) judges them; `kforge export --format kernelbench` writes the results back in
-// KernelBench's shape (docs/kernelbench.md).
+// (plugin eval) judges them; the exporter kernelbench (`kforge export --format kernelbench`)
+// writes the results back in KernelBench's shape (docs/kernelbench.md).
+#include "export.hpp"
 #include "run_folder.hpp"
 
 #include <kforge/bounded_file.hpp>
@@ -166,6 +167,23 @@ class Candidates : public kforge::sdk::Stage {
   std::string language_;
 };
 
+class Export : public kforge::sdk::Exporter {
+ public:
+  static constexpr const char* kName = "kernelbench";
+  static constexpr const char* kDoc =
+      "KernelBench's eval_results.json and baseline_time_torch.json (--option level=L for a run of several levels)";
+  explicit Export(std::string_view options) : export_(options) {}
+  void task(std::string_view task_json) override { export_.task(task_json); }
+  void finish(kforge::sdk::ExportFiles& files) override {
+    const auto [results, baseline] = export_.finish();
+    files.write("eval_results.json", results);
+    files.write("baseline_time_torch.json", baseline);
+  }
+
+ private:
+  kb::KernelBenchExport export_;
+};
+
 }  // namespace
 
-KFORGE_PLUGIN("kernelbench", "0.1.0", Tasks, Candidates)
+KFORGE_PLUGIN("kernelbench", "0.1.0", Tasks, Candidates, Export)

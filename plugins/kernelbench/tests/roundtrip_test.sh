@@ -106,7 +106,7 @@ PY
 grep -q "different torch" "$work/other.err" || { cat "$work/other.err"; fail "compare did not warn about another torch"; }
 
 echo "== export refusals and the shipped pipeline"
-if "$kforge" export "$out" --format kernelbench --level 2 --to "$work/none" 2>"$work/level.err"; then
+if "$kforge" export "$out" --format kernelbench --option level=2 --to "$work/none" 2>"$work/level.err"; then
   fail "exporting a level the run does not have succeeded"
 fi
 grep -q "no task of level 2" "$work/level.err" || { cat "$work/level.err"; fail "unclear refusal"; }
