@@ -32,6 +32,8 @@ if [[ -z $base ]]; then
   fi
 fi
 tar -C "$root" -xf "$base"
+# The checkout lands where a new user working as root would clone it: /root/kforge of the
+# new root file system (not of this machine).
 git clone -q --no-local "$repo" "$root/root/kforge"
 echo "measure-fresh-setup: $(git -C "$root/root/kforge" log -1 --format='%h %s')" >&2
 

@@ -30,6 +30,13 @@ def run(name, task="relu", language="python", options=None, server=None, request
     finally:
         if own:
             server.close()
+    show(name, task, response)
+    return response
+
+
+def show(name, task, response):
+    """Prints what the server returned for attack `name` on `task`: what a reader of the
+    test's output needs to tell a near miss from a pass."""
     metrics = response.get("metrics") or {}
     keys = ("speedup", "candidate_ms", "reference_ms", "timing_charged_ms", "timing_gap_ms",
             "reference_gap_ms", "confirm_gap_ms", "timing_spot_checks", "timing_measured_again", "max_abs_diff")
@@ -38,7 +45,6 @@ def run(name, task="relu", language="python", options=None, server=None, request
           + " ".join(f"{k}={metrics[k]:.4g}" if isinstance(metrics.get(k), float) else f"{k}={metrics.get(k)}"
                      for k in keys)
           + f"\n  message={str(response.get('message'))[:600]!r}", flush=True)
-    return response
 
 
 def check(name, language="cpp"):

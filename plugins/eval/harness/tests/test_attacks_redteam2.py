@@ -8,6 +8,7 @@ import unittest
 
 from tests import client
 from tests.test_attacks import NO_GAIN
+from tests.test_attacks_forged import show
 
 TIMEOUT_S = 120
 
@@ -23,14 +24,7 @@ def run(name, task="relu", language="python", options=None, task_format=None):
         response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
     finally:
         server.close()
-    metrics = response.get("metrics") or {}
-    keys = ("speedup", "candidate_ms", "reference_ms", "timing_charged_ms", "timing_gap_ms",
-            "reference_gap_ms", "timing_spot_checks", "max_abs_diff")
-    print(f"\n[{name} on {task}] status={response.get('status')} "
-          f"error_class={response.get('error_class')} flags={response.get('flags')}\n  "
-          + " ".join(f"{k}={metrics[k]:.4g}" if isinstance(metrics.get(k), float) else f"{k}={metrics.get(k)}"
-                     for k in keys)
-          + f"\n  message={str(response.get('message'))[:600]!r}", flush=True)
+    show(name, task, response)
     return response
 
 

@@ -160,9 +160,11 @@ class _Stats:
                             torch.empty(count, dtype=torch.bool, device=self.device))
         return [buffer[:count] for buffer in self.buffers]
 
-    def add(self, ref, cand):
-        # A complex element is compared as its real and imaginary parts (adjacent in the
-        # real view), and counted once: over the tolerance when either part is.
+    def _differences(self, ref, cand):
+        """A chunk in float64: (parts, ref64, |c - r|, |r|, scratch, mask), the last two
+        buffers of its size. A complex element is compared as its real and imaginary parts
+        (adjacent in the real view), and counted once: over the tolerance when either
+        part is."""
         parts = 2 if ref.is_complex() else 1
         if parts == 2:
             ref, cand = torch.view_as_real(ref).reshape(-1), torch.view_as_real(cand).reshape(-1)
@@ -170,6 +172,20 @@ class _Stats:
         ref64.copy_(ref)
         diff.copy_(cand).sub_(ref64).abs_()
         torch.abs(ref64, out=magnitude)
+        return parts, ref64, diff, magnitude, scratch, mask
+
+    def _tolerance_counts(self, parts, diff, magnitude, scratch, mask):
+        """(elements over the coarse bound, elements within atol + rtol * |r|), as
+        tensors; `scratch` and `mask` are overwritten."""
+        torch.mul(magnitude, self.whole.coarse_rtol, out=scratch).add_(self.whole.coarse_atol)
+        torch.gt(diff, scratch, out=mask)
+        over = _counted(mask if parts == 1 else mask.view(-1, 2).any(dim=1))
+        torch.mul(magnitude, self.rtol, out=scratch).add_(self.atol)
+        torch.le(diff, scratch, out=mask)
+        return over, _counted(mask if parts == 1 else mask.view(-1, 2).all(dim=1))
+
+    def add(self, ref, cand):
+        parts, ref64, diff, magnitude, scratch, mask = self._differences(ref, cand)
         total = float(diff.sum())
         if math.isfinite(total):  # the common case: no NaN, no infinity anywhere
             self.finite_sum += total
@@ -199,38 +215,23 @@ class _Stats:
         self.ref_squares += squares
         if self.spread is not None:
             self.spread = self.spread.merged(_Spread.of_chunk(ref64, scratch, parts))
-        # scratch becomes the coarse bound, then the tolerance atol + rtol * |r|.
-        torch.mul(magnitude, self.whole.coarse_rtol, out=scratch).add_(self.whole.coarse_atol)
-        torch.gt(diff, scratch, out=mask)
-        self.over_coarse += _count(mask if parts == 1 else mask.view(-1, 2).any(dim=1))
-        torch.mul(magnitude, self.rtol, out=scratch).add_(self.atol)
-        torch.le(diff, scratch, out=mask)
-        self.within += _count(mask if parts == 1 else mask.view(-1, 2).all(dim=1))
+        over, within = self._tolerance_counts(parts, diff, magnitude, scratch, mask)
+        self.over_coarse += int(over)
+        self.within += int(within)
 
     def measure(self, ref, cand):
         """add()'s work on a chunk whose values are all finite, without waiting for the
         device: its numbers as one float64 tensor on the chunk's device, for fold(). A
         device answers each wait in tens of microseconds, and add() waits a dozen times
         per chunk: on a GPU that was most of a comparison's time."""
-        parts = 2 if ref.is_complex() else 1
-        if parts == 2:
-            ref, cand = torch.view_as_real(ref).reshape(-1), torch.view_as_real(cand).reshape(-1)
-        ref64, diff, magnitude, scratch, mask = self._buffers(ref.numel())
-        ref64.copy_(ref)
-        diff.copy_(cand).sub_(ref64).abs_()
-        torch.abs(ref64, out=magnitude)
+        parts, ref64, diff, magnitude, scratch, mask = self._differences(ref, cand)
         values = [torch.tensor(float(diff.numel()), dtype=torch.float64, device=diff.device),
                   diff.sum(), diff.max(), torch.dot(diff, diff)]
         torch.clamp(magnitude, min=self.floor, out=scratch)
         torch.div(diff, scratch, out=scratch)
         values += [scratch.max(), scratch.sum(), torch.dot(ref64, ref64)]
         values += _Spread.chunk_sums(ref64, scratch, parts)
-        torch.mul(magnitude, self.whole.coarse_rtol, out=scratch).add_(self.whole.coarse_atol)
-        torch.gt(diff, scratch, out=mask)
-        values.append(_counted(mask if parts == 1 else mask.view(-1, 2).any(dim=1)))
-        torch.mul(magnitude, self.rtol, out=scratch).add_(self.atol)
-        torch.le(diff, scratch, out=mask)
-        values.append(_counted(mask if parts == 1 else mask.view(-1, 2).all(dim=1)))
+        values += self._tolerance_counts(parts, diff, magnitude, scratch, mask)
         return torch.stack([v.to(torch.float64) for v in values])
 
     def fold(self, measured):
@@ -398,10 +399,6 @@ def _ratio(numerator, denominator):
     if denominator > 0:
         return numerator / denominator
     return 0.0 if numerator == 0 else math.inf
-
-
-def _count(mask):
-    return int(_counted(mask))
 
 
 def _counted(mask):
