@@ -186,6 +186,77 @@ class ChunkedComparisonTest(unittest.TestCase):
         self.assertLess(tracemalloc_peak, 16 << 20)
 
 
+def _cuda_and_triton():
+    import importlib.util
+    return torch.cuda.is_available() and importlib.util.find_spec("triton") is not None
+
+
+@unittest.skipUnless(_cuda_and_triton(), "needs a CUDA device and triton (the fused kernel's path)")
+class FusedKernelTest(unittest.TestCase):
+    """judge/fused.py on a CUDA device against add()'s torch arithmetic, chunk by chunk."""
+
+    FIELDS = ("max_diff", "finite_sum", "finite_count", "within", "over_coarse", "diff_squares",
+              "ref_squares", "max_rel", "rel_sum")
+
+    def both(self, ref, cand, chunk, rule_=ALLCLOSE):
+        atol, rtol = compare.tolerance(rule_, ref.dtype)
+        whole = compare.WholeOutput(rule_, ref.dtype)
+        fused_stats = compare._Stats(atol, rtol, whole, ref.device)
+        finite = compare._accumulate(fused_stats, TensorLeaf(ref), SnapshotLeaf(cand), chunk, 0, ref.numel())
+        each = compare._Stats(atol, rtol, whole, ref.device)
+        compare._accumulate_each(each, TensorLeaf(ref), TensorLeaf(cand), chunk, 0, ref.numel())
+        return finite, fused_stats, each
+
+    def test_the_kernel_measures_what_add_does(self):
+        torch.manual_seed(3)
+        for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+            for numel, chunk in ((1, 64), (4095, 4096), (4097, 1 << 12), ((1 << 20) + 3, 1 << 18)):
+                ref = (torch.randn(numel, device="cuda") * 3 + 1000).to(dtype)
+                # About a third of the elements beyond the dtype's tolerance.
+                atol, rtol = compare.tolerance(ALLCLOSE, dtype)
+                noise = torch.randn(numel, device="cuda") * (atol + rtol * ref.double().abs())
+                cand = (ref.double() + noise).to(dtype)
+                finite, got, want = self.both(ref, cand, chunk)
+                where = f"{dtype} numel {numel} chunk {chunk}"
+                self.assertTrue(finite, where)
+                self.assertIsNone(compare.fused._failed, where)
+                for field in self.FIELDS:
+                    # The relative error (a metric) is divided in float32 by the kernel.
+                    close = 1e-6 if field in ("max_rel", "rel_sum") and dtype != torch.float64 else 1e-9
+                    self.assertTrue(math.isclose(getattr(got, field), getattr(want, field),
+                                                 rel_tol=close, abs_tol=1e-12), f"{where}: {field}")
+                self.assertEqual(got.spread.count, want.spread.count, where)
+                for mine, theirs in zip(got.spread.means + got.spread.squares,
+                                        want.spread.means + want.spread.squares):
+                    self.assertTrue(math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-9), where)
+                if numel > 1:
+                    self.assertGreater(want.within, 0, where)
+                    self.assertGreater(want.finite_count - want.within, 0, where)
+
+    def test_values_that_are_not_finite_are_left_to_add(self):
+        for bad in (math.nan, math.inf, -math.inf):
+            ref = torch.randn(10000, device="cuda")
+            cand = ref.clone()
+            cand[9000] = bad
+            finite, _, _ = self.both(ref, cand, 4096)
+            self.assertFalse(finite, bad)
+            ref[9000] = cand[9000] = bad
+            finite, _, _ = self.both(ref, cand, 4096)
+            self.assertFalse(finite, f"{bad} in both")
+
+    def test_verdicts_on_the_device_are_those_on_the_host(self):
+        torch.manual_seed(4)
+        ref = torch.randn(3 << 20, device="cuda")
+        for cand in (ref + 1e-6, ref + torch.randn_like(ref) * 1e-3, ref * 1.5):
+            on_device = compare.compare_leaf(TensorLeaf(ref), SnapshotLeaf(cand), ALLCLOSE)
+            on_host = compare.compare_leaf(TensorLeaf(ref.cpu()), TensorLeaf(cand.cpu()), ALLCLOSE)
+            self.assertEqual(on_device.error_class, on_host.error_class)
+            for name, value in on_host.metrics.items():
+                close = 1e-6 if "rel_error" in name and name != "rel_l2_error" else 1e-9
+                self.assertTrue(math.isclose(on_device.metrics[name], value, rel_tol=close, abs_tol=1e-15),
+                                f"{name}: {on_device.metrics[name]} on the device, {value} on the host")
+
+
 def _peak_allocated(call):
     """Peak resident growth in bytes while `call` runs (VmHWM after a reset)."""
     with open("/proc/self/clear_refs", "w", encoding="ascii") as handle:

@@ -10,9 +10,11 @@ once needed 12 GB of float64 temporaries on the device). The statistics are accu
 over the chunks, so verdicts and metrics are those of one pass over the whole output.
 
 Leaves on one accelerator (the task host's reference outputs and the buffer it lent the
-candidate) are compared there, in chunks of DEVICE_CHUNK_ELEMENTS; a device out of
-memory leaves the comparison to the CPU. The arithmetic is the same float64 arithmetic;
-only the order in which sums are added differs, within float64 rounding."""
+candidate) are compared there: on a CUDA device by one fused kernel per chunk of
+fused.CHUNK_ELEMENTS (judge/fused.py), elsewhere or where it cannot run by the torch
+operations in chunks of DEVICE_CHUNK_ELEMENTS; a device out of memory leaves the
+comparison to the CPU. The arithmetic is the same float64 arithmetic; only the order in
+which sums are added differs, within float64 rounding."""
 
 import math
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +23,7 @@ import numpy as np
 import torch
 
 from kforge_harness import protocol
+from kforge_harness.judge import fused
 from kforge_harness.judge.outputs import TensorLeaf, as_tensor, dtype_name, flat_leaves
 
 # 64K elements: the chunk's float64 temporaries (five buffers, ~2.2 MB) stay in the CPU's
@@ -151,6 +154,7 @@ class _Stats:
         # reference value is not finite.
         self.spread = _Spread()
         self.buffers = None
+        self.parameters = None  # the tolerances on the device, for judge/fused.py
 
     def _buffers(self, count):
         if self.buffers is None or self.buffers[0].numel() < count:
@@ -221,38 +225,53 @@ class _Stats:
 
     def measure(self, ref, cand):
         """add()'s work on a chunk whose values are all finite, without waiting for the
-        device: its numbers as one float64 tensor on the chunk's device, for fold(). A
-        device answers each wait in tens of microseconds, and add() waits a dozen times
-        per chunk: on a GPU that was most of a comparison's time."""
+        device: (its element count, its numbers as one float64 tensor on the chunk's
+        device) for fold(). The numbers: the sums of |c - r|, |c - r|^2, the relative
+        errors and r^2, the counts over the coarse bound and within the tolerance, the
+        maxima of |c - r| and of the relative error, then per part the spread's shift
+        and the sum and sum of squares of r less the shift (_Spread.chunk_sums). A device answers each wait in
+        tens of microseconds, and add() waits a dozen times per chunk: on a GPU that was
+        most of a comparison's time. On a CUDA device one fused kernel does the work
+        (judge/fused.py), where it applies."""
+        if fused.applies(ref, cand):
+            if self.parameters is None:
+                self.parameters = fused.tolerances(ref.device, self.atol, self.rtol, self.floor,
+                                               self.whole.coarse_atol, self.whole.coarse_rtol)
+            row = fused.measure(ref, cand, self.parameters)
+            if row is not None:
+                return ref.numel(), row
         parts, ref64, diff, magnitude, scratch, mask = self._differences(ref, cand)
-        values = [torch.tensor(float(diff.numel()), dtype=torch.float64, device=diff.device),
-                  diff.sum(), diff.max(), torch.dot(diff, diff)]
+        values = [diff.sum(), torch.dot(diff, diff)]
         torch.clamp(magnitude, min=self.floor, out=scratch)
         torch.div(diff, scratch, out=scratch)
-        values += [scratch.max(), scratch.sum(), torch.dot(ref64, ref64)]
-        values += _Spread.chunk_sums(ref64, scratch, parts)
+        max_rel, rel_sum = scratch.max(), scratch.sum()
+        values += [rel_sum, torch.dot(ref64, ref64)]
+        spread = _Spread.chunk_sums(ref64, scratch, parts)
         values += self._tolerance_counts(parts, diff, magnitude, scratch, mask)
-        return torch.stack([v.to(torch.float64) for v in values])
+        values += [diff.max(), max_rel, *spread[1:]]
+        return diff.numel(), torch.stack([v.to(torch.float64) for v in values])
 
     def fold(self, measured):
         """Adds measure()'s chunks, in order, exactly as add() would have; False (and
         nothing to be trusted in this object) when a chunk held a value that is not
         finite: add() must measure those."""
-        for row in torch.stack(measured).tolist() if measured else []:
-            numel, total, max_diff, diff_squares, max_rel, rel_sum, squares = row[:7]
+        rows = torch.stack([row for _, row in measured]).tolist() if measured else []
+        for (numel, _), row in zip(measured, rows):
+            total, diff_squares, rel_sum, squares, over, within, max_diff, max_rel = row[:8]
             if not (math.isfinite(total) and math.isfinite(squares)):
                 return False
             self.finite_sum += total
-            self.finite_count += int(numel)
+            self.finite_count += numel
             self.max_diff = max(self.max_diff, max_diff)
             self.diff_squares += diff_squares
             self.max_rel = max(self.max_rel, max_rel)
             self.rel_sum += rel_sum
             self.ref_squares += squares
             if self.spread is not None:
-                self.spread = self.spread.merged(_Spread.of_sums(*row[7:-2]))
-            self.over_coarse += int(row[-2])
-            self.within += int(row[-1])
+                parts = len(row[8:]) // 3
+                self.spread = self.spread.merged(_Spread.of_sums(numel // parts, *row[8:]))
+            self.over_coarse += int(over)
+            self.within += int(within)
         return True
 
     def _relative(self, diff, magnitude, scratch, finite_only):
@@ -339,11 +358,12 @@ class _Spread:
     @staticmethod
     def chunk_sums(ref64, scratch, parts):
         """[count, then per part: shift, sum and sum of squares of the values less the
-        shift], as tensors on the chunk's device (nothing waits for the device)."""
+        shift]: the count a number, the rest tensors on the chunk's device (nothing waits
+        for the device)."""
         values, shifted = ref64.view(-1, parts), scratch.view(-1, parts)
         shift = values[0].clone()
         torch.sub(values, shift, out=shifted)
-        sums = [torch.tensor(float(values.shape[0]), dtype=torch.float64, device=ref64.device)]
+        sums = [values.shape[0]]
         for part in range(parts):
             column = shifted[:, part]
             sums += [shift[part], column.sum(), torch.dot(column, column)]
@@ -450,7 +470,10 @@ def _statistics(ref, cand, rule, workers, device):
     """One pass over both leaves: their _Stats."""
     atol, rtol = tolerance(rule, ref.dtype)
     whole = WholeOutput(rule, ref.dtype)
-    chunk = CHUNK_ELEMENTS if device is None else DEVICE_CHUNK_ELEMENTS
+    if device is None:
+        chunk = CHUNK_ELEMENTS
+    else:
+        chunk = fused.CHUNK_ELEMENTS if fused.usable(device, ref.dtype) else DEVICE_CHUNK_ELEMENTS
 
     def one_pass(piece):
         # On a device, chunks are measured without waiting for it (_accumulate); on the
