@@ -21,7 +21,7 @@ import secrets
 import torch
 
 from kforge_harness import protocol
-from kforge_harness.judge.outputs import digest
+from kforge_harness.judge.outputs import digest, surely_finite
 
 POISON_BYTE = 0xFF
 
@@ -57,20 +57,29 @@ def differing(views, made, allowed):
         if i in allowed or not isinstance(view, torch.Tensor):
             continue
         value = torch.as_tensor(value).to(view.device)
-        if value.shape != view.shape or not torch.equal(_bytes(view), _bytes(value.contiguous())):
+        if value.shape != view.shape or not _same_bytes(view, value.contiguous()):
             found.append(i)
     return found
 
 
-def _bytes(tensor):
-    return tensor.reshape(-1).view(torch.uint8)
+def _same_bytes(a, b):
+    """Whether two tensors hold the same bytes, compared as the widest integers that tile
+    both (over int64 words torch.equal reads 4 GB in a third of the time it takes over
+    bytes)."""
+    a, b = a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)
+    if a.numel() != b.numel():
+        return False
+    for dtype, width in ((torch.int64, 8), (torch.int32, 4), (torch.int16, 2)):
+        if a.numel() % width == 0 and a.data_ptr() % width == 0 and b.data_ptr() % width == 0:
+            return torch.equal(a.view(dtype), b.view(dtype))
+    return torch.equal(a, b)
 
 
 def unwritten(views):
-    """Elements of floating outputs still poisoned (NaN): one reduction per output, and a
-    count only where there is poison."""
+    """Elements of floating outputs still poisoned (NaN): a sum per output (surely_finite),
+    and a count only where one is not finite."""
     floating = [v for v in views if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())]
-    if not any(bool(torch.isnan(v).any()) for v in floating):
+    if surely_finite(floating):
         return 0
     return sum(int(torch.isnan(v).sum()) for v in floating)
 

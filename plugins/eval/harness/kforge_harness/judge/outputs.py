@@ -4,6 +4,7 @@
 digests of inputs. Outputs never cross processes as files: the task host reads the
 candidate's outputs in the buffer it lent (handover/), on the device where they live."""
 
+import math
 import threading
 
 import numpy as np
@@ -50,6 +51,21 @@ def as_tensor(value):
     if isinstance(value, (bool, int, float)):
         return torch.tensor(value)
     return None
+
+
+def surely_finite(tensors):
+    """True when every element of these floating tensors is finite, told by one sum of
+    each: one read of the tensor, no temporary of its size, one wait for the device (on
+    an H200, 1 ms for 4 GB of float32, where a NaN mask and its reduction took 1.8 and
+    a float64 sum 6.5). A NaN or an infinity makes its sum so. False only means "look
+    element by element": large finite values can overflow their sum (float32 and
+    narrower types are summed in float32, float64 in float64)."""
+    for tensor in tensors:
+        values = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+        wide = torch.float64 if values.dtype == torch.float64 else torch.float32
+        if values.numel() and not math.isfinite(float(values.sum(dtype=wide))):
+            return False
+    return True
 
 
 def pieces(tensor, max_elements):

@@ -13,7 +13,7 @@ import torch
 
 from kforge_harness.anticheat import observe
 from kforge_harness.tasks import task_modules, tasks
-from kforge_harness.judge.outputs import as_tensor, flat_leaves, pieces
+from kforge_harness.judge.outputs import as_tensor, flat_leaves, pieces, surely_finite
 
 
 def seed_everything(seed):
@@ -392,20 +392,22 @@ def nan_count(values):
     """NaN elements in a forward's tensor outputs (0 for integer outputs). Counted in
     pieces: a whole-tensor sum of a mask widens it to int64, 8 bytes per element (12 GiB
     for KernelBench's 6 GiB activations)."""
+    floating = _floating(values)
+    if surely_finite(floating):
+        return 0
     count = 0
-    for value in values:
-        tensor = as_tensor(value)
-        if tensor is not None and (tensor.is_floating_point() or tensor.is_complex()):
-            for piece in pieces(tensor.detach(), 1 << 24):
-                count += int(torch.isnan(piece).sum())
+    for tensor in floating:
+        for piece in pieces(tensor, 1 << 24):
+            count += int(torch.isnan(piece).sum())
     return count
 
 
 def all_finite(values):
     """Whether every floating-point element of a forward's tensor outputs is finite."""
-    for value in values:
-        tensor = as_tensor(value)
-        if tensor is not None and (tensor.is_floating_point() or tensor.is_complex()):
-            if not bool(torch.isfinite(tensor).all()):
-                return False
-    return True
+    floating = _floating(values)
+    return surely_finite(floating) or all(bool(torch.isfinite(t).all()) for t in floating)
+
+
+def _floating(values):
+    tensors = [as_tensor(value) for value in values]
+    return [t.detach() for t in tensors if t is not None and (t.is_floating_point() or t.is_complex())]
