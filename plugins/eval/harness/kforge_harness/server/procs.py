@@ -149,7 +149,7 @@ def signal_tree(pid, sig):
 
 
 def freeze_tree(pid, rounds=40):
-    """SIGSTOP to every process below `pid` until all of them are seen stopped at once,
+    """SIGSTOP to every process below `pid` until all of them are seen stopped, twice over,
     and then no other below `pid` (a fork that completed as its parent was being
     stopped): processes that continue each other (one stopped, another sends it SIGCONT)
     are stopped again, round after round. Returns the frozen processes (nothing of the
@@ -162,10 +162,28 @@ def freeze_tree(pid, rounds=40):
             except (ProcessLookupError, PermissionError):
                 pass
         # All stopped before the second walk: nothing below `pid` could fork after it.
-        if all(_stopped(child) for child in tree) and set(descendants(pid)) == set(tree):
+        # The second look at their states catches one continued by another that was
+        # still running when the first look passed it.
+        if (_await_stopped(tree) and all(_stopped(child) for child in tree)
+                and set(descendants(pid)) == set(tree)):
             return tree
-        time.sleep(0.0002)  # a stop in flight: delivered within microseconds
     return None
+
+
+def _await_stopped(pids, patience_s=0.02):
+    """Whether every process of `pids` is seen stopped within `patience_s`. A stop is
+    delivered when its process next runs: the wait yields the CPU to it rather than
+    sleeping (a sleep is a millisecond or more on a loaded machine, and every timed
+    call waits for this), and reads nothing but the processes' states."""
+    deadline = time.monotonic() + patience_s
+    waiting = list(pids)
+    while True:
+        waiting = [child for child in waiting if not _stopped(child)]
+        if not waiting:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        os.sched_yield()
 
 
 def continue_tree(frozen):
