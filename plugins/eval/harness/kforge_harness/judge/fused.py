@@ -43,6 +43,7 @@ def _compile():
         import triton.language as tl
     except Exception as exc:  # noqa: BLE001 - any import failure means the torch path
         _failed = f"triton cannot be imported ({exc})"
+        _say_fallback()
         return None
 
     # (No argument may be named `params`: Triton's generated argument binder has a local
@@ -111,6 +112,11 @@ def _compile():
     return _kernel
 
 
+def _say_fallback():
+    print(f"kforge_harness: comparisons on the device use torch, not the fused kernel: {_failed}",
+          file=sys.stderr, flush=True)
+
+
 _SMS = {}
 
 
@@ -151,8 +157,7 @@ def measure(ref, cand, parameters):
                              RELATIVE_IN_FLOAT32=ref.dtype != torch.float64, num_warps=8)
     except Exception as exc:  # noqa: BLE001 - a compile or launch failure: the torch path
         _kernel, _failed = None, f"its kernel failed ({type(exc).__name__}: {str(exc)[:300]})"
-        print(f"kforge_harness: comparisons on the device use torch, not the fused kernel: {_failed}",
-              file=sys.stderr, flush=True)
+        _say_fallback()
         return None
     summed = sums.sum(0)
     return torch.cat([summed[:6], maxima.amax(0), ref[:1].to(torch.float64), summed[6:]])

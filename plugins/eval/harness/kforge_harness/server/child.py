@@ -97,6 +97,8 @@ def task_host_main(job, command_fd, result_fd, device, memory_base):
     sandbox: it lends buffers to the children of its task's candidates)."""
     channel = Channel(result_fd, command_fd)
     try:
+        if job.get("triton_cache"):
+            os.environ["TRITON_CACHE_DIR"] = job["triton_cache"]
         apply_job_limits(job["limits"], device, memory_base)
         faulthandler.enable()
         from kforge_harness.tasks.runner import limit_device_memory

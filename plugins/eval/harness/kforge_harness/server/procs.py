@@ -2,7 +2,6 @@
 what their deaths mean."""
 
 import fcntl
-import glob
 import math
 import os
 import signal
@@ -119,9 +118,13 @@ def descendants(pid):
     found, frontier = [], [pid]
     while frontier:
         parent = frontier.pop()
-        for path in glob.glob(f"/proc/{parent}/task/*/children"):
+        try:
+            threads = os.listdir(f"/proc/{parent}/task")  # a glob costs twice as much
+        except OSError:
+            continue
+        for thread in threads:
             try:
-                with open(path, encoding="ascii") as handle:
+                with open(f"/proc/{parent}/task/{thread}/children", "rb") as handle:
                     children = [int(x) for x in handle.read().split()]
             except (OSError, ValueError):
                 continue

@@ -370,7 +370,11 @@ class Server:
                     # too big for the device fails its self-test as the task's.
                     "limits": request["limits"],
                     "input_seeds": job.seeds.inputs(1), "keep_bytes": self.keep_bytes,
-                    "workers": max(1, min(JUDGE_WORKERS, (os.cpu_count() or 1) // 2))}
+                    "workers": max(1, min(JUDGE_WORKERS, (os.cpu_count() or 1) // 2)),
+                    # The hosts' own Triton kernels (judge/fused.py) are compiled into the
+                    # server's directory, which no candidate's sandbox shows: a cache a
+                    # candidate could write would let it plant the comparison's kernel.
+                    "triton_cache": os.path.join(self.root, "triton-cache")}
         try:
             proc = self.fork_child("host", lambda p: child.task_host_main(
                 host_job, p["command_r"], p["result_w"], self.device, self.memory_base),
