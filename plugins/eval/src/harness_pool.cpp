@@ -229,8 +229,13 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
   const std::optional<double> memory_budget = budget_mb(gate_name);
   bool retried = false;
   DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
+  // The time this job waited for its device (a timing run has it alone): part of its
+  // stage time that is no work of its own, shown as a metric.
+  double waited_s = 0;
   while (true) {
+    const auto asked = std::chrono::steady_clock::now();
     const auto pass = gate.enter(gate_use, task, settings_.memory.per_job_mb, memory_budget, budget.stage_deadline);
+    waited_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     if (!pass) {
       return HarnessResponse::harness_error("the stage timeout passed while waiting for device " + device +
                                             " (a timing run, or a job of unknown memory need, has its device to "
@@ -246,6 +251,7 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
       gate.record_memory(memory);
     }
     gate.leave(*pass);
+    response.metrics["device_wait_seconds"] = waited_s;
     if (retried) response.flags.emplace_back("retried_alone");
     const bool out_of_memory = has_flag(response, "out_of_memory");
     if (out_of_memory && !pass->company->load() && response.error_class == "task_error" && !task.empty()) {

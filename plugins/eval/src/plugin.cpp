@@ -695,7 +695,8 @@ class Run : public kforge::sdk::Stage {
       "max_rel_error, mean_rel_error, candidate_ms, reference_ms (medians), with timing also each one's "
       "_p90, _mean, _std, _min, _max and candidate_timing_trials, reference_timing_trials (the timed calls "
       "those describe), speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, "
-      "retried_alone, infra_retries (sent again after its harness server was lost).";
+      "retried_alone, infra_retries (sent again after its harness server was lost), device_wait_seconds (the "
+      "time it waited for its device: a timing run has it alone).";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
     auto params = concat(concat(server_params("cpu"), limit_params("60")), admission_params());

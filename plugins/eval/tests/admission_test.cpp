@@ -96,5 +96,27 @@ TEST(Admission, OutOfMemoryBesideAnotherJobIsRetriedAlone) {
   EXPECT_TRUE(std::isnan(alone.metric("retried_alone")));
 }
 
+TEST(Admission, AJobsWaitForItsDeviceIsAMetric) {
+  KFORGE_REQUIRE_TORCH();
+  auto pool = budget_pool();
+  const EvalJob relu = task_job("relu", std::nullopt);
+  const StageResult first = run_stage(pool).process(relu);
+  ASSERT_EQ(first.status, KF_VERDICT_PASS) << first.message;
+  EXPECT_GE(first.metric("device_wait_seconds"), 0);
+
+  // A timing run holds the device alone for 1.5 s: the job admitted after it waited at
+  // least that long, and says so.
+  DeviceGate& gate = device_gate("cpu");
+  const auto timing = gate.enter(DeviceGate::Use::Exclusive, "timing", 0, pool->budget_mb("cpu"),
+                                 std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  ASSERT_TRUE(timing);
+  auto verdict = std::async(std::launch::async, [&] { return run_stage(pool).process(relu); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  gate.leave(*timing);
+  const StageResult waited = verdict.get();
+  ASSERT_EQ(waited.status, KF_VERDICT_PASS) << waited.message;
+  EXPECT_GE(waited.metric("device_wait_seconds"), 1.4);
+}
+
 }  // namespace
 }  // namespace kforge::eval
