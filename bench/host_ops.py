@@ -7,7 +7,8 @@ timed alone with the device synchronised around it (median of --repeat):
                sampled fingerprint
   checked call (a spot check): the inputs made again and compared with the lent ones,
                the reference's forward and its NaN count, the comparison with the
-               candidate's output (compare_leaf on a snapshot of the buffer)
+               candidate's output (compare_leaf on a snapshot of the buffer); and the
+               inputs' digests, which every trial takes twice
 
     PYTHONPATH=plugins/eval/harness /opt/torch/.venv/bin/python3 bench/host_ops.py \\
         --device cuda:0 KernelBench/level1/5_Matrix_scalar_multiplication.py"""
@@ -22,7 +23,7 @@ import torch
 
 from kforge_harness.anticheat import buffers
 from kforge_harness.judge import compare
-from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf
+from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, digest
 from kforge_harness.protocol import normalise_request
 from kforge_harness.tasks.runner import nan_count, seed_everything
 
@@ -93,6 +94,8 @@ def main():
             "reference forward": forward,
             "nan count": lambda: nan_count([out]),
             "compare_leaf": lambda: compare.compare_leaf(TensorLeaf(out), SnapshotLeaf(lent_output), RULE),
+            # Not a timed call's: a trial digests every input when filled and when judged.
+            "input digests (trials)": lambda: [digest(x) for x in lent_inputs],
         }
         # The fused comparison's chunk size against the torch path's (fused.CHUNK_ELEMENTS).
         chosen = compare.fused.CHUNK_ELEMENTS

@@ -365,6 +365,19 @@ class AntiCheatHelpersTest(unittest.TestCase):
         self.assertNotEqual(outputs.digest(ints), outputs.digest(swapped))
         strided = torch.randn(6, 4).t()
         self.assertEqual(outputs.digest(strided), outputs.digest(strided.contiguous()))
+        off_word = torch.randn(17)[1:9]  # a view that starts at byte 4
+        self.assertEqual(outputs.digest(off_word), outputs.digest(off_word.clone()))
+
+    def test_a_change_that_keeps_public_sums_is_seen(self):
+        # +1 at lanes 0 and 2, -2 at lane 1: the lanes' sum and their sum weighted by the
+        # positions (1, 2, 3...) are both unchanged; the weights are secret.
+        lanes = torch.arange(100, dtype=torch.int64) * 7
+        forged = lanes.clone()
+        forged[:3] += torch.tensor([1, -2, 1])
+        self.assertEqual(int(lanes.sum()), int(forged.sum()))
+        positions = torch.arange(1, 101)
+        self.assertEqual(int((lanes * positions).sum()), int((forged * positions).sum()))
+        self.assertNotEqual(outputs.digest(lanes), outputs.digest(forged))
 
 
 
