@@ -49,16 +49,15 @@ def apply_job_limits(limits, device, memory_base, file_size_mb=None):
 
 
 def candidate_main(command_fd, result_fd, device, workdir, memory_base, hidden_paths,
-                   network=False, triton=True):
+                   network=False):
     """A candidate child (or the reference's own timing child): sandbox, device warm-up
-    (ahead of its job when it is the fork-mode standby; Triton's part only where the job
-    may use Triton: runner.warm_up), then the job, which arrives on the command socket
-    with the descriptors of the buffers the task host lends."""
+    (ahead of its job when it is the fork-mode standby), then the job, which arrives on
+    the command socket with the descriptors of the buffers the task host lends."""
     flags, device = enter_candidate_sandbox(workdir, device, hidden_paths, network, memory_base)
     channel = Channel(result_fd, command_fd)
     try:
         from kforge_harness.tasks.runner import warm_up
-        warm_up(device, triton)
+        warm_up(device)
     except Exception:  # noqa: BLE001 - the job's own device setup reports it properly
         traceback.print_exc()
     command = channel.command()

@@ -166,8 +166,7 @@ class Server:
     def _zygote_child(self, request, fds):
         """What a child forked from the zygote runs (in the child)."""
         child.candidate_main(fds["command"], fds["result"], self.device, request["workdir"],
-                             self.memory_base, request["hidden"], request["network"],
-                             request.get("triton", True))
+                             self.memory_base, request["hidden"], request["network"])
 
     # ---- main loop ----
 
@@ -586,7 +585,7 @@ class Server:
             if self.standby is not None and not network:
                 proc, self.standby = self.standby, None
             else:
-                proc = self._fork_candidate(network, triton=job.request["candidate"]["language"] == "triton")
+                proc = self._fork_candidate(network)
         except OSError as exc:  # out of descriptors, processes or scratch space
             self._finish(job, error(protocol.HARNESS_ERROR, f"cannot start a child process: {exc}"))
             return
@@ -606,16 +605,15 @@ class Server:
             except OSError as exc:  # requests then fork their own children
                 print(f"kforge_harness: cannot fork a standby child: {exc}", file=sys.stderr)
 
-    def _fork_candidate(self, network, triton=True):
-        """A candidate child: from the zygote (fork mode), or a fresh interpreter (spawn);
-        `triton`: whether it warms Triton's driver up (fork mode; runner.warm_up)."""
+    def _fork_candidate(self, network):
+        """A candidate child: from the zygote (fork mode), or a fresh interpreter (spawn)."""
         if self.mode == "spawn":
             return self.fork_child("candidate", lambda p: self._exec_candidate(p, network),
                                    commands=True)
         workdir, log_fd, (result_r, result_w), (command_r, command_w) = self._child_channels(True, False)
         try:
             pid = self.zygote.fork({"workdir": workdir, "hidden": self._hidden_paths(),
-                                    "network": network, "triton": triton}, [log_fd, result_w, command_r])
+                                    "network": network}, [log_fd, result_w, command_r])
         except OSError:
             for fd in (result_r, command_w):
                 os.close(fd)

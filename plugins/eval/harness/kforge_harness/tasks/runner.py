@@ -44,18 +44,16 @@ def as_torch_view(obj):
     return obj
 
 
-def warm_up(device, triton=True):
+def warm_up(device):
     """What every candidate child pays before its own work, paid ahead in a standby
     child: the device context (CUDA: ~0.2-0.3 s) and the first use of the kernels the
-    harness's own code runs there (copies into a buffer), which load lazily. With
-    `triton`, Triton's driver is initialised too where triton is present: it compiles its
-    C helpers into the child's own, empty cache (a gcc run of 1-2 s), which only a Triton
-    candidate needs, and the standby, whose job is not known yet."""
+    harness's own code runs there (copies into a buffer), which load lazily. Triton's
+    driver is initialised too where triton is present."""
     torch_device = device.activate(torch)
     sample = torch.linspace(-1.0, 1.0, 64, device=torch_device)
     torch.empty_like(sample).copy_(sample)
     device.synchronize(torch)
-    if device.is_accelerator and triton:
+    if device.is_accelerator:
         try:
             import triton
         except ImportError:
