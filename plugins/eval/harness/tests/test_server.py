@@ -138,6 +138,35 @@ class VerdictsMixin:
         self.assertEqual(again["after-crash"]["status"], "pass")
 
 
+class IdleHostsTest(unittest.TestCase):
+    """Which idle task hosts the server retires (server/hosts.py)."""
+
+    def hosts(self, held_mb, keep_idle=8, idle_mb=8192):
+        from kforge_harness.server.hosts import Hosts
+        hosts = Hosts(keep_idle=keep_idle, idle_mb=idle_mb)
+        for age, mb in enumerate(held_mb):  # the first the most recently used
+            entry = hosts.entry(f"task-{age}")
+            entry.proc, entry.held_mb, entry.last_used = object(), mb, 1000.0 - age
+        return hosts
+
+    def closed(self, hosts):
+        return sorted(entry.key for entry in hosts.idle_to_close())
+
+    def test_idle_hosts_beyond_the_count_are_retired(self):
+        self.assertEqual(self.closed(self.hosts([10] * 5, keep_idle=3)), ["task-3", "task-4"])
+
+    def test_idle_hosts_beyond_the_memory_budget_are_retired(self):
+        # Four level-1 hosts each keeping a 6.4 GB output: one fits 8 GB.
+        self.assertEqual(self.closed(self.hosts([6554] * 4)), ["task-1", "task-2", "task-3"])
+        # One that alone holds more than the budget goes; a small one beside it stays.
+        self.assertEqual(self.closed(self.hosts([9000, 10])), ["task-0"])
+
+    def test_hosts_in_use_stay(self):
+        hosts = self.hosts([6554] * 3)
+        hosts.entries["task-2"].users = 1
+        self.assertEqual(self.closed(hosts), ["task-1"])
+
+
 class ForkServerTest(VerdictsMixin, unittest.TestCase):
     mode = "fork"
     cases = FORK_CASES

@@ -9,6 +9,7 @@ each answer."""
 
 import hashlib
 import json
+import math
 import time
 
 
@@ -63,9 +64,13 @@ class TaskEntry:
 class Hosts:
     """The entries by key, and which idle hosts to close."""
 
-    def __init__(self, keep_idle):
+    def __init__(self, keep_idle, idle_mb=math.inf):
         self.entries = {}
         self.keep_idle = keep_idle
+        # The device memory idle hosts may hold between them (their kept reference
+        # outputs): a host keeps its first output whatever its size, and idle hosts each
+        # holding a 6.4 GB output once left the jobs admitted beside them out of memory.
+        self.idle_mb = idle_mb
 
     def entry(self, key):
         entry = self.entries.get(key)
@@ -75,11 +80,18 @@ class Hosts:
         return entry
 
     def idle_to_close(self):
-        """Hosts no job holds beyond the `keep_idle` most recently used."""
+        """Hosts no job holds beyond the `keep_idle` most recently used, and those that do
+        not fit `idle_mb` of device memory beside the more recently used ones."""
         idle = sorted((e for e in self.entries.values()
                        if e.proc is not None and e.users == 0 and not e.pending),
                       key=lambda e: e.last_used, reverse=True)
-        return idle[self.keep_idle:]
+        close, held = idle[self.keep_idle:], 0.0
+        for entry in idle[:self.keep_idle]:
+            if held + entry.held_mb > self.idle_mb:
+                close.append(entry)
+            else:
+                held += entry.held_mb
+        return close
 
     def by_proc(self, proc):
         return next((e for e in self.entries.values() if e.proc is proc), None)

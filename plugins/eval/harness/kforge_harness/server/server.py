@@ -144,7 +144,8 @@ class Server:
         if mode == "spawn":  # what each spawned child's sandbox shows (_exec_candidate)
             sandbox.save_view(os.path.join(self.root, SANDBOX_VIEW_FILE))
         self.keep_bytes = store_bytes // self.max_children
-        self.hosts = Hosts(keep_idle=self.max_children)
+        self.hosts = Hosts(keep_idle=self.max_children,
+                           idle_mb=store_bytes / (1 << 20) if self.device.is_accelerator else math.inf)
         self.queue = []
         self.jobs = set()  # jobs holding a slot
         self.procs = {}  # pid -> Proc
