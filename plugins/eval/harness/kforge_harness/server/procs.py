@@ -35,6 +35,11 @@ class Proc:
         self.frozen = False
         self.received = 0  # bytes read from `read_fd`
         self.lines = 0  # lines read from `read_fd`
+        # A task host's: close command id -> the response of the job whose session it
+        # closes, sent once the host has freed the session's buffers (a retired host: once
+        # it has exited), so that the job's device memory is free when the client hears
+        # of it and admits the next job.
+        self.held_responses = {}
         self.owner = None  # the Job (or, for a task host, its TaskEntry)
 
     def parent_fds(self):

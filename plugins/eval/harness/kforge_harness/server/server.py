@@ -267,9 +267,14 @@ class Server:
             signal_tree(job.proc.pid, signal.SIGCONT)
             kill_group(job.proc.pid)
         entry = job.entry
+        closing = host = None
         if entry is not None:
             if job.session is not None and entry.proc is not None:
-                self._host_command(entry, job, {"close": {"session": job.session}}, None)
+                host = entry.proc
+                # Answered like any command, so under the host's deadline: a host that
+                # hangs is killed, and its death sends what it held.
+                closing = self._host_command(entry, job, {"close": {"session": job.session}},
+                                             lambda _job, _result: None)
             entry.users -= 1
             entry.last_used = time.monotonic()
             self._close_idle_hosts()
@@ -301,10 +306,14 @@ class Server:
                 metrics["reference_seconds"] = entry.facts.get("reference_seconds", 0.0)
             elif not started:
                 flags.append("reference_from_store")
-        self._respond(protocol.response(
+        response = protocol.response(
             job.id, result.get("status", "error"), result.get("error_class", ""),
             result.get("message", ""), log, result.get("findings"),
-            result.get("extracted"), metrics, flags, task_sizes))
+            result.get("extracted"), metrics, flags, task_sizes)
+        if closing is not None:
+            host.held_responses[closing] = response
+        else:
+            self._respond(response)
 
     def _session_mb(self, entry):
         facts = entry.facts
@@ -415,6 +424,12 @@ class Server:
         sent = entry.sent_at.pop(command_id, None)
         if isinstance(message.get("held_mb"), (int, float)):
             entry.held_mb = float(message["held_mb"])
+        if command_id in proc.held_responses:
+            # A session closed: the host may be idle now, and retired (then what it
+            # holds is free once it has exited: _host_death sends the response).
+            self._close_idle_hosts()
+            if entry.proc is proc:
+                self._respond(proc.held_responses.pop(command_id))
         fds = proc.take_fds(int(message.get("fds", 0)))
         if not entry.pending:
             proc.deadline = math.inf
@@ -459,17 +474,21 @@ class Server:
 
     def _host_command(self, entry, job, command, callback, wants_fds=False):
         """Sends `command` to the entry's host; callback(job, result) follows, or
-        callback(job, result, fds) with the descriptors of its answer (`wants_fds`)."""
+        callback(job, result, fds) with the descriptors of its answer (`wants_fds`).
+        Returns the command's id, or None when the host could not be sent it."""
         entry.next_id += 1
         command_id = entry.next_id
         if callback is not None:
             entry.pending[command_id] = (job, callback, wants_fds)
             entry.sent_at[command_id] = time.monotonic()
             entry.proc.deadline = min(entry.sent_at.values()) + self._host_timeout(entry)
-        if not entry.proc.send(dict(command, id=command_id)) and callback is not None:
-            entry.pending.pop(command_id, None)
-            entry.sent_at.pop(command_id, None)
-            self._decide(job, error(protocol.HARNESS_ERROR, "the task host is gone"))
+        if not entry.proc.send(dict(command, id=command_id)):
+            if callback is not None:
+                entry.pending.pop(command_id, None)
+                entry.sent_at.pop(command_id, None)
+                self._decide(job, error(protocol.HARNESS_ERROR, "the task host is gone"))
+            return None
+        return command_id
 
     def _host_failed(self, entry, result, lasting):
         if lasting:  # the task is broken at these sizes: every later request is told at once
@@ -479,6 +498,9 @@ class Server:
             self._finish(job, result)
 
     def _host_death(self, proc, status):
+        for response in proc.held_responses.values():  # what it held is free now
+            self._respond(response)
+        proc.held_responses.clear()
         entry = proc.owner
         if entry.proc is not proc:  # retired (_close_idle_hosts): it was told to end
             return
