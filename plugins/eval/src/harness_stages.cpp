@@ -143,9 +143,6 @@ StageResult result_from_response(const HarnessResponse& response) {
       result.metrics.emplace_back(KF_METRIC_SUSPICIOUS_SPEEDUP, 1);
       tail += "flag speedup_over_10x: the candidate is more than 10x faster than the reference; "
               "check it for a cheat before trusting the number\n";
-    } else if (flag == "timed_calls_unchecked") {
-      tail += "flag timed_calls_unchecked: the timed calls' outputs were not checked (a kernelbenchx task's replay "
-              "of its test's calls): the speedup is the candidate's process's word\n";
     } else {
       tail += "flag " + flag + "\n";
     }
