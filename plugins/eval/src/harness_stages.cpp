@@ -147,6 +147,11 @@ StageResult result_from_response(const HarnessResponse& response) {
       tail += "flag " + flag + "\n";
     }
   }
+  if (result.status == KF_VERDICT_PASS && !response.message.empty()) {
+    // A pass keeps no message (Job::pass): what the harness says of it, such as the
+    // kernelbenchx calls it did not time and why, goes to the log.
+    tail += "harness: " + response.message + "\n";
+  }
   if (!response.log_tail.empty()) {
     if (!tail.empty()) tail += "--- harness log ---\n";
     tail += response.log_tail;
