@@ -266,7 +266,8 @@ class HandOverTest(unittest.TestCase):
                 torch.Size([2, 3]), [1, (2.0, [x])], {"k": x, 2: "v"})
         kwargs = {"dim": -1, "out_dtype": torch.int64, "weights": [x.t()]}
         _, lent = self.hand_over((args, kwargs))
-        (got_args, got_kwargs), = lent.calls
+        (got_args, got_kwargs, grad), = lent.calls
+        self.assertTrue(grad)
         for index, (sent, got) in enumerate(zip(args, got_args)):
             with self.subTest(index=index):
                 self.assertIs(type(got), type(sent))
@@ -304,6 +305,20 @@ class HandOverTest(unittest.TestCase):
             with self.subTest(name):
                 call = kbx_calls.capture(0, args, kwargs, torch.device("cpu"))
                 self.assertIn(text, call.reason or "")
+        with torch.autocast("cpu"):
+            call = kbx_calls.capture(0, (torch.randn(2),), {}, torch.device("cpu"))
+        self.assertEqual(call.reason, "it runs under autocast, which the replay does not reproduce")
+
+    def test_a_call_made_under_no_grad_is_replayed_under_no_grad(self):
+        x = torch.randn(3, requires_grad=True)
+        with torch.no_grad():
+            _, lent = self.hand_over(((x,), {}))
+        (args, _, grad), = lent.calls
+        self.assertFalse(grad)
+        self.assertTrue(args[0].requires_grad)
+        side = kbx.FunctionSide(lambda t: t.add_(1), None)  # in place on a leaf that requires grad
+        side(lent)  # raises unless the replay is under no_grad, as the test's call was
+        self.assertTrue(torch.equal(args[0].detach(), x.detach() + 1))
 
     def test_fixed_repeated_and_uncrossable_calls_are_left_out_with_their_reasons(self):
         fixed, x = torch.ones(3), torch.randn(3)

@@ -146,7 +146,8 @@ class _Tape:
     repr] (not finite), ["complex", repr, repr], ["numpy", dtype, node], ["torch", name]
     (a dtype, layout or memory format), ["device", placement], ["size", ints], ["list" or
     "tuple", nodes], ["dict", [[key node, value node], ...]], and last ["call",
-    positional nodes, [[name, node], ...]]."""
+    positional nodes, [[name, node], ...], grad mode] (the replay reproduces a call made
+    under torch.no_grad; one made under autocast or inference mode cannot cross)."""
 
     def __init__(self, call, device):
         self.call = call
@@ -154,9 +155,13 @@ class _Tape:
         self.leaf_of = {}  # id(tensor or array) -> its leaf: passed twice, one tensor
 
     def record(self, args, kwargs):
+        if torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled():
+            raise CannotCross("it runs under autocast, which the replay does not reproduce")
+        if torch.is_inference_mode_enabled():
+            raise CannotCross("it runs in inference mode, which the replay does not reproduce")
         positional = [self.value(arg, f"argument #{i}") for i, arg in enumerate(args)]
         keywords = [[name, self.value(arg, f"argument {name}")] for name, arg in kwargs.items()]
-        self.add(["call", positional, keywords])
+        self.add(["call", positional, keywords, torch.is_grad_enabled()])
 
     def add(self, node):
         if len(self.call.nodes) >= MAX_NODES:
@@ -244,7 +249,7 @@ class _Tape:
 
 
 def decode(nodes, leaf, device):
-    """The (args, kwargs) of a call from its tape (_Tape); leaf(k, placement,
+    """The (args, kwargs, grad mode) of a call from its tape (_Tape); leaf(k, placement,
     requires_grad) gives its tensor argument k; `device`: the task's torch device here."""
     built = []
     for node in nodes:
@@ -274,7 +279,7 @@ def decode(nodes, leaf, device):
         elif kind == "dict":
             value = {built[k]: built[v] for k, v in node[1]}
         elif kind == "call":
-            value = ([built[i] for i in node[1]], {name: built[i] for name, i in node[2]})
+            value = ([built[i] for i in node[1]], {name: built[i] for name, i in node[2]}, bool(node[3]))
         else:
             raise ValueError(f"an argument node of kind {kind!r}")
         built.append(value)
