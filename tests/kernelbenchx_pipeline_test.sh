@@ -34,17 +34,28 @@ for r in results:
         failures.append(f"{r['task']} sample {r['sample']}: expected {want}, got {got}")
 assert not failures, "\n".join(failures)
 
+# describe_dtype's test calls the function on constants only: correct, but not timed
+# (a candidate could answer them from a table; the harness README, "Timing").
+described = next(r for r in results if r["task"] == "describe_dtype" and r["sample"] == 0)
+assert "speedup" not in described["stages"][-1]["metrics"], described
+
 report = json.load(open(os.path.join(work, "out", "report.json")))
 rates = {row["name"]: row for row in report["category_rates"]}
 share = lambda s: (s["count"], s["total"])
 # Activation: leaky_relu, scale_shift_fp16, describe_dtype; describe_dtype.1 never ran (L1).
-expected = {"Activation": ((5, 6), (3, 6)), "MatrixMultiply": ((1, 2), (1, 2)), "Reduce": ((2, 2), (1, 2))}
-for name, (called, correct) in expected.items():
+# (called, correct, timed)
+expected = {"Activation": ((5, 6), (3, 6), 2), "MatrixMultiply": ((1, 2), (1, 2), 1),
+            "Reduce": ((2, 2), (1, 2), 1)}
+for name, (called, correct, timed) in expected.items():
     row = rates[name]
     assert (share(row["called"]), share(row["correct"])) == (called, correct), (name, row)
-    assert share(row["faster"])[1] == correct[0], (name, row)  # every correct candidate was timed
+    assert share(row["faster"])[1] == timed, (name, row)
     assert row["mean_speedup"] is not None and row["mean_speedup"] > 0, (name, row)
 assert set(rates) == set(expected), rates
 print("category rates:", {n: (share(r["called"]), share(r["correct"])) for n, r in rates.items()})
 PY
 grep -q "KernelBenchX rates by category" "$work/run.log" || { echo "the text report lacks the rates table"; cat "$work/run.log"; exit 1; }
+# Why it was not timed is in its verdict's log.
+"$kforge" show "$work/out" describe_dtype >"$work/show.txt" 2>&1
+grep -q "harness: not timed: no call of the function by the task's test code can be timed" "$work/show.txt" ||
+  { echo "kforge show lacks why describe_dtype was not timed"; cat "$work/show.txt"; exit 1; }

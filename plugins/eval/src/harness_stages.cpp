@@ -143,12 +143,14 @@ StageResult result_from_response(const HarnessResponse& response) {
       result.metrics.emplace_back(KF_METRIC_SUSPICIOUS_SPEEDUP, 1);
       tail += "flag speedup_over_10x: the candidate is more than 10x faster than the reference; "
               "check it for a cheat before trusting the number\n";
-    } else if (flag == "timed_calls_unchecked") {
-      tail += "flag timed_calls_unchecked: the timed calls' outputs were not checked (a kernelbenchx task's replay "
-              "of its test's calls): the speedup is the candidate's process's word\n";
     } else {
       tail += "flag " + flag + "\n";
     }
+  }
+  if (result.status == KF_VERDICT_PASS && !response.message.empty()) {
+    // A pass keeps no message (Job::pass): what the harness says of it, such as the
+    // kernelbenchx calls it did not time and why, goes to the log.
+    tail += "harness: " + response.message + "\n";
   }
   if (!response.log_tail.empty()) {
     if (!tail.empty()) tail += "--- harness log ---\n";

@@ -223,6 +223,18 @@ TEST(ResultFromResponse, MapsStatusMetricsFlagsAndFindings) {
   EXPECT_EQ(result_from_response(response).status, KF_VERDICT_ERROR);
 }
 
+TEST(ResultFromResponse, APassKeepsWhatTheHarnessSaysOfItInItsLog) {
+  HarnessResponse response;
+  response.status = "pass";
+  response.message = "not timed: no call of the function by the task's test code can be timed";
+  response.flags = {"timing_refused"};
+  const StageResult result = result_from_response(response);
+  EXPECT_EQ(result.status, KF_VERDICT_PASS);
+  for (const char* part : {"flag timing_refused", "harness: not timed: no call of the function"}) {
+    EXPECT_NE(result.log_tail.find(part), std::string::npos) << part << " in:\n" << result.log_tail;
+  }
+}
+
 TEST(ToleranceRule, PresetsAndValidation) {
   EXPECT_EQ(tolerance_rule("default")["atol"]["float32"], 1e-4);
   EXPECT_EQ(tolerance_rule("default")["rtol"]["float16"], 1e-2);

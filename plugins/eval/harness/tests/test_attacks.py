@@ -452,7 +452,7 @@ class TrustedSideTest(unittest.TestCase):
                     self.assertIsInstance(server._guard_violations(message), str)
         for field in ("called", "ms", "tail_ms"):
             for value in self.HOSTILE_VALUES + [float("nan"), float("inf"), -1.0]:
-                loop = timing_plan.Loop("timing", protocol.DEFAULT_TIMING, spot_checks=True)
+                loop = timing_plan.Loop("timing", protocol.DEFAULT_TIMING)
                 loop.commanded_at = 0.0
                 with self.subTest(field=field, value=value):
                     try:
@@ -704,7 +704,7 @@ class SpotCheckTest(V2Fixture):
         timing = dict(protocol.DEFAULT_TIMING, warmup=3, trials=calls - 3, spot_check_rate=rate)
         checked = []
         for _ in range(loops):
-            loop = timing_plan.Loop("timing", timing, spot_checks=True)
+            loop = timing_plan.Loop("timing", timing)
             for _ in range(calls):
                 loop.event_ms.append(0.0)
                 loop.check_drawn()

@@ -50,13 +50,12 @@ class RedTeam2Test(unittest.TestCase):
     def test_kbx_controls_pass(self):
         response = run_kbx("kbx_honest_matmul")
         self.assertEqual(response["status"], "pass", response)
-        # No spot check sees a kbx replay, and the verdict says so.
-        self.assertIn("timed_calls_unchecked", response["flags"], response)
+        # Its 4 calls are all timed, on arguments the task host handed over.
+        self.assertEqual(response["metrics"]["timed_unit_calls"], 4, response)
 
-    # Known gap (README, "What it does not protect"): a kernelbenchx replay runs in the
-    # candidate's process on calls recorded there, and nothing it computes reaches the
-    # task host; its verdicts carry the flag timed_calls_unchecked.
-    @unittest.expectedFailure
+    # Was a pass at 16.8x: the replay ran in the candidate's process on calls recorded
+    # there. Now the task host records them and hands their arguments over, fresh every
+    # unit (kbx_calls.py): the memo never hits.
     def test_kbx_timed_replay_memoized_by_argument_identity(self):
         self.assert_no_gain(run_kbx("kbx_memo_replay"))
 

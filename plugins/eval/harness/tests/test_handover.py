@@ -35,6 +35,31 @@ class LayoutTest(unittest.TestCase):
             owner.close()
 
 
+class StridedLeafTest(unittest.TestCase):
+    def test_a_leaf_keeps_its_strides_and_an_expanded_one_holds_one_row(self):
+        # A transposed (3 x 4, strides (1, 3)) and an expanded tensor (4 x 5 of one row,
+        # strides (0, 1)): each leaf holds only the elements its strides reach.
+        transposed = torch.arange(12.0).view(4, 3).t()
+        expanded = torch.arange(5.0).view(1, 5).expand(4, 5)
+        leaves = [handover.Leaf("tensor", "float32", (3, 4), nbytes=12 * 4, strides=(1, 3)),
+                  handover.Leaf("tensor", "float32", (4, 5), nbytes=5 * 4, strides=(0, 1))]
+        layout = handover.Layout.from_json(handover.Layout.pack_leaves(leaves).to_json())
+        self.assertEqual([handover.span(l.shape, l.strides) for l in layout.leaves], [12, 5])
+        owner = HostMapping.allocate(layout.nbytes)
+        try:
+            views = handover.views(owner, layout)
+            for view, value in zip(views, (transposed, expanded)):
+                handover.fill(view, value)
+                self.assertEqual(view.stride(), value.stride())
+                self.assertTrue(torch.equal(view, value))
+            # Strides that reach beyond their leaf are refused.
+            layout.leaves[1].strides = (5, 1)
+            with self.assertRaises(ValueError):
+                handover.views(owner, layout)
+        finally:
+            owner.close()
+
+
 class HostBufferTest(unittest.TestCase):
     def test_both_sides_see_the_same_bytes(self):
         layout = _layout()

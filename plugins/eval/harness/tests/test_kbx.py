@@ -3,13 +3,16 @@ the task's test code runs against the reference function in the reference worker
 against the candidate's function in the candidate child, and the judge compares
 test_results leaf by named leaf; plus the flattening and the leaf check on their own."""
 
+import json
 import unittest
 
+import numpy as np
 import torch
 
+from kforge_harness import handover, protocol
+from kforge_harness.handover.host import HostMapping
 from kforge_harness.l1 import checker
-from kforge_harness.tasks import kbx
-from kforge_harness import protocol
+from kforge_harness.tasks import kbx, kbx_calls
 from tests import client
 from tests.client import request
 
@@ -20,9 +23,11 @@ KBX_RULE = {"kind": "allclose",
 
 
 def kbx_request(request_id, task, candidate=None, rule=KBX_RULE, timing=False, **fields):
+    """`timing`: False, True, or the timing options beside enabled (a dict)."""
     options = {"rule": rule}
     if timing:
-        options["timing"] = {"enabled": True, "warmup": 1, "trials": 3}
+        options["timing"] = {"enabled": True, "warmup": 1, "trials": 3,
+                             **(timing if isinstance(timing, dict) else {})}
     return request(request_id, "run", task, f"kbx/{candidate}" if candidate else None,
                    language="python", task_format=kbx.FORMAT, options=options, **fields)
 
@@ -92,16 +97,64 @@ class KbxServerTest(client.SharedServerTest):
     def test_timing_covers_the_function_s_calls_of_the_test_code(self):
         got = self.verdicts(kbx_request("timed", "kbx/MatrixMultiply/addmm_relu", "addmm_relu_honest",
                                         timing=True))
-        metrics = got["timed"][3]["metrics"]
-        self.assertEqual(got["timed"][:2], ("pass", ""), got["timed"][3])
+        status, error_class, message, response = got["timed"]
+        metrics = response["metrics"]
+        self.assertEqual((status, error_class), ("pass", ""), response)
         for name in ("reference_ms", "candidate_ms", "speedup", "candidate_ms_mean",
                      "reference_ms_mean"):
             self.assertGreater(metrics[name], 0, metrics)
         self.assertEqual(metrics["candidate_timing_trials"], 3)
-        # Its format declares that timed calls cannot be checked (KbxSession), and the
-        # verdict says so.
-        self.assertEqual(metrics["timing_spot_checks"], 0)
-        self.assertIn("timed_calls_unchecked", got["timed"][3]["flags"])
+        # Its two random cases are timed; its two fixed cases (2x2 matrices written in the
+        # task file, the same at every seed) are left out, and the verdict says so.
+        self.assertEqual((metrics["timed_unit_calls"], metrics["timed_unit_calls_left_out"]), (2, 2))
+        self.assertIn("timed_calls_left_out", response["flags"])
+        self.assertIn("left out: call #0, #1: arguments the same at every seed", message)
+        self.assertNotIn("timed_calls_unchecked", response["flags"])
+
+    def test_every_timed_unit_can_be_checked_and_honest_ones_pass_every_check(self):
+        # spot_check_rate 1: every unit's results are compared with the reference's on
+        # the same arguments, in place changes (fill_rows_, momentum_step) as results, a
+        # complex and a lazily conjugated result (conj_spectrum), strided and expanded
+        # arguments (apply_activation), numbers only (scalar_power).
+        cases = {
+            "addmm": ("kbx/MatrixMultiply/addmm_relu", "addmm_relu_honest"),
+            "in-place": ("kbx/Index/fill_rows_", "fill_rows_honest"),
+            "optimizer": ("kbx_real_like/Optimizer/momentum_step", None),
+            "complex": ("kbx_real_like/LinearAlgebra/conj_spectrum", None),
+            "leaky": ("kbx/Activation/leaky_relu", "leaky_relu_honest"),
+            "strided": ("kbx_real_like/Math/apply_activation", None),
+            # Python numbers only: no argument crosses in a buffer.
+            "scalars": ("kbx_real_like/Math/scalar_power", None),
+        }
+        got = self.verdicts(*[kbx_request(key, task, cand, timing={"spot_check_rate": 1.0})
+                              for key, (task, cand) in cases.items()])
+        for key in cases:
+            with self.subTest(key):
+                status, error_class, message, response = got[key]
+                self.assertEqual((status, error_class), ("pass", ""), response)
+                metrics = response["metrics"]
+                self.assertEqual(metrics["timing_spot_checks"], metrics["timing_calls"], metrics)
+                self.assertGreater(metrics["timed_unit_calls"], 0, metrics)
+
+    def test_a_test_whose_calls_are_all_fixed_is_not_timed_and_says_why(self):
+        # describe_dtype's test calls the function on torch.ones only: nothing a candidate
+        # could not know before its call. Correct, so a pass, without a time.
+        got = self.verdicts(kbx_request("fixed", "kbx/Activation/describe_dtype", None, timing=True))
+        status, error_class, message, response = got["fixed"]
+        self.assertEqual((status, error_class), ("pass", ""), response)
+        self.assertIn("timing_refused", response["flags"])
+        self.assertNotIn("speedup", response["metrics"])
+        self.assertIn("not timed: no call of the function by the task's test code can be timed "
+                      "(call #0, #1: arguments the same at every seed", message)
+
+    def test_a_call_whose_arguments_cannot_cross_is_left_out_and_named(self):
+        got = self.verdicts(kbx_request("callable", "kbx_real_like/Math/apply_activation", None,
+                                        timing=True))
+        status, error_class, message, response = got["callable"]
+        self.assertEqual((status, error_class), ("pass", ""), response)
+        self.assertEqual((response["metrics"]["timed_unit_calls"],
+                          response["metrics"]["timed_unit_calls_left_out"]), (3, 1))
+        self.assertIn("left out: call #0: argument #1 is a builtin_function_or_method", message)
 
     def test_in_place_changes_are_judged_per_call_and_argument(self):
         # KernelBenchX's optimizer steps update their parameter in place. Before, one
@@ -185,6 +238,120 @@ class FlattenTest(unittest.TestCase):
         self.assertEqual(kbx.entry_name("def fused(x): pass\n", "/t/other.py"), "fused")
         with self.assertRaises(protocol.Verdict):
             kbx.entry_name("def a(): pass\ndef b(): pass\n", "/t/other.py")
+
+
+class HandOverTest(unittest.TestCase):
+    """kbx_calls on its own: a call's arguments recorded on the trusted side, through JSON
+    and a lent buffer, rebuilt as the child gets them."""
+
+    def hand_over(self, *calls):
+        """The child's calls (LentUnit) of a unit of `calls` ((args, kwargs) pairs)."""
+        captured = [kbx_calls.capture(i, args, kwargs, torch.device("cpu"))
+                    for i, (args, kwargs) in enumerate(calls)]
+        for call in captured:
+            call.returned(kbx.flatten(None, f"call #{call.index}", strict=True))
+        unit = kbx_calls.Unit(captured, frozenset())
+        mapping = HostMapping.allocate(unit.layout.nbytes)
+        self.addCleanup(mapping.close)
+        for view, copy in zip(handover.views(mapping, unit.layout, arrays=False), unit.copies):
+            handover.fill(view, copy)
+        return unit, kbx_calls.LentUnit(mapping, json.loads(json.dumps(unit.describe())),
+                                        torch.device("cpu"))
+
+    def test_every_plain_kind_of_argument_crosses_as_it_was(self):
+        x = torch.randn(6, 5)
+        args = (x, x.t(), torch.randn(1, 5).expand(4, 5), x[1:5:2, 1:], x,
+                np.arange(6.0).reshape(2, 3), np.float32(2.5), 3, 2.5, float("inf"), float("nan"),
+                complex(1, -2), True, None, "mean", torch.float16, torch.device("cpu"),
+                torch.Size([2, 3]), [1, (2.0, [x])], {"k": x, 2: "v"})
+        kwargs = {"dim": -1, "out_dtype": torch.int64, "weights": [x.t()]}
+        _, lent = self.hand_over((args, kwargs))
+        (got_args, got_kwargs, grad), = lent.calls
+        self.assertTrue(grad)
+        for index, (sent, got) in enumerate(zip(args, got_args)):
+            with self.subTest(index=index):
+                self.assertIs(type(got), type(sent))
+                if isinstance(sent, torch.Tensor):
+                    self.assertTrue(torch.equal(got, sent))
+                    self.assertEqual(got.stride(), sent.stride())
+                elif isinstance(sent, np.ndarray):
+                    np.testing.assert_array_equal(got, sent)
+                elif isinstance(sent, float) and sent != sent:
+                    self.assertNotEqual(got, got)
+                elif not isinstance(sent, (list, dict)):
+                    self.assertEqual(got, sent)
+        # One tensor passed twice is one tensor there too; a view of it is its own copy.
+        self.assertIs(got_args[0], got_args[4])
+        self.assertIs(got_args[18][1][1][0], got_args[0])
+        self.assertIsNot(got_args[1], got_args[0])
+        self.assertEqual(got_args[19][2], "v")
+        self.assertEqual(got_kwargs["out_dtype"], torch.int64)
+        self.assertEqual(got_kwargs["weights"][0].stride(), x.t().stride())
+        # The expanded one holds one row, as the original did.
+        self.assertEqual(got_args[2].stride(), (0, 1))
+
+    def test_a_call_that_cannot_cross_says_which_argument_is_what(self):
+        cases = {
+            "a function": (((torch.randn(2), torch.relu), {}), "argument #1 is a builtin_function_or_method"),
+            "a lambda": (((torch.randn(2),), {"fn": lambda v: v}), "argument fn is a function"),
+            "a generator": (((torch.Generator(),), {}), "argument #0 is a torch._C.Generator"),
+            "a module": (((torch.nn.Linear(2, 2),), {}), "argument #0 is a torch.nn.modules.linear.Linear"),
+            "sparse": (((torch.eye(3).to_sparse(),), {}), "argument #0 is a torch.sparse_coo tensor"),
+            "a tensor subclass": (((torch.randn(2).as_subclass(_Custom),), {}),
+                                  "argument #0 is a tests.test_kbx._Custom"),
+            "nested": ((([1, {"k": object()}],), {}), "argument #0[1]['k'] is a object"),
+        }
+        for name, ((args, kwargs), text) in cases.items():
+            with self.subTest(name):
+                call = kbx_calls.capture(0, args, kwargs, torch.device("cpu"))
+                self.assertIn(text, call.reason or "")
+        with torch.autocast("cpu"):
+            call = kbx_calls.capture(0, (torch.randn(2),), {}, torch.device("cpu"))
+        self.assertEqual(call.reason, "it runs under autocast, which the replay does not reproduce")
+
+    def test_a_call_made_under_no_grad_is_replayed_under_no_grad(self):
+        x = torch.randn(3, requires_grad=True)
+        with torch.no_grad():
+            _, lent = self.hand_over(((x,), {}))
+        (args, _, grad), = lent.calls
+        self.assertFalse(grad)
+        self.assertTrue(args[0].requires_grad)
+        side = kbx.FunctionSide(lambda t: t.add_(1), None)  # in place on a leaf that requires grad
+        side(lent)  # raises unless the replay is under no_grad, as the test's call was
+        self.assertTrue(torch.equal(args[0].detach(), x.detach() + 1))
+
+    def test_fixed_repeated_and_uncrossable_calls_are_left_out_with_their_reasons(self):
+        fixed, x = torch.ones(3), torch.randn(3)
+        calls = [kbx_calls.capture(i, args, {}, torch.device("cpu"))
+                 for i, args in enumerate([(fixed,), (x,), (x.clone(),), (x, print)])]
+        for call in calls:
+            call.returned(kbx.flatten(torch.zeros(3), f"call #{call.index}", strict=True))
+        unit = kbx_calls.Unit(calls, frozenset([calls[0].key]))
+        self.assertEqual([call.index for call in unit.calls], [1])
+        self.assertEqual(kbx_calls.left_out_text(unit.left_out),
+                         f"call #0: {kbx_calls.SAME_AT_EVERY_SEED}; call #2: {kbx_calls.REPEATED}; "
+                         "call #3: argument #1 is a builtin_function_or_method")
+
+    def test_what_a_timed_call_returns_is_read_strictly(self):
+        class Lazy(tuple):
+            def __iter__(self):
+                raise AssertionError("its own code ran")
+
+        # A tuple subclass (torch.max's structseq) is read through tuple's own methods.
+        names, _, values = kbx.flatten(Lazy((torch.ones(2), "s")), "call #0", strict=True)
+        self.assertEqual((names, values), (["call #0[0]", "call #0[1]"], {"call #0[1]": "s"}))
+
+        class Number(float):
+            pass
+
+        for result in ([Number(1.0)], {object(): 1}, torch.ones(2).as_subclass(_Custom)):
+            with self.subTest(result=type(result).__name__):
+                with self.assertRaises(kbx_calls.CannotCross):
+                    kbx.flatten(result, "call #0", strict=True)
+
+
+class _Custom(torch.Tensor):
+    """A tensor subclass: it runs code of its own when read."""
 
 
 class LeafCheckTest(unittest.TestCase):

@@ -14,7 +14,6 @@ import time
 import unittest
 
 from kforge_harness.server import procs
-from kforge_harness.tasks import runner
 from kforge_harness.anticheat.timing import violation
 from kforge_harness.timing import timing, timing_plan
 
@@ -173,7 +172,7 @@ class IdenticalCodeTest(unittest.TestCase):
 def _loop(label="timing", trials=20, warmup=3, rate=0.25, **timing_options):
     options = dict(timing_plan.protocol.DEFAULT_TIMING, warmup=warmup, trials=trials,
                    spot_check_rate=rate, **timing_options)
-    return timing_plan.Loop(label, options, spot_checks=True)
+    return timing_plan.Loop(label, options)
 
 
 def _run(loop, events, walls, tails=None):
@@ -279,16 +278,6 @@ class CheckDrawTest(unittest.TestCase):
             missed += not caught
         # 4000 runs: the standard error is under 0.007; 0.035 is five of them.
         self.assertAlmostEqual(missed / runs, expected_miss, delta=0.035)
-
-    def test_no_check_is_drawn_where_the_format_has_none(self):
-        options = dict(timing_plan.protocol.DEFAULT_TIMING, spot_check_rate=1.0)
-        loop = timing_plan.Loop("timing", options, spot_checks=False)
-        loop.event_ms.append(0.0)
-        self.assertFalse(loop.check_drawn())
-
-    def test_kernelbench_formats_are_checked_and_kernelbenchx_says_why_not(self):
-        self.assertIsNone(runner.session_class("kernelbench-torch").no_spot_checks_reason)
-        self.assertIsNotNone(runner.session_class("kernelbenchx").no_spot_checks_reason)
 
 
 class FreezeTest(unittest.TestCase):

@@ -21,8 +21,10 @@ class Check:
 
 CHECKS = (
     Check("inputs", "task host",
-          "the digest of every input the host filled, after each trial and timed call",
-          "cheat_detected when an input changed that the reference's forward leaves alone",
+          "the digest of every input the host filled, after each trial and timed call (a "
+          "checked call's; a kernelbenchx unit's: every argument of its calls)",
+          "cheat_detected when an input changed that the reference's forward leaves alone "
+          "(an argument the reference's call changes in place is compared as a result)",
           "buffers.py"),
     Check("completeness", "task host",
           "poison (0xFF) the host wrote into the output buffer before the call",
@@ -34,7 +36,8 @@ CHECKS = (
           "buffers.py"),
     Check("spot checks", "task host",
           "each timed call, with probability spot_check_rate drawn after it: its outputs "
-          "copied chunk by chunk and compared with the reference's forward on its inputs",
+          "copied chunk by chunk and compared with the reference's forward on its inputs "
+          "(a kernelbenchx unit: the reference function over copies of its calls' arguments)",
           "cheat_detected on a mismatch; a skipped share f of n calls escapes with "
           "probability (1 - rate)^(f n)",
           "../timing/timing_plan.py (the draw), ../reference/host.py (the comparison)"),
@@ -48,9 +51,16 @@ CHECKS = (
           "measured again once, then cheat_detected beyond the reference's tail",
           "timing.py"),
     Check("plain outputs", "child",
-          "the exact type of each output before it is copied into the buffer",
+          "the exact type of each output before it is copied into the buffer (a "
+          "kernelbenchx unit's results read through their containers' own methods)",
           "cheat_detected for a subclass (it runs its own code when read)",
           "../candidate/candidate.py"),
+    Check("fixed calls", "task host",
+          "a kernelbenchx test's calls of the function, recorded at two seeds",
+          "a call whose arguments are the same at both is never timed (the task file's "
+          "constants: a memo of them would be correct and free); a test left with none "
+          "is not timed (flag timing_refused)",
+          "../tasks/kbx_calls.py"),
     Check("runtime guards", "child",
           "an audit hook (exec/compile of strings, frames, gc, processes, ctypes, "
           "/proc/self/mem, rewritten functions) and torch compute in a kernel's forward",

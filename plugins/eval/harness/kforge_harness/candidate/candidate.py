@@ -13,7 +13,8 @@ What it sends (protocol.reporter.Channel, JSON lines), all of it data:
 - {"trial": t, "facts": {...}} or {"trial": t, "mismatch": {"error_class", "message"}}:
   trial t's outputs are in the output buffer (or could not go there);
 - {"compiled": true} (compile action);
-- a timed loop's {"prepared": true} and {"called": k, "ms", "tail_ms", "mismatch"?};
+- a timed loop's {"prepared": true} and {"called": k, "ms", "tail_ms", "mismatch"?,
+  "facts"?} (facts: a kernelbenchx unit's results' names and inline values);
 - {"failed": {"stage", "trial", "types", "text", "where"}}: the candidate's code raised.
 
 Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); then
@@ -33,10 +34,11 @@ import torch
 
 from kforge_harness import handover
 from kforge_harness.anticheat import guards
-from kforge_harness.judge.outputs import as_tensor, dtype_name, flat_leaves
+from kforge_harness.judge.outputs import as_tensor, dtype_name
 from kforge_harness.protocol import errors
 from kforge_harness.tasks import tasks
-from kforge_harness.tasks.runner import NoEntry, as_torch_view, load_weights, task_session
+from kforge_harness.tasks.kbx_calls import CannotCross
+from kforge_harness.tasks.runner import NoEntry, load_weights, task_session
 from kforge_harness.timing.timing import Clock
 
 
@@ -174,12 +176,14 @@ class CandidateChild:
                 command = self.channel.command()
 
     def _inputs(self, command):
-        """The inputs of a trial or a timed call: views of the slot the task host filled,
-        or, for a task whose inputs cannot cross by buffer, made here from the seed."""
+        """The inputs of a trial or a timed call: views of the slot the task host filled
+        (a kernelbenchx unit's calls over it), or, for a task whose inputs cannot cross by
+        buffer (a kernelbenchx trial's test run), made here from the seed."""
         if command.get("inputs") is None:
             return self.session.make_inputs(command["seed"])
-        layout = handover.Layout.from_json(command["inputs"])
-        return handover.views(self.buffers[f"input{command['slot']}"], layout)
+        # No slot where nothing crosses in one (a kernelbenchx unit of scalars only).
+        return self.session.lent_inputs(self.buffers.get(f"input{command['slot']}"), command["inputs"],
+                                        command["seed"])
 
     def _hand_over(self, out, command):
         """Copies the outputs into the output buffer, in the reference's layout; returns
@@ -188,7 +192,15 @@ class CandidateChild:
             return None
         layout = handover.Layout.from_json(command["output"])
         expected = [leaf for leaf in layout.leaves if leaf.kind == "tensor"]
-        leaves = as_torch_view(flat_leaves(out))
+        try:
+            leaves = self.session.output_leaves(out)
+        except CannotCross as exc:
+            # What a kernelbenchx unit's calls returned holds an object of its own: read,
+            # it would run its code after the call's clock stopped.
+            return {"error_class": "cheat_detected",
+                    "message": f"{exc}, not a plain value: an object of its own runs its code "
+                               "when it is read, after the timed call; return tensors, numbers, "
+                               "strings and lists, tuples and dicts of them"}
         if len(leaves) != len(expected):
             return {"error_class": "shape_mismatch",
                     "message": f"the candidate returns {len(leaves)} output(s), the reference "
@@ -240,14 +252,18 @@ class CandidateChild:
             command = self._command()
             if command is None or "call" not in command:
                 return command
-            # Outside the call's clock (a kernelbenchx task records its test's calls
-            # here), but the candidate's code may run: its failure is the candidate's.
+            # Outside the call's clock, but the candidate's code may run (a hook of its
+            # own): its failure is the candidate's.
             inputs = self._guarded("timing", lambda: model.feed(self._inputs(command)))
             out, event_ms, tail_ms = self._guarded(
                 "timing", lambda: self._time_call(lambda: model(inputs)))
             mismatch = self._guarded("timing", lambda: self._hand_over(out, command))
+            self._guarded("timing", lambda: self.session.release_inputs(inputs, self.clock.copy))
             self.clock.synchronize()
             report = {"called": command["call"], "ms": event_ms, "tail_ms": tail_ms}
+            facts = self.session.output_facts()
+            if facts:  # a kernelbenchx unit's results: their names and inline values
+                report["facts"] = facts
             if mismatch is not None:
                 report["mismatch"] = mismatch
             out = inputs = None

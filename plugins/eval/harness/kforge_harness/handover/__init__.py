@@ -10,7 +10,9 @@ where CUDA's legacy IPC handles cannot); elsewhere, or where the driver cannot e
 it is host memory (host.py: a sealed memfd). Which one a job got is its `handover` fact.
 
 What a buffer holds is a Layout: leaves (tensors at aligned offsets, or inline values)
-that both sides turn into views of the same bytes. The owner decides the layout; the
+that both sides turn into views of the same bytes; a tensor leaf may keep the strides of
+the value it carries (a kernelbenchx call's argument: a transposed or expanded tensor
+stays one). The owner decides the layout; the
 child cannot change what the owner reads, only the bytes, and the owner copies them
 before it compares (judge.compare's chunks)."""
 
@@ -36,21 +38,29 @@ class Leaf:
     value: object = None
     array: bool = False  # a NumPy array on the reference's side (a numpy task)
     name: str = ""  # what the leaf is (a weight's name), where it matters
+    # Element strides over the leaf's bytes (stride 0: an expanded dimension, one element
+    # held); None: contiguous.
+    strides: tuple = None
 
     def to_json(self):
         if self.kind == "value":
             return {"kind": "value", "value": self.value}
-        return {"kind": "tensor", "dtype": self.dtype, "shape": list(self.shape),
+        data = {"kind": "tensor", "dtype": self.dtype, "shape": list(self.shape),
                 "offset": self.offset, "nbytes": self.nbytes, "array": self.array,
                 "name": self.name}
+        if self.strides is not None:
+            data["strides"] = list(self.strides)
+        return data
 
     @staticmethod
     def from_json(data):
         if data.get("kind") == "value":
             return Leaf("value", value=data.get("value"))
+        strides = data.get("strides")
         return Leaf("tensor", dtype=data["dtype"], shape=tuple(int(x) for x in data["shape"]),
                     offset=int(data["offset"]), nbytes=int(data["nbytes"]),
-                    array=bool(data.get("array")), name=str(data.get("name", "")))
+                    array=bool(data.get("array")), name=str(data.get("name", "")),
+                    strides=None if strides is None else tuple(int(x) for x in strides))
 
 
 def aligned(nbytes):
@@ -79,14 +89,36 @@ class Layout:
     def pack(described):
         """A layout for `described`: (kind, dtype, shape, nbytes, value, array) tuples in
         order (outputs.describe's facts), tensors at aligned offsets."""
-        leaves, offset = [], 0
-        for kind, dtype, shape, nbytes, value, array in described:
-            if kind != "tensor":
-                leaves.append(Leaf("value", value=value))
-                continue
-            leaves.append(Leaf("tensor", dtype, tuple(shape), offset, nbytes, array=array))
-            offset += aligned(nbytes)
+        return Layout.pack_leaves(
+            Leaf("tensor", dtype, tuple(shape), nbytes=nbytes, array=array) if kind == "tensor"
+            else Leaf("value", value=value)
+            for kind, dtype, shape, nbytes, value, array in described)
+
+    @staticmethod
+    def pack_leaves(leaves):
+        """A layout of `leaves` in order, each tensor leaf given the next aligned offset."""
+        leaves, offset = list(leaves), 0
+        for leaf in leaves:
+            if leaf.kind == "tensor":
+                leaf.offset = offset
+                offset += aligned(leaf.nbytes)
         return Layout(leaves)
+
+
+def span(shape, strides):
+    """Elements a tensor of `shape` and element `strides` reaches from its first one."""
+    if any(size == 0 for size in shape):
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(shape, strides))
+
+
+def fill(view, value):
+    """view <- value, where `view` may be expanded (stride 0): an expanded dimension holds
+    one element, which is all that is written of it (value's are equal along it)."""
+    for dim, (size, stride) in enumerate(zip(view.shape, view.stride())):
+        if stride == 0 and size > 1:
+            view, value = view.narrow(dim, 0, 1), value.narrow(dim, 0, 1)
+    view.copy_(value)
 
 
 _device_kind = {}
@@ -156,6 +188,12 @@ def views(mapping, layout, arrays=True):
         dtype = torch_dtype(leaf.dtype)
         if dtype is None or leaf.offset + leaf.nbytes > mapping.nbytes:
             raise ValueError(f"a layout leaf that does not fit its buffer ({leaf.to_json()})")
-        view = mapping.raw[leaf.offset:leaf.offset + leaf.nbytes].view(dtype).view(leaf.shape)
+        view = mapping.raw[leaf.offset:leaf.offset + leaf.nbytes].view(dtype)
+        if leaf.strides is None:
+            view = view.view(leaf.shape)
+        elif span(leaf.shape, leaf.strides) > view.numel():
+            raise ValueError(f"a layout leaf whose strides reach beyond it ({leaf.to_json()})")
+        else:
+            view = view.as_strided(leaf.shape, leaf.strides)
         result.append(view.numpy() if arrays and leaf.array and view.device.type == "cpu" else view)
     return result

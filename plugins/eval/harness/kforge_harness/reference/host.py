@@ -13,17 +13,22 @@ the reference's own timing child) it serves a session:
   sealed memfd elsewhere): two input slots, one output slot, and the reference's weights.
 - `fill`: a trial's or a timed call's inputs made by the task's get_inputs() from a seed
   the child never learns, written into a slot; their digest kept; the output slot
-  poisoned (every byte 0xFF: NaN for floating types).
+  poisoned (every byte 0xFF: NaN for floating types). A kernelbenchx timed call's inputs
+  are the arguments of the function's calls that a run of the test code on the seed
+  makes (kbx_calls.Unit, kept for `after`); a kernelbenchx trial's are made in the child.
 - `judge`: a trial. The output slot is read in chunks copied before they are compared
   (outputs.SnapshotLeaf), against the reference's outputs for that seed, under the
   request's rule; the input slot's digest must be unchanged (unless the reference's own
   forward changes that input).
-- `after` (or `step`: `after`, then the next call's `fill`): a timed call. Every call: no poison left in floating outputs (the whole output
-  was written before the child said the call was done) and the inputs unchanged; a
+- `after` (or `step`: `after`, then the next call's `fill`): a timed call. Every call: no
+  poison left in floating outputs (the whole output was written before the child said
+  the call was done), and a kernelbenchx unit's results named as the reference's. A
   checked call (drawn by the server, secretly, independently per call), and every call
   whose outputs are byte for byte those of an earlier call (a memo, a cache, a constant:
-  its inputs were new), is also compared with the reference's forward on the same seed's
-  inputs, computed now.
+  its inputs were new), is also compared with the reference on the same inputs, computed
+  now (a kernelbenchx unit: the reference function over fresh copies of the arguments
+  handed over), and its inputs must be unchanged (but those the reference changes in
+  place, which a kernelbenchx unit compares as results).
 
 Commands arrive as JSON lines on its command pipe, each {"id": n, VERB: {...}}; each gets
 one line back on its socket, {"id": n, "result": {...}} (a verdict or data), `open`'s
@@ -34,6 +39,7 @@ task's; this process never runs candidate code and never reads a candidate objec
 bytes the child left in buffers this process owns."""
 
 import gc
+import secrets
 import sys
 import time
 import traceback
@@ -47,7 +53,7 @@ from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dt
 from kforge_harness.protocol import errors
 from kforge_harness.reference.reference import (PeakMemory, TaskFailure, VARIATIONS, fitted_sizes,
                                                 input_key, task_error)
-from kforge_harness.tasks import kbx, task_modules
+from kforge_harness.tasks import kbx, kbx_calls, task_modules
 from kforge_harness.tasks.runner import (MissingFramework, all_finite, nan_count, task_session,
                                          weight_tensors)
 
@@ -71,6 +77,7 @@ class Session:
         self.output_layout = None  # the layout of the outputs expected of the last fill
         self.outputs_seen = set()  # digests of every output the child handed over
         self.held = None  # (input key, record) of a trial's outputs beyond the budget
+        self.units = {}  # per slot: the kernelbenchx unit filled there (kbx_calls.Unit)
         self.sampler = buffers.Sampler()  # which output elements the fingerprints read
 
     def mappings(self):
@@ -132,6 +139,7 @@ class Host:
             first = self.job["input_seeds"][0]
             inputs = self._make_inputs(first, None, check_determinism=True)
             self._outputs(first, None, inputs)
+            timing = self._plan_units(first)
         except TaskFailure as failure:
             raise task_error(self, str(failure), failure.__cause__) from None
         except Exception as exc:  # noqa: BLE001 - only running out of memory is the task's
@@ -140,16 +148,36 @@ class Host:
             traceback.print_exc()
             raise task_error(self, "the harness's checks of the reference's outputs", exc) from None
         layout = self.input_layout(inputs)
-        self.input_capacity = layout.nbytes if layout is not None else 0
+        self.input_capacity = max(layout.nbytes if layout is not None else 0, self.input_capacity)
         return {"task_sizes": self.session.sizes, "fitted": fitted,
                 "peak_mb": self.peak.peak_mb(), "device_memory_mb": self.peak.device_mb(),
                 "flags": list(self.session.flags),
                 "task_modules": task_modules.collect(imported_before),
                 "inputs_in_child": layout is None, "input_bytes": self.input_capacity,
                 "output_bytes": self.output_capacity, "handover": self.handover_kind,
-                "spot_checks": self.session.no_spot_checks_reason is None,
                 "can_compile": not self.session.numpy_task and hasattr(torch, "compile"),
-                "can_vary": self.session.inputs_can_vary}
+                "can_vary": self.session.inputs_can_vary, **timing}
+
+    def _plan_units(self, first):
+        """A kernelbenchx task's timed units at two seeds (the first trial's and a fresh
+        one): the calls left out of every unit (the same at both), the buffers' sizes,
+        and what the server says of them: {"timed_unit": {"calls", "left_out", "why"}},
+        and "timing_refused" (why) when no call is left to time. Nothing for other
+        formats, whose timed call is one forward."""
+        if not self.session.replays_calls:
+            return {}
+        units = self._step("the task's test code (its calls recorded for timing)",
+                           lambda: self.session.plan_timing(self.reference, [first, secrets.randbelow(1 << 62)]))
+        self.input_capacity = max(unit.layout.nbytes for unit in units)
+        self.output_capacity = max(self.output_capacity, *(unit.output_layout.nbytes for unit in units))
+        unit = units[0]
+        why = kbx_calls.left_out_text(unit.left_out)
+        facts = {"timed_unit": {"calls": len(unit.calls), "left_out": len(unit.left_out), "why": why}}
+        if not unit.calls:
+            facts["timing_refused"] = (
+                f"no call of the function by the task's test code can be timed ({why})" if why else
+                "the task's test code never calls the function")
+        return facts
 
     def _step(self, name, call):
         try:
@@ -322,40 +350,50 @@ class Host:
     def fill(self, request):
         """A slot filled with the inputs of (seed, transform), the output slot poisoned;
         returns the layouts the child reads and writes. A trial's reference outputs are
-        computed first (from the same inputs, before the child may touch them)."""
+        computed first (from the same inputs, before the child may touch them). A
+        kernelbenchx timed call's inputs are the arguments of the function's calls that a
+        run of the test code on the seed makes (kbx_calls.Unit, kept for `after`)."""
         started = time.perf_counter()
         session = self._session(request)
         seed, transform = request["seed"], request.get("transform")
         slot = int(request["slot"])
-        inputs = self._make_inputs(seed, transform)
+        label = self._label(seed, transform)
         if request.get("trial"):
             session.held = None
+            inputs = self._make_inputs(seed, transform)
             record = self._outputs(seed, transform, inputs, session)
             inputs = self._make_inputs(seed, transform) if self.mutated else inputs
             output_layout = self.output_layout(record["outputs"])
-        elif self.session.no_spot_checks_reason is None:
+            layout = self.input_layout(inputs) if session.inputs else None
+            described = layout.to_json() if layout is not None else None
+        elif self.session.replays_calls:
+            unit = self._step(f"the task's test code ({label})",
+                              lambda: self.session.timed_unit(self.reference, seed))
+            session.units[slot] = unit
+            inputs, layout, output_layout = unit.copies, unit.layout, unit.output_layout
+            described = unit.describe()
+        else:
+            inputs = self._make_inputs(seed, transform)
             record = next(iter(self.kept.values()), None) or self._outputs(
                 self.job["input_seeds"][0], None)
             output_layout = self.output_layout(record["outputs"])
-        else:  # a timed unit whose outputs are no trial's (kbx): nothing to hand over
-            output_layout = handover.Layout()
+            layout = self.input_layout(inputs) if session.inputs else None
+            described = layout.to_json() if layout is not None else None
         if output_layout.nbytes > session.output.nbytes:
             raise protocol.task_error(
-                f"the reference's outputs for {self._label(seed, transform)} are larger than "
-                "for the first trial's seed: get_inputs() must make inputs of the same shapes "
-                "for every seed")
-        layout = None
-        if session.inputs:
-            layout = self.input_layout(inputs)
-            if layout is None or layout.nbytes > session.inputs[slot].nbytes:
-                raise protocol.task_error(
-                    f"get_inputs() made inputs for {self._label(seed, transform)} of other "
-                    "kinds or larger than for the first trial's seed: they must have the same "
-                    "shapes for every seed")
+                f"the reference's outputs for {label} are larger than for the first trial's "
+                f"seed: {self._same_shapes()}")
+        if layout is not None and layout.nbytes > (session.inputs[slot].nbytes if session.inputs else 0):
+            raise protocol.task_error(f"the inputs for {label} are larger than for the first "
+                                      f"trial's seed: {self._same_shapes()}")
+        if session.inputs and layout is None and not self.session.replays_calls:
+            raise protocol.task_error(f"get_inputs() made inputs for {label} of other kinds than "
+                                      f"for the first trial's seed: {self._same_shapes()}")
+        if layout is not None and layout.leaves:
             views = handover.views(session.inputs[slot], layout, arrays=False)
             for view, value in zip(views, inputs):
                 if isinstance(view, torch.Tensor):
-                    view.copy_(as_tensor(value))
+                    handover.fill(view, as_tensor(value))
             # A trial's inputs are checked by digest after it; a timed call's, when it is
             # checked, against the same seed's inputs made again (no pass over the inputs
             # for the calls that are not).
@@ -366,9 +404,15 @@ class Host:
         self.device.synchronize(torch)
         # Its own time, so that the server can tell its exchange with this process (the
         # machine's load at that moment) from the work.
-        return {"inputs": layout.to_json() if layout is not None else None,
+        return {"inputs": described,
                 "output": output_layout.to_json() if output_layout.leaves else None,
                 "host_ms": (time.perf_counter() - started) * 1e3}
+
+    def _same_shapes(self):
+        if self.session.replays_calls:
+            return ("the test code's calls of the function must take arguments of the same "
+                    "shapes at every seed to be timed")
+        return "get_inputs() must make inputs of the same kinds and shapes for every seed"
 
     def _changed_inputs(self, session, slot):
         if not session.inputs or session.digests[slot] is None:
@@ -412,13 +456,18 @@ class Host:
         verdict = buffers.completeness_verdict(label, outputs)
         if verdict is not None:
             return verdict
-        if not session.output_layout.leaves:  # a timed unit with nothing handed over (kbx)
-            return {"status": "pass"}
+        unit = session.units.get(int(request["slot"])) if self.session.replays_calls else None
+        if unit is not None:  # the names and inline values of what the calls returned
+            mismatch = kbx.leaf_mismatch(unit.facts(), request.get("report") or {}, kbx_calls.RESULTS_WHAT)
+            if mismatch is not None:
+                return buffers.fail(mismatch[0], f"{label}: {mismatch[1]}")
         fingerprint = session.sampler.fingerprint(outputs)
         repeated = fingerprint in session.outputs_seen
         session.outputs_seen.add(fingerprint)
         if not request.get("check") and not repeated:
             return {"status": "pass"}
+        if unit is not None:
+            return self._check_unit(session, unit, request)
         # A checked call: its inputs against the same seed's made again, and the
         # reference's outputs for them, computed now; the child's outputs are copied out
         # chunk by chunk as they are compared.
@@ -430,13 +479,42 @@ class Host:
             if verdict is not None:
                 return verdict
         tensors, _ = self._forward(request["seed"], None, inputs, observed=False)
-        outcome = compare.compare_leaves([TensorLeaf(t) for t in tensors],
-                                         self._candidate_leaves(session), request["rule"], None,
+        return self._spot_check(session, request, [TensorLeaf(t) for t in tensors],
+                                self._candidate_leaves(session), None)
+
+    def _check_unit(self, session, unit, request):
+        """A checked kernelbenchx unit: the reference function over fresh copies of the
+        arguments the child was given (after the same seeding); the arguments it leaves
+        unchanged must be unchanged in the slot, those it changes in place are compared
+        as results, with what the calls returned."""
+        label, seed = request["label"], request["seed"]
+        (names, tensors, values), changed = self._step(
+            f"the task's function on the arguments of {label}",
+            lambda: self.session.replay_unit(self.reference, unit, seed))
+        if names != unit.names or values != unit.values:
+            raise protocol.task_error(
+                f"the task's function returned other results on the same arguments ({label}): "
+                f"{kbx_calls.RESULTS_WHAT} must not depend on anything but the arguments and the seed")
+        views = handover.views(session.inputs[int(request["slot"])], unit.layout, arrays=False) \
+            if unit.layout.leaves else []
+        differing = buffers.differing(views, unit.copies, set(changed))
+        if differing:
+            return buffers.fail(protocol.CHEAT_DETECTED,
+                                f"{label}: the candidate changed {unit.where[differing[0]]} in place "
+                                "during a timed call; the reference's same call leaves it unchanged")
+        names = kbx.tensor_names(unit.facts()) + [f"{unit.where[k]}, changed in place" for k in changed]
+        return self._spot_check(session, request,
+                                [TensorLeaf(t) for t in [*tensors, *changed.values()]],
+                                self._candidate_leaves(session) + [SnapshotLeaf(views[k]) for k in changed],
+                                names)
+
+    def _spot_check(self, session, request, reference, candidate, names):
+        outcome = compare.compare_leaves(reference, candidate, request["rule"], names,
                                          self.job.get("workers", 1), facts=self._facts(request["rule"]))
         if not outcome.passed:
             return buffers.fail(protocol.CHEAT_DETECTED,
-                         f"{label}: spot check failed: {outcome.message} (its trials passed: the "
-                         "timed call's output was not computed from that call's inputs)",
+                         f"{request['label']}: spot check failed: {outcome.message} (its trials "
+                         "passed: the timed call's output was not computed from that call's inputs)",
                          outcome.metrics)
         return {"status": "pass", "metrics": outcome.metrics}
 

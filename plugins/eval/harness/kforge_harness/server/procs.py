@@ -156,13 +156,17 @@ def signal_tree(pid, sig):
             done.add(child)
 
 
-def freeze_tree(pid, rounds=40):
+def freeze_tree(pid, patience_s=0.5):
     """SIGSTOP to every process below `pid` until all of them are seen stopped, twice over,
     and then no other below `pid` (a fork that completed as its parent was being
     stopped): processes that continue each other (one stopped, another sends it SIGCONT)
     are stopped again, round after round. Returns the frozen processes (nothing of the
-    tree runs until continue_tree(them)), or None when they would not all stay stopped."""
-    for _ in range(rounds):
+    tree runs until continue_tree(them)), or None when they would not all stay stopped
+    within `patience_s`. A stop in flight lands within microseconds on an idle machine,
+    but only when the process next runs: on a loaded one (a 2-core machine at load 8-12)
+    that took longer than 40 rounds of 0.2 ms, and an honest candidate was rejected."""
+    deadline = time.monotonic() + patience_s
+    while True:
         tree = descendants(pid)
         for child in tree:
             try:
@@ -172,18 +176,23 @@ def freeze_tree(pid, rounds=40):
         # All stopped before the second walk: nothing below `pid` could fork after it.
         # The second look at their states catches one continued by another that was
         # still running when the first look passed it.
-        if (_await_stopped(tree) and all(_stopped(child) for child in tree)
-                and set(descendants(pid)) == set(tree)):
+        if (_await_stopped(tree, min(deadline, time.monotonic() + ROUND_S))
+                and all(_stopped(child) for child in tree) and set(descendants(pid)) == set(tree)):
             return tree
-    return None
+        if time.monotonic() >= deadline:
+            return None
 
 
-def _await_stopped(pids, patience_s=0.02):
-    """Whether every process of `pids` is seen stopped within `patience_s`. A stop is
-    delivered when its process next runs: the wait yields the CPU to it rather than
-    sleeping (a sleep is a millisecond or more on a loaded machine, and every timed
-    call waits for this), and reads nothing but the processes' states."""
-    deadline = time.monotonic() + patience_s
+# How long a round of freeze_tree waits for its stops to land before it sends them again
+# (a process the tree continued meanwhile needs a new one).
+ROUND_S = 0.02
+
+
+def _await_stopped(pids, deadline):
+    """Whether every process of `pids` is seen stopped by `deadline`. A stop is delivered
+    when its process next runs: the wait yields the CPU to it rather than sleeping (a
+    sleep is a millisecond or more on a loaded machine, and every timed call waits for
+    this), and reads nothing but the processes' states."""
     waiting = list(pids)
     while True:
         waiting = [child for child in waiting if not _stopped(child)]

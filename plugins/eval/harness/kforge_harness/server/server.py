@@ -775,6 +775,12 @@ class Server:
         job.next_trial += 1
         if job.next_trial < len(job.trials):
             self._next_trial(job)
+        elif job.timing() is not None and job.entry.facts.get("timing_refused"):
+            # Nothing of this task can be timed that a candidate could not know before
+            # its call (kbx_calls.py): correct, and said why it has no time.
+            self._decide(job, {"status": "pass", "metrics": self._correctness_metrics(job),
+                               "flags": ["timing_refused"],
+                               "message": f"not timed: {job.entry.facts['timing_refused']}"}, stop=False)
         elif job.timing() is not None:
             job.timing_started = time.monotonic()
             self._start_timing(job)
@@ -830,8 +836,7 @@ class Server:
     def _start_loop(self, job, label):
         if label == "timing":  # what this job's loops are judged against, kept with it
             job.reference = job.entry.timings[job.timing_key()]
-        spot_checks = bool(job.entry.facts.get("spot_checks"))
-        job.loop = timing_plan.Loop(label, job.timing(), spot_checks)
+        job.loop = timing_plan.Loop(label, job.timing())
         signal_tree(job.proc.pid, signal.SIGCONT)
         job.proc.send({"time": {"label": label, "compile": label == "compiled"}})
 
@@ -892,6 +897,8 @@ class Server:
         after = {"session": job.session, "slot": call % 2, "seed": loop.seeds[call],
                  "check": loop.check_drawn(), "label": loop.label_of(call),
                  "rule": job.request["options"]["rule"]}
+        if isinstance(message.get("facts"), dict):  # a kernelbenchx unit's results, named
+            after["report"] = message["facts"]
         if loop.finished:
             self._host_command(job.entry, job, {"after": after}, self._loop_after)
             return
@@ -984,10 +991,13 @@ class Server:
                        timing_measured_again=int(job.asked_again))
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
             flags.append("speedup_over_10x")
-        if not job.entry.facts.get("spot_checks"):
-            # Nothing the timed calls computed reached the host (a kernelbenchx task's
-            # replay): the time is the candidate's process's word on work no one checked.
-            flags.append("timed_calls_unchecked")
+        message = ""
+        unit = job.entry.facts.get("timed_unit")
+        if unit is not None:  # kernelbenchx: the calls of a test run a timed call replays
+            metrics.update(timed_unit_calls=unit["calls"], timed_unit_calls_left_out=unit["left_out"])
+            if unit["left_out"]:
+                flags.append("timed_calls_left_out")
+                message = f"timed {unit['calls']} of the test code's calls; left out: {unit['why']}"
         if job.timing()["baseline"] == "compile":
             if "compile_ms" not in reference:
                 flags.append("compile_baseline_unavailable")
@@ -995,7 +1005,8 @@ class Server:
                 metrics["compile_ms"] = reference["compile_ms"]
                 metrics["speedup_vs_compile"] = (reference["compile_ms"] / cand_ms
                                                  if cand_ms > 0 else math.inf)
-        self._decide(job, {"status": "pass", "metrics": metrics, "flags": flags}, stop=False)
+        self._decide(job, {"status": "pass", "metrics": metrics, "flags": flags, "message": message},
+                     stop=False)
 
     # ---- the candidate's failures ----
 

@@ -7,17 +7,20 @@ candidate supplies the same function (or `kernel_function`, as KernelBenchX acce
 
 Here one "trial" is one run of the task's test code, right after seeding random, NumPy
 and torch with the trial's seed, with the function's name bound to the side's function:
-the reference's in the reference worker, the candidate's in the candidate child. The test
+the reference's in the task host, the candidate's in the candidate child. The test
 code always comes from the task file, never from the candidate (a candidate file's own
 test part, after a separator, is dropped). `test_results` is flattened into named leaves
 in a fixed order: tensors (and NumPy arrays and numbers, as tensors) go through the usual
-output files and comparison; other values (strings, None, dtypes) travel inline and must
+output buffer and comparison; other values (strings, None, dtypes) travel inline and must
 be equal. The judge (`leaf_mismatch`) fails a missing or extra leaf, or one of another
 kind, with its name.
 
-Timing replays the function's calls that one run of the test code made (recorded on the
-timing seed), in order, as one timed unit: the sum over the test's calls, as KernelBenchX
-sums its per-input-size timings before dividing reference by candidate."""
+A timed call ("unit") is the function's calls that one run of the test code makes, in
+order: the sum over the test's calls, as KernelBenchX sums its per-input-size timings
+before dividing reference by candidate. The task host records them with the reference
+function on the timed call's seed and hands their arguments over to the child through its
+buffers, and judges what they return there (kbx_calls.py says how, and which calls are
+left out)."""
 
 import ast
 import itertools
@@ -29,8 +32,10 @@ import types
 import numpy as np
 import torch
 
-from kforge_harness.anticheat import observe
+from kforge_harness.anticheat import buffers, observe
 from kforge_harness import protocol
+from kforge_harness.tasks import kbx_calls
+from kforge_harness.tasks.kbx_calls import CannotCross
 from kforge_harness.tasks.runner import NoEntry, TaskSession, seed_everything
 from kforge_harness.tasks.tasks import REFERENCE_MODULE
 
@@ -141,31 +146,60 @@ def _inline(value):
     return text if text is None else text[:MAX_VALUE_CHARS]
 
 
-def flatten(results):
+# What a strictly flattened value's leaves may be (flatten(strict=True)): types whose
+# reading runs no code of the value's own.
+_PLAIN_LEAVES = (torch.Tensor, torch.nn.Parameter, np.ndarray, bool, int, float, complex, str,
+                 type(None), torch.dtype)
+
+
+def _plain(value):
+    kind = type(value)
+    return kind in _PLAIN_LEAVES or (isinstance(value, np.generic) and kind.__module__ == "numpy")
+
+
+def _items(value):
+    """A list's or tuple's items through list's and tuple's own methods (a subclass,
+    torch.max's structseq or a namedtuple, as what it holds)."""
+    if isinstance(value, tuple):
+        return [tuple.__getitem__(value, i) for i in range(tuple.__len__(value))]
+    return [list.__getitem__(value, i) for i in range(list.__len__(value))]
+
+
+def flatten(results, root=RESULTS_NAME, strict=False):
     """(names, tensors, values): every leaf of `results` by its path
     ("test_results.case_1[0]"), dict keys sorted; the tensors of the numeric leaves, in
-    order; {name: text or None} for the others."""
+    order; {name: text or None} for the others. `strict` (what a timed call returned, read
+    in the candidate's process after the clock stopped): containers are read through
+    dict's, list's and tuple's own methods and every leaf and key must be of a plain type,
+    else CannotCross: an object of the candidate's own would run its code when read."""
     names, tensors, values = [], [], {}
 
     def walk(value, name):
         if isinstance(value, dict):
-            for key in sorted(value, key=_key_text):
-                walk(value[key], f"{name}.{_key_text(key)}")
+            keys = list(dict.keys(value)) if strict else list(value)
+            if strict and not all(key is None or type(key) in (bool, int, float, str) for key in keys):
+                raise CannotCross(f"{name} has a key that is no plain value")
+            for key in sorted(keys, key=_key_text):
+                walk(dict.__getitem__(value, key) if strict else value[key], f"{name}.{_key_text(key)}")
             return
         if isinstance(value, (list, tuple)):
-            for index, item in enumerate(value):
+            for index, item in enumerate(_items(value) if strict else value):
                 walk(item, f"{name}[{index}]")
             return
+        if strict and not _plain(value):
+            raise CannotCross(f"{name} is a {kbx_calls.type_name(value)}")
         names.append(name)
+        if strict and len(names) > MAX_LEAVES:
+            raise CannotCross(f"{name}: more than {MAX_LEAVES} leaves")
         tensor = _as_leaf_tensor(value)
         if tensor is None:
             values[name] = _inline(value)
         else:
             tensors.append(tensor)
 
-    walk(results, RESULTS_NAME)
+    walk(results, root)
     if len(names) > MAX_LEAVES:  # what the judge accepts from a candidate's process
-        raise ValueError(f"{RESULTS_NAME} has {len(names)} leaves, more than the {MAX_LEAVES} "
+        raise ValueError(f"{root} has {len(names)} leaves, more than the {MAX_LEAVES} "
                          "a comparison takes")
     return names, tensors, values
 
@@ -174,45 +208,54 @@ def flatten(results):
 
 class TestRun:
     """A trial's "inputs": one run of the task's test code on a seed. `calls`: the
-    function's calls that run made (args, kwargs), once recorded for timing."""
+    function's calls that run made (kbx_calls.Call), once recorded for timing."""
 
     def __init__(self, seed):
         self.seed = seed
         self.calls = None
 
 
+class Replayed(list):
+    """What a timed unit's calls returned, in order, and the calls' places in the test run
+    (`indices`): the results are named after them."""
+
+    def __init__(self, results, indices):
+        super().__init__(results)
+        self.indices = indices
+
+
 class FunctionSide:
-    """A function (the reference's or the candidate's) in the place of runner.Side.
-    Fed test runs, it records their calls to the function (by running the test code);
-    called with them (timing), it replays those calls only."""
+    """A function (the reference's or the candidate's) in the place of runner.Side. Its
+    inputs are a trial's test run (the test code calls the function, KbxSession.observe)
+    or a timed unit's calls (kbx_calls.LentUnit, or the arguments the task host checks a
+    unit with), which calling it replays, in order."""
 
     def __init__(self, function, session):
         self.model = function
         self.session = session
 
-    def feed(self, master):
-        """This side's own recordings of the test runs. Recorded here, where inputs are
-        made (before a timed loop, and when a timing pool slot is refilled), never inside
-        a timed call: the test code's own work is not the function's."""
-        runs = [TestRun(run.seed) for run in master]
-        for run in runs:
-            self.session.run_tests(self, run, record=True)
-        return runs
+    def feed(self, inputs):
+        return inputs
 
-    def __call__(self, inputs):
-        for run in inputs:
-            for args, kwargs in run.calls:
-                self.model(*args, **kwargs)
+    def __call__(self, unit):
+        function, results = self.model, []
+        for args, kwargs, grad in unit.calls:
+            if grad:
+                results.append(function(*args, **kwargs))
+            else:  # the test called it under torch.no_grad
+                with torch.no_grad():
+                    results.append(function(*args, **kwargs))
+        return Replayed(results, unit.indices)
 
 
 class KbxSession(TaskSession):
     """A kernelbenchx task in this process: runner.TaskSession's steps in this format's
     terms (no Model, no get_inputs: the test code makes its own inputs)."""
 
+    # A trial's inputs are made by the test code, in the process that runs it: they cannot
+    # be scaled and shifted (reference.VARIATIONS).
     inputs_can_vary = False
-    no_spot_checks_reason = (
-        "its timed unit replays the function's calls of a test run, whose outputs are not "
-        "a trial's test_results: no stored reference output matches them")
+    replays_calls = True
 
     def __init__(self, task, options, device):
         super().__init__(task, options, device)
@@ -222,6 +265,7 @@ class KbxSession(TaskSession):
         self.entry = None
         self.test_code = None
         self.last_facts = {}
+        self.fixed_calls = frozenset()  # keys of calls with the same arguments at every seed
 
     def load(self):
         task = self.task_spec
@@ -281,19 +325,88 @@ class KbxSession(TaskSession):
         names, values = self.last_facts.get("names"), self.last_facts.get("values", {})
         return [name for name in names if name not in values] if names else None
 
+    # ---- timing: the task host's side ----
+
+    def plan_timing(self, side, seeds):
+        """The units of two runs of the test code (two seeds), `side`'s function recording:
+        a call whose arguments are the same in both is the same at every seed, and left
+        out of every unit from now on (`fixed_calls`)."""
+        runs = [self.record_calls(side, seed) for seed in seeds]
+        keys = [{call.key for call in calls if call.key is not None} for calls in runs]
+        self.fixed_calls = frozenset(keys[0] & keys[1])
+        return [kbx_calls.Unit(calls, self.fixed_calls) for calls in runs]
+
+    def timed_unit(self, side, seed):
+        """The timed unit of a run of the test code on `seed` (kbx_calls.Unit)."""
+        return kbx_calls.Unit(self.record_calls(side, seed), self.fixed_calls)
+
+    def record_calls(self, side, seed):
+        run = TestRun(seed)
+        self.run_tests(side, run, record=True)
+        return run.calls
+
+    def replay_unit(self, side, unit, seed):
+        """`side`'s function over a unit's calls as the child replayed them (fresh copies
+        of the same arguments, after seeding with the unit's seed): (names, tensors,
+        values) of what they returned, and {k: value} of the tensor arguments they
+        changed in place, by their place in the unit's layout."""
+        seed_everything(seed)
+        arguments = unit.arguments(self.torch_device)
+        names, tensors, values = _flatten_results(side(arguments))
+        self.device.synchronize(torch)
+        # Their values, as the comparison reads them (a lazily conjugated view's).
+        results = names, [tensor.resolve_conj().resolve_neg() for tensor in tensors], values
+        after = arguments.values()
+        changed = {k: after[k] for k in buffers.differing(after, unit.copies, set())}
+        return results, changed
+
+    # ---- timing: the child's side ----
+
+    def lent_inputs(self, mapping, described, seed):
+        """A timed unit's calls over the slot the task host filled (kbx_calls.LentUnit),
+        the random generators seeded with the unit's seed, as the task host does before
+        it checks the same unit."""
+        unit = kbx_calls.LentUnit(mapping, described, self.torch_device)
+        seed_everything(seed)
+        return unit
+
+    def output_leaves(self, out):
+        """The tensor leaves of a trial's test_results (already flat), or of what a
+        timed unit's calls returned (Replayed), read strictly: CannotCross when a result
+        holds an object that is no plain value."""
+        if not isinstance(out, Replayed):
+            return super().output_leaves(out)
+        names, tensors, values = _flatten_results(out)
+        self.last_facts = {"names": names, "values": values}
+        return tensors
+
+    def release_inputs(self, inputs, copy):
+        if isinstance(inputs, kbx_calls.LentUnit):
+            inputs.write_back(copy)
+
     def run_tests(self, side, run, record):
         """Runs the test code with the task's name bound to the side's function; returns
         flatten(test_results), the [call, argument] pairs of the tensor arguments a call
         changed in place, and [call, argument] of the first call whose result shares
         memory with an argument (or None); no observations with `record`, which records
-        the calls into `run` instead, for timing."""
+        the calls into `run` instead (kbx_calls.capture), for timing."""
         function = side.model
         calls, mutated, aliased = [], [], []
         counter = itertools.count()
 
         def recorded(*args, **kwargs):
-            calls.append((args, kwargs))
-            return function(*args, **kwargs)
+            call = kbx_calls.capture(next(counter), args, kwargs, self.torch_device)
+            calls.append(call)
+            try:
+                out = function(*args, **kwargs)
+            except BaseException as exc:  # a test may call it on purpose with bad arguments
+                call.reason = f"the reference raised {type(exc).__name__} (a call not to time)"
+                raise
+            try:
+                call.returned(flatten(out, f"call #{call.index}", strict=True))
+            except CannotCross as exc:
+                call.returned(exc)
+            return out
 
         def watched(*args, **kwargs):
             index = next(counter)
@@ -318,6 +431,17 @@ class KbxSession(TaskSession):
         if record:
             run.calls = calls
         return (*flatten(namespace[RESULTS_NAME]), mutated, aliased or None)
+
+
+def _flatten_results(results):
+    """flatten(strict=True) of each result of a Replayed, named after its call, joined."""
+    names, tensors, values = [], [], {}
+    for index, result in zip(results.indices, results):
+        flattened = flatten(result, f"call #{index}", strict=True)
+        names += flattened[0]
+        tensors += flattened[1]
+        values.update(flattened[2])
+    return names, tensors, values
 
 
 def _load_reference(reference, path, source):
@@ -359,12 +483,12 @@ def _valid_mutated(report):
     return mutated
 
 
-def leaf_mismatch(reference, report):
+def leaf_mismatch(reference, report, what=RESULTS_NAME):
     """(error_class, message) when the candidate changed in place an argument of a call
     that the reference's same call leaves unchanged (the test's calls are compared one by
     one: an optimizer step may update its parameter, not the gradient it is given), when
-    its test_results does not have the reference's leaves, or an inline leaf differs;
-    else None."""
+    its test_results (`what`: a timed unit's results) does not have the reference's
+    leaves, or an inline leaf differs; else None."""
     names, values = reference["names"], reference["values"]
     facts, mutated = _valid_facts(report), _valid_mutated(report)
     if facts is None or mutated is None:
@@ -386,9 +510,9 @@ def leaf_mismatch(reference, report):
         if extra:
             parts.append(f"has {', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''} "
                          "the reference's has not")
-        return protocol.SHAPE_MISMATCH, f"the candidate's {RESULTS_NAME} {' and '.join(parts)}"
+        return protocol.SHAPE_MISMATCH, f"the candidate's {what} {' and '.join(parts)}"
     if cand_names != names:
-        return protocol.SHAPE_MISMATCH, f"the candidate's {RESULTS_NAME} has its leaves in another order"
+        return protocol.SHAPE_MISMATCH, f"the candidate's {what} has its leaves in another order"
     for name in names:
         if (name in values) != (name in cand_values):
             kinds = ("a tensor or number", "a value of another kind")

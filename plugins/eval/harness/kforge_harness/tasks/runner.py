@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import torch
 
+from kforge_harness import handover
 from kforge_harness.anticheat import observe
 from kforge_harness.tasks import task_modules, tasks
 from kforge_harness.judge.outputs import as_tensor, flat_leaves, pieces, surely_finite
@@ -150,10 +151,10 @@ class TaskSession:
     # make_inputs(seed, transform) can scale and shift the inputs (a near-constant
     # reference's varied trials, reference.VARIATIONS).
     inputs_can_vary = True
-    # Why a timed call's outputs cannot be compared with the reference's stored outputs
-    # for the same input seed (the server's spot checks during timing, timing_plan.py),
-    # or None where they can: a timed call here is one trial's forward on one input set.
-    no_spot_checks_reason = None
+    # A timed call here is one forward on one input set (get_inputs' on the call's seed);
+    # a kernelbenchx session's replays the function's calls of a run of the test code,
+    # which the task host records and hands over (kbx.py, kbx_calls.py).
+    replays_calls = False
 
     def __init__(self, task, options, device):
         self.task_spec = task
@@ -217,6 +218,19 @@ class TaskSession:
     def output_facts(self):
         """What the last forward's outputs carry beyond their leaves (kbx: leaf names)."""
         return {}
+
+    def lent_inputs(self, mapping, described, seed):
+        """(child) A trial's or timed call's inputs over the slot the task host filled:
+        `described` is the layout it sent."""
+        return handover.views(mapping, handover.Layout.from_json(described))
+
+    def output_leaves(self, out):
+        """(child) A forward's outputs as the flat list that is handed over."""
+        return as_torch_view(flat_leaves(out))
+
+    def release_inputs(self, inputs, copy):
+        """(child) After a call's outputs were handed over: what the call did to inputs it
+        was given as copies goes back into the slot (kbx), with `copy`."""
 
     def tensor_names(self):
         """Names of the last forward's tensor outputs where the format names them (kbx),

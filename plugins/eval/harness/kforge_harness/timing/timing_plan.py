@@ -49,12 +49,12 @@ def _number(value):
 class Loop:
     """One timed loop of a child, as the server runs it."""
 
-    def __init__(self, label, timing, spot_checks):
+    def __init__(self, label, timing):
         self.label = label
         self.timing = timing
         self.warmup = int(timing["warmup"])
         self.calls = self.warmup + int(timing["trials"])
-        self.rate = float(timing["spot_check_rate"]) if spot_checks else 0.0
+        self.rate = float(timing["spot_check_rate"])
         self.seeds = []
         self.event_ms, self.tail_ms, self.wall_ms = [], [], []
         # Per call, a trusted exchange's cost at that moment (the server's round trip with

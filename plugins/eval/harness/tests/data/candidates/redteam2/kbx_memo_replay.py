@@ -1,12 +1,10 @@
-"""A kernelbenchx candidate that memoizes by argument identity. The timed unit replays,
-with the very same argument objects, the calls that FunctionSide.feed recorded just
-before it (kbx.py: feed runs the test code through `recorded`, which calls the function
-for real, outside the child's clock but inside the server's bracket). The recording
-computes honestly and remembers the result; the replay (the timed part) returns it.
-Trials run the test code on fresh tensors: every call misses and computes. A kbx timed
-call is never spot-checked and hands nothing over (no_spot_checks_reason), and the
-reference's loop spends the same recording in its gap, so the server's charge
-(median(seen) - reference gap) is about zero."""
+"""A kernelbenchx candidate that memoizes by argument identity. Written when the timed
+unit replayed, with the very same argument objects, the calls that the child had just
+recorded by running the test code (outside the child's clock but inside the server's
+bracket): the recording computed honestly and remembered the result, the replay (the
+timed part) returned it, and nothing of the replay was checked (16.8x, a pass). Since
+then the task host records the calls and hands their arguments over, new objects over
+new values every unit (kbx_calls.py): this memo never hits."""
 import torch
 
 _seen = []

@@ -1,9 +1,9 @@
 """A kernelbenchx candidate that computes honestly in its trials and raises once timing
-starts. In a timed loop the child records the test run's calls through
-FunctionSide.feed (candidate._timed_loop: `inputs = model.feed(...)`), which is not
-wrapped in CandidateChild._guarded as the timed call itself is: the candidate's
-exception leaves the child's command loop unreported. Its failure must still be the
-candidate's (a runtime error in timing), not the harness's."""
+starts. Written when a timed loop's child recorded the test run's calls through
+FunctionSide.feed, outside CandidateChild._guarded: the candidate's exception left the
+child's command loop unreported. Now the task host records the calls and the child only
+replays them, inside the timed call: the exception is raised there. Its failure must be
+the candidate's (a runtime error in timing), not the harness's."""
 import torch
 
 _calls = [0]
