@@ -62,7 +62,8 @@ def surely_finite(tensors):
     element by element": large finite values can overflow their sum (float32 and
     narrower types are summed in float32, float64 in float64)."""
     for tensor in tensors:
-        values = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+        values = tensor.resolve_conj().resolve_neg()  # a lazily conjugated view: its values
+        values = torch.view_as_real(values) if values.is_complex() else values
         wide = torch.float64 if values.dtype == torch.float64 else torch.float32
         if values.numel() and not math.isfinite(float(values.sum(dtype=wide))):
             return False
