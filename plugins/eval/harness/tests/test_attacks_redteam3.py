@@ -63,13 +63,11 @@ class RedTeam3Test(unittest.TestCase):
         else:
             self.assertEqual(response["error_class"], "cheat_detected", response)
 
-    # A real hole: procs._stopped (server/procs.py) reads only the leader thread's state
-    # from /proc/PID/stat and takes "Z" for stopped; a process whose leader thread has
-    # exited shows "Z" while its other threads run, so freeze_tree's two looks both
-    # pass at once, and a SIGCONT the kernel sends later (the exit signal of a child
-    # killed by its own SIGKILL timer) continues it while the server believes the whole
-    # tree stopped. zombie_leader_helper does its work there.
-    @unittest.expectedFailure
+    # Was a hole: procs._stopped read only the leader thread's state and took "Z" for
+    # stopped, so a process whose leader thread had exited passed while its other threads
+    # ran; and a SIGCONT the kernel sends later (the exit signal of a child killed by its
+    # own SIGKILL timer) continues a frozen tree. Now every thread's state is read, and
+    # the server checks the tree is still frozen, and unchanged, before each next call.
     def test_freeze_tree_keeps_a_zombie_leaders_threads_stopped(self):
         compiler = shutil.which("gcc") or shutil.which("cc")
         if compiler is None:
@@ -88,8 +86,10 @@ class RedTeam3Test(unittest.TestCase):
                 frozen_at = time.monotonic() - started
                 with open(f"/proc/{helper}/stat") as stat:
                     state = stat.read().rsplit(") ", 1)[1][:1]
+                time.sleep(0.3)  # about when the server's loop would start the next call
+                intact = frozen is not None and procs.still_frozen(child.pid, frozen)
                 print(f"\nfreeze_tree returned {frozen} at {frozen_at:.2f} s; the helper "
-                      f"{helper} reads {state!r}", flush=True)
+                      f"{helper} reads {state!r}; still frozen 0.3 s later: {intact}", flush=True)
                 counts = [int(line) for line in child.stdout]
             finally:
                 for pid in ([helper] + procs.descendants(helper)) if helper else []:
@@ -102,25 +102,22 @@ class RedTeam3Test(unittest.TestCase):
                 child.stdout.close()
         settled = counts[min(len(counts) - 1, int((frozen_at + 0.1) / 0.05) + 1)]
         print(f"counter at freeze + 0.1 s: {settled}, at the end: {counts[-1]}", flush=True)
-        # Frozen means nothing of the tree runs until continue_tree: the count stays.
-        self.assertTrue(frozen is None or counts[-1] == settled, counts)
+        # Frozen means nothing of the tree runs until continue_tree (the count stays), or
+        # the server sees that it did before the next call (still_frozen: a child that
+        # died and sent SIGCONT as its exit signal is no longer in the tree).
+        self.assertTrue(frozen is None or counts[-1] == settled or not intact, counts)
 
-    # A real hole: compare._Stats._differences (judge/compare.py, `ref64.copy_(ref)` and
-    # `diff.copy_(cand).sub_(ref64)`) compares integer outputs in float64, so int64
-    # values beyond 2**53 that differ in their low bits compare equal, although
-    # compare.tolerance makes integer outputs exact.
-    @unittest.expectedFailure
+    # Was a hole: integer outputs were compared in float64, so int64 values beyond 2**53
+    # that differ in their low bits compared equal. Now integers differ in int64.
     def test_int64_output_wrong_in_its_low_bits(self):
         response = run("int_low_bits_wrong", "redteam3/int_mix", language="python",
                        options={"timing": {"enabled": False}})
         self.assertEqual((response["status"], response["error_class"]),
                          ("fail", "numerical_mismatch"), response)
 
-    # A real hole in the check, no speed gained: outputs.digest (judge/outputs.py) is
-    # two linear sums per piece, so changes of +d, -2d, +d to three neighbouring
-    # elements' bits leave it as it was; buffers.changed_inputs (anticheat/buffers.py)
-    # then reports a trial's input unchanged although the candidate rewrote it.
-    @unittest.expectedFailure
+    # Was a hole in the check (no speed gained): the digest's weights were the public
+    # positions, so changes of +d, -2d, +d to three neighbouring elements kept both sums.
+    # Now the weights are secret (judge/outputs.digest).
     def test_input_rewritten_where_the_digest_cannot_see(self):
         response = run("input_digest_blind", "relu", language="python",
                        options={"timing": {"enabled": False}})

@@ -174,7 +174,10 @@ class _Stats:
             ref, cand = torch.view_as_real(ref).reshape(-1), torch.view_as_real(cand).reshape(-1)
         ref64, diff, magnitude, scratch, mask = self._buffers(ref.numel())
         ref64.copy_(ref)
-        diff.copy_(cand).sub_(ref64).abs_()
+        if ref.is_floating_point() or ref.is_complex():
+            diff.copy_(cand).sub_(ref64).abs_()
+        else:  # integers differ in int64: float64's 53 bits would lose wrong low bits
+            diff.copy_(torch.sub(cand.to(torch.int64), ref.to(torch.int64)).abs_())
         torch.abs(ref64, out=magnitude)
         return parts, ref64, diff, magnitude, scratch, mask
 

@@ -213,15 +213,33 @@ def continue_tree(frozen):
             pass
 
 
+def still_frozen(pid, frozen):
+    """Whether the tree below `pid` is what freeze_tree() returned, every process of it
+    still stopped: a process that ended meanwhile (its death signals its parent, and a
+    parent can choose SIGCONT as that signal) or one that runs again is the candidate's
+    work between calls."""
+    return all(_stopped(child) for child in frozen) and set(descendants(pid)) == set(frozen)
+
+
 def _stopped(pid):
-    """Whether `pid` is stopped (or gone), from /proc/PID/stat's state."""
+    """Whether `pid` is stopped (or gone): every one of its threads, from
+    /proc/PID/task/TID/stat. The process's own stat shows its main thread only, which
+    can exit (a zombie leader) while the others run on."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
+        threads = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return True
-    state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
-    return state in (b"T", b"t", b"Z", b"X")
+    states = []
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue  # that thread is gone
+        states.append(stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3])
+    if all(state in (b"Z", b"X") for state in states):
+        return True  # the whole process has exited
+    return all(state in (b"T", b"t", b"Z", b"X") for state in states if state not in (b"Z", b"X"))
 
 
 def death_text(proc, status, limits, where):

@@ -50,7 +50,7 @@ from kforge_harness.server import child
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
 from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_verdict, descendants,
                                          error, fail, freeze_tree, kill_group, log_tail,
-                                         set_nonblocking, signal_tree)
+                                         set_nonblocking, signal_tree, still_frozen)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.tasks.tasks import read_task_source
 from kforge_harness.timing import timing_plan
@@ -873,6 +873,12 @@ class Server:
                                 (host_ms if isinstance(host_ms, (int, float)) else 0.0))
         command = {"call": call, "slot": call % 2, "inputs": result["inputs"],
                    "output": result["output"], "seed": loop.seeds[call]}
+        if not still_frozen(job.proc.pid, job.frozen):
+            self._decide(job, fail(protocol.CHEAT_DETECTED,
+                                   f"{loop.label}: the candidate's processes ran between timed "
+                                   "calls (one ended or was continued while they were stopped): "
+                                   "work that no clock brackets"))
+            return
         # The call's bracket opens before the child is continued: whatever runs in it from
         # then on (a handler of SIGCONT, a thread that was waiting) is the call's time.
         loop.commanded_at = time.monotonic()
