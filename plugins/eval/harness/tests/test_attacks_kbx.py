@@ -11,7 +11,6 @@ one's timing does not load another's; each verdict is printed before it is asser
 import unittest
 
 from tests import client
-from tests.test_attacks import NO_GAIN
 from tests.test_attacks_forged import show
 
 RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
@@ -39,10 +38,6 @@ class KbxTimingAttackTest(unittest.TestCase):
         show(candidate, task, response)
         return response
 
-    def assert_no_gain(self, response):
-        self.assertEqual(response["status"], "pass", response)
-        self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
-
     def assert_caught(self, response, text):
         self.assertEqual((response["status"], response["error_class"]), ("fail", "cheat_detected"), response)
         self.assertIn(text, response["message"])
@@ -64,10 +59,17 @@ class KbxTimingAttackTest(unittest.TestCase):
 
     def test_a_memo_by_content_never_hits(self):
         # Every unit's arguments are made from a seed drawn for it; addmm_relu's fixed
-        # cases, which the memo would answer from the trials, are not timed.
-        self.assert_no_gain(self.run_timed("memo_content"))
-        response = self.run_timed("memo_content", ADDMM)
-        self.assert_no_gain(response)
+        # cases, which the memo would answer from the trials, are not timed. It says in
+        # its log when it hits; its speed is identical code's, which load alone moves
+        # (by up to 1.15 on the shared 2-core machine at load 10).
+        for task in (MATMUL, ADDMM):
+            with self.subTest(task):
+                response = self.run_timed("memo_content", task)
+                self.assertEqual(response["status"], "pass", response)
+                self.assertNotIn("memo hit (timed)", response["log_tail"])
+                self.assertLess(response["metrics"]["speedup"], 2.0, response)
+        # The control: the fixed cases are the same in both trials, and hit there.
+        self.assertIn("memo hit (trial)", response["log_tail"])
         self.assertEqual(response["metrics"]["timed_unit_calls_left_out"], 2)
 
     def test_a_memo_by_the_slot_s_addresses_is_caught_by_the_repeat_check(self):

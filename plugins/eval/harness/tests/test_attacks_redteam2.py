@@ -55,9 +55,14 @@ class RedTeam2Test(unittest.TestCase):
 
     # Was a pass at 16.8x: the replay ran in the candidate's process on calls recorded
     # there. Now the task host records them and hands their arguments over, fresh every
-    # unit (kbx_calls.py): the memo never hits.
+    # unit (kbx_calls.py): the memo never hits (it says so in its log when it does). Its
+    # speedup is then the noise of identical code, which on the shared 2-core machine
+    # at load 10 reached 1.15 (the reference's loop the more loaded one): bounded at 2.
     def test_kbx_timed_replay_memoized_by_argument_identity(self):
-        self.assert_no_gain(run_kbx("kbx_memo_replay"))
+        response = run_kbx("kbx_memo_replay")
+        self.assertEqual(response["status"], "pass", response)
+        self.assertNotIn("memo hit", response["log_tail"])
+        self.assertLess(response["metrics"]["speedup"], 2.0, response)
 
     def test_work_deferred_into_the_hand_over_by_a_tuple_subclass(self):
         # The hand-over reads a tuple through tuple's own methods: the subclass's __iter__
