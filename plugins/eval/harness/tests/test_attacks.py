@@ -615,11 +615,14 @@ class OutsideTheBracketsTest(V2Fixture):
 
     def test_helper_processes_that_keep_each_other_running(self):
         # Between timed calls the server stops the tree until every process is seen
-        # stopped at once, or rejects it (they would not stay stopped); the candidate says
-        # FROZEN when the freeze held. Whichever comes first, the candidate fails and no
-        # helper outlives it.
-        self.v2_attack("unfreezable", "cpp_fork_unfreezable", language="cpp", timing=TIMED,
-                       sizes=LARGER)
+        # stopped at once, or rejects it (they would not stay stopped), and checks it is
+        # still stopped before the next call. The candidate fails (rejected, or FROZEN
+        # when it saw the freeze hold), or passes gaining nothing: a helper-kept thread
+        # that computed the next output between calls would make the timed call free.
+        # How long a freeze takes to hold decides whether the candidate's own watch sees
+        # it (it did not once on the 2-core CI machine, passing at 0.70x): hence no_gain.
+        self.v2_no_gain("unfreezable", "cpp_fork_unfreezable", language="cpp", timing=TIMED,
+                        sizes=LARGER)
         _assert_none_left(self, "kfhelper")
 
     def test_a_process_forked_from_python(self):
