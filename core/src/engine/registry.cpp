@@ -173,6 +173,52 @@ ExporterKind read_exporter(const kf_exporter_kind& k, const std::string& plugin,
   return ExporterKind{k.name, k.doc ? k.doc : "", plugin, version, origin, k.create, k.task, k.finish, k.destroy};
 }
 
+ReportSectionKind read_report_section(const kf_report_section_kind& k, const std::string& plugin,
+                                      const std::string& version, const std::string& origin) {
+  const std::string where = fmt::format("plugin '{}', report section '{}'", origin, k.name);
+  if (k.struct_size < KF_REPORT_SECTION_KIND_V1_SIZE) {
+    throw PluginAbiMismatch(fmt::format("{}: its table has {} bytes, smaller than any version of it ({} bytes)",
+                                        where, k.struct_size, KF_REPORT_SECTION_KIND_V1_SIZE));
+  }
+  if (k.create == nullptr || k.task == nullptr || k.finish == nullptr || k.destroy == nullptr) {
+    throw PluginError(fmt::format("{}: create, task, finish and destroy are required", where));
+  }
+  ReportSectionKind kind{k.name, k.doc ? k.doc : "", plugin, version, origin, {}, k.create, k.task, k.finish, k.destroy};
+  for (uint32_t i = 0; i < k.task_format_count; ++i) {
+    if (k.task_formats[i] == nullptr || *k.task_formats[i] == '\0') {
+      throw PluginError(fmt::format("{}: task format {} is empty", where, i + 1));
+    }
+    kind.task_formats.emplace_back(k.task_formats[i]);
+  }
+  return kind;
+}
+
+// Kinds of one table (exporters, report sections) with names unique among those registered
+// before and those of the same plugin; `noun` names the table in messages.
+template <typename Kind, typename Table, typename Read>
+std::vector<Kind> read_named(const Table* const* tables, uint32_t count, const std::deque<Kind>& registered,
+                             const char* noun, const std::string& origin, Read read) {
+  std::vector<Kind> kinds;
+  for (uint32_t i = 0; i < count; ++i) {
+    const Table& k = *tables[i];
+    if (k.name == nullptr || *k.name == '\0') {
+      throw PluginError(fmt::format("plugin '{}': one of its {}s has no name", origin, noun));
+    }
+    for (const Kind& other : registered) {
+      if (other.name == k.name) {
+        throw DuplicateKind(fmt::format("{} '{}' is registered twice: by '{}' and by '{}'", noun, k.name, other.file, origin));
+      }
+    }
+    for (const Kind& earlier : kinds) {
+      if (earlier.name == k.name) {
+        throw DuplicateKind(fmt::format("{} '{}' is registered twice by '{}'", noun, earlier.name, origin));
+      }
+    }
+    kinds.push_back(read(k));
+  }
+  return kinds;
+}
+
 }  // namespace
 
 void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
@@ -225,28 +271,19 @@ void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
   }
   std::vector<ExporterKind> exporters;
   if (KF_HAS_FIELD(d, kf_plugin_descriptor, exporter_count)) {
-    for (uint32_t i = 0; i < d->exporter_count; ++i) {
-      const kf_exporter_kind& k = *d->exporters[i];
-      if (k.name == nullptr || *k.name == '\0') {
-        throw PluginError(fmt::format("plugin '{}' registers an exporter without a name", origin));
-      }
-      for (const ExporterKind& other : exporters_) {
-        if (other.name == k.name) {
-          throw DuplicateKind(
-              fmt::format("exporter '{}' is registered twice: by '{}' and by '{}'", k.name, other.file, origin));
-        }
-      }
-      for (const ExporterKind& earlier : exporters) {
-        if (earlier.name == k.name) {
-          throw DuplicateKind(fmt::format("exporter '{}' is registered twice by '{}'", earlier.name, origin));
-        }
-      }
-      exporters.push_back(read_exporter(k, plugin, version, origin));
-    }
+    exporters = read_named<ExporterKind>(d->exporters, d->exporter_count, exporters_, "exporter", origin,
+                                         [&](const kf_exporter_kind& k) { return read_exporter(k, plugin, version, origin); });
+  }
+  std::vector<ReportSectionKind> sections;
+  if (KF_HAS_FIELD(d, kf_plugin_descriptor, report_section_count)) {
+    sections = read_named<ReportSectionKind>(
+        d->report_sections, d->report_section_count, report_sections_, "report section", origin,
+        [&](const kf_report_section_kind& k) { return read_report_section(k, plugin, version, origin); });
   }
   for (StageKind& k : stages) stages_.push_back(std::move(k));
   for (SourceKind& k : sources) sources_.push_back(std::move(k));
   for (ExporterKind& k : exporters) exporters_.push_back(std::move(k));
+  for (ReportSectionKind& k : sections) report_sections_.push_back(std::move(k));
 }
 
 std::vector<std::string> Registry::discover(const std::vector<std::string>& directories) {
@@ -281,6 +318,13 @@ const StageKind* Registry::stage(const std::string& name) const {
 
 const ExporterKind* Registry::exporter(const std::string& name) const {
   for (const auto& k : exporters_) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+const ReportSectionKind* Registry::report_section(const std::string& name) const {
+  for (const auto& k : report_sections_) {
     if (k.name == name) return &k;
   }
   return nullptr;

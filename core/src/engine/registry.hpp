@@ -1,10 +1,12 @@
-// Loads plugin shared objects and keeps the stage and source kinds they register.
+// Loads plugin shared objects and keeps the kinds they register: stages, task sources,
+// exporters and report sections.
 #pragma once
 
 #include "api.hpp"
 
 #include <kforge/abi.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -102,6 +104,25 @@ struct ExporterKind {
   decltype(kf_exporter_kind::destroy) destroy = nullptr;
 };
 
+// A report section as a plugin registered it (kf_report_section_kind, since 0.2): tables
+// of its own that `kforge report` adds for runs with tasks of its formats.
+struct ReportSectionKind {
+  std::string name;
+  std::string doc;
+  std::string plugin;
+  std::string version;
+  std::string file;
+  std::vector<std::string> task_formats;  // empty: it reports on every task
+  decltype(kf_report_section_kind::create) create = nullptr;
+  decltype(kf_report_section_kind::task) task = nullptr;
+  decltype(kf_report_section_kind::finish) finish = nullptr;
+  decltype(kf_report_section_kind::destroy) destroy = nullptr;
+
+  bool reports_on(const std::string& format) const {
+    return task_formats.empty() || std::find(task_formats.begin(), task_formats.end(), format) != task_formats.end();
+  }
+};
+
 class KFORGE_API Registry {
  public:
   Registry();
@@ -125,11 +146,13 @@ class KFORGE_API Registry {
   const StageKind* stage(const std::string& name) const;
   const SourceKind* source(const std::string& name) const;
   const ExporterKind* exporter(const std::string& name) const;
+  const ReportSectionKind* report_section(const std::string& name) const;
   // In registration order; a deque, so that the kinds a loaded pipeline points at stay put
   // when more plugins load.
   const std::deque<StageKind>& stages() const { return stages_; }
   const std::deque<SourceKind>& sources() const { return sources_; }
   const std::deque<ExporterKind>& exporters() const { return exporters_; }
+  const std::deque<ReportSectionKind>& report_sections() const { return report_sections_; }
   // Known kind names closest to `name` (edit distance), best first, for "did you mean".
   std::vector<std::string> closest(const std::string& name, bool sources) const;
 
@@ -139,6 +162,7 @@ class KFORGE_API Registry {
   std::deque<StageKind> stages_;
   std::deque<SourceKind> sources_;
   std::deque<ExporterKind> exporters_;
+  std::deque<ReportSectionKind> report_sections_;
 };
 
 // The default search path: KFORGE_PLUGIN_PATH entries, then the build tree's plugin

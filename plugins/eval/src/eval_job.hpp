@@ -31,6 +31,9 @@ inline constexpr const char* kAttrRunTaskSizes = "run.task_sizes";
 // What judged the job: the harness server's ready-line "environment" (PROTOCOL.md), as JSON
 // (docs/reports.md#environment).
 inline constexpr const char* kAttrRunEnvironment = KF_KEY_RUN_ENVIRONMENT;
+// The harness's environment fact that names which card of a model judged: where a job ran,
+// not what ran it, so the attribute lists it under KF_ENV_PLACEMENT.
+inline constexpr const char* kEnvironmentCard = "gpu_uuid";
 // Task attributes the task source sets beyond the well-known KF_KEY_TASK_* ones.
 inline constexpr const char* kTaskSizes = "task.sizes";
 inline constexpr const char* kTaskSizeScale = "task.size_scale";

@@ -1,5 +1,6 @@
 #include "harness_pool.hpp"
 
+#include "eval_job.hpp"
 #include "python_env.hpp"
 
 #include <kforge/abi.h>
@@ -142,7 +143,7 @@ std::string HarnessPool::judge_identity() {
     // cluster's nodes).
     if (ready.contains("environment") && ready["environment"].is_object()) {
       ready["environment"].erase("host");
-      ready["environment"].erase("gpu_uuid");
+      ready["environment"].erase(kEnvironmentCard);
     }
     return ready.dump();
   };

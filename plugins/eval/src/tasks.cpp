@@ -21,8 +21,7 @@ namespace kforge::eval {
 namespace fs = std::filesystem;
 namespace {
 
-const std::set<std::string> kFormats = {"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore",
-                                        kFormatKernelBenchX};
+const std::set<std::string> kFormats(std::begin(kTaskFormats), std::end(kTaskFormats));
 const char* const kFormatList = "kernelbench-torch, kernelbench-numpy, kernelbench-mindspore or kernelbenchx";
 const std::set<std::string> kCategories = {
     "Fusion", "Math", "LinearAlgebra", "Activation", "MatrixMultiply", "Reduce", "Index", "Loss",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <kforge/abi.h>
+#include <kforge/eval/vocabulary.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -13,11 +14,6 @@
 
 namespace kforge::eval {
 
-// KernelBenchX / TritonBench task files: a reference function, a separator line of '#',
-// test code filling test_results (kforge_harness/kbx.py runs them). A directory of them
-// holds one folder per category. The reports know the format by its ABI name (and add its
-// per-category rates).
-inline constexpr const char* kFormatKernelBenchX = KF_TASK_FORMAT_KERNELBENCHX;
 // A task file, a manifest or a candidate file holds at most this much: a task is a
 // program of a few KB, and a 10 GB (sparse) file must not be read into memory.
 inline constexpr uint64_t kMaxTaskFileBytes = 16u << 20;

@@ -2,11 +2,15 @@
 // kernelbench.tasks lists the problems of a KernelBench checkout; the stage
 // kernelbench.candidates takes each job's candidate from a KernelBench run folder. eval.run
 // (plugin eval) judges them; the exporter kernelbench (`kforge export --format kernelbench`)
-// writes the results back in KernelBench's shape (docs/kernelbench.md).
+// writes the results back in KernelBench's shape (docs/kernelbench.md); the report section
+// kernelbench.categories adds KernelBenchX's rates by category to the reports of runs with
+// its tasks (docs/kernelbenchx.md).
+#include "categories.hpp"
 #include "export.hpp"
 #include "run_folder.hpp"
 
 #include <kforge/bounded_file.hpp>
+#include <kforge/eval/vocabulary.hpp>
 #include <kforge/sdk.hpp>
 
 #include <filesystem>
@@ -184,6 +188,20 @@ class Export : public kforge::sdk::Exporter {
   kb::KernelBenchExport export_;
 };
 
+class Categories : public kforge::sdk::ReportSection {
+ public:
+  static constexpr const char* kName = "kernelbench.categories";
+  static constexpr const char* kDoc = "KernelBenchX rates by category: call and execution accuracy, faster, mean speedup";
+  static std::vector<std::string> task_formats() { return {kforge::eval::kFormatKernelBenchX}; }
+  void task(std::string_view task_json) override { rates_.task(task_json); }
+  void finish(kforge::sdk::ReportTables& tables) override {
+    if (auto table = rates_.table()) tables.add(*table);
+  }
+
+ private:
+  kb::CategoryRates rates_;
+};
+
 }  // namespace
 
-KFORGE_PLUGIN("kernelbench", "0.1.0", Tasks, Candidates, Export)
+KFORGE_PLUGIN("kernelbench", "0.1.0", Tasks, Candidates, Export, Categories)
