@@ -349,7 +349,9 @@ typedef enum kf_stage_role {
 
 typedef struct kf_stage_kind {
   uint32_t struct_size;
-  const char* name; /* dotted, e.g. "llm.openai"; unique across all loaded plugins */
+  /* Dotted, e.g. "llm.openai"; unique across all loaded plugins. A bundled plugin's kinds
+   * start with its name, which is its folder's under plugins/ (the host refuses others). */
+  const char* name;
   const char* doc;
   const kf_param_spec* params;
   uint32_t param_count;
@@ -401,6 +403,11 @@ typedef struct kf_stage_kind {
    * job's to report. A non-OK status (with a message in err) is logged as a warning and
    * the run goes on. */
   kf_status (*warm_up)(void* instance, char* err, size_t err_size);
+  /* Since 0.2. Names the kind had before a rename (former_name_count of them; NULL for
+   * none): a pipeline that still uses one gets this kind, and a warning, once per run, that
+   * names the new one. Kept for one release after the rename, then dropped. */
+  const char* const* former_names;
+  uint32_t former_name_count;
 } kf_stage_kind;
 
 /* A task source enumerates tasks; the host pulls them one at a time, so sources of any
@@ -425,6 +432,9 @@ typedef struct kf_source_kind {
   /* Since 0.2. Optional (NULL: nothing to check): as kf_stage_kind::preflight, for the
    * source's instance, called before the stages' preflight. */
   kf_status (*preflight)(void* instance, char* err, size_t err_size);
+  /* Since 0.2: as in kf_stage_kind. */
+  const char* const* former_names;
+  uint32_t former_name_count;
 } kf_source_kind;
 
 /* Since 0.2. An exporter writes a finished run's results in another tool's format

@@ -17,13 +17,15 @@
 //
 // Header-only on purpose: everything here compiles into the plugin, and only the C types
 // of kforge/abi.h cross into the host. Optional members of a stage class: `kRole`
-// (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, for cacheable stages
+// (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, `former_names()` (names the
+// kind had before a rename, which pipelines may use for one more release), for cacheable stages
 // `std::string cache_key(const Job&) const` (key material the host cannot know), and
 // `void preflight()` (the run-start check of what the run's environment must provide: API
 // keys, programs on PATH; throw to refuse, saying what to install or set), and `void
 // warm_up()` (the run starts: begin in the background what the first job would wait for,
 // a server; return at once). A source class
-// derives from kforge::sdk::Source and has kName, kDoc, optional params() and preflight(),
+// derives from kforge::sdk::Source and has kName, kDoc, optional params(), preflight() and
+// former_names(),
 // and `bool next(Task&)`. An exporter class (`kforge export --format NAME`) derives from
 // kforge::sdk::Exporter and has kName, kDoc, a constructor from the options' JSON text
 // (throw to refuse an option), `void task(std::string_view json)` per task of the run and
@@ -377,6 +379,8 @@ struct Schema {
   std::vector<const kf_param_constraints*> constraint_table;
   std::vector<std::string> route_names;
   std::vector<const char*> routes;
+  std::vector<std::string> former_name_list;
+  std::vector<const char*> former_names;
 
   Schema() {
     choices.resize(params.size());
@@ -396,6 +400,8 @@ struct Schema {
     for (const kf_param_constraints& c : constraints) constraint_table.push_back(&c);
     if constexpr (requires { T::routes(); }) route_names = T::routes();
     for (const std::string& r : route_names) routes.push_back(r.c_str());
+    if constexpr (requires { T::former_names(); }) former_name_list = T::former_names();
+    for (const std::string& n : former_name_list) former_names.push_back(n.c_str());
   }
   static const Schema& get() {
     static const Schema schema;
@@ -648,6 +654,8 @@ const kf_stage_kind* stage_kind() {
     }
     if constexpr (HasPreflight<T>) k.preflight = &preflight<T>;
     if constexpr (HasWarmUp<T>) k.warm_up = &warm_up<T>;
+    k.former_names = schema.former_names.data();
+    k.former_name_count = static_cast<uint32_t>(schema.former_names.size());
     return k;
   }();
   return &kind;
@@ -669,6 +677,8 @@ const kf_source_kind* source_kind() {
     k.count = &count<T>;
     k.param_constraints = schema.constraint_table.data();
     if constexpr (HasPreflight<T>) k.preflight = &preflight<T>;
+    k.former_names = schema.former_names.data();
+    k.former_name_count = static_cast<uint32_t>(schema.former_names.size());
     return k;
   }();
   return &kind;
