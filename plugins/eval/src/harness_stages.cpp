@@ -200,7 +200,7 @@ std::string environment_attribute(json environment) {
 
 std::string language_of(const EvalJob& job, const std::string& fixed) {
   if (!fixed.empty()) return fixed;
-  return job.language.empty() ? std::string("python") : job.language;
+  return job.language.empty() ? std::string(kLanguagePython) : job.language;
 }
 
 }  // namespace
@@ -226,7 +226,7 @@ TritonCompileStage::TritonCompileStage(std::shared_ptr<HarnessPool> pool, ChildL
 
 StageResult TritonCompileStage::process(const EvalJob& job) const {
   if (!job.code) return StageResult::fail(KF_ERROR_NO_CANDIDATE, "the job has no candidate.code to compile");
-  const json request = harness_request("compile", job, "triton", limits_);
+  const json request = harness_request("compile", job, kLanguageTriton, limits_);
   return result_from_response(pool_->call(request, DeviceUse::Shared, call_budget(job, limits_), admission_key(job)));
 }
 

@@ -17,9 +17,12 @@
 #include <set>
 #include <sstream>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 namespace fs = std::filesystem;
 namespace {
+
+using eval::kFormatKernelBenchX;
+using eval::kTaskFormats;
 
 const std::set<std::string> kFormats(std::begin(kTaskFormats), std::end(kTaskFormats));
 const char* const kFormatList = "kernelbench-torch, kernelbench-numpy, kernelbench-mindspore or kernelbenchx";
@@ -298,4 +301,4 @@ std::vector<TaskEntry> list_tasks(const TaskListOptions& options) {
   return chosen;
 }
 
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench
