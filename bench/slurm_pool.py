@@ -73,7 +73,7 @@ def references_pipeline(work, name, concurrency, params):
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"""pipeline: {name}
 tasks:
-  uses: tasks.kernelbench
+  uses: kernelbench.suite
   with: {{path: {os.path.join(REPO, "examples", "kernelbench-mini")}, profile: small}}
 stages:
   - id: run

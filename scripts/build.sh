@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KFORGE_BUILD_DIR:-$root/build}
 purpose=${1:-all}
 case $purpose in
-  # tasks.kernelbench, llm.*, eval.* (the harness is Python, run from the source tree).
+  # kernelbench.suite, llm.*, eval.* (the harness is Python, run from the source tree).
   run) tests=OFF targets=(--target kforge kforge_kernelbench kforge_llm kforge_eval) ;;
   all) tests=ON targets=() ;;
   *) echo "usage: $0 [run|all]" >&2; exit 2 ;;

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 extern char** environ;
@@ -127,6 +128,32 @@ TEST(Cli, ValidateAndRunReportWhatConstructorsRefuseAtTheirPlace) {
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("bad_create.yaml:2:1: error:"), std::string::npos) << run.output;
   EXPECT_FALSE(fs::exists(out)) << "nothing ran, nothing was written";
+}
+
+// A kind's former name (tasks.kernelbench, candidates.files) still works for this release:
+// the kind it names now runs, and each former name is warned about once, with the new one.
+TEST(Cli, FormerKindNamesWorkWithOneWarningEach) {
+  const fs::path out = fresh_dir("former-names");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"validate", data("former_names.yaml")},
+        std::vector<std::string>{"run", data("former_names.yaml"), "--out", out.string(), "--progress", "off",
+                                 "--report-format", "json"}}) {
+    const Result r = kforge(args);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    for (const auto& [former, now, where] : {std::tuple{"tasks.kernelbench", "kernelbench.suite", ":6:9: warning: "},
+                                            std::tuple{"candidates.files", "kernelbench.candidate_files", ":11:11: warning: "}}) {
+      const std::string warning = std::string("'") + former + "' is the former name of '" + now +
+                                  "' (plugin kernelbench), accepted for this release only: write uses: " + now;
+      const size_t at = r.output.find(warning);
+      EXPECT_NE(at, std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find(warning, at + 1), std::string::npos) << "warned twice:\n" << r.output;
+      EXPECT_NE(r.output.find(std::string("former_names.yaml") + where + "'" + former), std::string::npos) << r.output;
+    }
+  }
+  const auto results = read_results(out);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& line : results) EXPECT_EQ(line["status"], "pass") << line;
+  fs::remove_all(out);
 }
 
 TEST(Cli, UnknownStageKindRunsNothing) {

@@ -347,9 +347,9 @@ TEST(BoundedInput, AHugeTaskFileIsRefusedWithoutBeingRead) {
     ASSERT_EQ(::ftruncate(fd, off_t{10} << 30), 0);
     ::close(fd);
   }
-  write_file(dir / "huge.yaml", "pipeline: huge\ntasks:\n  uses: tasks.kernelbench\n  with: {path: tasks}\nstages:\n"
+  write_file(dir / "huge.yaml", "pipeline: huge\ntasks:\n  uses: kernelbench.suite\n  with: {path: tasks}\nstages:\n"
                                 "  - {id: a, uses: demo.noop}\n");
-  expect_refused((dir / "huge.yaml").string(), "huge.yaml:2:1: error: task source 'tasks.kernelbench' could not be "
+  expect_refused((dir / "huge.yaml").string(), "huge.yaml:2:1: error: task source 'kernelbench.suite' could not be "
                                                "created: cannot read task file",
                  "002_huge.py: it holds 10737418240 bytes; at most 16 MiB are read from it", dir / "out");
 }

@@ -3,7 +3,8 @@
 # candidates (issue 13 item 2). Each task of plugins/eval/harness/tests/data/tasks/kbx has
 # two candidates in plugins/eval/tests/data/kbx-candidates: sample 0 is correct, sample 1
 # names in its first line the error class it must end in. Checks every verdict, and the
-# report's KernelBenchX rates per category (report.json and the text table).
+# KernelBenchX rates per category that the kernelbench plugin's report section adds
+# (report.json's "tables" and the text table).
 # Usage: kernelbenchx_pipeline_test.sh KFORGE REPO. Exit 77 (skipped) without a Python with torch.
 set -euo pipefail
 kforge=$1 repo=$2
@@ -40,7 +41,11 @@ described = next(r for r in results if r["task"] == "describe_dtype" and r["samp
 assert "speedup" not in described["stages"][-1]["metrics"], described
 
 report = json.load(open(os.path.join(work, "out", "report.json")))
-rates = {row["name"]: row for row in report["category_rates"]}
+# The kernelbench plugin's report section adds the table; report.json carries its numbers.
+sections = [t for t in report["tables"] if t["section"] == "kernelbench.categories"]
+assert len(sections) == 1, report["tables"]
+assert sections[0]["plugin"] == "kernelbench" and sections[0]["title"] == "KernelBenchX rates by category", sections
+rates = {row["name"]: row for row in sections[0]["data"]}
 share = lambda s: (s["count"], s["total"])
 # Activation: leaky_relu, scale_shift_fp16, describe_dtype; describe_dtype.1 never ran (L1).
 # (called, correct, timed)

@@ -23,7 +23,7 @@ test "$(command -v kforge)" = "$prefix/bin/kforge"
 # The installed binary finds its bundled plugins in its own prefix and the new one on the path.
 kforge plugins list | tee "$work/list.txt"
 grep -q "hello.greet" "$work/list.txt"
-grep -q "tasks.kernelbench" "$work/list.txt"
+grep -q "kernelbench.suite" "$work/list.txt"
 if grep -q "demo\." "$work/list.txt"; then echo "the demo plugin is installed as a product plugin"; exit 1; fi
 # Into a file, not a pipe: grep -q leaves at its first match, and kforge (stdout line-buffered)
 # would die of SIGPIPE writing the rest.

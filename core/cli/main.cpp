@@ -187,7 +187,7 @@ int report_and_gate(const kforge::Report& report, const std::string& out_dir,
                     const std::vector<kforge::ReportFormat>& formats, const kforge::Thresholds& thresholds,
                     ReportFor report_for) {
   if (std::find(formats.begin(), formats.end(), kforge::ReportFormat::Text) != formats.end()) {
-    print_stdout(fmt::format("\n{}", kforge::render_text(kforge::report_tables(report.metrics))));
+    print_stdout(fmt::format("\n{}", kforge::render_text(kforge::report_tables(report.metrics, report.section_tables))));
   }
   if (::access(out_dir.c_str(), W_OK) != 0) {
     if (report_for == ReportFor::Run) {
@@ -295,7 +295,8 @@ int main(int argc, char** argv) {
 
   auto* plugins = app.add_subcommand("plugins", "Inspect the loaded plugins");
   plugins->require_subcommand(1);
-  auto* list = plugins->add_subcommand("list", "List plugins and the stage and source kinds they register");
+  auto* list = plugins->add_subcommand(
+      "list", "List plugins and what they register: stage and source kinds, exporters, report sections");
   std::string kind_name;
   auto* describe = plugins->add_subcommand("describe", "Show a stage or source kind's parameters");
   describe->add_option("kind", kind_name, "Kind name, e.g. demo.sleep")->required();
@@ -341,13 +342,6 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%^[%L %H:%M:%S.%e]%$ %v");
 
   try {
-    if (*report) {
-      if (!fs::exists(store_path(report_dir))) {
-        spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", report_dir, kforge::kStoreFileName);
-        return kExitConfig;
-      }
-      return report_and_gate(kforge::load_report(report_dir), report_dir, formats, thresholds, ReportFor::Reader);
-    }
     if (*show) {
       if (!fs::exists(store_path(show_dir))) {
         spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", show_dir, kforge::kStoreFileName);
@@ -396,6 +390,16 @@ int main(int argc, char** argv) {
 
   try {
     if (*export_command) return plugins_ok ? kforge::cli::run_export(export_args, registry) : kExitConfig;
+    if (*report) {
+      // The plugins' report sections add their tables: a half-loaded set would leave some out.
+      if (!plugins_ok) return kExitConfig;
+      if (!fs::exists(store_path(report_dir))) {
+        spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", report_dir, kforge::kStoreFileName);
+        return kExitConfig;
+      }
+      return report_and_gate(kforge::load_report(report_dir, &registry), report_dir, formats, thresholds,
+                             ReportFor::Reader);
+    }
     if (*list) {
       print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", "KIND", "TYPE", "PLUGIN", "FILE"));
       for (const auto& s : registry.sources()) print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", s.name, "source", s.plugin, s.file));
@@ -403,6 +407,9 @@ int main(int argc, char** argv) {
         print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", s.name, s.waits() ? "waits" : "stage", s.plugin, s.file));
       }
       for (const auto& e : registry.exporters()) print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", e.name, "exporter", e.plugin, e.file));
+      for (const auto& r : registry.report_sections()) {
+        print_stdout(fmt::format("{:<24} {:<8} {:<12} {}\n", r.name, "report", r.plugin, r.file));
+      }
       return plugins_ok ? kExitOk : kExitConfig;
     }
     if (*describe) {
@@ -488,8 +495,8 @@ int main(int argc, char** argv) {
                     result.disagreement);
       return kExitRuntime;
     }
-    const int gate = report_and_gate(kforge::load_report(session_options.out_dir), session_options.out_dir, formats,
-                                     thresholds, ReportFor::Run);
+    const int gate = report_and_gate(kforge::load_report(session_options.out_dir, &registry), session_options.out_dir,
+                                     formats, thresholds, ReportFor::Run);
     if (result.summary.cancelled) return kExitInterrupted;
     if (!result.summary.source_error.empty()) return kExitRuntime;
     return gate;

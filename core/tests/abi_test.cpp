@@ -1,6 +1,6 @@
 // The ABI's growth promise, both ways: a plugin built before the tables grew and one built
-// against a newer header both load and run; a plugin built with this SDK runs on a host that
-// offers only the first release's functions.
+// against a newer header both load and run (stages, sources, report sections); a plugin
+// built with this SDK runs on a host that offers only the first release's functions.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +10,7 @@
 #include "engine/host.hpp"
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
+#include "report/sections.hpp"
 #include "support/hand_built_pipeline.hpp"
 
 namespace {
@@ -47,6 +48,8 @@ TEST(Abi, APluginWithTheFirstReleasesTablesLoadsAndRuns) {
   EXPECT_EQ(kind->preflight, nullptr);
   EXPECT_EQ(kind->warm_up, nullptr);
   EXPECT_EQ(registry.source("short.tasks")->preflight, nullptr);
+  EXPECT_TRUE(registry.exporters().empty()) << "its descriptor ends before the exporters";
+  EXPECT_TRUE(registry.report_sections().empty()) << "its descriptor ends before the report sections";
   const kforge::Plan plan = kforge::testing::compile(registry, one_stage("short.tasks", "short.pass"));
   kforge::Executor executor(plan);
   executor.preflight();  // nothing to ask: the run starts
@@ -84,6 +87,53 @@ TEST(Abi, APluginWithLongerTablesLoadsAndRunsOnWhatTheHostKnows) {
   } catch (const kforge::ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("must be at least 1, got 0"), std::string::npos) << e.what();
   }
+}
+
+// A report section from a newer header: its table and the descriptor are longer than this
+// host knows; the section is read for what the host knows and adds its table.
+TEST(Abi, AReportSectionWithALongerTableAddsItsTable) {
+  kforge::Registry registry;
+  registry.load(kPlugins + "/libtest_long_table.so");
+  const kforge::ReportSectionKind* section = registry.report_section("long.section");
+  ASSERT_NE(section, nullptr);
+  EXPECT_EQ(section->task_formats, std::vector<std::string>{"long-format"});
+  kforge::Dataset data;
+  data.tasks["a"] = kforge::TaskInfo{"a", "a", "", "", "long-format", 1};
+  data.tasks["b"] = kforge::TaskInfo{"b", "b", "", "", "other-format", 1};
+  for (const char* id : {"a", "b"}) {
+    kforge::JobOutcome job;
+    job.task_id = id;
+    data.jobs.push_back(job);
+  }
+  kforge::SectionsFold fold({section}, "s");
+  kforge::export_input_of(data, {}).tasks([&](const kforge::ExportTask& task) { fold.add(task); });
+  const auto tables = fold.finish();
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].section, "long.section");
+  EXPECT_EQ(tables[0].plugin, "long");
+  EXPECT_EQ(tables[0].table.title, "Long tasks");
+  EXPECT_EQ(tables[0].table.rows, (std::vector<std::vector<std::string>>{{"1"}})) << "only the task of its format";
+  EXPECT_EQ(tables[0].data_json, "[1]");
+}
+
+// A host older than report sections never calls one; an SDK section that is handed such a
+// host's table anyway says so instead of calling past its end.
+TEST(Abi, AnSdkReportSectionOnAHostWithoutReportTablesSaysSo) {
+  kforge::Registry registry;
+  registry.load(std::string(KFORGE_TEST_EXPORTER_DIR) + "/libtest_tally.so");
+  const kforge::ReportSectionKind& section = *registry.report_section("tally.outcomes");
+  kf_host_api old_host = *kforge::host_api();
+  old_host.struct_size = KF_END_OF(kf_host_api, export_write);
+  void* instance = nullptr;
+  char err[256] = {0};
+  ASSERT_EQ(section.create(&old_host, &instance, err, sizeof err), KF_OK) << err;
+  const std::string task = R"({"id":"t","jobs":[{"sample":0,"outcome":"passed"}]})";
+  EXPECT_EQ(section.task(instance, task.data(), task.size(), err, sizeof err), KF_OK) << err;
+  kforge::ReportOutput output;
+  EXPECT_EQ(section.finish(instance, reinterpret_cast<kf_report_output*>(&output), err, sizeof err), KF_ERROR);
+  EXPECT_EQ(std::string(err), "this kforge takes no report tables (it is older than 0.2)");
+  EXPECT_TRUE(output.tables.empty());
+  section.destroy(instance);
 }
 
 TEST(Abi, ATableShorterThanItsFirstReleaseIsRefused) {

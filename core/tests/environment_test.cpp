@@ -1,10 +1,12 @@
 // Environments (run.environment) through the store, schema 3 and its upgrade path,
 // reports and `kforge compare`'s check; the records export's mappings, the task an exporter
-// reads, and a plugin's exporter through the ABI.
+// reads, and a plugin's exporter and report sections through the ABI.
+#include "engine/host.hpp"
 #include "engine/registry.hpp"
 #include "report/environment.hpp"
 #include "report/export.hpp"
 #include "report/report.hpp"
+#include "report/sections.hpp"
 #include "run/store/schema.hpp"
 #include "run/store/store.hpp"
 
@@ -12,7 +14,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -148,17 +152,24 @@ TEST(Environment, CompareWarnsOnlyWhenHardwareOrSoftwareDiffers) {
   const auto unknown = kforge::environment_mismatches({metrics_with("a", {kH100}), metrics_with("b", {})});
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_NE(unknown[0].find("'b' recorded no environment"), std::string::npos) << unknown[0];
-  // Which card of a model judged (a cluster's GPUs) is where the job ran, not what it ran on.
+  // Which card of a model judged (a cluster's GPUs) is where the job ran, not what it ran on,
+  // when the run stage says so (KF_ENV_PLACEMENT); a fact it does not list decides timings.
   json other_card = json::parse(kH100);
   other_card["gpu_uuid"] = "GPU-2";
   json card = json::parse(kH100);
   card["gpu_uuid"] = "GPU-1";
+  EXPECT_EQ(kforge::environment_mismatches({metrics_with("a", {card.dump()}), metrics_with("b", {other_card.dump()})})
+                .size(),
+            1u);
+  card[KF_ENV_PLACEMENT] = {"gpu_uuid"};
+  other_card[KF_ENV_PLACEMENT] = {"gpu_uuid"};
   EXPECT_TRUE(kforge::environment_mismatches({metrics_with("a", {card.dump()}), metrics_with("b", {other_card.dump()})})
                   .empty());
   const kforge::Table cards = kforge::environment_table(metrics_with("s", {card.dump(), other_card.dump()}).environments);
   ASSERT_EQ(cards.rows.size(), 2u) << "a row per card";
-  EXPECT_EQ(cards.columns[cards.columns.size() - 2], "GPU UUID");
-  EXPECT_EQ(cards.rows[0][cards.columns.size() - 2], "GPU-1");
+  EXPECT_EQ(cards.columns, (std::vector<std::string>{"driver", "gpu", "torch", "device", "gpu_uuid", "jobs"}))
+      << "the facts that decide timings in the order given (json sorts them), then where the jobs ran";
+  EXPECT_EQ(cards.rows[0][4], "GPU-1");
   // A run that used two kinds of GPU differs from one that used only one of them.
   EXPECT_EQ(kforge::environment_mismatches({metrics_with("a", {kH100, kA100}), metrics_with("b", {kH100})}).size(), 1u);
 }
@@ -177,11 +188,12 @@ TEST(Environment, AForeignRunStagesOwnFactsAreShownAndCompared) {
     return it == table.columns.end() ? std::string("(no column)")
                                      : table.rows.at(0).at(static_cast<size_t>(it - table.columns.begin()));
   };
+  EXPECT_EQ(table.columns, (std::vector<std::string>{"npu", "cann", "device", "host", "os", "jobs"}))
+      << "the stage's facts in its order, then where the job ran";
   EXPECT_EQ(column("npu"), "Ascend 910B");
   EXPECT_EQ(column("cann"), "8.0");
-  EXPECT_EQ(column("Device"), "npu:0");
-  EXPECT_EQ(column("os"), "(no column)") << "placement facts are not extra columns";
-  EXPECT_EQ(table.columns.back(), "Jobs");
+  EXPECT_EQ(column("device"), "npu:0");
+  EXPECT_EQ(column("os"), "Linux-6.1");
 
   EXPECT_TRUE(kforge::environment_mismatches({metrics_with("a", {a910}), metrics_with("b", {elsewhere})}).empty());
   const auto npu = kforge::environment_mismatches({metrics_with("a", {a910}), metrics_with("b", {a310})});
@@ -354,4 +366,145 @@ TEST(PluginExport, KforgeExportListsFindsAndRunsAPluginsExporter) {
   const auto records_option = call({"export", out, "--format", "records", "--to", to.string(), "--option", "a=1"});
   EXPECT_EQ(records_option.exit_code, 2);
   EXPECT_NE(records_option.err.find("the records format takes no --option"), std::string::npos) << records_option.err;
+}
+
+// ---- a plugin's report sections (kf_report_section_kind): the out-of-tree test plugin `tally`
+
+namespace {
+
+// The sections of `registry` for two_tasks(), folded.
+std::vector<kforge::SectionTable> section_tables(const kforge::Registry& registry, const kforge::ExportInput& input,
+                                                 const std::set<std::string>& formats) {
+  kforge::SectionsFold fold(
+      kforge::sections_for_run(registry, [&](const std::string& f) { return formats.count(f) != 0; }), "s");
+  input.tasks([&](const kforge::ExportTask& task) { fold.add(task); });
+  return fold.finish();
+}
+
+}  // namespace
+
+TEST(ReportSections, TheRegistryReadsThemWithTheirTaskFormats) {
+  kforge::Registry registry;
+  registry.load(kTallyPlugin);
+  ASSERT_EQ(registry.report_sections().size(), 2u);
+  const kforge::ReportSectionKind* outcomes = registry.report_section("tally.outcomes");
+  ASSERT_NE(outcomes, nullptr);
+  EXPECT_EQ(outcomes->plugin, "tally");
+  EXPECT_EQ(outcomes->doc, "Tally: candidates per outcome");
+  EXPECT_TRUE(outcomes->task_formats.empty());
+  EXPECT_EQ(registry.report_section("tally.graph")->task_formats, std::vector<std::string>{"npu-graph"});
+  EXPECT_TRUE(outcomes->reports_on("anything"));
+  EXPECT_FALSE(registry.report_section("tally.graph")->reports_on("kernelbench-torch"));
+}
+
+TEST(ReportSections, EachAddsItsTablesForTheRunsOfItsFormats) {
+  kforge::Registry registry;
+  registry.load(kTallyPlugin);
+  const auto tables = section_tables(registry, two_tasks(), {"npu-graph"});
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].section, "tally.outcomes");
+  EXPECT_EQ(tables[0].table.title, "Tally: outcomes");
+  EXPECT_EQ(tables[0].table.columns, (std::vector<std::string>{"Outcome", "Candidates"}));
+  EXPECT_EQ(tables[0].table.rows, (std::vector<std::vector<std::string>>{{"passed", "2"}, {"incorrect numerical", "1"}}));
+  EXPECT_EQ(json::parse(tables[0].data_json), (json{{"passed", 2}, {"incorrect numerical", 1}}));
+  EXPECT_EQ(tables[1].section, "tally.graph");
+  EXPECT_EQ(tables[1].table.rows, (std::vector<std::vector<std::string>>{{"a"}, {"b"}}));
+  EXPECT_TRUE(tables[1].data_json.empty());
+
+  // A run without npu-graph tasks: tally.graph is not even created.
+  const auto without = section_tables(registry, two_tasks(), {"kernelbench-torch"});
+  ASSERT_EQ(without.size(), 1u);
+  EXPECT_EQ(without[0].section, "tally.outcomes");
+
+  // Core's tables, then the sections', then the Environment table.
+  kforge::Metrics m = metrics_with("s", {kH100});
+  const auto all = kforge::report_tables(m, tables);
+  ASSERT_GE(all.size(), 3u);
+  EXPECT_EQ(all[all.size() - 3].title, "Tally: outcomes");
+  EXPECT_EQ(all[all.size() - 2].title, "Tally: graph tasks");
+  EXPECT_EQ(all.back().title, "Environment");
+}
+
+// A section that fails where it begins, reads or finishes is left out, and only it.
+TEST(ReportSections, AFailingSectionIsLeftOutAndTheRestStands) {
+  kforge::Registry registry;
+  registry.load(kTallyPlugin);
+  for (const char* step : {"create", "task", "finish"}) {
+    ::setenv("TALLY_SECTION_FAILS", step, 1);
+    const auto tables = section_tables(registry, two_tasks(), {"npu-graph"});
+    ::unsetenv("TALLY_SECTION_FAILS");
+    ASSERT_EQ(tables.size(), 1u) << step;
+    EXPECT_EQ(tables[0].section, "tally.graph") << step;
+  }
+}
+
+// The host refuses a table without a title or columns, a row of another width, and data
+// that is not JSON; the SDK turns the refusal into the section's failure.
+TEST(ReportSections, TheHostRefusesAMalformedTable) {
+  const kf_host_api* host = kforge::host_api();
+  kforge::ReportOutput output;
+  auto* out = reinterpret_cast<kf_report_output*>(&output);
+  const char* columns[] = {"A", "B"};
+  const char* one[] = {"x"};
+  const char* two[] = {"x", "y"};
+  EXPECT_EQ(host->report_row(out, two, 2), KF_INVALID_ARGUMENT) << "a row before any table";
+  EXPECT_EQ(host->report_table(out, "", nullptr, columns, 2, nullptr, 0), KF_INVALID_ARGUMENT);
+  EXPECT_EQ(host->report_table(out, "T", nullptr, columns, 0, nullptr, 0), KF_INVALID_ARGUMENT);
+  EXPECT_EQ(host->report_table(out, "T", nullptr, columns, 2, "{oops", 5), KF_INVALID_ARGUMENT);
+  ASSERT_EQ(host->report_table(out, "T", "n", columns, 2, "{\"a\":1}", 7), KF_OK);
+  EXPECT_EQ(host->report_row(out, one, 1), KF_INVALID_ARGUMENT);
+  EXPECT_EQ(host->report_row(out, two, 2), KF_OK);
+  ASSERT_EQ(output.tables.size(), 1u);
+  EXPECT_EQ(output.tables[0].note, "n");
+  EXPECT_EQ(output.tables[0].rows, (std::vector<std::vector<std::string>>{{"x", "y"}}));
+  EXPECT_EQ(output.tables[0].data_json, "{\"a\":1}");
+}
+
+// The real CLI: `kforge run` and `kforge report` add the sections' tables to every format,
+// `kforge plugins list` lists them, and a failing section leaves the rest of the report.
+TEST(ReportSections, KforgeReportAddsAPluginsTablesToEveryFormat) {
+  TempDir dir;
+  int calls = 0;
+  auto call = [&](std::vector<std::string> args) {
+    return kforge_test::run_kforge(args, dir.path() / ("call" + std::to_string(++calls)));
+  };
+  const std::string out = (dir.path() / "out").string();
+  const std::string plugins = KFORGE_TEST_EXPORTER_DIR;
+  const auto run = call({"--plugin-dir", plugins, "run", std::string(KFORGE_TEST_DATA_DIR) + "/store/resume.yaml",
+                         "--out", out, "--set", "tasks=3", "--set", "sleep=0", "--progress", "off"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("Tally: outcomes"), std::string::npos) << "the run's text report";
+  EXPECT_EQ(run.out.find("Tally: graph tasks"), std::string::npos) << "no task of its format";
+
+  const auto listed = call({"--plugin-dir", plugins, "plugins", "list"});
+  EXPECT_NE(listed.out.find("tally.outcomes"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("report"), std::string::npos) << listed.out;
+
+  fs::remove(fs::path(out) / "report.json");
+  const auto report = call({"--plugin-dir", plugins, "report", out});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("Tally: outcomes"), std::string::npos) << report.out;
+  const json written = json::parse(kforge_test::slurp(fs::path(out) / "report.json"));
+  ASSERT_EQ(written["tables"].size(), 1u) << written["tables"];
+  EXPECT_EQ(written["tables"][0]["section"], "tally.outcomes");
+  EXPECT_EQ(written["tables"][0]["plugin"], "tally");
+  EXPECT_EQ(written["tables"][0]["columns"], (json{"Outcome", "Candidates"}));
+  EXPECT_TRUE(written["tables"][0]["data"].is_object()) << written["tables"][0];
+  for (const char* file : {"report.md", "report.html"}) {
+    EXPECT_NE(kforge_test::slurp(fs::path(out) / file).find("Tally: outcomes"), std::string::npos) << file;
+  }
+
+  // Without the plugin the report has no such table, and says nothing of it.
+  const auto bare = call({"report", out, "--format", "text"});
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_EQ(bare.out.find("Tally"), std::string::npos);
+
+  ::setenv("TALLY_SECTION_FAILS", "finish", 1);
+  const auto failing = call({"--plugin-dir", plugins, "report", out, "--format", "text"});
+  ::unsetenv("TALLY_SECTION_FAILS");
+  EXPECT_EQ(failing.exit_code, 0) << failing.err;
+  EXPECT_NE(failing.err.find("report section 'tally.outcomes' (plugin tally"), std::string::npos) << failing.err;
+  EXPECT_NE(failing.err.find("told to fail at finish; its tables are left out of the report"), std::string::npos)
+      << failing.err;
+  EXPECT_NE(failing.out.find("Summary"), std::string::npos) << "the rest of the report stands";
 }

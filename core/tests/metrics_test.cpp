@@ -338,29 +338,3 @@ TEST(Metrics, WithoutCompileOrRunStagesCompileRateIsUnknown) {
 }
 
 }  // namespace
-
-// KernelBenchX's rates per category appear only for task sets of its format. In the
-// example: Activation has t1 (#1 pass 2.0x, #2 numerical mismatch: ran) and t2 (#3 pass
-// 0.9x, #4 compile error: did not run); Reduce's #5 erred (not counted), #6 never built.
-TEST(Metrics, KernelBenchXRatesPerCategoryOnlyForThatFormat) {
-  Dataset d = example();
-  EXPECT_TRUE(kforge::compute_metrics(d).category_rates.empty());
-  for (auto& [id, task] : d.tasks) task.format = "kernelbenchx";
-  const Metrics m = kforge::compute_metrics(d);
-  ASSERT_GE(m.category_rates.size(), 2u);
-  const kforge::CategoryRates& act = m.category_rates[0];
-  EXPECT_EQ(act.name, "Activation");
-  EXPECT_EQ(act.called.count, 3u);
-  EXPECT_EQ(act.called.total, 4u);
-  EXPECT_EQ(act.correct.count, 2u);
-  EXPECT_EQ(act.faster.count, 1u);
-  EXPECT_EQ(act.faster.total, 2u);
-  ASSERT_TRUE(act.mean_speedup.has_value());
-  EXPECT_DOUBLE_EQ(*act.mean_speedup, 1.45);
-  const kforge::CategoryRates* reduce = nullptr;
-  for (const auto& r : m.category_rates) reduce = r.name == "Reduce" ? &r : reduce;
-  ASSERT_NE(reduce, nullptr);
-  EXPECT_EQ(reduce->called.total, 1u);  // the error verdict blames no candidate
-  EXPECT_EQ(reduce->called.count, 0u);
-  EXPECT_FALSE(reduce->mean_speedup.has_value());
-}

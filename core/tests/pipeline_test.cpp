@@ -27,6 +27,7 @@ class ListSource : public sdk::Source {
  public:
   static constexpr const char* kName = "tasks.list";
   static constexpr const char* kDoc = "Tasks from the files of a directory.";
+  static std::vector<std::string> former_names() { return {"tasks.dir"}; }
   static std::vector<sdk::Param> params() {
     return {{"path", KF_PARAM_STRING, nullptr, true, "Directory of task files."},
             {"limit", KF_PARAM_INT, "0", false, "At most this many tasks; 0 for all."},
@@ -40,6 +41,7 @@ class Noop : public sdk::Stage {
  public:
   static constexpr const char* kName = "test.noop";
   static constexpr const char* kDoc = "Passes every job.";
+  static std::vector<std::string> former_names() { return {"test.nothing"}; }
   explicit Noop(const sdk::Config&) {}
   void process(sdk::Job& job) override { job.pass(); }
 };
@@ -246,6 +248,28 @@ TEST_F(PipelineTest, LoadsCompletePipeline) {
   EXPECT_DOUBLE_EQ(stage(spec, "prepare").timeout_seconds, 300);
   EXPECT_DOUBLE_EQ(stage(spec, "check").timeout_seconds, 3600);
   EXPECT_EQ(stage(spec, "check").concurrency, 0);  // not given: the executor's default
+}
+
+// A kind's former name gets the kind, and one warning per name at its first use, saying
+// the new name; the plan holds the kinds by their names.
+TEST_F(PipelineTest, AFormerKindNameLoadsTheKindWithOneWarning) {
+  const Plan spec = load("former_names.yaml");
+  EXPECT_EQ(spec.source.kind->name, "tasks.list");
+  ASSERT_EQ(spec.stages.size(), 3u);
+  for (const StagePlan& s : spec.stages) EXPECT_EQ(s.kind->name, "test.noop") << s.id;
+  ASSERT_EQ(spec.warnings.size(), 2u);
+  EXPECT_TRUE(spec.warnings[0].warning);
+  EXPECT_EQ(spec.warnings[0].where.line, 5);
+  EXPECT_EQ(spec.warnings[0].where.column, 9);
+  EXPECT_EQ(spec.warnings[0].message,
+            "'tasks.dir' is the former name of 'tasks.list' (plugin test), accepted for this release only: write uses: "
+            "tasks.list");
+  EXPECT_EQ(spec.warnings[1].where.line, 9) << "the first use only";
+  EXPECT_NE(spec.warnings[1].format().find("former_names.yaml:9:11: warning: 'test.nothing' is the former name of "
+                                           "'test.noop'"),
+            std::string::npos)
+      << spec.warnings[1].format();
+  EXPECT_TRUE(load("good.yaml").warnings.empty());
 }
 
 TEST_F(PipelineTest, FillsEveryRouteWithItsDefault) {

@@ -10,6 +10,7 @@ namespace {
 
 const std::string kDemo = std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_demo.so";
 const std::string kBroken = KFORGE_BROKEN_PLUGIN_DIR;
+const std::string kExtra = KFORGE_TEST_EXTRA_PLUGIN_DIR;
 
 template <typename E>
 std::string error_of(kforge::Registry& registry, const std::string& path) {
@@ -80,6 +81,70 @@ TEST(Registry, DiscoverCollectsProblemsAndLoadsTheRest) {
   const auto problems = registry.discover({KFORGE_TEST_PLUGIN_DIR, kBroken});
   EXPECT_NE(registry.stage("demo.noop"), nullptr);
   ASSERT_EQ(problems.size(), 3u);  // the three broken plugins, each with its own message
+}
+
+// A kind renamed keeps its former names for a release: the registry finds it by them, and
+// no other kind may take one.
+TEST(Registry, AKindIsFoundByItsFormerNameAndNoOtherMayTakeIt) {
+  kforge::Registry registry;
+  registry.load(kDemo);
+  const kf_plugin_descriptor* npu = registry.load(kExtra + "/libtest_npu.so");
+  const kforge::StageKind* fix = registry.stage("npu.fix");
+  ASSERT_NE(fix, nullptr);
+  EXPECT_EQ(fix->former_names, std::vector<std::string>{"npu.repair"});
+  EXPECT_EQ(registry.renamed_stage("npu.repair"), fix);
+  EXPECT_EQ(registry.stage("npu.repair"), nullptr) << "a former name is no kind's name";
+  EXPECT_EQ(registry.renamed_source("npu.graph_tasks"), registry.source("npu.tasks"));
+  EXPECT_EQ(registry.renamed_stage("npu.fix"), nullptr);
+
+  // Another plugin whose kind's former name is a kind's name, or another's former name.
+  for (const char* former : {"demo.noop", "npu.repair"}) {
+    kf_stage_kind renamed = *npu->stages[0];
+    renamed.name = "other.kind";
+    const char* const names[] = {former};
+    renamed.former_names = names;
+    renamed.former_name_count = 1;
+    const kf_stage_kind* stages[] = {&renamed};
+    kf_plugin_descriptor other = *npu;
+    other.name = "other";
+    other.stages = stages;
+    other.stage_count = 1;
+    other.source_count = 0;
+    try {
+      registry.add(&other, "/elsewhere/libother.so");
+      ADD_FAILURE() << former << " was taken twice";
+    } catch (const kforge::DuplicateKind& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + former + "' is registered twice"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// kforge's own plugins are plugins/<folder>/, built as libkforge_<folder>.so: the registry
+// holds a bundled plugin's name to its file's, and its kinds' names to that prefix.
+TEST(Registry, ABundledPluginsKindsAreNamedAfterItsFolder) {
+  kforge::Registry registry;
+  const kf_plugin_descriptor* npu = registry.load(kExtra + "/libtest_npu.so");  // not bundled: any names
+  kforge::Registry bundled;
+  try {
+    bundled.add(npu, "/opt/kforge/lib/kforge/plugins/libkforge_npu.so", true);
+    ADD_FAILURE() << "vllm.generate in plugin npu";
+  } catch (const kforge::MisnamedKind& e) {
+    EXPECT_NE(std::string(e.what()).find("registers stage kind 'vllm.generate': the kinds of plugins/npu/ are named "
+                                         "npu.<name>"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    bundled.add(npu, "/opt/kforge/lib/kforge/plugins/libkforge_gpu.so", true);
+    ADD_FAILURE() << "plugin npu in libkforge_gpu.so";
+  } catch (const kforge::MisnamedKind& e) {
+    EXPECT_NE(std::string(e.what()).find("is named 'npu'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(bundled.stages().empty());
+  // Every bundled plugin of this build loads from the bundled directory, where the rule holds.
+  EXPECT_TRUE(bundled.discover({KFORGE_TEST_PLUGIN_DIR}).empty());
+  EXPECT_NE(bundled.stage("demo.noop"), nullptr);
 }
 
 TEST(Registry, ClosestSuggestsTypos) {

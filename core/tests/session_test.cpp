@@ -29,7 +29,7 @@ const std::string kLadder = std::string(KFORGE_TEST_DATA_DIR) + "/session/ladder
 
 // The same pipeline under the bundled kinds' names (the lookalike build of the npu plugin).
 kforge::Overrides bundled_names() {
-  return {{{"tasks_kind", "tasks.kernelbench"},
+  return {{{"tasks_kind", "kernelbench.suite"},
            {"generate_kind", "llm.generate"},
            {"compile_kind", "eval.compile.cpp"},
            {"run_kind", "eval.run"},
@@ -132,28 +132,33 @@ TEST_F(SessionTest, InfrastructureRetriesAreCountedInTheReport) {
                                 [](const auto& r) { return r.front() == "Infrastructure retries"; });
   ASSERT_NE(row, summary.rows.end());
   EXPECT_EQ(row->back(), "4 (work of 4 verdicts lost with its server and redone elsewhere)");
-  EXPECT_EQ(report_json(dir / "npu")["kforge_report"], 4);
+  EXPECT_EQ(report_json(dir / "npu")["kforge_report"], 5);
 }
 
 // What a run stage reports through the ABI's well-known names (KF_KEY_RUN_ENVIRONMENT,
-// KF_TIMING_*, KF_METRIC_*, KF_ERROR_*, KF_TASK_FORMAT_KERNELBENCHX) reaches every report
-// and export of a plugin the engine has never heard of: its environment, its timing table,
-// its correctness evidence, its comparison failures and KernelBenchX's category rates.
+// KF_TIMING_*, KF_METRIC_*, KF_ERROR_*) reaches every report and export of a plugin the
+// engine has never heard of: its environment, its timing table, its correctness evidence,
+// and, through a bundled plugin's report section, its comparison failures in KernelBenchX's
+// category rates.
 TEST_F(SessionTest, AForeignRunStagesWellKnownMetricsReachEveryReportAndExport) {
   const kforge::Overrides overrides{
-      {{"tasks.format", KF_TASK_FORMAT_KERNELBENCHX}, {"tasks.category", "Activation"}, {"run.mismatched", "[npu-2]"}}};
+      {{"tasks.format", "kernelbenchx"}, {"tasks.category", "Activation"}, {"run.mismatched", "[npu-2]"}}};
   const auto result = run(dir / "npu", overrides);
   ASSERT_EQ(result.status, kforge::RunStatus::Finished);
   EXPECT_EQ(result.summary.passed, 4u);
-  const Json report = report_json(dir / "npu");
+  kforge::Registry sections;  // beside the lookalike's kinds, which take the bundled plugins' names
+  sections.load(std::string(KFORGE_TEST_PLUGIN_DIR) + "/libkforge_kernelbench.so");
+  const Json report = Json::parse(kforge::render_json(kforge::load_report((dir / "npu").string(), &sections)));
 
   ASSERT_EQ(report["environments"].size(), 1u);
   EXPECT_EQ(report["environments"][0]["facts"]["npu"], "Ascend 910B");
   EXPECT_EQ(report["environments"][0]["jobs"], 6);
 
   // npu-2's candidates ran to the end and their outputs were compared: called, not correct.
-  ASSERT_EQ(report["category_rates"].size(), 1u) << report["category_rates"];
-  const Json& rates = report["category_rates"][0];
+  ASSERT_EQ(report["tables"].size(), 1u) << report["tables"];
+  EXPECT_EQ(report["tables"][0]["section"], "kernelbench.categories");
+  ASSERT_EQ(report["tables"][0]["data"].size(), 1u) << report["tables"];
+  const Json& rates = report["tables"][0]["data"][0];
   EXPECT_EQ(rates["name"], "Activation");
   EXPECT_EQ(rates["called"]["count"], 6);
   EXPECT_EQ(rates["correct"]["count"], 4);

@@ -481,6 +481,15 @@ TEST_F(StoreTest, TheRunIsNamedByThePipelinesLabel) {
   EXPECT_EQ(kforge::describe_run(plan(p), "test").label, "smart-selection");
 }
 
+// Whatever runtime reads it, a *_VISIBLE_DEVICES variable names the devices the run saw.
+TEST(RunRecord, TheVisibleDevicesAreEveryVisibleDevicesVariable) {
+  const char* environment[] = {"PATH=/bin", "ZZ_VISIBLE_DEVICES=3", "CUDA_VISIBLE_DEVICES=0,1",
+                               "VISIBLE_DEVICES_NOTE=x", "BROKEN_VISIBLE_DEVICES", nullptr};
+  EXPECT_EQ(kforge::visible_devices(environment), "CUDA_VISIBLE_DEVICES=0,1; ZZ_VISIBLE_DEVICES=3");
+  const char* none[] = {"HOME=/root", nullptr};
+  EXPECT_EQ(kforge::visible_devices(none), "");
+}
+
 // ---- end to end: kill -9 in the middle of a run, resume, compare with a clean run.
 
 // The report without what depends on timing: run records, seconds, cache hits (whether the

@@ -106,6 +106,7 @@ typedef struct kf_job kf_job;       /* opaque: one candidate of one task on its 
 typedef struct kf_config kf_config; /* opaque: validated parameters of one stage */
 typedef struct kf_task kf_task;     /* opaque: a task being emitted by a source */
 typedef struct kf_export_output kf_export_output; /* opaque: the files of one export */
+typedef struct kf_report_output kf_report_output; /* opaque: the tables of one report section */
 
 typedef enum kf_log_level {
   KF_LOG_TRACE = 0,
@@ -192,6 +193,19 @@ typedef struct kf_host_api {
    * KF_OK, so an export that fails leaves no file behind. KF_INVALID_ARGUMENT for a name
    * with a directory part. */
   kf_status (*export_write)(kf_export_output* out, const char* name, const char* data, size_t len);
+  /* Since 0.2. For report sections (kf_report_section_kind::finish): begins a table of the
+   * report titled `title`, with a one-line `note` saying what its numbers mean (NULL for
+   * none) and `column_count` column headings; its rows follow through report_row. The
+   * first column names the row; the others are right-aligned. `data_json` (data_len bytes;
+   * NULL for none) is a JSON value that report.json carries beside the table for programs
+   * (the numbers unformatted). KF_INVALID_ARGUMENT for an empty title, no column, or data
+   * that is not JSON. */
+  kf_status (*report_table)(kf_report_output* out, const char* title, const char* note, const char* const* columns,
+                            uint32_t column_count, const char* data_json, size_t data_len);
+  /* Since 0.2. One row of the table report_table began last: one display text per column
+   * ("3/4 (75.0%)", "-"). KF_INVALID_ARGUMENT before any table or for another number of
+   * cells than the table has columns. */
+  kf_status (*report_row)(kf_report_output* out, const char* const* cells, uint32_t cell_count);
 } kf_host_api;
 
 /* Well-known job keys (strings unless marked number). */
@@ -200,10 +214,10 @@ typedef struct kf_host_api {
 #define KF_KEY_TASK_LEVEL "task.level"           /* number */
 #define KF_KEY_TASK_CATEGORY "task.category"
 #define KF_KEY_TASK_COMPLEXITY "task.complexity" /* C1..C4 */
-#define KF_KEY_TASK_FORMAT "task.format"         /* e.g. kernelbench-torch, kernelbench-numpy */
-/* Since 0.2. The task.format of KernelBenchX's tasks: reports add its per-category rates
- * (called, correct, faster) for a run that has them. */
-#define KF_TASK_FORMAT_KERNELBENCHX "kernelbenchx"
+/* The format of the task's files, named by the plugin that reads them (the bundled eval
+ * plugin's: kernelbench-torch, kernelbench-numpy, ...); report sections choose their runs by
+ * it (kf_report_section_kind::task_formats). */
+#define KF_KEY_TASK_FORMAT "task.format"
 #define KF_KEY_TASK_PATH "task.path"             /* reference source file */
 #define KF_KEY_TASK_SOURCE "task.source"         /* reference source text */
 #define KF_KEY_CANDIDATE_SAMPLE "candidate.sample"       /* number: 0..k-1 */
@@ -220,13 +234,23 @@ typedef struct kf_host_api {
  * knows it: with a pool of devices, which one timed it. */
 #define KF_KEY_CANDIDATE_DEVICE "candidate.device"
 /* Since 0.2. What judged the candidate, as a run stage knows it: a JSON object of strings,
- * one per fact of the judging setup (the bundled harness's: device, host, os, gpu, gpu_uuid,
- * driver, cuda, torch, triton, nvcc, cxx, cpu, python; a run stage names its own, "npu",
- * "cann"). Kept once per content in the run store; the reports' Environment table shows
- * every fact, and `kforge compare` warns when one differs between runs, but for where the
- * job ran ("host", "device", "gpu_uuid": which machine and which card of a model) and the
- * "os" string. */
+ * one per fact of the judging setup, named by the run stage (the bundled harness's: its
+ * device, the accelerator's model and driver, the versions of the toolchain and framework
+ * that build and run the kernel, the CPU, the host). Kept once per content in the run store;
+ * the reports' Environment table has a column per fact, titled by its name, in the order the
+ * facts first appear; `kforge compare` warns when a fact differs between runs, but for the
+ * facts that say where a job ran rather than what ran it: KF_ENV_HOST, KF_ENV_DEVICE,
+ * KF_ENV_OS, and those the object lists under KF_ENV_PLACEMENT. */
 #define KF_KEY_RUN_ENVIRONMENT "run.environment"
+/* Since 0.2. Facts of run.environment every run stage may give: the host's name, the device
+ * that ran the job (as KF_KEY_CANDIDATE_DEVICE), the operating system. */
+#define KF_ENV_HOST "host"
+#define KF_ENV_DEVICE "device"
+#define KF_ENV_OS "os"
+/* Since 0.2. Not a fact: an array of the names of the stage's own facts that, like the host,
+ * say where a job ran (which card of a model, a node's rack), so that runs that differ only
+ * in them still compare. Shown last in the Environment table. */
+#define KF_ENV_PLACEMENT "placement"
 /* The verdict that routed the job here (read-only): stage id, status, class, message. */
 #define KF_KEY_LAST_STAGE "last.stage"
 #define KF_KEY_LAST_STATUS "last.status"
@@ -325,7 +349,9 @@ typedef enum kf_stage_role {
 
 typedef struct kf_stage_kind {
   uint32_t struct_size;
-  const char* name; /* dotted, e.g. "llm.openai"; unique across all loaded plugins */
+  /* Dotted, e.g. "llm.openai"; unique across all loaded plugins. A bundled plugin's kinds
+   * start with its name, which is its folder's under plugins/ (the host refuses others). */
+  const char* name;
   const char* doc;
   const kf_param_spec* params;
   uint32_t param_count;
@@ -377,6 +403,11 @@ typedef struct kf_stage_kind {
    * job's to report. A non-OK status (with a message in err) is logged as a warning and
    * the run goes on. */
   kf_status (*warm_up)(void* instance, char* err, size_t err_size);
+  /* Since 0.2. Names the kind had before a rename (former_name_count of them; NULL for
+   * none): a pipeline that still uses one gets this kind, and a warning, once per run, that
+   * names the new one. Kept for one release after the rename, then dropped. */
+  const char* const* former_names;
+  uint32_t former_name_count;
 } kf_stage_kind;
 
 /* A task source enumerates tasks; the host pulls them one at a time, so sources of any
@@ -401,6 +432,9 @@ typedef struct kf_source_kind {
   /* Since 0.2. Optional (NULL: nothing to check): as kf_stage_kind::preflight, for the
    * source's instance, called before the stages' preflight. */
   kf_status (*preflight)(void* instance, char* err, size_t err_size);
+  /* Since 0.2: as in kf_stage_kind. */
+  const char* const* former_names;
+  uint32_t former_name_count;
 } kf_source_kind;
 
 /* Since 0.2. An exporter writes a finished run's results in another tool's format
@@ -430,6 +464,32 @@ typedef struct kf_exporter_kind {
   void (*destroy)(void* instance);
 } kf_exporter_kind;
 
+/* Since 0.2. A report section adds a plugin's own tables to the reports (`kforge report`
+ * and the reports `kforge run` writes: text, Markdown, HTML, and report.json's "tables"): a
+ * benchmark's rates by category, a device's own figures. The host hands it the run's tasks
+ * as it hands them to an exporter (the JSON objects of kf_exporter_kind), one at a time in
+ * task order, then calls finish, which adds its tables through host->report_table and
+ * host->report_row. A section that names task formats gets only the tasks of those formats
+ * and is not created at all for a run without one; a section that adds no table adds nothing
+ * to the report. A failing call leaves the section's tables out of the report (the host
+ * logs the message), never the rest of it. */
+typedef struct kf_report_section_kind {
+  uint32_t struct_size;
+  const char* name; /* unique across all loaded plugins, e.g. "kernelbench.categories" */
+  const char* doc;  /* one line: what its tables show, for `kforge plugins list` */
+  /* The KF_KEY_TASK_FORMAT values whose tasks it reports on; task_format_count 0 for every task. */
+  const char* const* task_formats;
+  uint32_t task_format_count;
+  /* Begins the section's part of one report. Non-OK with a message in err (err_size bytes)
+   * leaves its tables out. */
+  kf_status (*create)(const kf_host_api* host, void** instance, char* err, size_t err_size);
+  /* One task (task_len bytes of JSON). */
+  kf_status (*task)(void* instance, const char* task_json, size_t task_len, char* err, size_t err_size);
+  /* After the last task: adds the tables through host->report_table and host->report_row. */
+  kf_status (*finish)(void* instance, kf_report_output* out, char* err, size_t err_size);
+  void (*destroy)(void* instance);
+} kf_report_section_kind;
+
 typedef struct kf_plugin_descriptor {
   uint32_t abi_version; /* first, always: read before anything else */
   uint32_t struct_size;
@@ -442,6 +502,9 @@ typedef struct kf_plugin_descriptor {
   /* Since 0.2. */
   const kf_exporter_kind* const* exporters;
   uint32_t exporter_count;
+  /* Since 0.2. */
+  const kf_report_section_kind* const* report_sections;
+  uint32_t report_section_count;
 } kf_plugin_descriptor;
 
 typedef const kf_plugin_descriptor* (*kf_plugin_entry_fn)(void);
@@ -455,6 +518,8 @@ typedef const kf_plugin_descriptor* (*kf_plugin_entry_fn)(void);
 #define KF_PARAM_CONSTRAINTS_V1_SIZE KF_END_OF(kf_param_constraints, max)
 /* kf_exporter_kind first came with kforge 0.2. */
 #define KF_EXPORTER_KIND_V1_SIZE KF_END_OF(kf_exporter_kind, destroy)
+/* kf_report_section_kind first came with kforge 0.2. */
+#define KF_REPORT_SECTION_KIND_V1_SIZE KF_END_OF(kf_report_section_kind, destroy)
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -17,20 +17,27 @@
 //
 // Header-only on purpose: everything here compiles into the plugin, and only the C types
 // of kforge/abi.h cross into the host. Optional members of a stage class: `kRole`
-// (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, for cacheable stages
+// (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, `former_names()` (names the
+// kind had before a rename, which pipelines may use for one more release), for cacheable stages
 // `std::string cache_key(const Job&) const` (key material the host cannot know), and
 // `void preflight()` (the run-start check of what the run's environment must provide: API
 // keys, programs on PATH; throw to refuse, saying what to install or set), and `void
 // warm_up()` (the run starts: begin in the background what the first job would wait for,
 // a server; return at once). A source class
-// derives from kforge::sdk::Source and has kName, kDoc, optional params() and preflight(),
+// derives from kforge::sdk::Source and has kName, kDoc, optional params(), preflight() and
+// former_names(),
 // and `bool next(Task&)`. An exporter class (`kforge export --format NAME`) derives from
 // kforge::sdk::Exporter and has kName, kDoc, a constructor from the options' JSON text
 // (throw to refuse an option), `void task(std::string_view json)` per task of the run and
 // `void finish(ExportFiles&)`, which writes the files; throwing from task or finish refuses
-// the export with the message (docs/plugins.md#exporters). The SDK works with hosts of every 0.x version: what an older host
-// does not offer (KF_HAS_FUNCTION) is answered as "not available", never called; an older
-// host never calls preflight, so a stage must not rely on it having run.
+// the export with the message (docs/plugins.md#exporters). A report section class (tables
+// of its own in `kforge report`) derives from kforge::sdk::ReportSection and has kName,
+// kDoc, optional `static std::vector<std::string> task_formats()` (the task.format values
+// it reports on; without it, every task), a default constructor, `void task(std::string_view
+// json)` per task and `void finish(ReportTables&)`, which adds its tables
+// (docs/plugins.md#report-sections). The SDK works with hosts of every 0.x version: what an
+// older host does not offer (KF_HAS_FUNCTION) is answered as "not available", never called;
+// an older host never calls preflight, so a stage must not rely on it having run.
 #pragma once
 
 #include <kforge/abi.h>
@@ -297,6 +304,60 @@ class Exporter {
   virtual void finish(ExportFiles& files) = 0;
 };
 
+// One table a report section adds (ReportSection::finish).
+struct ReportTable {
+  std::string title;
+  std::string note;                            // what its numbers mean, one line; empty for none
+  std::vector<std::string> columns;            // the first names the row
+  std::vector<std::vector<std::string>> rows;  // display text, one cell per column
+  std::string data_json;                       // report.json's copy for programs (the numbers unformatted); empty for none
+};
+
+// Where a report section's tables go. The host takes them only when finish returns: a
+// section that throws adds none.
+class ReportTables {
+ public:
+  ReportTables(const kf_host_api* host, kf_report_output* out) : host_(host), out_(out) {}
+  // Throws, saying why, when the host refuses the table (no title, no column, a row of
+  // another width, data that is not JSON) or cannot take tables at all (older than 0.2).
+  void add(const ReportTable& table) {
+    if (!KF_HAS_FUNCTION(host_, kf_host_api, report_table) || !KF_HAS_FUNCTION(host_, kf_host_api, report_row)) {
+      throw std::runtime_error("this kforge takes no report tables (it is older than 0.2)");
+    }
+    std::vector<const char*> columns;
+    for (const std::string& c : table.columns) columns.push_back(c.c_str());
+    const char* data = table.data_json.empty() ? nullptr : table.data_json.c_str();
+    if (host_->report_table(out_, table.title.c_str(), table.note.empty() ? nullptr : table.note.c_str(),
+                            columns.data(), static_cast<uint32_t>(columns.size()), data,
+                            table.data_json.size()) != KF_OK) {
+      throw std::runtime_error("the host refused report table '" + table.title +
+                               "': it needs a title, at least one column, and data that is JSON");
+    }
+    for (const std::vector<std::string>& row : table.rows) {
+      std::vector<const char*> cells;
+      for (const std::string& c : row) cells.push_back(c.c_str());
+      if (host_->report_row(out_, cells.data(), static_cast<uint32_t>(cells.size())) != KF_OK) {
+        throw std::runtime_error("the host refused a row of report table '" + table.title + "': it has " +
+                                 std::to_string(row.size()) + " cells for " + std::to_string(columns.size()) +
+                                 " columns");
+      }
+    }
+  }
+
+ private:
+  const kf_host_api* host_;
+  kf_report_output* out_;
+};
+
+class ReportSection {
+ public:
+  virtual ~ReportSection() = default;
+  // One task of the run, as an exporter gets it (kf_exporter_kind in kforge/abi.h).
+  virtual void task(std::string_view task_json) = 0;
+  // After the last task: add the tables (none when there is nothing to say).
+  virtual void finish(ReportTables& tables) = 0;
+};
+
 namespace detail {
 
 template <typename T>
@@ -318,6 +379,8 @@ struct Schema {
   std::vector<const kf_param_constraints*> constraint_table;
   std::vector<std::string> route_names;
   std::vector<const char*> routes;
+  std::vector<std::string> former_name_list;
+  std::vector<const char*> former_names;
 
   Schema() {
     choices.resize(params.size());
@@ -337,6 +400,8 @@ struct Schema {
     for (const kf_param_constraints& c : constraints) constraint_table.push_back(&c);
     if constexpr (requires { T::routes(); }) route_names = T::routes();
     for (const std::string& r : route_names) routes.push_back(r.c_str());
+    if constexpr (requires { T::former_names(); }) former_name_list = T::former_names();
+    for (const std::string& n : former_name_list) former_names.push_back(n.c_str());
   }
   static const Schema& get() {
     static const Schema schema;
@@ -466,15 +531,16 @@ kf_status create_exporter(const kf_host_api* host, const char* options, size_t o
   return KF_ERROR;
 }
 
+// An exporter's or a report section's task.
 template <typename T>
-kf_status export_task(void* instance, const char* task, size_t len, char* err, size_t err_size) noexcept {
+kf_status read_task(void* instance, const char* task, size_t len, char* err, size_t err_size) noexcept {
   try {
     static_cast<T*>(instance)->task(std::string_view(task, len));
     return KF_OK;
   } catch (const std::exception& e) {
     write_error(err, err_size, e.what());
   } catch (...) {
-    write_error(err, err_size, "unknown exception in the exporter");
+    write_error(err, err_size, "unknown exception while reading a task");
   }
   return KF_ERROR;
 }
@@ -501,8 +567,64 @@ const kf_exporter_kind* exporter_kind() {
     k.name = T::kName;
     k.doc = T::kDoc;
     k.create = &create_exporter<T>;
-    k.task = &export_task<T>;
+    k.task = &read_task<T>;
     k.finish = &export_finish<T>;
+    k.destroy = &destroy<T>;
+    return k;
+  }();
+  return &kind;
+}
+
+template <typename T>
+kf_status create_section(const kf_host_api* host, void** instance, char* err, size_t err_size) noexcept {
+  try {
+    g_host = host;
+    *instance = new T();
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception while creating the report section");
+  }
+  return KF_ERROR;
+}
+
+template <typename T>
+kf_status finish_section(void* instance, kf_report_output* out, char* err, size_t err_size) noexcept {
+  try {
+    ReportTables tables(g_host, out);
+    static_cast<T*>(instance)->finish(tables);
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, "unknown exception in the report section");
+  }
+  return KF_ERROR;
+}
+
+template <typename T>
+const kf_report_section_kind* report_section_kind() {
+  // The task formats as C strings, for as long as the library is loaded.
+  struct Formats {
+    std::vector<std::string> names;
+    std::vector<const char*> table;
+    Formats() {
+      if constexpr (requires { T::task_formats(); }) names = T::task_formats();
+      for (const std::string& n : names) table.push_back(n.c_str());
+    }
+  };
+  static const Formats formats;
+  static const kf_report_section_kind kind = [] {
+    kf_report_section_kind k{};
+    k.struct_size = sizeof(kf_report_section_kind);
+    k.name = T::kName;
+    k.doc = T::kDoc;
+    k.task_formats = formats.table.data();
+    k.task_format_count = static_cast<uint32_t>(formats.table.size());
+    k.create = &create_section<T>;
+    k.task = &read_task<T>;
+    k.finish = &finish_section<T>;
     k.destroy = &destroy<T>;
     return k;
   }();
@@ -532,6 +654,8 @@ const kf_stage_kind* stage_kind() {
     }
     if constexpr (HasPreflight<T>) k.preflight = &preflight<T>;
     if constexpr (HasWarmUp<T>) k.warm_up = &warm_up<T>;
+    k.former_names = schema.former_names.data();
+    k.former_name_count = static_cast<uint32_t>(schema.former_names.size());
     return k;
   }();
   return &kind;
@@ -553,6 +677,8 @@ const kf_source_kind* source_kind() {
     k.count = &count<T>;
     k.param_constraints = schema.constraint_table.data();
     if constexpr (HasPreflight<T>) k.preflight = &preflight<T>;
+    k.former_names = schema.former_names.data();
+    k.former_name_count = static_cast<uint32_t>(schema.former_names.size());
     return k;
   }();
   return &kind;
@@ -561,11 +687,12 @@ const kf_source_kind* source_kind() {
 template <typename... Ts>
 struct Plugin {
   static_assert(((std::is_base_of_v<Stage, Ts> || std::is_base_of_v<Source, Ts> ||
-                  std::is_base_of_v<Exporter, Ts>) && ...),
-                "KFORGE_PLUGIN takes classes derived from kforge::sdk::Stage, Source or Exporter");
+                  std::is_base_of_v<Exporter, Ts> || std::is_base_of_v<ReportSection, Ts>) && ...),
+                "KFORGE_PLUGIN takes classes derived from kforge::sdk::Stage, Source, Exporter or ReportSection");
   std::vector<const kf_stage_kind*> stages;
   std::vector<const kf_source_kind*> sources;
   std::vector<const kf_exporter_kind*> exporters;
+  std::vector<const kf_report_section_kind*> report_sections;
   kf_plugin_descriptor descriptor{};
 
   Plugin(const char* name, const char* version) {
@@ -580,6 +707,8 @@ struct Plugin {
     descriptor.source_count = static_cast<uint32_t>(sources.size());
     descriptor.exporters = exporters.data();
     descriptor.exporter_count = static_cast<uint32_t>(exporters.size());
+    descriptor.report_sections = report_sections.data();
+    descriptor.report_section_count = static_cast<uint32_t>(report_sections.size());
   }
 
  private:
@@ -589,6 +718,8 @@ struct Plugin {
       stages.push_back(stage_kind<T>());
     } else if constexpr (std::is_base_of_v<Exporter, T>) {
       exporters.push_back(exporter_kind<T>());
+    } else if constexpr (std::is_base_of_v<ReportSection, T>) {
+      report_sections.push_back(report_section_kind<T>());
     } else {
       sources.push_back(source_kind<T>());
     }
@@ -598,8 +729,8 @@ struct Plugin {
 }  // namespace detail
 }  // namespace kforge::sdk
 
-// Exports the plugin's entry symbol. Arguments: plugin name, version, then every stage
-// source and exporter class the library provides.
+// Exports the plugin's entry symbol. Arguments: plugin name, version, then every stage,
+// source, exporter and report section class the library provides.
 #define KFORGE_PLUGIN(plugin_name, plugin_version, ...)                                    \
   extern "C" KF_EXPORT const kf_plugin_descriptor* kforge_plugin_entry(void) {             \
     static const ::kforge::sdk::detail::Plugin<__VA_ARGS__> plugin(plugin_name,            \

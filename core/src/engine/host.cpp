@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -263,6 +265,34 @@ kf_status export_write(kf_export_output* out, const char* name, const char* data
   }
 }
 
+kf_status report_table(kf_report_output* out, const char* title, const char* note, const char* const* columns,
+                       uint32_t column_count, const char* data_json, size_t data_len) {
+  if (out == nullptr || title == nullptr || *title == '\0' || columns == nullptr || column_count == 0) {
+    return KF_INVALID_ARGUMENT;
+  }
+  ReportOutput::Table table{title, note == nullptr ? "" : note, {}, {}, {}};
+  for (uint32_t i = 0; i < column_count; ++i) {
+    if (columns[i] == nullptr) return KF_INVALID_ARGUMENT;
+    table.columns.emplace_back(columns[i]);
+  }
+  if (data_json != nullptr && data_len > 0) {
+    table.data_json.assign(data_json, data_len);
+    if (!nlohmann::json::accept(table.data_json)) return KF_INVALID_ARGUMENT;
+  }
+  reinterpret_cast<ReportOutput*>(out)->tables.push_back(std::move(table));
+  return KF_OK;
+}
+
+kf_status report_row(kf_report_output* out, const char* const* cells, uint32_t cell_count) {
+  if (out == nullptr || cells == nullptr) return KF_INVALID_ARGUMENT;
+  auto& tables = reinterpret_cast<ReportOutput*>(out)->tables;
+  if (tables.empty() || cell_count != tables.back().columns.size()) return KF_INVALID_ARGUMENT;
+  std::vector<std::string> row;
+  for (uint32_t i = 0; i < cell_count; ++i) row.emplace_back(cells[i] == nullptr ? "" : cells[i]);
+  tables.back().rows.push_back(std::move(row));
+  return KF_OK;
+}
+
 const kf_host_api kHostApi = {
     sizeof(kf_host_api), KF_ABI_VERSION,  log,
     config_string,       config_int,      config_float,
@@ -272,7 +302,8 @@ const kf_host_api kHostApi = {
     job_verdict,         job_metric,      job_log_tail,
     job_seconds_left,    run_cancelled,   task_set_string,
     task_set_number,     job_cancelled,   job_run_seed,
-    job_measured,        export_write,
+    job_measured,        export_write,    report_table,
+    report_row,
 };
 
 }  // namespace

@@ -36,6 +36,19 @@ struct ExportOutput {
   std::function<void(const std::string& name, std::string_view data)> write;
 };
 
+// What a kf_report_output* points at during one report section's finish: the tables it
+// added, in order.
+struct ReportOutput {
+  struct Table {
+    std::string title;
+    std::string note;
+    std::vector<std::string> columns;
+    std::vector<std::vector<std::string>> rows;
+    std::string data_json;  // empty: none
+  };
+  std::vector<Table> tables;
+};
+
 const kf_host_api* host_api();
 
 // Receives every line plugins log through the host, besides the log itself (the plugin

@@ -85,6 +85,9 @@ struct Plan {
   int k = 1;                 // candidates per task
   int max_in_flight = 1024;  // jobs inside the graph at once
   std::vector<StagePlan> stages;  // in file order; the first one is the entry
+  // What the pipeline may still write but should not (a kind's former name), one each;
+  // load_pipeline has logged them.
+  std::vector<Diagnostic> warnings;
 
   // The id of a route target, "end" for kEnd.
   std::string target_id(int target) const { return target == kEnd ? "end" : stages.at(static_cast<size_t>(target)).id; }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "util/edit_distance.hpp"
 
@@ -60,7 +61,8 @@ const kf_plugin_descriptor* Registry::load(const std::string& path) {
     throw PluginEntryMissing(fmt::format("plugin '{}': {}() returned no descriptor", file,
                                          KF_PLUGIN_ENTRY_SYMBOL));
   }
-  add(descriptor, file);
+  const std::string bundled = bundled_plugin_dir();
+  add(descriptor, file, !bundled.empty() && fs::path(file).parent_path() == fs::path(canonical(bundled)));
   auto library = std::make_unique<Library>();
   library->path = file;
   library->handle = handle;
@@ -100,6 +102,19 @@ std::vector<ParamSpec> read_params(const kf_param_spec* specs, uint32_t count,
     params.push_back(read_param(specs[i], constraints ? constraints[i] : nullptr, where));
   }
   return params;
+}
+
+// A table of `count` names, none of them empty.
+std::vector<std::string> read_names(const char* const* names, uint32_t count, const char* noun, const std::string& kind,
+                                    const std::string& origin) {
+  std::vector<std::string> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (names == nullptr || names[i] == nullptr || *names[i] == '\0') {
+      throw PluginError(fmt::format("plugin '{}', kind '{}': {} {} is empty", origin, kind, noun, i + 1));
+    }
+    out.emplace_back(names[i]);
+  }
+  return out;
 }
 
 kf_stage_role read_role(uint32_t role) {
@@ -145,6 +160,9 @@ StageKind read_stage(const kf_stage_kind& k, const std::string& plugin, const st
   if (KF_HAS_FIELD(table, kf_stage_kind, cache_key)) kind.cache_key = k.cache_key;
   if (KF_HAS_FIELD(table, kf_stage_kind, preflight)) kind.preflight = k.preflight;
   if (KF_HAS_FIELD(table, kf_stage_kind, warm_up)) kind.warm_up = k.warm_up;
+  if (KF_HAS_FIELD(table, kf_stage_kind, former_name_count)) {
+    kind.former_names = read_names(k.former_names, k.former_name_count, "former name", kind.name, origin);
+  }
   return kind;
 }
 
@@ -157,6 +175,9 @@ SourceKind read_source(const kf_source_kind& k, const std::string& plugin, const
   kind.count = k.count;
   const kf_source_kind* table = &k;
   if (KF_HAS_FIELD(table, kf_source_kind, preflight)) kind.preflight = k.preflight;
+  if (KF_HAS_FIELD(table, kf_source_kind, former_name_count)) {
+    kind.former_names = read_names(k.former_names, k.former_name_count, "former name", kind.name, origin);
+  }
   return kind;
 }
 
@@ -173,9 +194,79 @@ ExporterKind read_exporter(const kf_exporter_kind& k, const std::string& plugin,
   return ExporterKind{k.name, k.doc ? k.doc : "", plugin, version, origin, k.create, k.task, k.finish, k.destroy};
 }
 
+ReportSectionKind read_report_section(const kf_report_section_kind& k, const std::string& plugin,
+                                      const std::string& version, const std::string& origin) {
+  const std::string where = fmt::format("plugin '{}', report section '{}'", origin, k.name);
+  if (k.struct_size < KF_REPORT_SECTION_KIND_V1_SIZE) {
+    throw PluginAbiMismatch(fmt::format("{}: its table has {} bytes, smaller than any version of it ({} bytes)",
+                                        where, k.struct_size, KF_REPORT_SECTION_KIND_V1_SIZE));
+  }
+  if (k.create == nullptr || k.task == nullptr || k.finish == nullptr || k.destroy == nullptr) {
+    throw PluginError(fmt::format("{}: create, task, finish and destroy are required", where));
+  }
+  ReportSectionKind kind{k.name, k.doc ? k.doc : "", plugin, version, origin, {}, k.create, k.task, k.finish, k.destroy};
+  for (uint32_t i = 0; i < k.task_format_count; ++i) {
+    if (k.task_formats[i] == nullptr || *k.task_formats[i] == '\0') {
+      throw PluginError(fmt::format("{}: task format {} is empty", where, i + 1));
+    }
+    kind.task_formats.emplace_back(k.task_formats[i]);
+  }
+  return kind;
+}
+
+// Kinds of one table (exporters, report sections) with names unique among those registered
+// before and those of the same plugin; `noun` names the table in messages.
+template <typename Kind, typename Table, typename Read>
+std::vector<Kind> read_named(const Table* const* tables, uint32_t count, const std::deque<Kind>& registered,
+                             const char* noun, const std::string& origin, Read read) {
+  std::vector<Kind> kinds;
+  for (uint32_t i = 0; i < count; ++i) {
+    const Table& k = *tables[i];
+    if (k.name == nullptr || *k.name == '\0') {
+      throw PluginError(fmt::format("plugin '{}': one of its {}s has no name", origin, noun));
+    }
+    for (const Kind& other : registered) {
+      if (other.name == k.name) {
+        throw DuplicateKind(fmt::format("{} '{}' is registered twice: by '{}' and by '{}'", noun, k.name, other.file, origin));
+      }
+    }
+    for (const Kind& earlier : kinds) {
+      if (earlier.name == k.name) {
+        throw DuplicateKind(fmt::format("{} '{}' is registered twice by '{}'", noun, earlier.name, origin));
+      }
+    }
+    kinds.push_back(read(k));
+  }
+  return kinds;
+}
+
+// A bundled plugin is plugins/<folder>/, built as libkforge_<folder>.so: its name is the
+// folder's, and every kind it registers is named <folder> or <folder>.<name>, so that a
+// kind's name says where its source is. Former names are what kinds were called before.
+void check_bundled_names(const std::string& origin, const std::string& plugin, const std::vector<StageKind>& stages,
+                         const std::vector<SourceKind>& sources, const std::vector<ExporterKind>& exporters,
+                         const std::vector<ReportSectionKind>& sections) {
+  const std::string file = fs::path(origin).filename().string();
+  if (file != "libkforge_" + plugin + ".so") {
+    throw MisnamedKind(fmt::format("bundled plugin '{}' is named '{}': a bundled plugin is named after its folder "
+                                   "plugins/<folder>/ and built as libkforge_<folder>.so (kforge_add_plugin(kforge_<folder>))",
+                                   origin, plugin));
+  }
+  auto check = [&](const std::string& name, const char* noun) {
+    if (name == plugin || name.starts_with(plugin + ".")) return;
+    throw MisnamedKind(fmt::format("bundled plugin '{}' registers {} '{}': the kinds of plugins/{}/ are named {}.<name> "
+                                   "(rename it, keeping the old name among its former names for a release)",
+                                   origin, noun, name, plugin, plugin));
+  };
+  for (const StageKind& k : stages) check(k.name, "stage kind");
+  for (const SourceKind& k : sources) check(k.name, "source kind");
+  for (const ExporterKind& k : exporters) check(k.name, "exporter");
+  for (const ReportSectionKind& k : sections) check(k.name, "report section");
+}
+
 }  // namespace
 
-void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
+void Registry::add(const kf_plugin_descriptor* d, const std::string& origin, bool bundled) {
   // abi_version is the first field of every descriptor version: safe to read first.
   if (d->abi_version < KF_ABI_VERSION_MIN || d->abi_version > KF_ABI_VERSION) {
     throw PluginAbiMismatch(fmt::format(
@@ -192,61 +283,61 @@ void Registry::add(const kf_plugin_descriptor* d, const std::string& origin) {
   const std::string version = d->version ? d->version : "";
   // Read and check every kind before registering any, so a rejected plugin leaves nothing
   // behind.
-  auto check_unique = [&](const char* name, bool is_source) {
-    if (name == nullptr || *name == '\0') {
-      throw PluginError(fmt::format("plugin '{}' registers a kind without a name", origin));
-    }
-    auto clash = [&](const auto& kinds) -> const std::string* {
-      for (const auto& k : kinds) {
-        if (k.name == name) return &k.file;
-      }
-      return nullptr;
-    };
-    const std::string* other = is_source ? clash(sources_) : clash(stages_);
-    if (other != nullptr) {
-      throw DuplicateKind(fmt::format("{} kind '{}' is registered twice: by '{}' and by '{}'",
-                                      is_source ? "source" : "stage", name, *other, origin));
-    }
-  };
   std::vector<StageKind> stages;
   for (uint32_t i = 0; i < d->stage_count; ++i) {
-    check_unique(d->stages[i]->name, false);
-    for (const StageKind& earlier : stages) {
-      if (earlier.name == d->stages[i]->name) {
-        throw DuplicateKind(fmt::format("stage kind '{}' is registered twice by '{}'", earlier.name, origin));
-      }
+    if (d->stages[i]->name == nullptr || *d->stages[i]->name == '\0') {
+      throw PluginError(fmt::format("plugin '{}' registers a kind without a name", origin));
     }
     stages.push_back(read_stage(*d->stages[i], plugin, version, origin));
   }
   std::vector<SourceKind> sources;
   for (uint32_t i = 0; i < d->source_count; ++i) {
-    check_unique(d->sources[i]->name, true);
+    if (d->sources[i]->name == nullptr || *d->sources[i]->name == '\0') {
+      throw PluginError(fmt::format("plugin '{}' registers a kind without a name", origin));
+    }
     sources.push_back(read_source(*d->sources[i], plugin, version, origin));
   }
+  // A name (current or former) is one kind's, among the stages and among the sources.
+  auto check_unique = [&](const auto& fresh, const auto& registered, const char* noun) {
+    std::map<std::string, const std::string*> taken;  // name -> file
+    for (const auto& k : registered) {
+      taken.emplace(k.name, &k.file);
+      for (const std::string& former : k.former_names) taken.emplace(former, &k.file);
+    }
+    for (const auto& k : fresh) {
+      std::vector<std::string> names = k.former_names;
+      names.insert(names.begin(), k.name);
+      for (const std::string& name : names) {
+        const auto [it, inserted] = taken.emplace(name, &origin);
+        if (inserted) continue;
+        if (it->second == &origin) {
+          throw DuplicateKind(fmt::format("{} kind '{}' is registered twice by '{}'", noun, name, origin));
+        }
+        throw DuplicateKind(fmt::format("{} kind '{}' is registered twice: by '{}' and by '{}'", noun, name,
+                                        *it->second, origin));
+      }
+    }
+  };
+  check_unique(stages, stages_, "stage");
+  check_unique(sources, sources_, "source");
   std::vector<ExporterKind> exporters;
   if (KF_HAS_FIELD(d, kf_plugin_descriptor, exporter_count)) {
-    for (uint32_t i = 0; i < d->exporter_count; ++i) {
-      const kf_exporter_kind& k = *d->exporters[i];
-      if (k.name == nullptr || *k.name == '\0') {
-        throw PluginError(fmt::format("plugin '{}' registers an exporter without a name", origin));
-      }
-      for (const ExporterKind& other : exporters_) {
-        if (other.name == k.name) {
-          throw DuplicateKind(
-              fmt::format("exporter '{}' is registered twice: by '{}' and by '{}'", k.name, other.file, origin));
-        }
-      }
-      for (const ExporterKind& earlier : exporters) {
-        if (earlier.name == k.name) {
-          throw DuplicateKind(fmt::format("exporter '{}' is registered twice by '{}'", earlier.name, origin));
-        }
-      }
-      exporters.push_back(read_exporter(k, plugin, version, origin));
-    }
+    exporters = read_named<ExporterKind>(d->exporters, d->exporter_count, exporters_, "exporter", origin,
+                                         [&](const kf_exporter_kind& k) { return read_exporter(k, plugin, version, origin); });
+  }
+  std::vector<ReportSectionKind> sections;
+  if (KF_HAS_FIELD(d, kf_plugin_descriptor, report_section_count)) {
+    sections = read_named<ReportSectionKind>(
+        d->report_sections, d->report_section_count, report_sections_, "report section", origin,
+        [&](const kf_report_section_kind& k) { return read_report_section(k, plugin, version, origin); });
+  }
+  if (bundled) {
+    check_bundled_names(origin, plugin, stages, sources, exporters, sections);
   }
   for (StageKind& k : stages) stages_.push_back(std::move(k));
   for (SourceKind& k : sources) sources_.push_back(std::move(k));
   for (ExporterKind& k : exporters) exporters_.push_back(std::move(k));
+  for (ReportSectionKind& k : sections) report_sections_.push_back(std::move(k));
 }
 
 std::vector<std::string> Registry::discover(const std::vector<std::string>& directories) {
@@ -286,6 +377,28 @@ const ExporterKind* Registry::exporter(const std::string& name) const {
   return nullptr;
 }
 
+const ReportSectionKind* Registry::report_section(const std::string& name) const {
+  for (const auto& k : report_sections_) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+namespace {
+
+template <typename Kind>
+const Kind* renamed(const std::deque<Kind>& kinds, const std::string& name) {
+  for (const Kind& k : kinds) {
+    if (std::find(k.former_names.begin(), k.former_names.end(), name) != k.former_names.end()) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const StageKind* Registry::renamed_stage(const std::string& name) const { return renamed(stages_, name); }
+const SourceKind* Registry::renamed_source(const std::string& name) const { return renamed(sources_, name); }
+
 const SourceKind* Registry::source(const std::string& name) const {
   for (const auto& k : sources_) {
     if (k.name == name) return &k;
@@ -324,21 +437,25 @@ std::vector<std::string> default_plugin_path() {
       start = end + 1;
     }
   }
+  if (const std::string bundled = bundled_plugin_dir(); !bundled.empty()) dirs.push_back(bundled);
+  return dirs;
+}
+
+std::string bundled_plugin_dir() {
   // An installed binary uses the plugins of its own prefix (found from the executable, so
   // an installed tree can be moved), wherever that prefix is, even inside a build tree; a
   // binary in the build tree that is not installed uses the build tree's. Never both: the
   // same plugin in both places would register every kind twice.
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return dirs;
+  if (ec) return "";
   const fs::path installed = (exe.parent_path().parent_path() / KFORGE_INSTALL_PLUGIN_DIR).lexically_normal();
   const std::string build_dir = KFORGE_BUILD_DIR;
-  if (fs::is_directory(installed, ec)) {
-    dirs.push_back(installed.string());
-  } else if (exe.string().starts_with(build_dir + "/") && fs::is_directory(KFORGE_BUILD_PLUGIN_DIR, ec)) {
-    dirs.push_back(KFORGE_BUILD_PLUGIN_DIR);
+  if (fs::is_directory(installed, ec)) return installed.string();
+  if (exe.string().starts_with(build_dir + "/") && fs::is_directory(KFORGE_BUILD_PLUGIN_DIR, ec)) {
+    return KFORGE_BUILD_PLUGIN_DIR;
   }
-  return dirs;
+  return "";
 }
 
 }  // namespace kforge

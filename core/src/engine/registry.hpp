@@ -1,10 +1,12 @@
-// Loads plugin shared objects and keeps the stage and source kinds they register.
+// Loads plugin shared objects and keeps the kinds they register: stages, task sources,
+// exporters and report sections.
 #pragma once
 
 #include "api.hpp"
 
 #include <kforge/abi.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -33,6 +35,10 @@ class KFORGE_API PluginAbiMismatch : public PluginError {  // says the plugin's 
   using PluginError::PluginError;
 };
 class KFORGE_API DuplicateKind : public PluginError {  // names both files
+ public:
+  using PluginError::PluginError;
+};
+class KFORGE_API MisnamedKind : public PluginError {  // a bundled plugin's kind outside its prefix
  public:
   using PluginError::PluginError;
 };
@@ -69,6 +75,7 @@ struct StageKind {
   decltype(kf_stage_kind::cache_key) cache_key = nullptr;  // nullptr when the stage adds nothing
   decltype(kf_stage_kind::preflight) preflight = nullptr;  // nullptr when it checks nothing at run start
   decltype(kf_stage_kind::warm_up) warm_up = nullptr;      // nullptr when it starts nothing ahead of its jobs
+  std::vector<std::string> former_names;                   // names before a rename, still accepted
 
   bool waits() const { return (flags & KF_STAGE_WAITS) != 0; }
   bool cacheable() const { return (flags & KF_STAGE_CACHEABLE) != 0; }
@@ -86,6 +93,7 @@ struct SourceKind {
   decltype(kf_source_kind::destroy) destroy = nullptr;
   decltype(kf_source_kind::count) count = nullptr;  // nullptr when the source cannot tell
   decltype(kf_source_kind::preflight) preflight = nullptr;  // nullptr when it checks nothing at run start
+  std::vector<std::string> former_names;                    // names before a rename, still accepted
 };
 
 // An exporter as a plugin registered it (kf_exporter_kind, since 0.2): `kforge export
@@ -102,6 +110,25 @@ struct ExporterKind {
   decltype(kf_exporter_kind::destroy) destroy = nullptr;
 };
 
+// A report section as a plugin registered it (kf_report_section_kind, since 0.2): tables
+// of its own that `kforge report` adds for runs with tasks of its formats.
+struct ReportSectionKind {
+  std::string name;
+  std::string doc;
+  std::string plugin;
+  std::string version;
+  std::string file;
+  std::vector<std::string> task_formats;  // empty: it reports on every task
+  decltype(kf_report_section_kind::create) create = nullptr;
+  decltype(kf_report_section_kind::task) task = nullptr;
+  decltype(kf_report_section_kind::finish) finish = nullptr;
+  decltype(kf_report_section_kind::destroy) destroy = nullptr;
+
+  bool reports_on(const std::string& format) const {
+    return task_formats.empty() || std::find(task_formats.begin(), task_formats.end(), format) != task_formats.end();
+  }
+};
+
 class KFORGE_API Registry {
  public:
   Registry();
@@ -112,11 +139,15 @@ class KFORGE_API Registry {
   // Loads one shared object and registers its kinds; throws a PluginError subclass. Tables
   // of any size from their first release (KF_*_V1_SIZE) on are accepted: fields a plugin's
   // table lacks take their defaults, fields this host does not know are left alone.
-  // Loading the same file twice is a no-op. Returns the plugin's descriptor.
+  // Loading the same file twice is a no-op. Returns the plugin's descriptor. A file of the
+  // bundled plugin directory (bundled_plugin_dir()) is a bundled plugin (add's `bundled`).
   const kf_plugin_descriptor* load(const std::string& path);
 
-  // Registers a descriptor that is linked into the executable (tests, built-ins).
-  void add(const kf_plugin_descriptor* descriptor, const std::string& origin);
+  // Registers a descriptor that is linked into the executable (tests, built-ins). A
+  // `bundled` plugin is one of kforge's own, built from plugins/<folder>/ into
+  // libkforge_<folder>.so: its name must be its file's <folder>, and each kind's name that
+  // name or start with it and a dot (former names aside); MisnamedKind otherwise.
+  void add(const kf_plugin_descriptor* descriptor, const std::string& origin, bool bundled = false);
 
   // Loads every lib*.so in `directories`, in order (see default_plugin_path()).
   // Problems with single files are returned as messages; the rest still loads.
@@ -124,12 +155,17 @@ class KFORGE_API Registry {
 
   const StageKind* stage(const std::string& name) const;
   const SourceKind* source(const std::string& name) const;
+  // The kind that had `name` before a rename (its former_names), or nullptr.
+  const StageKind* renamed_stage(const std::string& name) const;
+  const SourceKind* renamed_source(const std::string& name) const;
   const ExporterKind* exporter(const std::string& name) const;
+  const ReportSectionKind* report_section(const std::string& name) const;
   // In registration order; a deque, so that the kinds a loaded pipeline points at stay put
   // when more plugins load.
   const std::deque<StageKind>& stages() const { return stages_; }
   const std::deque<SourceKind>& sources() const { return sources_; }
   const std::deque<ExporterKind>& exporters() const { return exporters_; }
+  const std::deque<ReportSectionKind>& report_sections() const { return report_sections_; }
   // Known kind names closest to `name` (edit distance), best first, for "did you mean".
   std::vector<std::string> closest(const std::string& name, bool sources) const;
 
@@ -139,10 +175,15 @@ class KFORGE_API Registry {
   std::deque<StageKind> stages_;
   std::deque<SourceKind> sources_;
   std::deque<ExporterKind> exporters_;
+  std::deque<ReportSectionKind> report_sections_;
 };
 
-// The default search path: KFORGE_PLUGIN_PATH entries, then the build tree's plugin
-// directory when this binary runs from the build tree, else the install prefix's.
+// The directory of kforge's own plugins: the install prefix's when this binary is
+// installed, else the build tree's when it runs from the build tree; empty when neither
+// exists.
+KFORGE_API std::string bundled_plugin_dir();
+
+// The default search path: KFORGE_PLUGIN_PATH entries, then bundled_plugin_dir().
 // Directories that do not exist are left out.
 KFORGE_API std::vector<std::string> default_plugin_path();
 

@@ -9,6 +9,57 @@
 #include "report/report.hpp"
 
 namespace kforge {
+namespace {
+
+// The facts of every run stage that say where a job ran (kforge/abi.h).
+constexpr const char* kWellKnownPlacement[] = {KF_ENV_HOST, KF_ENV_DEVICE, KF_ENV_OS};
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// An environment's facts in the order given, and which of them say where the job ran.
+EnvironmentUse parse_use(const nlohmann::ordered_json& parsed) {
+  EnvironmentUse use;
+  std::vector<std::string> declared;
+  for (const auto& [key, value] : parsed.items()) {
+    if (key == KF_ENV_PLACEMENT) {
+      if (!value.is_array()) continue;
+      for (const auto& fact : value) {
+        if (fact.is_string()) declared.push_back(fact.get<std::string>());
+      }
+      continue;
+    }
+    use.facts[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    use.order.push_back(key);
+  }
+  for (const std::string& fact : use.order) {
+    const bool well_known = std::any_of(std::begin(kWellKnownPlacement), std::end(kWellKnownPlacement),
+                                        [&](const char* name) { return fact == name; });
+    if (well_known || contains(declared, fact)) use.placement.push_back(fact);
+  }
+  return use;
+}
+
+// The facts of `environments` in order of first appearance: those that decide timings, then
+// (`placement`) those that say where the jobs ran. A fact any environment counts as
+// placement is placement for all.
+std::vector<std::string> facts_of(const std::vector<EnvironmentUse>& environments, bool placement) {
+  std::vector<std::string> facts;
+  for (const EnvironmentUse& use : environments) {
+    for (const std::string& fact : use.order) {
+      if (contains(facts, fact)) continue;
+      const bool where = std::any_of(environments.begin(), environments.end(),
+                                     [&](const EnvironmentUse& u) { return u.is_placement(fact); });
+      if (where == placement) facts.push_back(fact);
+    }
+  }
+  return facts;
+}
+
+}  // namespace
+
+bool EnvironmentUse::is_placement(const std::string& fact) const { return contains(placement, fact); }
 
 void EnvironmentTally::add(const JobOutcome& job) {
   if (job.environment.empty()) return;
@@ -16,12 +67,13 @@ void EnvironmentTally::add(const JobOutcome& job) {
     ++uses_[last_use_].jobs;
     return;
   }
-  const auto parsed = nlohmann::json::parse(job.environment, nullptr, false);
+  const auto parsed = nlohmann::ordered_json::parse(job.environment, nullptr, false);
   if (!parsed.is_object()) return;
-  std::map<std::string, std::string> facts;
-  for (const auto& [key, value] : parsed.items()) facts[key] = value.is_string() ? value.get<std::string>() : value.dump();
-  auto same = std::find_if(uses_.begin(), uses_.end(), [&](const EnvironmentUse& u) { return u.facts == facts; });
-  if (same == uses_.end()) same = uses_.insert(uses_.end(), EnvironmentUse{std::move(facts), 0});
+  EnvironmentUse use = parse_use(parsed);
+  auto same = std::find_if(uses_.begin(), uses_.end(), [&](const EnvironmentUse& u) {
+    return u.facts == use.facts && u.placement == use.placement;
+  });
+  if (same == uses_.end()) same = uses_.insert(uses_.end(), std::move(use));
   ++same->jobs;
   last_text_ = job.environment;
   last_use_ = static_cast<size_t>(same - uses_.begin());
@@ -33,48 +85,18 @@ std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs)
   return tally.uses();
 }
 
-namespace {
-
-constexpr const char* kPlacementFacts[] = {"host", "device", "gpu_uuid", "os"};
-
-bool has_column(const std::string& fact) {
-  return std::any_of(std::begin(kEnvironmentColumns), std::end(kEnvironmentColumns),
-                     [&](const EnvironmentColumn& c) { return fact == c.fact; });
-}
-
-// The facts that decide timings in any of `environments` and have no column of their own, by name.
-std::set<std::string> other_facts(const std::vector<EnvironmentUse>& environments) {
-  std::set<std::string> facts;
-  for (const EnvironmentUse& use : environments) {
-    for (const auto& [fact, value] : use.facts) {
-      if (decides_timing(fact) && !has_column(fact)) facts.insert(fact);
-    }
-  }
-  return facts;
-}
-
-}  // namespace
-
-bool decides_timing(const std::string& fact) {
-  return std::none_of(std::begin(kPlacementFacts), std::end(kPlacementFacts),
-                      [&](const char* placement) { return fact == placement; });
-}
-
 Table environment_table(const std::vector<EnvironmentUse>& environments) {
   Table table;
   table.title = "Environment";
-  table.note = "what judged the jobs: one row per device/harness server setup (jobs: how many it judged)";
-  std::vector<std::pair<std::string, std::string>> columns;  // title, fact
-  for (const EnvironmentColumn& c : kEnvironmentColumns) columns.emplace_back(c.title, c.fact);
-  // Other facts before the placement columns (Host, GPU UUID), which close the row.
-  const auto host = std::find_if(columns.begin(), columns.end(), [](const auto& c) { return c.second == "host"; });
-  auto placement = host - columns.begin();
-  for (const std::string& fact : other_facts(environments)) columns.emplace(columns.begin() + placement++, fact, fact);
-  for (const auto& [title, fact] : columns) table.columns.push_back(title);
-  table.columns.push_back("Jobs");
+  table.note = "what judged the jobs: one row per setup of the run stages (jobs: how many it judged); the facts "
+               "after the timing ones say where the jobs ran";
+  std::vector<std::string> columns = facts_of(environments, false);
+  for (const std::string& fact : facts_of(environments, true)) columns.push_back(fact);
+  table.columns = columns;
+  table.columns.push_back("jobs");
   for (const EnvironmentUse& use : environments) {
     std::vector<std::string> row;
-    for (const auto& [title, fact] : columns) {
+    for (const std::string& fact : columns) {
       const auto it = use.facts.find(fact);
       row.push_back(it == use.facts.end() ? "-" : it->second);
     }
@@ -114,15 +136,9 @@ std::vector<std::string> environment_mismatches(const std::vector<Metrics>& stra
   for (size_t i = 1; i < strategies.size(); ++i) {
     const Metrics& other = strategies[i];
     if (other.environments.empty()) continue;
-    // The bundled harness's facts in the table's order, then any other by name.
-    std::vector<std::string> fields;
-    for (const EnvironmentColumn& c : kEnvironmentColumns) {
-      if (decides_timing(c.fact)) fields.emplace_back(c.fact);
-    }
     std::vector<EnvironmentUse> both = first.environments;
     both.insert(both.end(), other.environments.begin(), other.environments.end());
-    for (const std::string& fact : other_facts(both)) fields.push_back(fact);
-    for (const std::string& field : fields) {
+    for (const std::string& field : facts_of(both, false)) {
       const std::string a = values_of(first, field);
       const std::string b = values_of(other, field);
       if (a != b) {

@@ -1,6 +1,7 @@
-// The environments that judged a run's jobs (KF_KEY_RUN_ENVIRONMENT: GPU model, driver,
-// CUDA, torch, Triton, compilers, host), as reports show them and as `kforge compare` checks
-// them: timings from different hardware or software are not comparable.
+// The environments that judged a run's jobs (KF_KEY_RUN_ENVIRONMENT: facts a run stage names
+// itself, such as its device's model, its toolchain's versions, the host), as reports show
+// them and as `kforge compare` checks them: timings from different hardware or software are
+// not comparable.
 #pragma once
 
 #include "api.hpp"
@@ -18,8 +19,14 @@ struct Table;
 struct Metrics;
 
 struct EnvironmentUse {
-  std::map<std::string, std::string> facts;  // field -> value, as the harness reported them
-  uint64_t jobs = 0;                         // finished jobs it judged
+  std::map<std::string, std::string> facts;  // fact -> value, as the run stage reported them
+  std::vector<std::string> order;            // the facts in the order the run stage gave them
+  // The facts that say where a job ran rather than what ran it: KF_ENV_HOST, _DEVICE, _OS
+  // and those the environment listed under KF_ENV_PLACEMENT; in `order`'s order.
+  std::vector<std::string> placement;
+  uint64_t jobs = 0;  // finished jobs it judged
+
+  bool is_placement(const std::string& fact) const;
 };
 
 // The distinct environments of jobs given one at a time, in order of first appearance;
@@ -41,29 +48,15 @@ class EnvironmentTally {
 // The same for a list of jobs.
 std::vector<EnvironmentUse> environments_of(const std::vector<JobOutcome>& jobs);
 
-// One row per environment; nullopt-like empty rows when there is none.
+// One row per environment and a column per fact, titled by its name: the facts that decide
+// timings in the order they first appear, then those that say where the jobs ran; no rows
+// when there is no environment.
 Table environment_table(const std::vector<EnvironmentUse>& environments);
 
-// The facts of the bundled harness that the Environment table has columns for, in order;
-// any other fact a run stage reports gets a column of its own after them.
-struct EnvironmentColumn {
-  const char* title;
-  const char* fact;
-};
-inline constexpr EnvironmentColumn kEnvironmentColumns[] = {
-    {"Device", "device"}, {"GPU", "gpu"},   {"Driver", "driver"}, {"CUDA", "cuda"}, {"torch", "torch"},
-    {"Triton", "triton"}, {"nvcc", "nvcc"}, {"C++", "cxx"},       {"CPU", "cpu"},   {"Python", "python"},
-    {"Host", "host"},     {"GPU UUID", "gpu_uuid"}};
-
-// Whether a fact's difference makes timings incomparable: every fact (the hardware and the
-// software that builds or runs a kernel, whatever a run stage calls them) but where the job
-// ran (host, device, gpu_uuid: two identical machines or cards compare fine) and the OS
-// string.
-bool decides_timing(const std::string& fact);
-
-// One sentence per difference between the first strategy's environments and each other's,
-// e.g. "'b' was timed on gpu NVIDIA A100 ..., 'a' on NVIDIA H100 ...", and one per strategy
-// that recorded none; empty when all were judged alike.
+// One sentence per difference between the first strategy's environments and each other's
+// in a fact that decides timings (any but where the jobs ran), e.g. "'a' and 'b' were timed
+// with different gpu: X vs Y", and one per strategy that recorded none; empty when all were
+// judged alike.
 KFORGE_API std::vector<std::string> environment_mismatches(const std::vector<Metrics>& strategies);
 
 }  // namespace kforge

@@ -140,23 +140,25 @@ ExportInput load_export_input(const std::string& directory) {
   ExportInput input;
   input.strategy = latest->label;
   input.tasks = [store, series = latest->series](const std::function<void(const ExportTask&)>& visit) {
-    store->visit_tasks(series, true, [&](TaskJobs& task) {
-      ExportTask out{std::move(task.info), task.known, std::move(task.jobs), {}};
-      for (const CandidateRecord& c : task.candidates) {
-        // The job's final round, its last run-role verdict: ordered as recorded, a later
-        // verdict overwrites an earlier one.
-        nlohmann::json metrics = nlohmann::json::object();
-        for (const StageRecord& s : c.stages) {
-          if (s.role != to_string(KF_ROLE_RUN) || s.round != c.round) continue;
-          metrics = nlohmann::json::object();
-          for (const auto& [name, value] : s.metrics) metrics[name] = value;
-        }
-        out.metrics.push_back(std::move(metrics));
-      }
-      visit(out);
-    });
+    store->visit_tasks(series, true, [&](TaskJobs& task) { visit(export_task_of(task)); });
   };
   return input;
+}
+
+ExportTask export_task_of(TaskJobs& task) {
+  ExportTask out{std::move(task.info), task.known, std::move(task.jobs), {}};
+  for (const CandidateRecord& c : task.candidates) {
+    // The job's final round, its last run-role verdict: ordered as recorded, a later
+    // verdict overwrites an earlier one.
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const StageRecord& s : c.stages) {
+      if (s.role != to_string(KF_ROLE_RUN) || s.round != c.round) continue;
+      metrics = nlohmann::json::object();
+      for (const auto& [name, value] : s.metrics) metrics[name] = value;
+    }
+    out.metrics.push_back(std::move(metrics));
+  }
+  return out;
 }
 
 ExportInput export_input_of(Dataset data, std::map<std::pair<std::string, int>, nlohmann::json> run_metrics) {

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "report/candidates.hpp"
 #include "report/metrics.hpp"
 
 namespace kforge {
@@ -43,6 +44,10 @@ struct ExportTask {
   std::vector<JobOutcome> jobs;
   std::vector<nlohmann::json> metrics;  // one per job
 };
+
+// A task as the store gives it (with its candidates' verdicts) as an export reads it; moves
+// from `task`.
+ExportTask export_task_of(TaskJobs& task);
 
 // What an export reads: the strategy, and its tasks one at a time, as often as asked.
 struct ExportInput {

@@ -394,7 +394,7 @@ void HtmlWriter::begin() {
   out += fast_p_chart(m);
   if (m.pass_at_k.size() > 1) out += pass_at_k_chart(m);
   out += "</div>\n";
-  for (const Table& t : report_tables(m)) out += html_table(t);
+  for (const Table& t : report_tables(m, report_.section_tables)) out += html_table(t);
   out += tasks_.markup();
   out += "</main>\n<section id=\"detail-view\" hidden></section>\n";
   out_ << out;

@@ -1,7 +1,5 @@
 #include "report/metrics.hpp"
 
-#include <kforge/abi.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -20,20 +18,6 @@ void count(Share& share, bool hit) {
 std::optional<double> mean(double sum, uint64_t n) {
   if (n == 0) return std::nullopt;
   return sum / static_cast<double>(n);
-}
-
-// The well-known error classes of a run stage's comparison: the candidate's code ran to the
-// end and its outputs were compared.
-constexpr const char* kComparisonErrors[] = {KF_ERROR_SHAPE_MISMATCH, KF_ERROR_DTYPE_MISMATCH,
-                                             KF_ERROR_NUMERICAL_MISMATCH, KF_ERROR_CHEAT_DETECTED};
-
-// Whether the candidate's code ran to the end: it passed, or only the comparison of its
-// outputs failed it (KernelBenchX's call accuracy).
-bool ran_to_the_end(const JobOutcome& job) {
-  if (job.passed()) return true;
-  if (job.status != VerdictStatus::Fail) return false;
-  return std::any_of(std::begin(kComparisonErrors), std::end(kComparisonErrors),
-                     [&](const char* compared) { return job.error_class == compared; });
 }
 
 }  // namespace
@@ -103,12 +87,6 @@ struct GroupTally {
   uint64_t speedups = 0;
 };
 
-struct CategoryTally {
-  CategoryRates row;
-  double speedup_sum = 0;
-  uint64_t speedups = 0;
-};
-
 // The candidates' state after one fix round, summed over the candidates seen so far.
 struct RoundTally {
   uint64_t reached = 0;
@@ -153,7 +131,6 @@ std::vector<GroupMetrics> group_rows(std::map<std::string, GroupTally>& groups) 
 
 struct MetricsFold::State {
   Metrics m;
-  bool kernelbenchx = false;
   std::map<std::string, ModelMetrics> models;
   std::map<std::string, ErrorShare> errors;
   std::map<std::string, ErrorShare> not_judged;  // errors: no verdict on the candidate
@@ -161,7 +138,6 @@ struct MetricsFold::State {
   uint64_t with_model = 0;
   std::map<std::string, GroupTally> by_complexity;
   std::map<std::string, GroupTally> by_category;
-  std::map<std::string, CategoryTally> category_rates;
   // Round r of every candidate seen so far; `settled`: the candidates seen so far as they
   // stand after every later round (a candidate that ended keeps its final state), what a
   // round first reached by a later candidate starts from.
@@ -174,10 +150,7 @@ struct MetricsFold::State {
   EnvironmentTally environments;
 };
 
-MetricsFold::MetricsFold(std::string label, bool kernelbenchx) : state_(std::make_unique<State>()) {
-  state_->m.label = std::move(label);
-  state_->kernelbenchx = kernelbenchx;
-}
+MetricsFold::MetricsFold(std::string label) : state_(std::make_unique<State>()) { state_->m.label = std::move(label); }
 
 MetricsFold::~MetricsFold() = default;
 
@@ -220,19 +193,6 @@ TaskResult MetricsFold::add(const TaskInfo& task, const std::vector<JobOutcome>&
       s.model = job.model;
       ++s.chosen;
       count(s.passed, job.passed());
-    }
-
-    if (st.kernelbenchx && job.status != VerdictStatus::Error) {
-      const std::string name = or_none(task.category);
-      CategoryTally& c = st.category_rates[name];
-      c.row.name = name;
-      count(c.row.called, ran_to_the_end(job));
-      count(c.row.correct, job.passed());
-      if (job.passed() && job.speedup) {
-        count(c.row.faster, *job.speedup > 1.0);
-        c.speedup_sum += *job.speedup;
-        ++c.speedups;
-      }
     }
 
     // A round this candidate reaches first starts from the earlier candidates' final states.
@@ -310,10 +270,6 @@ Metrics MetricsFold::finish() {
 
   m.by_complexity = group_rows(st.by_complexity);
   m.by_category = group_rows(st.by_category);
-  for (auto& [name, c] : st.category_rates) {
-    c.row.mean_speedup = mean(c.speedup_sum, c.speedups);
-    m.category_rates.push_back(std::move(c.row));
-  }
   for (const GroupMetrics& g : m.by_complexity) m.complexity_classes.push_back(g.name);
 
   // Models, best first.
@@ -371,10 +327,7 @@ void for_each_task(const Dataset& data,
 }
 
 Metrics compute_metrics(const Dataset& data) {
-  const bool kernelbenchx = std::any_of(data.tasks.begin(), data.tasks.end(), [](const auto& item) {
-    return item.second.format == KF_TASK_FORMAT_KERNELBENCHX;
-  });
-  MetricsFold fold(data.label, kernelbenchx);
+  MetricsFold fold(data.label);
   for_each_task(data, [&](const TaskInfo& task, const std::vector<JobOutcome>& jobs) { fold.add(task, jobs); });
   fold.count_infra_retries(data.infra_retries, data.infra_retried_verdicts);
   return fold.finish();

@@ -70,16 +70,6 @@ struct GroupMetrics {
   std::optional<double> mean_speedup;  // arithmetic mean of the tasks' best speedups
 };
 
-// KernelBenchX's rates for one category, over the candidates with a verdict on them
-// (pass or fail; an error verdict blames the task, the harness or the machine instead).
-struct CategoryRates {
-  std::string name;        // "(none)" for tasks without a category
-  Share called;            // ran to the end: passed, or failed only by the comparison
-  Share correct;           // passed (execution accuracy)
-  Share faster;            // of the correct timed candidates: speedup above 1
-  std::optional<double> mean_speedup;  // arithmetic mean over the correct timed candidates
-};
-
 struct ErrorShare {
   std::string error_class;  // "(unclassified)" when the verdict had none
   uint64_t count = 0;
@@ -149,8 +139,6 @@ struct Metrics {
   std::vector<std::string> complexity_classes;  // sorted, the columns of by_complexity
   std::vector<GroupMetrics> by_complexity;
   std::vector<GroupMetrics> by_category;
-  // Only for task sets of format kernelbenchx (a task.format value), else empty.
-  std::vector<CategoryRates> category_rates;
   // Candidates judged wrong (final status fail), by final error class.
   std::vector<ErrorShare> errors;
   uint64_t failed_candidates = 0;
@@ -208,8 +196,7 @@ TaskResult task_result(const TaskInfo& task, const std::vector<JobOutcome>& jobs
 // tasks or jobs.
 class MetricsFold {
  public:
-  // `kernelbenchx`: the task set has that format (KernelBenchX's rates by category).
-  MetricsFold(std::string label, bool kernelbenchx);
+  explicit MetricsFold(std::string label);
   ~MetricsFold();
   MetricsFold(const MetricsFold&) = delete;
   MetricsFold& operator=(const MetricsFold&) = delete;

@@ -15,6 +15,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "report/export.hpp"
+#include "report/sections.hpp"
+
 namespace kforge {
 namespace {
 
@@ -102,18 +105,6 @@ Table group_table(const std::string& title, const std::string& first, const std:
   for (const GroupMetrics& g : groups) {
     t.rows.push_back({g.name, std::to_string(g.solved.total), compile_known ? share_cell(g.compiled) : "-",
                       share_cell(g.solved), format_speedup(g.mean_speedup)});
-  }
-  return t;
-}
-
-Table category_rates_table(const Metrics& m) {
-  Table t{"KernelBenchX rates by category",
-          "candidates with a verdict; call: ran to the end (passed, or failed only by the comparison); "
-          "execution: correct; faster: correct and timed faster than the reference",
-          {"Category", "Candidates", "Call accuracy", "Execution accuracy", "Faster", "Mean speedup"}, {}};
-  for (const CategoryRates& r : m.category_rates) {
-    t.rows.push_back({r.name, std::to_string(r.called.total), share_cell(r.called), share_cell(r.correct),
-                      share_cell(r.faster), format_speedup(r.mean_speedup)});
   }
   return t;
 }
@@ -270,7 +261,7 @@ class MarkdownWriter : public FormatWriter {
                           r.started_at, r.ended_at.empty() ? "-" : r.ended_at, r.status, r.kforge_version, r.host,
                           r.devices.empty() ? "" : ", devices " + r.devices);
     }
-    text += "\n" + render_markdown_tables(report_tables(report_.metrics));
+    text += "\n" + render_markdown_tables(report_tables(report_.metrics, report_.section_tables));
     markdown_heading(text, kTaskTable);
     out_ << text;
   }
@@ -347,7 +338,7 @@ std::optional<ReportFormat> parse_report_format(const std::string& name) {
   return std::nullopt;
 }
 
-Report load_report(const std::string& directory) {
+Report load_report(const std::string& directory, const Registry* plugins) {
   const std::shared_ptr<Store> store = open_store_read_only(directory);
   const std::optional<RunRecord> latest = store->latest_run();
   if (!latest) throw StoreError(fmt::format("'{}' holds no run yet: run `kforge run PIPELINE --out {}` first", directory, directory));
@@ -355,11 +346,22 @@ Report load_report(const std::string& directory) {
   Report report;
   report.directory = directory;
   report.runs = store->series_runs(series);
-  MetricsFold fold(latest->label, store->has_task_format(KF_TASK_FORMAT_KERNELBENCHX));
-  store->visit_tasks(series, false, [&](TaskJobs& task) { fold.add(task.info, task.jobs); });
+  MetricsFold fold(latest->label);
+  std::vector<const ReportSectionKind*> sections;
+  if (plugins != nullptr) {
+    sections = sections_for_run(*plugins, [&](const std::string& format) { return store->has_task_format(format); });
+  }
+  SectionsFold tables(sections, latest->label);
+  // The sections read what an exporter reads, the run stages' metrics too: the verdicts are
+  // read only for them.
+  store->visit_tasks(series, !tables.empty(), [&](TaskJobs& task) {
+    fold.add(task.info, task.jobs);
+    if (!tables.empty()) tables.add(export_task_of(task));
+  });
   const InfraRetries retried = store->infra_retries(series);
   fold.count_infra_retries(retried.retries, retried.verdicts);
   report.metrics = fold.finish();
+  report.section_tables = tables.finish();
   report.tasks = [store, series](bool verdicts, const ReportTaskVisitor& visit) {
     store->visit_tasks(series, verdicts, [&](TaskJobs& task) {
       visit(ReportTask{task_result(task.info, task.jobs), std::move(task.candidates)});
@@ -406,20 +408,20 @@ std::string format_number(std::optional<double> value) {
   return text;
 }
 
-std::vector<Table> report_tables(const Metrics& m) {
+std::vector<Table> report_tables(const Metrics& m, const std::vector<SectionTable>& sections) {
   std::vector<Table> tables{summary_table(m), models_table(m)};
   if (has_named(m.by_complexity)) {
     tables.push_back(model_complexity_table(m));
     tables.push_back(group_table("Complexity classes", "Class", m.by_complexity, m.compile_known));
   }
   if (has_named(m.by_category)) tables.push_back(group_table("Categories", "Category", m.by_category, m.compile_known));
-  if (!m.category_rates.empty()) tables.push_back(category_rates_table(m));
   if (!m.errors.empty()) tables.push_back(errors_table(m));
   if (!m.not_judged.empty()) tables.push_back(not_judged_table(m));
   if (!m.rounds.empty()) tables.push_back(rounds_table(m));
   tables.push_back(fast_p_table(m));
   if (!m.pass_at_k.empty()) tables.push_back(pass_at_k_table(m));
   if (!m.selection.empty()) tables.push_back(selection_table(m));
+  for (const SectionTable& s : sections) tables.push_back(s.table);
   if (!m.environments.empty()) tables.push_back(environment_table(m.environments));
   return tables;
 }
@@ -490,8 +492,9 @@ void JsonWriter::begin() {
   const Metrics& m = report_.metrics;
   json out;
   // docs/schemas/report.schema.json; 2 added "environments", 3 tasks' "best_timing", 4 the summary's
-  // infrastructure retries and "not_judged"
-  out["kforge_report"] = 4;
+  // infrastructure retries and "not_judged", 5 the report sections' "tables" in place of
+  // "category_rates" (a plugin's table now) and the environments' "placement"
+  out["kforge_report"] = 5;
   out["strategy"] = m.label;
   auto& runs = out["runs"] = json::array();
   for (const RunRecord& r : report_.runs) {
@@ -503,7 +506,7 @@ void JsonWriter::begin() {
   auto& environments = out["environments"] = json::array();
   for (const EnvironmentUse& use : m.environments) {
     json facts = use.facts;
-    environments.push_back({{"facts", std::move(facts)}, {"jobs", use.jobs}});
+    environments.push_back({{"facts", std::move(facts)}, {"placement", use.placement}, {"jobs", use.jobs}});
   }
   out["summary"] = {{"tasks", m.tasks},
                     {"solved", share_json(m.solved)},
@@ -536,11 +539,6 @@ void JsonWriter::begin() {
   }
   out["complexity"] = group_json(m.by_complexity);
   out["categories"] = group_json(m.by_category);
-  auto& rates = out["category_rates"] = json::array();
-  for (const CategoryRates& r : m.category_rates) {
-    rates.push_back({{"name", r.name}, {"called", share_json(r.called)}, {"correct", share_json(r.correct)},
-                     {"faster", share_json(r.faster)}, {"mean_speedup", optional_json(r.mean_speedup)}});
-  }
   auto& errors = out["errors"] = json::array();
   for (const ErrorShare& e : m.errors) errors.push_back({{"error_class", e.error_class}, {"count", e.count}, {"share", e.share}});
   auto& not_judged = out["not_judged"] = json::array();
@@ -559,6 +557,12 @@ void JsonWriter::begin() {
   auto& selection = out["selection"] = json::array();
   for (const SelectionRow& s : m.selection) {
     selection.push_back({{"model", s.model}, {"chosen", s.chosen}, {"share", s.share}, {"passed", share_json(s.passed)}});
+  }
+  auto& tables = out["tables"] = json::array();
+  for (const SectionTable& s : report_.section_tables) {
+    tables.push_back({{"section", s.section}, {"plugin", s.plugin}, {"title", s.table.title}, {"note", s.table.note},
+                      {"columns", s.table.columns}, {"rows", s.table.rows},
+                      {"data", s.data_json.empty() ? json(nullptr) : json::parse(s.data_json)}});
   }
   out["tasks"] = json::array();
   // The tasks follow, each as the whole document's dump would indent it; the text ends in

@@ -15,9 +15,12 @@
 
 #include "report/candidates.hpp"
 #include "report/metrics.hpp"
+#include "report/table.hpp"
 #include "run/store/store.hpp"
 
 namespace kforge {
+
+class Registry;
 
 enum class ReportFormat { Text, Markdown, Json, Html, Junit };
 
@@ -39,6 +42,7 @@ struct Report {
   std::string directory;
   std::vector<RunRecord> runs;  // the series the jobs come from, oldest first
   Metrics metrics;
+  std::vector<SectionTable> section_tables;  // the plugins' report sections' (sections.hpp)
   // Visits every task in task order; with each one's candidates and their verdicts when
   // `verdicts`. Unset: the report has no tasks.
   std::function<void(bool verdicts, const ReportTaskVisitor& visit)> tasks;
@@ -48,23 +52,18 @@ struct Report {
 };
 
 // The report of the latest series of runs in `directory` (its kforge.db, opened read-only
-// for as long as the report lives). Computes the metrics in one pass over the store.
-KFORGE_API Report load_report(const std::string& directory);
+// for as long as the report lives), with the tables of `plugins`' report sections for the
+// run (none without a registry). Computes the metrics and the sections' tables in one pass
+// over the store.
+KFORGE_API Report load_report(const std::string& directory, const Registry* plugins = nullptr);
 
 // The report of an in-memory series: its tasks without verdicts, no artifacts.
 Report report_of(const Dataset& data);
 
-// A titled table of display strings, rendered as text, Markdown or HTML.
-struct Table {
-  std::string title;
-  std::string note;  // what the numbers mean, one line
-  std::vector<std::string> columns;
-  std::vector<std::vector<std::string>> rows;
-};
-
-// The tables of seed 000 sections 5-6 and their KernelBench/KernelBenchX companions, in
-// report order; tables with nothing to say (no models named, no categories) are left out.
-KFORGE_API std::vector<Table> report_tables(const Metrics& m);
+// The tables of seed 000 sections 5-6 and their companions in report order, with the
+// report sections' tables (`sections`) before the Environment table; tables with nothing to
+// say (no models named, no categories) are left out.
+KFORGE_API std::vector<Table> report_tables(const Metrics& m, const std::vector<SectionTable>& sections = {});
 // Strategies side by side (seed 000 table 6.2) plus pass rate per complexity class.
 KFORGE_API Table comparison_table(const std::vector<Metrics>& strategies);
 

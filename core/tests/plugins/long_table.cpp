@@ -3,6 +3,8 @@
 // the fields it knows and leave the rest alone.
 #include <kforge/abi.h>
 
+#include <string>
+
 #include "counted_tasks.hpp"
 
 namespace {
@@ -15,6 +17,10 @@ struct FutureStageKind {
 };
 struct FutureSourceKind {
   kf_source_kind today;
+  const char* appended_text;
+};
+struct FutureReportSectionKind {
+  kf_report_section_kind today;
   const char* appended_text;
 };
 struct FutureDescriptor {
@@ -69,12 +75,38 @@ const FutureSourceKind kSource = {{sizeof(FutureSourceKind), "long.tasks", "Two 
 const kf_stage_kind* const kStages[] = {&kStage.today};
 const kf_source_kind* const kSources[] = {&kSource.today};
 
+// A report section written against today's host functions: one table, a row per task.
+int g_tasks = 0;
+kf_status section_create(const kf_host_api* host, void** instance, char*, size_t) {
+  g_host = host;
+  g_tasks = 0;
+  *instance = &g_tasks;
+  return KF_OK;
+}
+kf_status section_task(void* instance, const char*, size_t, char*, size_t) {
+  ++*static_cast<int*>(instance);
+  return KF_OK;
+}
+kf_status section_finish(void* instance, kf_report_output* out, char*, size_t) {
+  const char* columns[] = {"Tasks"};
+  const std::string count = std::to_string(*static_cast<int*>(instance));
+  const char* cells[] = {count.c_str()};
+  if (g_host->report_table(out, "Long tasks", nullptr, columns, 1, "[1]", 3) != KF_OK) return KF_ERROR;
+  return g_host->report_row(out, cells, 1);
+}
+const char* const kSectionFormats[] = {"long-format"};
+const FutureReportSectionKind kSection = {{sizeof(FutureReportSectionKind), "long.section", "A table from a newer header.",
+                                           kSectionFormats, 1, section_create, section_task, section_finish, destroy},
+                                          "appended"};
+const kf_report_section_kind* const kSections[] = {&kSection.today};
+
 }  // namespace
 
 extern "C" KF_EXPORT const kf_plugin_descriptor* kforge_plugin_entry(void) {
   counted_tasks::state.prefix = "new";
   counted_tasks::state.total = 2;
   static const FutureDescriptor descriptor = {
-      {KF_ABI_VERSION, sizeof(FutureDescriptor), "long", "9.1.0", kStages, 1, kSources, 1}, 0xffu};
+      {KF_ABI_VERSION, sizeof(FutureDescriptor), "long", "9.1.0", kStages, 1, kSources, 1, nullptr, 0, kSections, 1},
+      0xffu};
   return &descriptor.today;
 }

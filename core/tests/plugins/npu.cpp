@@ -14,6 +14,9 @@
 #define NPU_COMPILE "npu.compile"
 #define NPU_RUN "npu.run"
 #define NPU_FIX "npu.fix"
+// The names two of its kinds had before a rename (the registry finds them by these too).
+#define NPU_FORMER_TASKS "npu.graph_tasks"
+#define NPU_FORMER_FIX "npu.repair"
 #endif
 
 #include <atomic>
@@ -39,6 +42,7 @@ class Tasks : public kforge::sdk::Source {
  public:
   static constexpr const char* kName = NPU_TASKS;
   static constexpr const char* kDoc = "Tasks npu-0, npu-1, ...";
+  static std::vector<std::string> former_names() { return {NPU_FORMER_TASKS}; }
   static std::vector<Param> params() {
     return {Param{"count", KF_PARAM_INT, "3", false, "How many."}.at_least(0),
             {"format", KF_PARAM_STRING, "", false, "Their task.format."},
@@ -175,6 +179,7 @@ class Fix : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = NPU_FIX;
   static constexpr const char* kDoc = "Rewrites a failing candidate and leaves the diff.";
+  static std::vector<std::string> former_names() { return {NPU_FORMER_FIX}; }
   static constexpr kf_stage_role kRole = KF_ROLE_FIX;
   explicit Fix(const Config&) {}
   void process(Job& job) override {

@@ -1,13 +1,22 @@
-// A third-party exporter the engine has never heard of: `kforge export --format tally`
-// writes tally.csv, one row per task (id, format, jobs, passed, the outcomes), and
-// options.json, the options it was given. Options it takes: `title` (any JSON), and
-// `refuse` (text), which refuses the run with that text after it began to write, so a test
-// can show that a refused export leaves no file behind; `escape` writes outside its
-// directory, which the host must refuse.
+// A third-party plugin of a format the engine has never heard of.
+//
+// Its exporter: `kforge export --format tally` writes tally.csv, one row per task (id,
+// format, jobs, passed, the outcomes), and options.json, the options it was given. Options
+// it takes: `title` (any JSON), and `refuse` (text), which refuses the run with that text
+// after it began to write, so a test can show that a refused export leaves no file behind;
+// `escape` writes outside its directory, which the host must refuse.
+//
+// Its report sections: tally.outcomes adds "Tally: outcomes" (candidates per outcome, with
+// the counts as data) to every run's reports; tally.graph reports only on tasks of format
+// npu-graph ("Tally: graph tasks"). TALLY_SECTION_FAILS=create|task|finish makes
+// tally.outcomes fail there, so a test can show the rest of the report stands.
 #include <kforge/sdk.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -63,6 +72,61 @@ class Tally : public kforge::sdk::Exporter {
   std::string rows_;
 };
 
+// Throws when TALLY_SECTION_FAILS names `step`.
+void fail_at(const char* step) {
+  const char* fails = std::getenv("TALLY_SECTION_FAILS");
+  if (fails != nullptr && std::string(fails) == step) throw std::runtime_error(std::string("told to fail at ") + step);
+}
+
+class Outcomes : public kforge::sdk::ReportSection {
+ public:
+  static constexpr const char* kName = "tally.outcomes";
+  static constexpr const char* kDoc = "Tally: candidates per outcome";
+  Outcomes() { fail_at("create"); }
+
+  void task(std::string_view json) override {
+    fail_at("task");
+    for (size_t at = json.find("\"sample\":"); at != std::string_view::npos; at = json.find("\"sample\":", at + 1)) {
+      const std::string outcome = field(json, "outcome", at);
+      auto it = counts_.begin();
+      while (it != counts_.end() && it->first != outcome) ++it;
+      if (it == counts_.end()) it = counts_.insert(counts_.end(), {outcome, 0});
+      ++it->second;
+    }
+  }
+
+  void finish(kforge::sdk::ReportTables& tables) override {
+    fail_at("finish");
+    kforge::sdk::ReportTable table{"Tally: outcomes", "candidates per outcome, in order of first appearance",
+                                   {"Outcome", "Candidates"}, {}, "{"};
+    for (const auto& [outcome, count] : counts_) {
+      table.rows.push_back({outcome, std::to_string(count)});
+      table.data_json += (table.data_json.size() > 1 ? "," : "") + ("\"" + outcome + "\":" + std::to_string(count));
+    }
+    table.data_json += "}";
+    tables.add(table);
+  }
+
+ private:
+  std::vector<std::pair<std::string, int>> counts_;
+};
+
+class Graph : public kforge::sdk::ReportSection {
+ public:
+  static constexpr const char* kName = "tally.graph";
+  static constexpr const char* kDoc = "Tally: the npu-graph tasks";
+  static std::vector<std::string> task_formats() { return {"npu-graph"}; }
+  void task(std::string_view json) override { ids_.push_back(field(json, "id")); }
+  void finish(kforge::sdk::ReportTables& tables) override {
+    kforge::sdk::ReportTable table{"Tally: graph tasks", "", {"Task"}, {}, ""};
+    for (const std::string& id : ids_) table.rows.push_back({id});
+    tables.add(table);
+  }
+
+ private:
+  std::vector<std::string> ids_;
+};
+
 }  // namespace
 
-KFORGE_PLUGIN("tally", "1.0.0", Tally)
+KFORGE_PLUGIN("tally", "1.0.0", Tally, Outcomes, Graph)

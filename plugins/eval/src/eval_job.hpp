@@ -3,6 +3,7 @@
 #pragma once
 
 #include <kforge/abi.h>
+#include <kforge/eval/vocabulary.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -31,20 +32,16 @@ inline constexpr const char* kAttrRunTaskSizes = "run.task_sizes";
 // What judged the job: the harness server's ready-line "environment" (PROTOCOL.md), as JSON
 // (docs/reports.md#environment).
 inline constexpr const char* kAttrRunEnvironment = KF_KEY_RUN_ENVIRONMENT;
-// Task attributes the task source sets beyond the well-known KF_KEY_TASK_* ones.
-inline constexpr const char* kTaskSizes = "task.sizes";
-inline constexpr const char* kTaskSizeScale = "task.size_scale";
-inline constexpr const char* kTaskComplexityScore = "task.complexity_score";
-// The memory budget (MB) the harness fits the task's sizes into; 0 or absent: no fitting.
-inline constexpr const char* kTaskFitMemoryMb = "task.fit_memory_mb";
-// Candidate attributes candidates.files sets beyond code and language.
-inline constexpr const char* kCandidateFile = "candidate.file";
-inline constexpr const char* kCandidateTag = "candidate.tag";
+// The harness's environment fact that names which card of a model judged: where a job ran,
+// not what ran it, so the attribute lists it under KF_ENV_PLACEMENT.
+inline constexpr const char* kEnvironmentCard = "gpu_uuid";
+// The task and candidate attributes task sources and candidate stages set for these
+// stages are kforge/eval/vocabulary.hpp's (kTaskSizes, ...).
 
 struct EvalJob {
   std::string task_id;
   std::string task_path;
-  std::string task_format = "kernelbench-torch";
+  std::string task_format = kFormatKernelBenchTorch;
   nlohmann::json task_sizes = nlohmann::json::object();
   double task_size_scale = 1.0;
   double task_fit_memory_mb = 0;

@@ -1,5 +1,6 @@
 #include "harness_pool.hpp"
 
+#include "eval_job.hpp"
 #include "python_env.hpp"
 
 #include <kforge/abi.h>
@@ -15,14 +16,14 @@
 namespace kforge::eval {
 
 std::string normalise_device(const std::string& device) {
-  static const std::regex pattern(R"(^(cpu|cuda|npu)(?::(\d+))?$)");
+  static const std::regex pattern(device_pattern());
   std::smatch match;
   if (!std::regex_match(device, match, pattern)) {
     throw std::invalid_argument("unknown device '" + device + "': use cpu, cuda:N or npu:N");
   }
-  if (match[1] == "cpu") {
+  if (match[1] == kDeviceCpu) {
     if (match[2].matched) throw std::invalid_argument("device 'cpu' takes no index (got '" + device + "')");
-    return "cpu";
+    return kDeviceCpu;
   }
   return match[1].str() + ":" + (match[2].matched ? match[2].str() : "0");
 }
@@ -142,7 +143,7 @@ std::string HarnessPool::judge_identity() {
     // cluster's nodes).
     if (ready.contains("environment") && ready["environment"].is_object()) {
       ready["environment"].erase("host");
-      ready["environment"].erase("gpu_uuid");
+      ready["environment"].erase(kEnvironmentCard);
     }
     return ready.dump();
   };
@@ -207,7 +208,7 @@ std::optional<double> HarnessPool::budget_mb(const std::string& gate) const {
   std::optional<double> total;
   if (memory.memory_gb > 0) {
     total = memory.memory_gb * 1024;
-  } else if (device != "cpu") {
+  } else if (device != kDeviceCpu) {
     total = device_gate(gate).memory_mb().value_or(0);
   }
   if (!total) return std::nullopt;
@@ -247,7 +248,7 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
     if (const double peak = metric_or(response, "task_peak_mb", -1); peak >= 0 && !task.empty()) {
       gate.record_need(task, peak);
     }
-    if (const double memory = metric_or(response, "device_memory_mb", 0); memory > 0 && device != "cpu") {
+    if (const double memory = metric_or(response, "device_memory_mb", 0); memory > 0 && device != kDeviceCpu) {
       gate.record_memory(memory);
     }
     gate.leave(*pass);

@@ -7,6 +7,7 @@
 #include "device_gate.hpp"
 #include "harness_client.hpp"
 
+#include <kforge/eval/vocabulary.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -29,7 +30,7 @@ std::string normalise_device(const std::string& device);
 struct HarnessSettings {
   std::string python = "auto";
   std::string harness_dir;            // empty: locate_harness_dir's search
-  std::vector<std::string> devices = {"cpu"};
+  std::vector<std::string> devices = {kDeviceCpu};
   std::string mode = "fork";
   int max_children = 0;               // 0: one per CPU core, at most 8
   double start_timeout_seconds = 120;

@@ -193,9 +193,16 @@ json harness_request(const std::string& action, const EvalJob& job, const std::s
 
 namespace {
 
+// The run.environment attribute of a server's environment: its facts, with the one that
+// says which card judged listed as placement (kforge/abi.h, KF_ENV_PLACEMENT).
+std::string environment_attribute(json environment) {
+  if (environment.contains(kEnvironmentCard)) environment[KF_ENV_PLACEMENT] = json::array({kEnvironmentCard});
+  return environment.dump();
+}
+
 std::string language_of(const EvalJob& job, const std::string& fixed) {
   if (!fixed.empty()) return fixed;
-  return job.language.empty() ? std::string("python") : job.language;
+  return job.language.empty() ? std::string(kLanguagePython) : job.language;
 }
 
 }  // namespace
@@ -221,7 +228,7 @@ TritonCompileStage::TritonCompileStage(std::shared_ptr<HarnessPool> pool, ChildL
 
 StageResult TritonCompileStage::process(const EvalJob& job) const {
   if (!job.code) return StageResult::fail(KF_ERROR_NO_CANDIDATE, "the job has no candidate.code to compile");
-  const json request = harness_request("compile", job, "triton", limits_);
+  const json request = harness_request("compile", job, kLanguageTriton, limits_);
   return result_from_response(pool_->call(request, DeviceUse::Shared, call_budget(job, limits_), admission_key(job)));
 }
 
@@ -274,7 +281,9 @@ StageResult RunStage::process(const EvalJob& job) const {
   StageResult result = result_from_response(response);
   if (!response.device.empty()) result.attributes.emplace_back(kAttrRunDevice, response.device);
   if (!response.task_sizes.empty()) result.attributes.emplace_back(kAttrRunTaskSizes, response.task_sizes.dump());
-  if (response.environment.is_object()) result.attributes.emplace_back(kAttrRunEnvironment, response.environment.dump());
+  if (response.environment.is_object()) {
+    result.attributes.emplace_back(kAttrRunEnvironment, environment_attribute(response.environment));
+  }
   if (!note.empty()) result.log_tail = note + result.log_tail;
   return result;
 }

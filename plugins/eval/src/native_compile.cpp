@@ -503,7 +503,7 @@ CppCompileStage::CppCompileStage(Options options, std::shared_ptr<HarnessPool> e
 
 StageResult CppCompileStage::process(const EvalJob& job) const {
   StageResult failure;
-  const auto source = extracted_source(job, kAttrCppSource, "cpp_source", "cpp", extractor_.get(),
+  const auto source = extracted_source(job, kAttrCppSource, "cpp_source", kLanguageCpp, extractor_.get(),
                                        options_.check_limits, failure);
   if (!source) return failure;
   std::string compiler;
@@ -519,7 +519,7 @@ StageResult CppCompileStage::process(const EvalJob& job) const {
   build.source_name = "candidate.cpp";
   build.source_text = *source;
   build.artifact_suffix = ".so";
-  build.cache_dir = resolve_cache_dir(options_.cache_dir, "cpp");
+  build.cache_dir = resolve_cache_dir(options_.cache_dir, kLanguageCpp);
   build.timeout_seconds = options_.timeout_seconds;
   build.seconds_left = job.seconds_left;
   build.cancelled = job.cancelled;
@@ -539,7 +539,7 @@ CudaCompileStage::CudaCompileStage(Options options, std::shared_ptr<HarnessPool>
 
 StageResult CudaCompileStage::process(const EvalJob& job) const {
   StageResult failure;
-  const auto source = extracted_source(job, kAttrCudaSource, "cuda_source", "cuda", extractor_.get(),
+  const auto source = extracted_source(job, kAttrCudaSource, "cuda_source", kLanguageCuda, extractor_.get(),
                                        options_.check_limits, failure);
   if (!source) return failure;
   std::string nvcc;
@@ -577,7 +577,7 @@ StageResult CudaCompileStage::process(const EvalJob& job) const {
     build.source_text = *source;
   }
   build.artifact_suffix = ".o";
-  build.cache_dir = resolve_cache_dir(options_.cache_dir, "cuda");
+  build.cache_dir = resolve_cache_dir(options_.cache_dir, kLanguageCuda);
   build.timeout_seconds = options_.timeout_seconds;
   build.seconds_left = job.seconds_left;
   build.cancelled = job.cancelled;

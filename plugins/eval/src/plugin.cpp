@@ -1,8 +1,7 @@
-// The kforge_eval plugin: the task source tasks.kernelbench, the stage candidates.files,
-// and the evaluation stages eval.check (L1), eval.compile.cpp / .triton / .cuda (L2) and
-// eval.run (L3). The logic lives in kforge_eval_lib; this file maps stage parameters and
-// job keys onto it.
-#include "candidates.hpp"
+// The kforge_eval plugin: the evaluation stages eval.check (L1), eval.compile.cpp /
+// .triton / .cuda (L2) and eval.run (L3). The logic lives in kforge_eval_lib; this file maps
+// stage parameters and job keys onto it. The tasks and candidates they judge come from other
+// plugins (plugins/kernelbench), in the words of kforge/eval/vocabulary.hpp.
 #include "eval_job.hpp"
 #include "harness_pool.hpp"
 #include "harness_stages.hpp"
@@ -10,10 +9,8 @@
 #include "python_env.hpp"
 #include "rules_file.hpp"
 #include "sandbox_policy.hpp"
-#include "tasks.hpp"
 #include "toolchain.hpp"
 
-#include <kforge/bounded_file.hpp>
 #include <kforge/sdk.hpp>
 
 #include <unistd.h>
@@ -187,7 +184,7 @@ void check_harness_environment(const eval::HarnessSettings& settings) {
     // A device of this host that the harness cannot use ends the run before its first
     // job, as a missing compiler does (a Slurm step's devices are on its node, not here).
     for (const std::string& device : settings.devices) {
-      if (device != "cpu") eval::check_device(python, harness_dir, device);
+      if (device != eval::kDeviceCpu) eval::check_device(python, harness_dir, device);
     }
     return;
   }
@@ -223,7 +220,7 @@ void read_launcher(const Config& cfg, eval::HarnessSettings& settings) {
                                 "device (each server's own: cuda:0 is its step's first GPU) and servers: N");
   }
   eval::SlurmLaunch slurm;
-  slurm.gpus = cfg.string("device").starts_with("cuda") ? static_cast<int>(cfg.integer("gpus_per_server")) : 0;
+  slurm.gpus = cfg.string("device").starts_with(eval::kDeviceCuda) ? static_cast<int>(cfg.integer("gpus_per_server")) : 0;
   slurm.cpus = static_cast<int>(cfg.integer("cpus_per_server"));
   slurm.partition = cfg.string("slurm_partition");
   slurm.account = cfg.string("slurm_account");
@@ -308,7 +305,7 @@ eval::EvalJob read_job(const Job& job) {
   eval::EvalJob data;
   data.task_id = job.get_or(KF_KEY_TASK_ID);
   data.task_path = job.get_or(KF_KEY_TASK_PATH);
-  data.task_format = job.get_or(KF_KEY_TASK_FORMAT, "kernelbench-torch");
+  data.task_format = job.get_or(KF_KEY_TASK_FORMAT, eval::kFormatKernelBenchTorch);
   if (auto sizes = job.get(eval::kTaskSizes)) {
     auto parsed = nlohmann::json::parse(*sizes, nullptr, false);
     if (parsed.is_object()) data.task_sizes = parsed;
@@ -343,140 +340,6 @@ void write_result(Job& job, const eval::StageResult& result) {
   }
 }
 
-// ---- tasks.kernelbench ----
-
-class KernelBenchTasks : public kforge::sdk::Source {
- public:
-  static constexpr const char* kName = "tasks.kernelbench";
-  static constexpr const char* kDoc =
-      "KernelBench-format task files (class Model, get_inputs(), get_init_inputs()) from a directory, as "
-      "they are, with metadata from an optional manifest beside them; with format kernelbenchx, KernelBenchX/"
-      "TritonBench files (a function, a '#' separator line, test code) from the directory and its category "
-      "folders (the folder is the category). Sets task.id/name/path/source/level/category/complexity/"
-      "complexity_score/format/sizes/size_scale/fit_memory_mb.";
-  static std::vector<Param> params() {
-    return {{"path", KF_PARAM_STRING, nullptr, true, "Directory of task files (relative to the pipeline file)."},
-            {"manifest", KF_PARAM_STRING, "manifest.yaml", false,
-             "Metadata file in path (file, id, name, level, category, complexity, format, sizes.small/full); "
-             "optional when left at its default."},
-            Param{"profile", KF_PARAM_STRING, "small", false, "Which manifest sizes apply: small (CPU, CI) or full (GPU)."}
-                .one_of({"small", "full"}),
-            Param{"size_scale", KF_PARAM_FLOAT, "1.0", false,
-                  "Factor for every module-level integer size >= 16 of tasks that have no sizes for the profile "
-                  "(e.g. 0.01 to run KernelBench's GPU sizes on a CPU)."}
-                .above(0),
-            Param{"fit_memory_mb", KF_PARAM_FLOAT, "0", false,
-                  "Memory budget (MB) the harness shrinks each task's sizes to, keeping the task valid, for tasks "
-                  "that have no sizes for the profile (after size_scale); 0: off."}
-                .at_least(0),
-            {"include", KF_PARAM_STRING_LIST, "[]", false, "Task ids or glob patterns to keep; empty: all."},
-            {"with_candidates", KF_PARAM_STRING, "", false,
-             "Keep only tasks that have a candidate file in this directory (named as candidates.files "
-             "expects; relative to the pipeline file); empty: all tasks."},
-            Param{"limit", KF_PARAM_INT, "0", false, "At most this many tasks (after include and with_candidates); 0: all."}
-                .at_least(0),
-            Param{"format", KF_PARAM_STRING, "kernelbench-torch", false,
-                  "Format of tasks the manifest does not describe: kernelbench-torch, kernelbench-numpy, "
-                  "kernelbench-mindspore or kernelbenchx (then also the files of path's category folders)."}
-                .one_of({"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore", "kernelbenchx"})};
-  }
-
-  explicit KernelBenchTasks(const Config& cfg) {
-    eval::TaskListOptions options;
-    options.dir = cfg.path("path");
-    options.manifest = cfg.string("manifest");
-    options.profile = cfg.string("profile");
-    options.size_scale = cfg.number("size_scale");
-    options.fit_memory_mb = cfg.number("fit_memory_mb");
-    options.include = cfg.list("include");
-    options.with_candidates_in = cfg.path("with_candidates");
-    options.limit = cfg.integer("limit");
-    options.format = cfg.string("format");
-    tasks_ = eval::list_tasks(options);
-  }
-
-  bool next(kforge::sdk::Task& task) override {
-    if (next_ >= tasks_.size()) return false;
-    const eval::TaskEntry& entry = tasks_[next_++];
-    std::string why;
-    const std::optional<std::string> source = kforge::read_bounded_file(entry.path, eval::kMaxTaskFileBytes, why);
-    if (!source) throw std::runtime_error("cannot read task file " + entry.path + ": " + why);
-    task.set(KF_KEY_TASK_ID, entry.id);
-    task.set(KF_KEY_TASK_NAME, entry.name);
-    task.set(KF_KEY_TASK_PATH, entry.path);
-    task.set(KF_KEY_TASK_SOURCE, *source);
-    task.set_number(KF_KEY_TASK_LEVEL, entry.level);
-    task.set(KF_KEY_TASK_CATEGORY, entry.category);
-    task.set(KF_KEY_TASK_COMPLEXITY, entry.complexity);
-    task.set_number(eval::kTaskComplexityScore, entry.complexity_score);
-    task.set(KF_KEY_TASK_FORMAT, entry.format);
-    task.set(eval::kTaskSizes, entry.sizes.dump());
-    task.set_number(eval::kTaskSizeScale, entry.size_scale);
-    task.set_number(eval::kTaskFitMemoryMb, entry.fit_memory_mb);
-    return true;
-  }
-  std::optional<uint64_t> count() const override { return tasks_.size(); }
-
- private:
-  std::vector<eval::TaskEntry> tasks_;
-  size_t next_ = 0;
-};
-
-// ---- candidates.files ----
-
-class FileCandidates : public kforge::sdk::Stage {
- public:
-  static constexpr const char* kName = "candidates.files";
-  static constexpr kf_stage_role kRole = KF_ROLE_GENERATE;
-  static constexpr const char* kDoc =
-      "Takes each job's candidate code from a directory: sample n of a task is the n-th of <task file>, "
-      "<stem>.1.py, <stem>.2.py, ..., <tag>__<task file> (sorted by tag). Sets candidate.code, "
-      "candidate.language, candidate.file and candidate.tag; fails with no_candidate when there is none.";
-  static std::vector<Param> params() {
-    return {{"dir", KF_PARAM_STRING, nullptr, true, "Directory of candidate files (relative to the pipeline file)."},
-            Param{"language", KF_PARAM_STRING, nullptr, true, "Language of the candidates: cpp, triton, cuda or python."}
-                .one_of({"cpp", "triton", "cuda", "python"})};
-  }
-  explicit FileCandidates(const Config& cfg) : dir_(cfg.path("dir")), language_(cfg.string("language")) {
-    if (language_ != "cpp" && language_ != "triton" && language_ != "cuda" && language_ != "python") {
-      throw std::invalid_argument("language must be cpp, triton, cuda or python, got '" + language_ + "'");
-    }
-    // A missing or empty directory would fail every job with no_candidate: refused before any runs.
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir_, ec)) {
-      throw std::invalid_argument("dir '" + dir_ + "' is not a directory" + (ec ? " (" + ec.message() + ")" : "") +
-                                  ": give the directory that holds the candidate files");
-    }
-    bool any_file = false;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-      if (entry.is_regular_file(ec)) {
-        any_file = true;
-        break;
-      }
-    }
-    if (!any_file) throw std::invalid_argument("dir '" + dir_ + "' holds no candidate files");
-  }
-  void process(Job& job) override {
-    const int sample = static_cast<int>(job.number(KF_KEY_CANDIDATE_SAMPLE).value_or(0));
-    std::string why;
-    const auto file = eval::candidate_for_sample(dir_, job.get_or(KF_KEY_TASK_PATH), job.get_or(KF_KEY_TASK_ID),
-                                                 sample, why);
-    if (!file) return job.fail(KF_ERROR_NO_CANDIDATE, why);
-    // The candidate's own file: one that cannot be a program (a FIFO, 10 GB) is its failure.
-    const std::optional<std::string> code = kforge::read_bounded_file(file->path, eval::kMaxTaskFileBytes, why);
-    if (!code) return job.fail(KF_ERROR_NO_CANDIDATE, "cannot read candidate file " + file->path + ": " + why);
-    job.set(KF_KEY_CANDIDATE_CODE, *code);
-    job.set(KF_KEY_CANDIDATE_LANGUAGE, language_);
-    job.set(eval::kCandidateFile, file->path);
-    if (!file->tag.empty()) job.set(eval::kCandidateTag, file->tag);
-    job.pass();
-  }
-
- private:
-  std::string dir_;
-  std::string language_;
-};
-
 // ---- eval.check ----
 
 class Check : public kforge::sdk::Stage {
@@ -489,10 +352,12 @@ class Check : public kforge::sdk::Stage {
       "extracted sources to job attributes check.cpp_source / check.cuda_source.";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
-    auto params = concat(server_params("cpu"), limit_params("60"));
+    auto params = concat(server_params(eval::kDeviceCpu), limit_params("60"));
+    std::vector<std::string> languages{""};
+    languages.insert(languages.end(), std::begin(eval::kLanguages), std::end(eval::kLanguages));
     params.push_back(Param{"language", KF_PARAM_STRING, "", false,
-                           "Rules for which language (cpp, triton, cuda, python); empty: the job's candidate.language."}
-                         .one_of({"", "cpp", "triton", "cuda", "python"}));
+                           "Rules for which language (triton, cpp, cuda, python); empty: the job's candidate.language."}
+                         .one_of(languages));
     params.push_back({"rules", KF_PARAM_STRING, "", false,
                       "Extra rules YAML (relative to the pipeline file), on top of the built-in ones."});
     return params;
@@ -699,7 +564,7 @@ class Run : public kforge::sdk::Stage {
       "time it waited for its device: a timing run has it alone).";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
-    auto params = concat(concat(server_params("cpu"), limit_params("60")), admission_params());
+    auto params = concat(concat(server_params(eval::kDeviceCpu), limit_params("60")), admission_params());
     const std::vector<Param> own = {
         Param{"trials", KF_PARAM_INT, "5", false, "Correctness trials, each with fresh inputs."}.at_least(1),
         {"seed", KF_PARAM_INT, nullptr, false,
@@ -762,4 +627,4 @@ class Run : public kforge::sdk::Stage {
 
 }  // namespace
 
-KFORGE_PLUGIN("eval", KFORGE_EVAL_VERSION, KernelBenchTasks, FileCandidates, Check, CompileCpp, CompileTriton, CompileCuda, Run)
+KFORGE_PLUGIN("eval", KFORGE_EVAL_VERSION, Check, CompileCpp, CompileTriton, CompileCuda, Run)

@@ -2,6 +2,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <kforge/eval/vocabulary.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <kforge/bounded_file.hpp>
@@ -632,7 +633,7 @@ const RulesGrammar& rules_grammar() {
       {"string_pattern"},
       {"module", "candidate", "forward"},
       {"error", "warning"},
-      {"triton", "cpp", "cuda", "python"}};
+      {std::begin(kLanguages), std::end(kLanguages)}};
   return grammar;
 }
 

@@ -23,7 +23,7 @@ cands=$repo/plugins/eval/harness/tests/data/candidates
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Candidates named as candidates.files expects: <task file>, then <stem>.N.py.
+# Candidates named as kernelbench.candidate_files expects: <task file>, then <stem>.N.py.
 mkdir -p "$work/good" "$work/oom"
 for task in relu broken_asserts_size broken_get_inputs broken_import broken_none_output \
             grouped_conv windowed_attention too_big; do

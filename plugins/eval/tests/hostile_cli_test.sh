@@ -16,7 +16,7 @@ cands=$repo/plugins/eval/harness/tests/data/candidates
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Candidates named as candidates.files expects: <task file>, then <stem>.N.py.
+# Candidates named as kernelbench.candidate_files expects: <task file>, then <stem>.N.py.
 mkdir -p "$work/candidates"
 cp "$cands/python_relu.py" "$work/candidates/relu.py"
 n=1

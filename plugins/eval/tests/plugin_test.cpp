@@ -57,48 +57,9 @@ TEST(Plugin, DeclaresItsKinds) {
       EXPECT_EQ(plugin->stages[i]->flags, KF_STAGE_WAITS | KF_STAGE_CACHEABLE) << plugin->stages[i]->name;
     }
   }
-  EXPECT_EQ(stages, (std::set<std::string>{"candidates.files", "eval.check", "eval.compile.cpp", "eval.compile.cuda",
-                                           "eval.compile.triton", "eval.run"}));
-  ASSERT_EQ(plugin->source_count, 1u);
-  EXPECT_STREQ(plugin->sources[0]->name, "tasks.kernelbench");
-  EXPECT_NE(plugin->sources[0]->count, nullptr);
-}
-
-TEST(Plugin, TaskSourceEmitsTheBundledSuite) {
-  SourceUnderTest source("tasks.kernelbench", {{"path", "kernelbench-mini"}}, repo_dir() + "/examples");
-  ASSERT_EQ(source.create_error(), "");
-  const std::optional<uint64_t> count = source.count();
-  const auto tasks = source.drain();
-  EXPECT_EQ(count, std::optional<uint64_t>(tasks.size()));
-  ASSERT_GE(tasks.size(), 40u);
-  const TestTask& relu = tasks.front();
-  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_ID), "001_relu");
-  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_COMPLEXITY), "C1");
-  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_CATEGORY), "Activation");
-  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_FORMAT), "kernelbench-torch");
-  EXPECT_NE(relu.strings.at(KF_KEY_TASK_SOURCE).find("class Model"), std::string::npos);
-  EXPECT_EQ(json::parse(relu.strings.at("task.sizes")), (json{{"batch_size", 16}, {"dim", 4096}}));
-  EXPECT_EQ(relu.numbers.at(KF_KEY_TASK_LEVEL), 1);
-  EXPECT_EQ(relu.numbers.at("task.size_scale"), 1.0);
-  EXPECT_GT(relu.numbers.at("task.complexity_score"), 0);
-  EXPECT_EQ(relu.strings.at(KF_KEY_TASK_PATH).front(), '/');
-
-  SourceUnderTest limited("tasks.kernelbench", {{"path", examples_dir()}, {"include", {"04*"}}, {"limit", 3}});
-  EXPECT_EQ(limited.count(), std::optional<uint64_t>(3));
-  SourceUnderTest missing("tasks.kernelbench", {{"path", "no-such-dir"}}, repo_dir());
-  EXPECT_NE(missing.create_error().find("no-such-dir"), std::string::npos) << missing.create_error();
-}
-
-TEST(Plugin, TaskSourceSetsTheFitBudgetWhereTheProfileGivesNoSizes) {
-  SourceUnderTest fitted("tasks.kernelbench", {{"path", "harness/tests/data/tasks/fit"}, {"fit_memory_mb", 256}},
-                         repo_dir() + "/plugins/eval");
-  ASSERT_EQ(fitted.create_error(), "");
-  const auto tasks = fitted.drain();
-  ASSERT_FALSE(tasks.empty());
-  for (const TestTask& task : tasks) EXPECT_EQ(task.numbers.at("task.fit_memory_mb"), 256);
-  SourceUnderTest profiled("tasks.kernelbench", {{"path", "kernelbench-mini"}, {"fit_memory_mb", 256}},
-                           repo_dir() + "/examples");
-  EXPECT_EQ(profiled.drain().front().numbers.at("task.fit_memory_mb"), 0);  // 001_relu has small sizes
+  EXPECT_EQ(stages, (std::set<std::string>{"eval.check", "eval.compile.cpp", "eval.compile.cuda", "eval.compile.triton",
+                                           "eval.run"}));
+  EXPECT_EQ(plugin->source_count, 0u) << "the tasks it judges are other plugins' (plugins/kernelbench)";
 }
 
 TestJob job_for_task(const std::string& id, int sample = 0) {
@@ -108,42 +69,16 @@ TestJob job_for_task(const std::string& id, int sample = 0) {
     job.strings[KF_KEY_TASK_ID] = task.id;
     job.strings[KF_KEY_TASK_PATH] = task.path;
     job.strings[KF_KEY_TASK_FORMAT] = task.format;
-    job.strings["task.sizes"] = task.sizes.dump();
-    job.numbers["task.size_scale"] = task.size_scale;
+    job.strings[kTaskSizes] = task.sizes.dump();
+    job.numbers[kTaskSizeScale] = task.size_scale;
     job.numbers[KF_KEY_CANDIDATE_SAMPLE] = sample;
     return job;
   }
   throw std::invalid_argument(id);
 }
 
-TEST(Plugin, FileCandidatesSetCodeOrFailWithNoCandidate) {
-  StageUnderTest files("candidates.files", {{"dir", "candidates/cpp"}, {"language", "cpp"}}, examples_dir());
-  ASSERT_EQ(files.create_error(), "");
-  TestJob second = job_for_task("001_relu", 1);
-  EXPECT_EQ(files.process(second), "");
-  EXPECT_EQ(second.verdict.status, KF_VERDICT_PASS);
-  EXPECT_EQ(second.strings.at(KF_KEY_CANDIDATE_LANGUAGE), "cpp");
-  EXPECT_EQ(second.strings.at("candidate.file"), examples_dir() + "/candidates/cpp/001_relu.1.py");
-  EXPECT_EQ(second.strings.at(KF_KEY_CANDIDATE_CODE), read_file(examples_dir() + "/candidates/cpp/001_relu.1.py"));
-
-  TestJob missing = job_for_task("001_relu", 7);
-  EXPECT_EQ(files.process(missing), "");
-  EXPECT_EQ(missing.verdict.status, KF_VERDICT_FAIL);
-  EXPECT_EQ(missing.verdict.error_class, KF_ERROR_NO_CANDIDATE);
-  EXPECT_EQ(missing.strings.count(KF_KEY_CANDIDATE_CODE), 0u);
-
-  StageUnderTest broken("candidates.files", {{"dir", "candidates/broken"}, {"language", "cpp"}}, examples_dir());
-  TestJob tagged = job_for_task("001_relu", 0);
-  broken.process(tagged);
-  EXPECT_EQ(tagged.strings.at("candidate.tag"), "compile_error");
-
-  StageUnderTest bad("candidates.files", {{"dir", "x"}, {"language", "fortran"}});
-  EXPECT_NE(bad.create_error().find("fortran"), std::string::npos);
-}
-
 TEST(Plugin, CppLadderThroughTheAbi) {
   KFORGE_REQUIRE_TORCH();
-  StageUnderTest files("candidates.files", {{"dir", "candidates/cpp"}, {"language", "cpp"}}, examples_dir());
   StageUnderTest check("eval.check", harness_params());
   json compile_params = harness_params();
   compile_params.erase("max_children");  // compile.cpp runs no device server of its own
@@ -153,7 +88,9 @@ TEST(Plugin, CppLadderThroughTheAbi) {
   for (StageUnderTest* stage : {&check, &compile, &run}) ASSERT_EQ(stage->create_error(), "");
 
   TestJob job = job_for_task("019_softmax");
-  for (StageUnderTest* stage : {&files, &check, &compile, &run}) {
+  job.strings[KF_KEY_CANDIDATE_CODE] = read_file(examples_dir() + "/candidates/cpp/019_softmax.py");
+  job.strings[KF_KEY_CANDIDATE_LANGUAGE] = kLanguageCpp;
+  for (StageUnderTest* stage : {&check, &compile, &run}) {
     job.next_stage();
     ASSERT_EQ(stage->process(job), "");
     ASSERT_TRUE(job.verdict.given);

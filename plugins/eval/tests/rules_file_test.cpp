@@ -21,22 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Runs `script` under the test interpreter, with `input` as JSON on its stdin; its stdout.
-std::string run_python(const std::string& script, const json& input) {
-  const std::string dir = testing::fresh_temp_dir("rules-python");
-  testing::write_file(dir + "/script.py", script);
-  testing::write_file(dir + "/input.json", input.dump());
-  const std::string command = testing::test_python() + " " + dir + "/script.py < " + dir + "/input.json 2>&1";
-  std::string output;
-  if (FILE* pipe = ::popen(command.c_str(), "r")) {
-    char buffer[4096];
-    size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-    ::pclose(pipe);
-  }
-  fs::remove_all(dir);
-  return output;
-}
+using testing::run_python;
 
 // Patterns Python's `re` and the C++ check must judge alike: the usual ones, and the
 // mistakes and edges where Python's syntax and PCRE2's differ.

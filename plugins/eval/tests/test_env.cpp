@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -73,9 +74,9 @@ HarnessSettings test_harness_settings(int max_children) {
 
 const std::vector<TaskEntry>& bundled_tasks() {
   static const std::vector<TaskEntry> tasks = [] {
-    TaskListOptions options;
+    kernelbench::TaskListOptions options;
     options.dir = examples_dir();
-    return list_tasks(options);
+    return kernelbench::list_tasks(options);
   }();
   return tasks;
 }
@@ -94,6 +95,22 @@ EvalJob bundled_task_job(const std::string& id, std::optional<std::string> code,
     return job;
   }
   throw std::invalid_argument("no bundled task " + id);
+}
+
+std::string run_python(const std::string& script, const nlohmann::json& input) {
+  const std::string dir = fresh_temp_dir("python");
+  write_file(dir + "/script.py", script);
+  write_file(dir + "/input.json", input.dump());
+  const std::string command = test_python() + " " + dir + "/script.py < " + dir + "/input.json 2>&1";
+  std::string output;
+  if (FILE* pipe = ::popen(command.c_str(), "r")) {
+    char buffer[4096];
+    size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+    ::pclose(pipe);
+  }
+  fs::remove_all(dir);
+  return output;
 }
 
 }  // namespace kforge::eval::testing

@@ -7,8 +7,14 @@
 #include "tasks.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
+
+namespace kforge::eval {
+// The bundled suite is listed by the plugin that reads it (plugins/kernelbench).
+using kernelbench::TaskEntry;
+}  // namespace kforge::eval
 
 namespace kforge::eval::testing {
 
@@ -35,6 +41,10 @@ HarnessSettings test_harness_settings(int max_children = 2);
 EvalJob bundled_task_job(const std::string& id, std::optional<std::string> code = std::nullopt,
                          const std::string& language = "cpp");
 const std::vector<TaskEntry>& bundled_tasks();
+
+// Runs `script` under the test interpreter, with `input` as JSON on its stdin; its stdout
+// and stderr.
+std::string run_python(const std::string& script, const nlohmann::json& input);
 
 }  // namespace kforge::eval::testing
 

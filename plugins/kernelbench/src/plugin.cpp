@@ -1,15 +1,25 @@
-// The kforge_kernelbench plugin: KernelBench's own files, read as they are. The task source
-// kernelbench.tasks lists the problems of a KernelBench checkout; the stage
-// kernelbench.candidates takes each job's candidate from a KernelBench run folder. eval.run
-// (plugin eval) judges them; the exporter kernelbench (`kforge export --format kernelbench`)
-// writes the results back in KernelBench's shape (docs/kernelbench.md).
+// The kforge_kernelbench plugin: tasks and candidates in KernelBench's formats, as they
+// are. The task sources kernelbench.suite (a directory of task files with a manifest:
+// KernelBench-, numpy-, MindSpore- and KernelBenchX-format) and kernelbench.tasks (the
+// problems of a KernelBench checkout); the stages kernelbench.candidate_files (candidates
+// from a directory of files) and kernelbench.candidates (from a KernelBench run folder).
+// eval.run (plugin eval) judges them; the exporter kernelbench (`kforge export --format
+// kernelbench`) writes the results back in KernelBench's shape (docs/kernelbench.md); the
+// report section kernelbench.categories adds KernelBenchX's rates by category to the
+// reports of runs with its tasks (docs/kernelbenchx.md). The job keys and words it shares
+// with eval are kforge/eval/vocabulary.hpp's.
+#include "candidates.hpp"
+#include "categories.hpp"
 #include "export.hpp"
 #include "run_folder.hpp"
+#include "tasks.hpp"
 
 #include <kforge/bounded_file.hpp>
+#include <kforge/eval/vocabulary.hpp>
 #include <kforge/sdk.hpp>
 
 #include <filesystem>
+#include <iterator>
 #include <optional>
 
 namespace {
@@ -18,25 +28,148 @@ using kforge::sdk::Config;
 using kforge::sdk::Job;
 using kforge::sdk::Param;
 namespace kb = kforge::kernelbench;
+namespace vocabulary = kforge::eval;
 
-// Task attributes the eval plugin's stages read (plugins/eval/src/eval_job.hpp names them).
-constexpr const char* kTaskSizes = "task.sizes";
-constexpr const char* kTaskSizeScale = "task.size_scale";
-constexpr const char* kTaskFitMemoryMb = "task.fit_memory_mb";
-constexpr const char* kCandidateFile = "candidate.file";
 // KernelBench's problem id (the number the file name starts with), for kernelbench.candidates.
 constexpr const char* kTaskProblem = "task.kernelbench_problem";
 
-// A problem or a kernel is a program of a few KB: a file of 10 GB (or a FIFO) is refused,
-// not read into memory (or waited on).
-constexpr uint64_t kMaxProgramBytes = 16u << 20;
-
 std::string read_file(const std::string& path) {
   std::string why;
-  std::optional<std::string> text = kforge::read_bounded_file(path, kMaxProgramBytes, why);
+  std::optional<std::string> text = kforge::read_bounded_file(path, kb::kMaxTaskFileBytes, why);
   if (!text) throw std::runtime_error("cannot read " + path + ": " + why);
   return std::move(*text);
 }
+
+std::vector<std::string> languages() { return {std::begin(vocabulary::kLanguages), std::end(vocabulary::kLanguages)}; }
+
+class Suite : public kforge::sdk::Source {
+ public:
+  static constexpr const char* kName = "kernelbench.suite";
+  static std::vector<std::string> former_names() { return {"tasks.kernelbench"}; }
+  static constexpr const char* kDoc =
+      "KernelBench-format task files (class Model, get_inputs(), get_init_inputs()) from a directory, as "
+      "they are, with metadata from an optional manifest beside them; with format kernelbenchx, KernelBenchX/"
+      "TritonBench files (a function, a '#' separator line, test code) from the directory and its category "
+      "folders (the folder is the category). Sets task.id/name/path/source/level/category/complexity/"
+      "complexity_score/format/sizes/size_scale/fit_memory_mb.";
+  static std::vector<Param> params() {
+    return {{"path", KF_PARAM_STRING, nullptr, true, "Directory of task files (relative to the pipeline file)."},
+            {"manifest", KF_PARAM_STRING, "manifest.yaml", false,
+             "Metadata file in path (file, id, name, level, category, complexity, format, sizes.small/full); "
+             "optional when left at its default."},
+            Param{"profile", KF_PARAM_STRING, "small", false, "Which manifest sizes apply: small (CPU, CI) or full (GPU)."}
+                .one_of({"small", "full"}),
+            Param{"size_scale", KF_PARAM_FLOAT, "1.0", false,
+                  "Factor for every module-level integer size >= 16 of tasks that have no sizes for the profile "
+                  "(e.g. 0.01 to run KernelBench's GPU sizes on a CPU)."}
+                .above(0),
+            Param{"fit_memory_mb", KF_PARAM_FLOAT, "0", false,
+                  "Memory budget (MB) the harness shrinks each task's sizes to, keeping the task valid, for tasks "
+                  "that have no sizes for the profile (after size_scale); 0: off."}
+                .at_least(0),
+            {"include", KF_PARAM_STRING_LIST, "[]", false, "Task ids or glob patterns to keep; empty: all."},
+            {"with_candidates", KF_PARAM_STRING, "", false,
+             "Keep only tasks that have a candidate file in this directory (named as "
+             "kernelbench.candidate_files expects; relative to the pipeline file); empty: all tasks."},
+            Param{"limit", KF_PARAM_INT, "0", false, "At most this many tasks (after include and with_candidates); 0: all."}
+                .at_least(0),
+            Param{"format", KF_PARAM_STRING, vocabulary::kFormatKernelBenchTorch, false,
+                  "Format of tasks the manifest does not describe: kernelbench-torch, kernelbench-numpy, "
+                  "kernelbench-mindspore or kernelbenchx (then also the files of path's category folders)."}
+                .one_of({std::begin(vocabulary::kTaskFormats), std::end(vocabulary::kTaskFormats)})};
+  }
+
+  explicit Suite(const Config& cfg) {
+    kb::TaskListOptions options;
+    options.dir = cfg.path("path");
+    options.manifest = cfg.string("manifest");
+    options.profile = cfg.string("profile");
+    options.size_scale = cfg.number("size_scale");
+    options.fit_memory_mb = cfg.number("fit_memory_mb");
+    options.include = cfg.list("include");
+    options.with_candidates_in = cfg.path("with_candidates");
+    options.limit = cfg.integer("limit");
+    options.format = cfg.string("format");
+    tasks_ = kb::list_tasks(options);
+  }
+
+  bool next(kforge::sdk::Task& task) override {
+    if (next_ >= tasks_.size()) return false;
+    const kb::TaskEntry& entry = tasks_[next_++];
+    std::string why;
+    const std::optional<std::string> source = kforge::read_bounded_file(entry.path, kb::kMaxTaskFileBytes, why);
+    if (!source) throw std::runtime_error("cannot read task file " + entry.path + ": " + why);
+    task.set(KF_KEY_TASK_ID, entry.id);
+    task.set(KF_KEY_TASK_NAME, entry.name);
+    task.set(KF_KEY_TASK_PATH, entry.path);
+    task.set(KF_KEY_TASK_SOURCE, *source);
+    task.set_number(KF_KEY_TASK_LEVEL, entry.level);
+    task.set(KF_KEY_TASK_CATEGORY, entry.category);
+    task.set(KF_KEY_TASK_COMPLEXITY, entry.complexity);
+    task.set_number(vocabulary::kTaskComplexityScore, entry.complexity_score);
+    task.set(KF_KEY_TASK_FORMAT, entry.format);
+    task.set(vocabulary::kTaskSizes, entry.sizes.dump());
+    task.set_number(vocabulary::kTaskSizeScale, entry.size_scale);
+    task.set_number(vocabulary::kTaskFitMemoryMb, entry.fit_memory_mb);
+    return true;
+  }
+  std::optional<uint64_t> count() const override { return tasks_.size(); }
+
+ private:
+  std::vector<kb::TaskEntry> tasks_;
+  size_t next_ = 0;
+};
+
+class CandidateFiles : public kforge::sdk::Stage {
+ public:
+  static constexpr const char* kName = "kernelbench.candidate_files";
+  static std::vector<std::string> former_names() { return {"candidates.files"}; }
+  static constexpr kf_stage_role kRole = KF_ROLE_GENERATE;
+  static constexpr const char* kDoc =
+      "Takes each job's candidate code from a directory: sample n of a task is the n-th of <task file>, "
+      "<stem>.1.py, <stem>.2.py, ..., <tag>__<task file> (sorted by tag). Sets candidate.code, "
+      "candidate.language, candidate.file and candidate.tag; fails with no_candidate when there is none.";
+  static std::vector<Param> params() {
+    return {{"dir", KF_PARAM_STRING, nullptr, true, "Directory of candidate files (relative to the pipeline file)."},
+            Param{"language", KF_PARAM_STRING, nullptr, true, "Language of the candidates: triton, cpp, cuda or python."}
+                .one_of(languages())};
+  }
+  explicit CandidateFiles(const Config& cfg) : dir_(cfg.path("dir")), language_(cfg.string("language")) {
+    // A missing or empty directory would fail every job with no_candidate: refused before any runs.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir_, ec)) {
+      throw std::invalid_argument("dir '" + dir_ + "' is not a directory" + (ec ? " (" + ec.message() + ")" : "") +
+                                  ": give the directory that holds the candidate files");
+    }
+    bool any_file = false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+      if (entry.is_regular_file(ec)) {
+        any_file = true;
+        break;
+      }
+    }
+    if (!any_file) throw std::invalid_argument("dir '" + dir_ + "' holds no candidate files");
+  }
+  void process(Job& job) override {
+    const int sample = static_cast<int>(job.number(KF_KEY_CANDIDATE_SAMPLE).value_or(0));
+    std::string why;
+    const auto file = kb::candidate_for_sample(dir_, job.get_or(KF_KEY_TASK_PATH), job.get_or(KF_KEY_TASK_ID),
+                                                 sample, why);
+    if (!file) return job.fail(KF_ERROR_NO_CANDIDATE, why);
+    // The candidate's own file: one that cannot be a program (a FIFO, 10 GB) is its failure.
+    const std::optional<std::string> code = kforge::read_bounded_file(file->path, kb::kMaxTaskFileBytes, why);
+    if (!code) return job.fail(KF_ERROR_NO_CANDIDATE, "cannot read candidate file " + file->path + ": " + why);
+    job.set(KF_KEY_CANDIDATE_CODE, *code);
+    job.set(KF_KEY_CANDIDATE_LANGUAGE, language_);
+    job.set(vocabulary::kCandidateFile, file->path);
+    if (!file->tag.empty()) job.set(vocabulary::kCandidateTag, file->tag);
+    job.pass();
+  }
+
+ private:
+  std::string dir_;
+  std::string language_;
+};
 
 class Tasks : public kforge::sdk::Source {
  public:
@@ -95,10 +228,10 @@ class Tasks : public kforge::sdk::Source {
     task.set(KF_KEY_TASK_PATH, p.path);
     task.set(KF_KEY_TASK_SOURCE, read_file(p.path));
     task.set_number(KF_KEY_TASK_LEVEL, p.level);
-    task.set(KF_KEY_TASK_FORMAT, "kernelbench-torch");
-    task.set(kTaskSizes, "{}");
-    task.set_number(kTaskSizeScale, size_scale_);
-    task.set_number(kTaskFitMemoryMb, fit_memory_mb_);
+    task.set(KF_KEY_TASK_FORMAT, vocabulary::kFormatKernelBenchTorch);
+    task.set(vocabulary::kTaskSizes, "{}");
+    task.set_number(vocabulary::kTaskSizeScale, size_scale_);
+    task.set_number(vocabulary::kTaskFitMemoryMb, fit_memory_mb_);
     task.set_number(kTaskProblem, p.id);
     return true;
   }
@@ -122,9 +255,9 @@ class Candidates : public kforge::sdk::Stage {
       "(never another sample in its place).";
   static std::vector<Param> params() {
     return {{"run_dir", KF_PARAM_STRING, nullptr, true, "The run folder, runs/<run> (relative to the pipeline file)."},
-            Param{"language", KF_PARAM_STRING, "cuda", false,
+            Param{"language", KF_PARAM_STRING, vocabulary::kLanguageCuda, false,
                   "Backend of the kernels: cuda (load_inline, KernelBench's default), triton, cpp or python."}
-                .one_of({"cuda", "triton", "cpp", "python"})};
+                .one_of(languages())};
   }
   explicit Candidates(const Config& cfg) : run_dir_(cfg.path("run_dir")), language_(cfg.string("language")) {
     std::error_code ec;
@@ -136,7 +269,7 @@ class Candidates : public kforge::sdk::Stage {
     const auto level = job.number(KF_KEY_TASK_LEVEL);
     const auto problem = job.number(kTaskProblem);
     if (!level || !problem) {
-      return job.error("task_error", "task " + job.get_or(KF_KEY_TASK_ID) +
+      return job.error(KF_ERROR_TASK, "task " + job.get_or(KF_KEY_TASK_ID) +
                                          " has no KernelBench level and problem id: use the kernelbench.tasks source");
     }
     const int sample = static_cast<int>(job.number(KF_KEY_CANDIDATE_SAMPLE).value_or(0));
@@ -146,19 +279,19 @@ class Candidates : public kforge::sdk::Stage {
       return job.fail(KF_ERROR_NO_CANDIDATE, "sample " + std::to_string(sample) + " of " + job.get_or(KF_KEY_TASK_ID) +
                                           " is missing from the run folder: no file " + path);
     }
-    if (std::filesystem::file_size(path, ec) > kMaxProgramBytes) {
+    if (std::filesystem::file_size(path, ec) > kb::kMaxTaskFileBytes) {
       return job.fail(KF_ERROR_NO_CANDIDATE, "the candidate " + path + " holds more than " +
-                                                 kforge::byte_size_text(kMaxProgramBytes) + ": no kernel is that long");
+                                                 kforge::byte_size_text(kb::kMaxTaskFileBytes) + ": no kernel is that long");
     }
     std::string code;
     try {
       code = read_file(path);
     } catch (const std::exception& e) {
-      return job.error("host_error", e.what());
+      return job.error(KF_ERROR_HOST, e.what());
     }
     job.set(KF_KEY_CANDIDATE_CODE, code);
     job.set(KF_KEY_CANDIDATE_LANGUAGE, language_);
-    job.set(kCandidateFile, path);
+    job.set(vocabulary::kCandidateFile, path);
     job.pass();
   }
 
@@ -184,6 +317,20 @@ class Export : public kforge::sdk::Exporter {
   kb::KernelBenchExport export_;
 };
 
+class Categories : public kforge::sdk::ReportSection {
+ public:
+  static constexpr const char* kName = "kernelbench.categories";
+  static constexpr const char* kDoc = "KernelBenchX rates by category: call and execution accuracy, faster, mean speedup";
+  static std::vector<std::string> task_formats() { return {kforge::eval::kFormatKernelBenchX}; }
+  void task(std::string_view task_json) override { rates_.task(task_json); }
+  void finish(kforge::sdk::ReportTables& tables) override {
+    if (auto table = rates_.table()) tables.add(*table);
+  }
+
+ private:
+  kb::CategoryRates rates_;
+};
+
 }  // namespace
 
-KFORGE_PLUGIN("kernelbench", "0.1.0", Tasks, Candidates, Export)
+KFORGE_PLUGIN("kernelbench", "0.1.0", Suite, Tasks, CandidateFiles, Candidates, Export, Categories)

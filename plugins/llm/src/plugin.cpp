@@ -8,6 +8,7 @@
 #include "prompts.hpp"
 
 #include <kforge/bounded_file.hpp>
+#include <kforge/eval/vocabulary.hpp>
 #include <kforge/sdk.hpp>
 
 #include <filesystem>
@@ -19,6 +20,7 @@ using kforge::sdk::Config;
 using kforge::sdk::Job;
 using kforge::sdk::Param;
 namespace llm = kforge::llm;
+namespace eval = kforge::eval;  // the words the eval plugin shares (vocabulary.hpp)
 
 constexpr const char* kPluginName = "llm";
 // How much of an unusable answer is kept in the verdict's log for the reader.
@@ -328,7 +330,7 @@ class Generate : public kforge::sdk::Stage {
         Param{"target", KF_PARAM_STRING, nullptr, true,
               "What the kernel is written in: cpp, triton or cuda. Becomes candidate.language "
               "and picks the default prompt."}
-            .one_of({"cpp", "triton", "cuda"}),
+            .one_of({eval::kLanguageCpp, eval::kLanguageTriton, eval::kLanguageCuda}),
         {"prompt", KF_PARAM_STRING, "", false,
          "Prompt template, relative to the pipeline file. Empty: "
          "prompts/generate_<target>.md. Placeholders: {{task_name}}, {{task_source}}, "
@@ -433,7 +435,7 @@ class Fix : public kforge::sdk::Stage {
     llm::FixInput input;
     input.task_name = task_name_of(job);
     input.task_source = task_source_of(job).value_or("(the reference source is not available)");
-    input.target = job.get_or(KF_KEY_CANDIDATE_LANGUAGE, "python");
+    input.target = job.get_or(KF_KEY_CANDIDATE_LANGUAGE, eval::kLanguagePython);
     input.code = std::string(*code);
     input.stage = job.get_or(KF_KEY_LAST_STAGE, "unknown");
     input.error_class = job.get_or(KF_KEY_LAST_ERROR_CLASS);

@@ -8,9 +8,9 @@
 namespace kforge {
 
 std::string Diagnostic::format() const {
-  if (where.line <= 0) return fmt::format("{}: error: {}", where.file, message);
-  std::string out =
-      fmt::format("{}:{}:{}: error: {}\n", where.file, where.line, where.column, message);
+  const char* severity = warning ? "warning" : "error";
+  if (where.line <= 0) return fmt::format("{}: {}: {}", where.file, severity, message);
+  std::string out = fmt::format("{}:{}:{}: {}: {}\n", where.file, where.line, where.column, severity, message);
   const std::string number = std::to_string(where.line);
   const size_t gutter = std::max<size_t>(5, number.size());
   // A long line (minified YAML, 10^5 brackets) is shown as a window around the column.

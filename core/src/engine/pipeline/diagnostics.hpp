@@ -17,11 +17,12 @@ struct SourceLocation {
 };
 
 // One configuration problem, printed as `file:line:col: error: message` followed by the
-// offending line and a caret.
+// offending line and a caret; a warning (`warning:`) is one that does not stop the pipeline.
 struct Diagnostic {
   SourceLocation where;
   std::string message;
   std::string snippet;  // the offending source line, without its newline
+  bool warning = false;
   std::string format() const;
 
   // A diagnostic at `where`, its snippet read from the file: for checks after loading

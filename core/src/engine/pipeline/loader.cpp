@@ -8,6 +8,7 @@
 #include "engine/pipeline/loader.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 
@@ -18,6 +19,14 @@ namespace kforge {
 namespace loader {
 
 namespace fs = std::filesystem;
+
+void Loader::warning(const SourceLocation& where, std::string message) {
+  error(where, std::move(message));
+  Diagnostic d = std::move(diagnostics_.back());
+  diagnostics_.pop_back();
+  d.warning = true;
+  warnings_.push_back(std::move(d));
+}
 
 void Loader::error(const SourceLocation& where, std::string message) {
   Diagnostic d;
@@ -132,6 +141,7 @@ Plan Loader::load(const std::string& path) {
 
   if (!diagnostics_.empty()) throw ConfigError(std::move(diagnostics_));
   spec.stages = compile_stages();
+  spec.warnings = std::move(warnings_);
   return spec;
 }
 
@@ -139,7 +149,9 @@ Plan Loader::load(const std::string& path) {
 
 Plan load_pipeline(const std::string& path, const Registry& registry,
                            const Overrides& overrides) {
-  return loader::Loader(registry, overrides).load(path);
+  Plan plan = loader::Loader(registry, overrides).load(path);
+  for (const Diagnostic& w : plan.warnings) spdlog::warn("{}", w.format());
+  return plan;
 }
 
 StageConfig load_params(const StageKind& kind, const std::string& text, const std::string& base_dir) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -160,6 +161,7 @@ class Loader {
 
   // For ValueSource implementations.
   void error(const SourceLocation& where, std::string message);
+  void warning(const SourceLocation& where, std::string message);
   void error_at(const SourceFile& file, const YAML::Node& node, std::string message) {
     error(locate(file, node), std::move(message));
   }
@@ -207,6 +209,11 @@ class Loader {
   const Overrides& overrides_;
   std::vector<std::unique_ptr<SourceFile>> files_;
   std::vector<Diagnostic> diagnostics_;
+  std::vector<Diagnostic> warnings_;
+  // `uses:` by a kind's former name: the kind, warned about once per name.
+  template <typename Kind>
+  const Kind* renamed(const Kind* kind, const std::string& name, const SourceFile& file, const YAML::Node& where);
+  std::set<std::string> renamed_warned_;
   Mapping top_;
   std::map<std::string, VarDef> vars_;
   std::vector<std::string> resolving_;  // variables being resolved, innermost last

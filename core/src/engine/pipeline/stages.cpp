@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "engine/pipeline/loader.hpp"
 #include "engine/pipeline/scalars.hpp"
@@ -164,7 +165,7 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, Plan& plan) 
   }
   auto name = string_field(file, *uses, "uses of tasks");
   if (!name) return;
-  const SourceKind* kind = registry_.source(*name);
+  const SourceKind* kind = renamed(registry_.source(*name), *name, file, uses->value);
   if (kind == nullptr) {
     std::vector<std::string> known;
     for (const SourceKind& s : registry_.sources()) known.push_back(s.name);
@@ -175,6 +176,22 @@ void Loader::read_tasks(const SourceFile& file, const Entry& entry, Plan& plan) 
   }
   plan.source.kind = kind;
   plan.source.config = configure(kind->params, "tasks", "tasks", kind->name, file, entry.key, keys.find("with"));
+}
+
+template <typename Kind>
+const Kind* Loader::renamed(const Kind* kind, const std::string& name, const SourceFile& file, const YAML::Node& where) {
+  if (kind != nullptr) return kind;
+  if constexpr (std::is_same_v<Kind, StageKind>) {
+    kind = registry_.renamed_stage(name);
+  } else {
+    kind = registry_.renamed_source(name);
+  }
+  if (kind != nullptr && renamed_warned_.insert(name).second) {
+    warning(locate(file, where), fmt::format("'{}' is the former name of '{}' (plugin {}), accepted for this release "
+                                             "only: write uses: {}",
+                                             name, kind->name, kind->plugin, kind->name));
+  }
+  return kind;
 }
 
 void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t index) {
@@ -240,7 +257,7 @@ void Loader::read_stage(const SourceFile& file, const YAML::Node& node, size_t i
   if (const Entry* uses = keys.find("uses")) {
     if (auto name = string_field(file, *uses, "uses of " + label)) {
       draft.spec.uses = *name;
-      draft.kind = registry_.stage(*name);
+      draft.kind = renamed(registry_.stage(*name), *name, file, uses->value);
       if (draft.kind == nullptr) {
         std::vector<std::string> known;
         for (const StageKind& s : registry_.stages()) known.push_back(s.name);

@@ -4,6 +4,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -91,6 +92,17 @@ const char* to_string(RunStatus status) {
   return "failed";
 }
 
+std::string visible_devices(const char* const* environment) {
+  std::vector<std::string> devices;
+  for (const char* const* entry = environment; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view variable(*entry);
+    const size_t eq = variable.find('=');
+    if (eq != std::string_view::npos && variable.substr(0, eq).ends_with("_VISIBLE_DEVICES")) devices.emplace_back(variable);
+  }
+  std::sort(devices.begin(), devices.end());
+  return fmt::format("{}", fmt::join(devices, "; "));
+}
+
 RunRecord describe_run(const Plan& plan, const std::string& kforge_version) {
   RunRecord run;
   run.pipeline = plan.name;
@@ -101,13 +113,7 @@ RunRecord describe_run(const Plan& plan, const std::string& kforge_version) {
   run.kforge_version = kforge_version;
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) == 0) run.host = host;
-  // The devices the environment makes visible; which one ran a candidate is each job's
-  // KF_KEY_CANDIDATE_DEVICE. kforge itself does not probe.
-  std::vector<std::string> devices;
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"}) {
-    if (const char* value = std::getenv(name)) devices.push_back(fmt::format("{}={}", name, value));
-  }
-  run.devices = fmt::format("{}", fmt::join(devices, "; "));
+  run.devices = visible_devices(environ);
   return run;
 }
 

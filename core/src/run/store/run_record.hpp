@@ -42,7 +42,14 @@ KFORGE_API uint64_t draw_secret_seed();
 // may be resumed with this pipeline).
 std::string pipeline_config_json(const Plan& plan);
 
-// A RunRecord for `plan`, with the host name and the devices the environment names.
+// The devices an environment (NAME=VALUE entries, null-terminated) makes visible: every
+// variable named *_VISIBLE_DEVICES, whatever vendor's runtime reads it, as "NAME=VALUE"
+// joined by "; " in name order. Which device ran a candidate is each job's
+// KF_KEY_CANDIDATE_DEVICE; kforge itself does not probe.
+std::string visible_devices(const char* const* environment);
+
+// A RunRecord for `plan`, with the host name and the devices this process's environment
+// makes visible.
 KFORGE_API RunRecord describe_run(const Plan& plan, const std::string& kforge_version);
 
 }  // namespace kforge

@@ -112,7 +112,7 @@ class KFORGE_API Store {
   // The content of the artifact (code, diff, log, environment) with this hash; nullopt when
   // the store has none.
   std::optional<std::string> artifact(const std::string& hash);
-  // Whether any task of the store has this task.format (KernelBenchX's rates need one).
+  // Whether any task of the store has this task.format (report sections choose their runs by it).
   bool has_task_format(const std::string& format);
   // Every task id the store knows, in no particular order (`kforge show`'s suggestions).
   void visit_task_ids(const std::function<void(const std::string& id)>& visit);

@@ -1,11 +1,11 @@
 #include "tasks.hpp"
-#include "test_env.hpp"
+#include "test_files.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 namespace {
 
 using testing::examples_dir;
@@ -132,7 +132,7 @@ TEST(ListTasks, WithoutManifestReadsPyFilesInNaturalOrderAndScoresThem) {
 TEST(ListTasks, KernelBenchXReadsCategoryFoldersAndTakesTheCategoryFromTheFolder) {
   TaskListOptions options;
   options.dir = harness_dir() + "/tests/data/tasks/kbx";
-  options.format = kFormatKernelBenchX;
+  options.format = eval::kFormatKernelBenchX;
   const auto tasks = list_tasks(options);
   std::vector<std::string> ids;
   for (const TaskEntry& task : tasks) {
@@ -153,7 +153,7 @@ TEST(ListTasks, KernelBenchXReadsCategoryFoldersAndTakesTheCategoryFromTheFolder
   EXPECT_TRUE(list_tasks(options).empty());
 
   // Sizes do not apply: the test code runs as written.
-  options.format = kFormatKernelBenchX;
+  options.format = eval::kFormatKernelBenchX;
   options.size_scale = 0.5;
   EXPECT_THROW(list_tasks(options), TaskListError);
 }
@@ -165,7 +165,7 @@ TEST(ListTasks, KernelBenchXTaskIdsMustBeUnique) {
   write_file(dir + "/Fusion/f.py", task);
   TaskListOptions options;
   options.dir = dir;
-  options.format = kFormatKernelBenchX;
+  options.format = eval::kFormatKernelBenchX;
   try {
     list_tasks(options);
     FAIL() << "expected TaskListError";
@@ -223,4 +223,4 @@ TEST(NaturalLess, ComparesDigitRunsAsNumbers) {
 }
 
 }  // namespace
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 
 struct CandidateFile {
   std::string path;  // absolute
@@ -26,4 +26,4 @@ std::vector<CandidateFile> candidate_files(const std::string& dir, const std::st
 std::optional<CandidateFile> candidate_for_sample(const std::string& dir, const std::string& task_path,
                                                   const std::string& task_id, int sample, std::string& why);
 
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench

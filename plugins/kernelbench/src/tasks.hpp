@@ -4,6 +4,7 @@
 #pragma once
 
 #include <kforge/abi.h>
+#include <kforge/eval/vocabulary.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -11,13 +12,8 @@
 #include <string>
 #include <vector>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 
-// KernelBenchX / TritonBench task files: a reference function, a separator line of '#',
-// test code filling test_results (kforge_harness/kbx.py runs them). A directory of them
-// holds one folder per category. The reports know the format by its ABI name (and add its
-// per-category rates).
-inline constexpr const char* kFormatKernelBenchX = KF_TASK_FORMAT_KERNELBENCHX;
 // A task file, a manifest or a candidate file holds at most this much: a task is a
 // program of a few KB, and a 10 GB (sparse) file must not be read into memory.
 inline constexpr uint64_t kMaxTaskFileBytes = 16u << 20;
@@ -31,7 +27,7 @@ struct TaskListOptions {
   std::vector<std::string> include;           // ids or glob patterns; empty: all
   std::string with_candidates_in;             // keep tasks with a candidate file there (candidates.hpp); empty: all
   int64_t limit = 0;                          // 0: all
-  std::string format = "kernelbench-torch";   // for tasks the manifest gives no format; kernelbenchx also
+  std::string format = eval::kFormatKernelBenchTorch;  // for tasks the manifest gives no format; kernelbenchx also
                                               // lists the category folders' files
 };
 
@@ -62,4 +58,4 @@ std::vector<TaskEntry> list_tasks(const TaskListOptions& options);
 // Natural order: digit runs compare as numbers.
 bool natural_less(const std::string& a, const std::string& b);
 
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench

@@ -6,7 +6,7 @@
 #include <optional>
 #include <set>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 namespace {
 
 struct OpInfo {
@@ -267,4 +267,4 @@ ComplexityEstimate estimate_complexity(std::string_view python_source, const std
   return estimate;
 }
 
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench

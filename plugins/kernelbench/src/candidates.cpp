@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 namespace fs = std::filesystem;
 
 std::vector<CandidateFile> candidate_files(const std::string& dir, const std::string& task_path,
@@ -60,4 +60,4 @@ std::optional<CandidateFile> candidate_for_sample(const std::string& dir, const 
   return std::nullopt;
 }
 
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench

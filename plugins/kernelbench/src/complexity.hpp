@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 
 struct ComplexityEstimate {
   double score = 1.5;
@@ -34,4 +34,4 @@ ComplexityEstimate estimate_complexity(std::string_view python_source, const std
 // C1 for score <= 2.0, C2 below 3.0, C3 below 4.0, C4 from 4.0 on.
 std::string complexity_class(double score);
 
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench

@@ -1,9 +1,9 @@
 #include "candidates.hpp"
-#include "test_env.hpp"
+#include "test_files.hpp"
 
 #include <gtest/gtest.h>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 namespace {
 
 using testing::fresh_temp_dir;
@@ -45,4 +45,4 @@ TEST(CandidateForSample, MissingSampleExplainsWhatWasLookedFor) {
 }
 
 }  // namespace
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench

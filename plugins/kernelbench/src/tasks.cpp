@@ -17,12 +17,14 @@
 #include <set>
 #include <sstream>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 namespace fs = std::filesystem;
 namespace {
 
-const std::set<std::string> kFormats = {"kernelbench-torch", "kernelbench-numpy", "kernelbench-mindspore",
-                                        kFormatKernelBenchX};
+using eval::kFormatKernelBenchX;
+using eval::kTaskFormats;
+
+const std::set<std::string> kFormats(std::begin(kTaskFormats), std::end(kTaskFormats));
 const char* const kFormatList = "kernelbench-torch, kernelbench-numpy, kernelbench-mindspore or kernelbenchx";
 const std::set<std::string> kCategories = {
     "Fusion", "Math", "LinearAlgebra", "Activation", "MatrixMultiply", "Reduce", "Index", "Loss",
@@ -299,4 +301,4 @@ std::vector<TaskEntry> list_tasks(const TaskListOptions& options) {
   return chosen;
 }
 
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench

@@ -1,10 +1,10 @@
 #include "complexity.hpp"
 #include "tasks.hpp"
-#include "test_env.hpp"
+#include "test_files.hpp"
 
 #include <gtest/gtest.h>
 
-namespace kforge::eval {
+namespace kforge::kernelbench {
 namespace {
 
 std::string model(const std::string& init, const std::string& forward) {
@@ -115,4 +115,4 @@ TEST(Complexity, AgreesWithTheBundledManifestMostly) {
 }
 
 }  // namespace
-}  // namespace kforge::eval
+}  // namespace kforge::kernelbench
