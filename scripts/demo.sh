@@ -3,12 +3,41 @@
 # Installs and builds only what this run needs (scripts/test.sh installs and builds the rest).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-echo "demo: the first set-up (Debian packages, then the build) took 25 minutes on a bare 2-core Debian 12 (packages 6.5, build 17.5, measured on a shared, loaded machine: docs/performance.md); later runs start at once" >&2
-phase_start=$SECONDS
-"$root/scripts/install-deps.sh" run
-echo "demo: packages ready in $((SECONDS - phase_start)) s" >&2
-phase_start=$SECONDS
+build=${KFORGE_BUILD_DIR:-$root/build}
+echo "demo: the first set-up (Debian packages, then the build) took SETUP_TIME on a bare 2-core Debian 12 (docs/performance.md); later runs start at once" >&2
+start=$SECONDS
+"$root/scripts/install-deps.sh" build
+echo "demo: packages for the build ready in $((SECONDS - start)) s" >&2
+
+# The run's Python packages (python3-torch and what it pulls: most of the packages' time)
+# install while the build compiles; the run waits for them.
+python_packages=""
+python_log=$build/install-deps-run.log
+finish_python_packages() {
+  [[ -n $python_packages ]] || return 0
+  local pid=$python_packages
+  python_packages=""
+  if ! wait "$pid"; then
+    echo "demo: installing the run's Python packages failed ($python_log):" >&2
+    tail -n 20 "$python_log" >&2
+    return 1
+  fi
+}
+# Also when the build fails or is interrupted: apt is not left running behind the user's back.
+trap '[[ -z $python_packages ]] || { echo "demo: waiting for the Python packages to finish installing" >&2; finish_python_packages || true; }' EXIT
+if ! "$root/scripts/install-deps.sh" --check run 2>/dev/null; then
+  # Ask for sudo's password now rather than in the middle of the build's output.
+  if [[ $(id -u) -ne 0 ]]; then sudo -v; fi
+  mkdir -p "$build"
+  echo "demo: installing the run's Python packages in the background ($python_log)" >&2
+  "$root/scripts/install-deps.sh" run >"$python_log" 2>&1 &
+  python_packages=$!
+fi
+
 "$root/scripts/build.sh" run
-echo "demo: build ready in $((SECONDS - phase_start)) s" >&2
-exec "${KFORGE_BUILD_DIR:-$root/build}/core/kforge" run "$root/pipelines/default.yaml" \
+echo "demo: build ready at $((SECONDS - start)) s" >&2
+finish_python_packages
+echo "demo: Python packages ready at $((SECONDS - start)) s" >&2
+trap - EXIT
+exec "$build/core/kforge" run "$root/pipelines/default.yaml" \
   --out "${KFORGE_OUT:-$root/kforge-out/default}" "$@"

@@ -1,6 +1,7 @@
 #include "report/html_tasks.hpp"
 
 #include "report/environment.hpp"
+#include "report/json_values.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,8 +18,6 @@ namespace kforge {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-json optional_json(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
 
 // Appends JSON text that is safe inside <script type="application/json">: the only
 // character that can end such a block or open a comment in it is '<', and in JSON it can

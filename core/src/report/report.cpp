@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "report/export.hpp"
+#include "report/json_values.hpp"
 #include "report/sections.hpp"
 
 namespace kforge {
@@ -196,8 +197,6 @@ void markdown_table(std::string& out, const Table& t) {
 }
 
 json share_json(const Share& s) { return {{"count", s.count}, {"total", s.total}, {"rate", s.rate()}}; }
-
-json optional_json(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
 
 json failures_json(const std::vector<CandidateFailure>& failures) {
   json out = json::array();

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Importing torch takes seconds on a loaded machine; more than this means it is stuck.
-constexpr double kProbeSeconds = 90;
+constexpr double kPythonProbeSeconds = 90;
 
 struct Probe {
   bool ok = false;
@@ -35,7 +35,7 @@ std::optional<Probe> probe_torch(const std::string& python, ProbeClock::time_poi
   return probes.get(python, deadline, [python](const std::function<bool()>& stopping) {
     SharedProbe<Probe>::Found found;
     try {
-      RunLimits limits = RunLimits::within(kProbeSeconds);
+      RunLimits limits = RunLimits::within(kPythonProbeSeconds);
       limits.cancelled = stopping;
       const CommandResult result = run_command({{python, "-c", "import torch"}, {}, {}}, limits);
       found.value.ok = result.ok();
@@ -145,7 +145,7 @@ std::vector<std::string> torch_include_paths(const std::string& python, ProbeClo
   static SharedProbe<Includes> probes;
   const auto includes = probes.get(python, deadline, [python](const std::function<bool()>& stopping) {
     SharedProbe<Includes>::Found found;
-    RunLimits limits = RunLimits::within(kProbeSeconds);
+    RunLimits limits = RunLimits::within(kPythonProbeSeconds);
     limits.cancelled = stopping;
     CommandResult result;
     try {
@@ -193,7 +193,7 @@ void check_device(const std::string& python, const std::string& harness_dir, con
   const std::string key = python + '\n' + harness_dir + '\n' + device;
   const auto readiness = probes.get(key, deadline, [=](const std::function<bool()>& stopping) {
     SharedProbe<Readiness>::Found found;
-    RunLimits limits = RunLimits::within(kProbeSeconds);
+    RunLimits limits = RunLimits::within(kPythonProbeSeconds);
     limits.cancelled = stopping;
     CommandResult result;
     try {

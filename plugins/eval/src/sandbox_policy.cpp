@@ -15,7 +15,7 @@ namespace kforge::eval {
 namespace {
 
 // Entering a throwaway sandbox takes a fraction of a second; more means the host is stuck.
-constexpr double kProbeSeconds = 60;
+constexpr double kSandboxProbeSeconds = 60;
 // The probe's exit status when no sandbox could be entered (it still prints its JSON line).
 constexpr int kProbeFailed = 125;
 
@@ -118,7 +118,7 @@ std::optional<SandboxReport> probe_sandbox(const std::string& python, const std:
   const std::string key = python + '\n' + harness_dir;
   return probes.get(key, deadline, [python, harness_dir](const std::function<bool()>& stopping) {
     SharedProbe<SandboxReport>::Found found;
-    RunLimits limits = RunLimits::within(kProbeSeconds);
+    RunLimits limits = RunLimits::within(kSandboxProbeSeconds);
     limits.cancelled = stopping;
     CommandResult result;
     try {

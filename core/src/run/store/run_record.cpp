@@ -12,14 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/registry.hpp"
+#include "run/store/json_text.hpp"
 #include "util/sha256.hpp"
 
 namespace kforge {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json param_json(const ParamValue& value) {
   if (!value.json.empty()) {
@@ -42,7 +41,7 @@ std::string config_hash(const std::string& config_text) {
   json config = json::parse(config_text);
   config.erase("max_in_flight");
   for (auto& stage : config["stages"]) stage.erase("concurrency");
-  return sha256_hex(dump(config));
+  return sha256_hex(json_text(config));
 }
 
 }  // namespace
@@ -75,7 +74,7 @@ std::string pipeline_config_json(const Plan& plan) {
     }
     stages.push_back(std::move(stage));
   }
-  return dump(config);
+  return json_text(config);
 }
 
 const char* to_string(RunStatus status) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "run/store/json_text.hpp"
 #include "run/store/schema.hpp"
 #include "run/store/statements.hpp"
 #include "run/store/store_files.hpp"
@@ -23,8 +24,6 @@ using sql::Statement;
 using sql::Transaction;
 
 constexpr int kBusyTimeoutMs = 10000;
-
-std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // How a reader opens the database. SQLite reads a WAL database through a -shm file it
 // creates beside it; in a directory it cannot write (a read-only mount, an archive) it
@@ -295,7 +294,7 @@ void Store::record_attempt(int64_t run, const Job& job, const Verdict& v) {
   const std::string log_hash = v.log_tail.empty() ? "" : sha256_hex(v.log_tail);
   json metrics = json::object();
   for (const auto& [name, value] : v.metrics) metrics[name] = value;
-  const std::string metrics_text = dump(metrics);
+  const std::string metrics_text = json_text(metrics);
 
   std::lock_guard lock(mutex_);
   const OwnWrite own(*this);
@@ -348,7 +347,7 @@ void Store::record_job(int64_t run, const JobOutcome& o) {
   for (size_t r = 0; r < o.compiled_in_round.size(); ++r) {
     if (o.compiled_in_round[r] != 0) rounds.push_back(r);
   }
-  const std::string compiled_rounds = dump(rounds);
+  const std::string compiled_rounds = json_text(rounds);
   const std::string environment_hash = o.environment.empty() ? "" : sha256_hex(o.environment);
 
   std::lock_guard lock(mutex_);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run/store/json_text.hpp"
 #include "run/store/statements.hpp"
 
 namespace kforge {
@@ -13,8 +14,6 @@ namespace {
 using json = nlohmann::ordered_json;
 using sql::now_iso;
 using sql::Statement;
-
-std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -72,7 +71,8 @@ void Store::put_cached(const std::string& key, const CachedVerdict& entry) {
 
   std::lock_guard lock(mutex_);
   const OwnWrite own(*this);
-  writes().put_cached.bind(1, key).bind(2, dump(verdict)).bind(3, dump(strings)).bind(4, dump(numbers)).bind(5, now_iso()).run();
+  writes().put_cached.bind(1, key).bind(2, json_text(verdict)).bind(3, json_text(strings)).bind(4, json_text(numbers))
+      .bind(5, now_iso()).run();
 }
 
 
