@@ -64,7 +64,9 @@ rc=$?
 echo "measure-fresh-setup: demo.sh exit $rc after $(( $(date +%s) - start )) s (set-up and run)" >&2
 # The CPU time of everything it ran (user, then system): unlike the wall clock, other work
 # on the machine inflates it little.
-echo "measure-fresh-setup: CPU time of the set-up and run (user, system): $(times | tail -n 1)" >&2
+# (`times` itself, not in a command substitution: a subshell has no children of its own.)
+times >/tmp/measure-times
+echo "measure-fresh-setup: CPU time of the set-up and run (user, system): $(tail -n 1 /tmp/measure-times)" >&2
 exit $rc
 INNER
 )
