@@ -30,14 +30,14 @@ if ! "$root/scripts/install-deps.sh" --check run 2>/dev/null; then
   if [[ $(id -u) -ne 0 ]]; then sudo -v; fi
   mkdir -p "$build"
   echo "demo: installing the run's Python packages in the background ($python_log)" >&2
-  "$root/scripts/install-deps.sh" run >"$python_log" 2>&1 &
+  { "$root/scripts/install-deps.sh" run && echo "installed at $((SECONDS - start)) s"; } >"$python_log" 2>&1 &
   python_packages=$!
 fi
 
 "$root/scripts/build.sh" run
 echo "demo: build ready at $((SECONDS - start)) s" >&2
 finish_python_packages
-echo "demo: Python packages ready at $((SECONDS - start)) s" >&2
+[[ ! -f $python_log ]] || echo "demo: Python packages $(tail -n 1 "$python_log")" >&2
 trap - EXIT
 exec "$build/core/kforge" run "$root/pipelines/default.yaml" \
   --out "${KFORGE_OUT:-$root/kforge-out/default}" "$@"
