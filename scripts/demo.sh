@@ -11,7 +11,7 @@ echo "demo: packages for the build ready in $((SECONDS - start)) s" >&2
 
 # The run's Python packages (python3-torch and what it pulls: most of the packages' time)
 # install while the build compiles; the run waits for them.
-python_packages=""
+python_packages="" python_started=""
 python_log=$build/install-deps-run.log
 finish_python_packages() {
   [[ -n $python_packages ]] || return 0
@@ -31,13 +31,13 @@ if ! "$root/scripts/install-deps.sh" --check run 2>/dev/null; then
   mkdir -p "$build"
   echo "demo: installing the run's Python packages in the background ($python_log)" >&2
   { "$root/scripts/install-deps.sh" run && echo "installed at $((SECONDS - start)) s"; } >"$python_log" 2>&1 &
-  python_packages=$!
+  python_packages=$! python_started=1
 fi
 
 "$root/scripts/build.sh" run
 echo "demo: build ready at $((SECONDS - start)) s" >&2
 finish_python_packages
-[[ ! -f $python_log ]] || echo "demo: Python packages $(tail -n 1 "$python_log")" >&2
+[[ -z $python_started ]] || echo "demo: Python packages $(tail -n 1 "$python_log")" >&2
 trap - EXIT
 exec "$build/core/kforge" run "$root/pipelines/default.yaml" \
   --out "${KFORGE_OUT:-$root/kforge-out/default}" "$@"
