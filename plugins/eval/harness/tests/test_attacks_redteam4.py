@@ -13,13 +13,14 @@ from tests.test_attacks_forged import show
 TIMEOUT_S = 240
 
 
-def run(name, task, language="cpp", options=None, task_format=None, max_children=2):
+def run(name, task, language="cpp", options=None, task_format=None, max_children=2, **task_fields):
     server = client.Server(mode="fork", max_children=max_children)
     try:
         opts = {"trials": 2, "timing": {"enabled": True}}
         opts.update(options or {})
         req = client.request(name, "run", task, "redteam4/" + name, language=language,
-                             task_format=task_format, options=opts, limits={"timeout_s": TIMEOUT_S})
+                             task_format=task_format, options=opts, limits={"timeout_s": TIMEOUT_S},
+                             **task_fields)
         response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
     finally:
         server.close()
@@ -28,7 +29,7 @@ def run(name, task, language="cpp", options=None, task_format=None, max_children
     helper = [line for line in lines if line.startswith("helper: call")]
     print("\n".join(line for line in lines if not line.startswith("helper: call"))[-1500:])
     if helper:
-        print(f"{len(helper)} helper lines in the log tail:", "; ".join(l.split("call ", 1)[1] for l in helper[-12:]))
+        print(f"{len(helper)} helper lines in the log tail:", "; ".join(l.split("call ", 1)[1] for l in helper[-40:]))
     return response
 
 
