@@ -44,5 +44,32 @@ class FreezeTest(unittest.TestCase):
             self.assertEqual(response["error_class"], "cheat_detected", response)
 
 
+class ExactComparisonTest(unittest.TestCase):
+    # A hole: judge/compare.py _differences computes |c - r| as
+    # torch.sub(cand.to(int64), ref.to(int64)).abs_(), which wraps: c - r = -2**63 stays
+    # -2**63 under abs(), a negative difference that passes the exact rule (atol 0) and
+    # adds nothing to max_abs_diff (0 in the response).
+    @unittest.expectedFailure
+    def test_int64_elements_off_by_two_to_the_63(self):
+        # Half of the elements are wrong by 2**63 (a logical shift for an arithmetic one).
+        response = run("int64_logical_shift", "redteam3/int_mix", language="python",
+                       options={"timing": {"enabled": False}})
+        self.assertEqual((response["status"], response["error_class"]),
+                         ("fail", "numerical_mismatch"), response)
+
+
+class HonestTest(unittest.TestCase):
+    # A hole (an honest kernel rejected): compare.tolerance gives integer outputs atol 0,
+    # rtol 0 whatever they were computed from; the reference's own rounding noise (which
+    # the judge measures for floating outputs, compare.perturbed) is not asked for.
+    @unittest.expectedFailure
+    def test_integer_output_of_a_float_reduction_in_another_order(self):
+        # Honest (float64 sums, then the reference's rounding): a few elements of 262144
+        # lie within float32's error of a half step and round the other way, off by one.
+        response = run("quantized_matmul_float64", "redteam4/quantized_matmul", language="python",
+                       options={"timing": {"enabled": False}})
+        self.assertEqual(response["status"], "pass", response)
+
+
 if __name__ == "__main__":
     unittest.main()
