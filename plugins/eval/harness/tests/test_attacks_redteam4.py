@@ -43,6 +43,16 @@ class FreezeTest(unittest.TestCase):
         else:
             self.assertEqual(response["error_class"], "cheat_detected", response)
 
+    def test_work_done_after_the_freeze_held_then_stopped_again(self):
+        # Every timed call does no work in its bracket; a SIGCONT timer continues the
+        # process after the freeze held, a thread computes the output while the task host
+        # checks, then the process stops itself before still_frozen looks.
+        response = run("self_stopped_after_work", "redteam3/row_energy")
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "cheat_detected", response)
+
 
 class ExactComparisonTest(unittest.TestCase):
     # A hole: judge/compare.py _differences computes |c - r| as
