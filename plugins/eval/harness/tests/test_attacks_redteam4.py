@@ -47,7 +47,7 @@ class FreezeTest(unittest.TestCase):
         # Every timed call does no work in its bracket; a SIGCONT timer continues the
         # process after the freeze held, a thread computes the output while the task host
         # checks, then the process stops itself before still_frozen looks.
-        response = run("self_stopped_after_work", "redteam3/row_energy")
+        response = run("self_stopped_after_work", "redteam3/row_energy", sizes={"cols": 12288})
         if response["status"] == "pass":
             self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
         else:

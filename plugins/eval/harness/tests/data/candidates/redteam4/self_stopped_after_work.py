@@ -3,9 +3,9 @@ one, and stops itself again before the server looks (procs.still_frozen).
 
 After its trials (honest C++, tasks/redteam3/row_energy) each timed call does no work:
 forward posts the input's address to a thread, arms one-shot POSIX timers of this
-process whose signal is SIGCONT (every millisecond for 60 ms) and returns a fill
+process whose signal is SIGCONT (every 5 ms for 400 ms) and returns a fill
 (finite, new every call). The child hands the fill over and reports; the server's clock
-stops and freeze_tree holds (1 ms between timers is time enough). The next timer
+stops and freeze_tree holds (5 ms between timers is time enough). The next timer
 continues the process: nothing else stops it, so a thread computes the true output from
 the lent input slot and writes it over the fill in the lent output buffer (the smallest
 memfd "kforge-buffer" mapping in /proc/self/maps), while the task host checks the call
@@ -64,8 +64,8 @@ static int64_t now_ns() {
 // The timers: one-shot, CLOCK_MONOTONIC, signal SIGCONT to this process. A ring: one is
 // armed again only after it fired (the ring spans more than the horizon).
 static const int RING = 1024;
-static const int64_t SPACING_NS = 1000000;
-static const int64_t HORIZON_NS = 60000000;
+static const int64_t SPACING_NS = 5000000;
+static const int64_t HORIZON_NS = 400000000;
 static int timer_ids[RING];
 static int64_t expiry[RING];
 static int next_timer = 0;
@@ -213,7 +213,7 @@ extern "C" int start(int64_t out_bytes) {
 
 extern "C" int64_t answered_calls() { return answered.load(); }
 
-// A timed call: no work. 60 ms of timers armed at once (1 ms apart), the
+// A timed call: no work. 400 ms of timers armed at once (5 ms apart), the
 // input posted, a fill returned.
 extern "C" void post(const float* x, float* y, int64_t rows, int64_t cols, int64_t call) {
   posted_at = now_ns();
