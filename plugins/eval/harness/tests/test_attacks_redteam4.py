@@ -82,6 +82,14 @@ class ExactComparisonTest(unittest.TestCase):
         self.assertEqual((response["status"], response["error_class"]),
                          ("fail", "numerical_mismatch"), response)
 
+    def test_float64_task_computed_in_float32(self):
+        # A downcast: float32's error (1e-7 of the output) where the task asks for float64.
+        response = run("matmul_float64_in_float32", "redteam4/matmul_float64", language="python")
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "numerical_mismatch", response)
+
 
 class HonestTest(unittest.TestCase):
     # A hole (an honest kernel rejected): compare.tolerance gives integer outputs atol 0,
