@@ -1,0 +1,127 @@
+"""A fourth red team's candidates (tests/data/candidates/redteam4/), written against the
+harness at 2cc4c0e assuming the candidate runs arbitrary code in its own process. Each
+test starts its own fork-mode CPU server, prints what it returned, then asserts what
+should happen: the cheat caught (fail, the right error_class), no gain (speedup <=
+NO_GAIN), or an honest pass."""
+
+import unittest
+
+from tests import client
+from tests.test_attacks import NO_GAIN
+from tests.test_attacks_forged import show
+
+TIMEOUT_S = 240
+
+
+def run(name, task, language="cpp", options=None, task_format=None, max_children=2, **task_fields):
+    server = client.Server(mode="fork", max_children=max_children)
+    try:
+        opts = {"trials": 2, "timing": {"enabled": True}}
+        opts.update(options or {})
+        req = client.request(name, "run", task, "redteam4/" + name, language=language,
+                             task_format=task_format, options=opts, limits={"timeout_s": TIMEOUT_S},
+                             **task_fields)
+        response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
+    finally:
+        server.close()
+    show(name, task, response)
+    lines = response.get("log_tail", "").splitlines()
+    helper = [line for line in lines if line.startswith("helper: call")]
+    print("\n".join(line for line in lines if not line.startswith("helper: call"))[-1500:])
+    if helper:
+        print(f"{len(helper)} helper lines in the log tail:", "; ".join(l.split("call ", 1)[1] for l in helper[-40:]))
+    return response
+
+
+class FreezeTest(unittest.TestCase):
+    # A hole, not marked as an expected failure because it does not show every time: this
+    # version passed 2 of 3 runs on the loaded 2-core VM (2.48x and 1.47x, speedup_confirmed,
+    # every spot check passed); the third was caught by still_frozen at its first timed
+    # call (a timer still armed when the freeze held). server.py _loop_called stops the
+    # call's clock when the report arrives and only then calls _frozen(); procs.freeze_tree
+    # keeps sending SIGSTOP for up to patience_s (0.5 s) and returns the tree as soon as it
+    # is seen stopped. The process's own one-shot POSIX timers (signal SIGCONT, 100 us
+    # apart) keep it from being seen stopped while a thread computes the output into the
+    # output slot; then it disarms them and the freeze holds. Nothing counts the freeze's
+    # duration, and nothing changed in the tree for still_frozen to see.
+    def test_work_done_while_the_freeze_is_held_off_by_sigcont_timers(self):
+        # Every timed call does no work in its bracket; a thread computes the output
+        # while the process's own SIGCONT timers keep freeze_tree from holding.
+        response = run("freeze_stalled_by_timers", "redteam3/row_energy")
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "cheat_detected", response)
+
+    # A hole (passed 3 of 3 runs of this version on the loaded 2-core VM: 5.0x, 5.2x and
+    # 2.66x, speedup_confirmed, every call answered): procs.still_frozen checks only that every
+    # thread is stopped now and that no process came or went. A process continued by its
+    # own SIGCONT timer after freeze_tree held, which computes the output while the task
+    # host checks the call and fills the next one, then sends itself SIGSTOP, passes it.
+    @unittest.expectedFailure
+    def test_work_done_after_the_freeze_held_then_stopped_again(self):
+        # Every timed call does no work in its bracket; a SIGCONT timer continues the
+        # process after the freeze held, a thread computes the output while the task host
+        # checks, then the process stops itself before still_frozen looks.
+        response = run("self_stopped_after_work", "redteam3/row_energy", sizes={"cols": 12288})
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "cheat_detected", response)
+
+
+class ExactComparisonTest(unittest.TestCase):
+    # A hole: judge/compare.py _differences computes |c - r| as
+    # torch.sub(cand.to(int64), ref.to(int64)).abs_(), which wraps: c - r = -2**63 stays
+    # -2**63 under abs(), a negative difference that passes the exact rule (atol 0) and
+    # adds nothing to max_abs_diff (0 in the response).
+    @unittest.expectedFailure
+    def test_int64_elements_off_by_two_to_the_63(self):
+        # Half of the elements are wrong by 2**63 (a logical shift for an arithmetic one).
+        response = run("int64_logical_shift", "redteam3/int_mix", language="python",
+                       options={"timing": {"enabled": False}})
+        self.assertEqual((response["status"], response["error_class"]),
+                         ("fail", "numerical_mismatch"), response)
+
+    def test_float64_task_computed_in_float32(self):
+        # A downcast: float32's error (1e-7 of the output) where the task asks for float64.
+        response = run("matmul_float64_in_float32", "redteam4/matmul_float64", language="python")
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "numerical_mismatch", response)
+
+
+class HonestTest(unittest.TestCase):
+    # A hole (an honest kernel rejected): compare.tolerance gives integer outputs atol 0,
+    # rtol 0 whatever they were computed from; the reference's own rounding noise (which
+    # the judge measures for floating outputs, compare.perturbed) is not asked for.
+    @unittest.expectedFailure
+    def test_integer_output_of_a_float_reduction_in_another_order(self):
+        # Honest (float64 sums, then the reference's rounding): a few elements of 262144
+        # lie within float32's error of a half step and round the other way, off by one.
+        response = run("quantized_matmul_float64", "redteam4/quantized_matmul", language="python",
+                       options={"timing": {"enabled": False}})
+        self.assertEqual(response["status"], "pass", response)
+
+
+KBX_RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
+
+
+class KbxTest(unittest.TestCase):
+    # A hole (an honest candidate gets no verdict, the task is blamed): the task host sizes
+    # the timed units' buffers by the units of two runs (host.py _plan_units), and fill()
+    # raises a task_error ("the inputs for ... are larger than for the first trial's
+    # seed") when a later unit is larger, after the candidate's trials passed, instead of
+    # refusing to time the test (timing_refused), as it does for calls that cannot cross.
+    @unittest.expectedFailure
+    def test_honest_candidate_of_a_test_with_a_random_width(self):
+        # The test draws its tensor's width at every run: each timed unit's arguments have
+        # another size than the two runs the task host planned the buffers by.
+        response = run("../kbx/row_sum_honest", "redteam4/kbx_random_width/row_sum", language="python",
+                       task_format="kernelbenchx", options={"rule": KBX_RULE})
+        self.assertEqual(response["status"], "pass", response)
+
+
+if __name__ == "__main__":
+    unittest.main()
