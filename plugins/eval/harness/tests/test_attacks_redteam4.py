@@ -34,16 +34,16 @@ def run(name, task, language="cpp", options=None, task_format=None, max_children
 
 
 class FreezeTest(unittest.TestCase):
-    # A hole, not marked as an expected failure because it does not show every time: this
-    # version passed 2 of 3 runs on the loaded 2-core VM (2.48x and 1.47x, speedup_confirmed,
-    # every spot check passed); the third was caught by still_frozen at its first timed
-    # call (a timer still armed when the freeze held). server.py _loop_called stops the
-    # call's clock when the report arrives and only then calls _frozen(); procs.freeze_tree
-    # keeps sending SIGSTOP for up to patience_s (0.5 s) and returns the tree as soon as it
-    # is seen stopped. The process's own one-shot POSIX timers (signal SIGCONT, 100 us
-    # apart) keep it from being seen stopped while a thread computes the output into the
-    # output slot; then it disarms them and the freeze holds. Nothing counts the freeze's
-    # duration, and nothing changed in the tree for still_frozen to see.
+    # Holes found by this red team, both closed. The process's own one-shot POSIX timers
+    # (signal SIGCONT) continue it while the server freezes it or after it froze.
+    # (1) Held off: while the timers keep freeze_tree from seeing it stopped, a thread
+    # finishes the call's work (passed 2 of 3 runs, 2.48x and 1.47x confirmed, while
+    # the call's bracket closed at the report); the bracket now closes when the freeze
+    # holds (server.py _loop_called), and what ran after it is seen by (2)'s check.
+    # (2) After the freeze held: a timer continues it, a thread computes the next output
+    # while the task host works, then it sends itself SIGSTOP (passed 3 of 3, up to 5.2x
+    # confirmed, when still_frozen only looked at states); still_frozen now also compares
+    # each thread's schedstat (time on a CPU, times scheduled) with the freeze's.
     def test_work_done_while_the_freeze_is_held_off_by_sigcont_timers(self):
         # Every timed call does no work in its bracket; a thread computes the output
         # while the process's own SIGCONT timers keep freeze_tree from holding.
@@ -53,12 +53,6 @@ class FreezeTest(unittest.TestCase):
         else:
             self.assertEqual(response["error_class"], "cheat_detected", response)
 
-    # A hole (passed 3 of 3 runs of this version on the loaded 2-core VM: 5.0x, 5.2x and
-    # 2.66x, speedup_confirmed, every call answered): procs.still_frozen checks only that every
-    # thread is stopped now and that no process came or went. A process continued by its
-    # own SIGCONT timer after freeze_tree held, which computes the output while the task
-    # host checks the call and fills the next one, then sends itself SIGSTOP, passes it.
-    @unittest.expectedFailure
     def test_work_done_after_the_freeze_held_then_stopped_again(self):
         # Every timed call does no work in its bracket; a SIGCONT timer continues the
         # process after the freeze held, a thread computes the output while the task host
@@ -71,11 +65,11 @@ class FreezeTest(unittest.TestCase):
 
 
 class ExactComparisonTest(unittest.TestCase):
-    # A hole: judge/compare.py _differences computes |c - r| as
+    # A hole, closed: judge/compare.py _differences computed |c - r| as
     # torch.sub(cand.to(int64), ref.to(int64)).abs_(), which wraps: c - r = -2**63 stays
-    # -2**63 under abs(), a negative difference that passes the exact rule (atol 0) and
-    # adds nothing to max_abs_diff (0 in the response).
-    @unittest.expectedFailure
+    # -2**63 under abs(), a negative difference that passed the exact rule (atol 0) and
+    # added nothing to max_abs_diff. It now takes the magnitude in float64 and counts any
+    # unequal element as off by at least 1 (test_compare's integer test).
     def test_int64_elements_off_by_two_to_the_63(self):
         # Half of the elements are wrong by 2**63 (a logical shift for an arithmetic one).
         response = run("int64_logical_shift", "redteam3/int_mix", language="python",
@@ -109,18 +103,26 @@ KBX_RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1
 
 
 class KbxTest(unittest.TestCase):
-    # A hole (an honest candidate gets no verdict, the task is blamed): the task host sizes
-    # the timed units' buffers by the units of two runs (host.py _plan_units), and fill()
-    # raises a task_error ("the inputs for ... are larger than for the first trial's
-    # seed") when a later unit is larger, after the candidate's trials passed, instead of
-    # refusing to time the test (timing_refused), as it does for calls that cannot cross.
-    @unittest.expectedFailure
+    # A hole, closed (an honest candidate got no verdict, the task was blamed): the task
+    # host sizes the timed units' buffers by the units of two runs (host.py _plan_units),
+    # and fill() raised a task_error ("the inputs for ... are larger than for the first
+    # trial's seed") when a later unit was larger, after the candidate's trials passed.
+    # Tensors whose sizes differ between those two runs now refuse timing
+    # (timing_refused), as calls that cannot cross do. The trials' buffers are sized by
+    # the first trial's run too: a later trial of larger sizes is still the task's
+    # task_error, saying that kforge needs the same shapes at every seed (a documented
+    # limit of the format, harness README "What it does not protect"). Which of the two
+    # this test sees depends on the widths its seeds draw.
     def test_honest_candidate_of_a_test_with_a_random_width(self):
         # The test draws its tensor's width at every run: each timed unit's arguments have
         # another size than the two runs the task host planned the buffers by.
         response = run("../kbx/row_sum_honest", "redteam4/kbx_random_width/row_sum", language="python",
                        task_format="kernelbenchx", options={"rule": KBX_RULE})
-        self.assertEqual(response["status"], "pass", response)
+        if response["status"] == "pass":
+            self.assertIn("timing_refused", response["flags"], response)
+        else:
+            self.assertEqual(response["error_class"], "task_error", response)
+            self.assertIn("same shapes at every seed", response["message"], response)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,21 @@ class CompareTest(unittest.TestCase):
         ints = torch.arange(10)
         self.assertFalse(compare_tensors(ints, ints + 1, ALLCLOSE).passed)
 
+    def test_integers_are_exact_at_any_magnitude(self):
+        # A difference of 2**63 wraps to -2**63 in int64 (and stays negative under abs);
+        # one of 1 beyond 2**53 is lost in float64. Both are wrong.
+        ref = torch.tensor([1 << 62, 1 << 53, 5], dtype=torch.int64)
+        wrapped = torch.tensor([-(1 << 62), 1 << 53, 5], dtype=torch.int64)  # c - r = -2**63
+        low_bit = torch.tensor([1 << 62, (1 << 53) + 1, 5], dtype=torch.int64)
+        for cand, off in ((wrapped, "2**63"), (low_bit, "one low bit")):
+            with self.subTest(off):
+                outcome = compare_tensors(ref, cand, ALLCLOSE)
+                self.assertFalse(outcome.passed, outcome.message)
+                self.assertGreaterEqual(outcome.max_abs_diff, 1)
+        self.assertTrue(compare_tensors(ref, ref.clone(), ALLCLOSE).passed)
+        flags = torch.tensor([True, False, True])
+        self.assertFalse(compare_tensors(flags, ~flags, ALLCLOSE).passed)
+
     def test_mismatch_reports_max_and_mean_abs_diff(self):
         ref = torch.zeros(4)
         outcome = compare_tensors(ref, torch.tensor([0.0, 0.0, 0.0, 0.5]), ALLCLOSE)

@@ -174,10 +174,14 @@ class _Stats:
             ref, cand = torch.view_as_real(ref).reshape(-1), torch.view_as_real(cand).reshape(-1)
         ref64, diff, magnitude, scratch, mask = self._buffers(ref.numel())
         ref64.copy_(ref)
-        if ref.is_floating_point() or ref.is_complex():
-            diff.copy_(cand).sub_(ref64).abs_()
-        else:  # integers differ in int64: float64's 53 bits would lose wrong low bits
-            diff.copy_(torch.sub(cand.to(torch.int64), ref.to(torch.int64)).abs_())
+        diff.copy_(cand).sub_(ref64).abs_()
+        if not (ref.is_floating_point() or ref.is_complex()):
+            # Integers: float64 keeps |c - r|'s magnitude (a difference in int64 can wrap,
+            # and -2**63 stays negative under abs) but not low bits beyond 2**53, so an
+            # element that differs at all differs by at least 1.
+            torch.ne(cand, ref, out=mask)
+            scratch.copy_(mask)
+            torch.maximum(diff, scratch, out=diff)
         torch.abs(ref64, out=magnitude)
         return parts, ref64, diff, magnitude, scratch, mask
 

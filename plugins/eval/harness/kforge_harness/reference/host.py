@@ -60,6 +60,12 @@ from kforge_harness.tasks.runner import (MissingFramework, all_finite, nan_count
 INPUT_SLOTS = 2
 
 
+def _tensor_shapes(unit):
+    """The dtypes and shapes of a kernelbenchx timed unit's tensors, arguments and results."""
+    return [(leaf.dtype, tuple(leaf.shape)) for layout in (unit.layout, unit.output_layout)
+            for leaf in layout.leaves if leaf.kind == "tensor"]
+
+
 class HostFailure(Exception):
     """The host cannot go on (its verdict has been sent)."""
 
@@ -177,6 +183,12 @@ class Host:
             facts["timing_refused"] = (
                 f"no call of the function by the task's test code can be timed ({why})" if why else
                 "the task's test code never calls the function")
+        elif any(_tensor_shapes(other) != _tensor_shapes(unit) for other in units[1:]):
+            # Its buffers are lent before the loop, sized by these runs: a later run's
+            # larger arguments would not fit (the task is not at fault, nor the candidate).
+            facts["timing_refused"] = (
+                "the task's test code calls the function with tensors of other sizes at every "
+                "run, so its timed calls cannot be given buffers sized in advance")
         return facts
 
     def _step(self, name, call):
@@ -411,7 +423,7 @@ class Host:
     def _same_shapes(self):
         if self.session.replays_calls:
             return ("the test code's calls of the function must take arguments of the same "
-                    "shapes at every seed to be timed")
+                    "shapes at every seed (their buffers are lent sized by the first runs)")
         return "get_inputs() must make inputs of the same kinds and shapes for every seed"
 
     def _changed_inputs(self, session, slot):
