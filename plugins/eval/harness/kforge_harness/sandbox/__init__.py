@@ -525,7 +525,6 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
             missing.add("unprivileged_uid", f"{blocked} is not traversable by uid {uid} and "
                                             "there is no mount namespace")
             drop_to_uid = None
-    outside_uid = euid if drop_to_uid is None else drop_to_uid
     _prepare_workdir(workdir, drop_to_uid)
     missing.require(required)
 
@@ -553,8 +552,8 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
     for fd in (alive_r, alive_w, to_supervisor_r, to_worker_w):
         os.close(fd)
     try:
-        _become_worker(plan, missing, mode, drop_to_uid, limits, device, memory_base,
-                       to_supervisor_w, to_worker_r)
+        drop_to_uid = _become_worker(plan, missing, mode, drop_to_uid, limits, device,
+                                     memory_base, to_supervisor_w, to_worker_r)
     finally:
         os.close(to_supervisor_w)
         os.close(to_worker_r)
@@ -562,6 +561,7 @@ def enter(workdir, device="cpu", limits=None, extra_env=None, readonly_paths=(),
     _apply_environment(env)
     _wipe_inherited_environment(set(env))
     os.chdir(workdir)
+    outside_uid = euid if drop_to_uid is None else drop_to_uid
     return Report(missing.names, missing.reasons, outside_uid, devices.inside_name,
                   time.monotonic() - started)
 
@@ -612,7 +612,8 @@ def _map_when_asked(worker, uid, from_worker, to_worker):
 
 def _become_worker(plan, missing, mode, drop_to_uid, limits, device, memory_base,
                    to_supervisor, from_supervisor):
-    """W: its mount namespace and root, then credentials, limits, seccomp."""
+    """W: its mount namespace and root, then credentials, limits, seccomp. Returns the
+    uid it dropped to (None: it did not)."""
     try:
         linux.unshare(linux.CLONE_NEWNS)
     except OSError as exc:
@@ -656,6 +657,17 @@ def _become_worker(plan, missing, mode, drop_to_uid, limits, device, memory_base
         # without a user namespace), it costs nothing: no_new_privs keeps any from coming.
         if _holds_capabilities():
             missing.add("capabilities", exc)
+    if mode == _NONE and drop_to_uid is not None and _untraversable_by(plan.workdir, drop_to_uid):
+        # No user namespace after all (a chroot refuses it), and the work dir's path as
+        # this process sees it (the host's, where no new root could be made) is closed
+        # to `uid`: it stays root, rather than not working at all, and takes back the
+        # work dir chowned to `uid` for it (its capabilities go below: it is only the
+        # owner then).
+        missing.add("unprivileged_uid", f"{_untraversable_by(plan.workdir, drop_to_uid)} is not "
+                                        f"traversable by uid {drop_to_uid} and there is no "
+                                        "user namespace")
+        drop_to_uid = None
+        _prepare_workdir(plan.workdir, os.geteuid())
     if mode == _NONE and drop_to_uid is not None:
         try:
             os.setgroups([])
@@ -663,6 +675,7 @@ def _become_worker(plan, missing, mode, drop_to_uid, limits, device, memory_base
             os.setresuid(drop_to_uid, drop_to_uid, drop_to_uid)
         except OSError as exc:
             missing.add("unprivileged_uid", exc)
+            drop_to_uid = None
     try:
         _clear_capabilities()
     except OSError as exc:
@@ -680,6 +693,7 @@ def _become_worker(plan, missing, mode, drop_to_uid, limits, device, memory_base
         seccomp.install()
     except (OSError, RuntimeError) as exc:
         missing.add("seccomp", exc)
+    return drop_to_uid
 
 
 def _set_limit(kind, soft, hard=None):
