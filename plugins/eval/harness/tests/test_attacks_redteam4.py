@@ -34,25 +34,18 @@ def run(name, task, language="cpp", options=None, task_format=None, max_children
 
 
 class FreezeTest(unittest.TestCase):
-    # Holes found by this red team, both closed. The process's own one-shot POSIX timers
-    # (signal SIGCONT) continue it while the server freezes it or after it froze.
-    # (1) Held off: while the timers keep freeze_tree from seeing it stopped, a thread
-    # finishes the call's work (passed 2 of 3 runs, 2.48x and 1.47x confirmed, while
-    # the call's bracket closed at the report); the bracket now closes when the freeze
-    # holds (server.py _loop_called), and what ran after it is seen by (2)'s check.
-    # (2) After the freeze held: a timer continues it, a thread computes the next output
-    # while the task host works, then it sends itself SIGSTOP (passed 3 of 3, up to 5.2x
-    # confirmed, when still_frozen only looked at states); still_frozen now also compares
-    # each thread's schedstat (time on a CPU, times scheduled) with the freeze's.
-    def test_work_done_while_the_freeze_is_held_off_by_sigcont_timers(self):
-        # Every timed call does no work in its bracket; a thread computes the output
-        # while the process's own SIGCONT timers keep freeze_tree from holding.
-        response = run("freeze_stalled_by_timers", "redteam3/row_energy")
-        if response["status"] == "pass":
-            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
-        else:
-            self.assertEqual(response["error_class"], "cheat_detected", response)
-
+    # A hole, open (passed 3 of 3 runs on the loaded 2-core VM: 5.0x, 5.2x and 2.66x,
+    # speedup_confirmed, every call answered): procs.still_frozen checks only that every
+    # thread is stopped now and that no process came or went. A process continued by its
+    # own SIGCONT timer after freeze_tree held, which computes the output while the task
+    # host checks the call and fills the next one, then sends itself SIGSTOP, passes it.
+    # A check of each thread's schedstat between the freeze and the next call caught it,
+    # but also rejected 1 of about 120 honest jobs of the default pipeline under load
+    # (a thread shows stopped before it has switched out): reverted, see the harness
+    # README's "What it does not protect". Its sibling, freeze_stalled_by_timers.py
+    # (timers that hold the freeze off while a thread finishes the call after reporting;
+    # passed 2 of 3 runs), is not in the suite: its outcome varies from run to run.
+    @unittest.expectedFailure
     def test_work_done_after_the_freeze_held_then_stopped_again(self):
         # Every timed call does no work in its bracket; a SIGCONT timer continues the
         # process after the freeze held, a thread computes the output while the task host

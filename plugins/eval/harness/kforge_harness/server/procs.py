@@ -160,10 +160,9 @@ def freeze_tree(pid, patience_s=0.5):
     """SIGSTOP to every process below `pid` until all of them are seen stopped, twice over,
     and then no other below `pid` (a fork that completed as its parent was being
     stopped): processes that continue each other (one stopped, another sends it SIGCONT)
-    are stopped again, round after round. Returns the frozen processes, each with what its
-    threads had run so far (`_ran`: nothing of the tree runs until continue_tree(them),
-    and still_frozen() tells whether anything did), or None when they would not all stay
-    stopped within `patience_s`. A stop in flight lands within microseconds on an idle machine,
+    are stopped again, round after round. Returns the frozen processes (nothing of the
+    tree runs until continue_tree(them)), or None when they would not all stay stopped
+    within `patience_s`. A stop in flight lands within microseconds on an idle machine,
     but only when the process next runs: on a loaded one (a 2-core machine at load 8-12)
     that took longer than 40 rounds of 0.2 ms, and an honest candidate was rejected."""
     deadline = time.monotonic() + patience_s
@@ -179,7 +178,7 @@ def freeze_tree(pid, patience_s=0.5):
         # still running when the first look passed it.
         if (_await_stopped(tree, min(deadline, time.monotonic() + ROUND_S))
                 and all(_stopped(child) for child in tree) and set(descendants(pid)) == set(tree)):
-            return {child: _ran(child) for child in tree}
+            return tree
         if time.monotonic() >= deadline:
             return None
 
@@ -215,43 +214,11 @@ def continue_tree(frozen):
 
 
 def still_frozen(pid, frozen):
-    """Whether the tree below `pid` is what freeze_tree() returned and none of its threads
-    ran since: every process still stopped, with the same threads, none of which was
-    scheduled again. A process that ended meanwhile (its death signals its parent, and a
-    parent can choose SIGCONT as that signal), one that runs, and one that ran and stopped
-    itself again (a timer of its own can send it SIGCONT; it then works, and raises
-    SIGSTOP) is the candidate's work between calls."""
-    return (set(descendants(pid)) == set(frozen)
-            and all(_stopped(child) and _ran(child) == ran for child, ran in frozen.items()))
-
-
-def _ran(pid):
-    """What each thread of `pid` has run so far, {tid: marks}: from
-    /proc/PID/task/TID/schedstat its time on a CPU in nanoseconds and the number of times
-    it was scheduled, which change whenever it runs at all; where the kernel keeps no
-    schedstat, its user and system time in clock ticks from stat (which can miss a burst
-    shorter than a tick). A stopped thread's marks stay as they are."""
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return {}
-    marks = {}
-    for thread in threads:
-        try:
-            with open(f"/proc/{pid}/task/{thread}/schedstat", "rb") as handle:
-                fields = handle.read().split()
-            marks[thread] = (fields[0], fields[2])
-        except FileNotFoundError:
-            try:
-                with open(f"/proc/{pid}/task/{thread}/stat", "rb") as handle:
-                    stat = handle.read()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(b")") + 2:].split()
-            marks[thread] = (fields[11], fields[12])  # utime, stime
-        except (OSError, IndexError):
-            continue  # that thread is gone
-    return marks
+    """Whether the tree below `pid` is what freeze_tree() returned, every process of it
+    still stopped: a process that ended meanwhile (its death signals its parent, and a
+    parent can choose SIGCONT as that signal) or one that runs again is the candidate's
+    work between calls."""
+    return all(_stopped(child) for child in frozen) and set(descendants(pid)) == set(frozen)
 
 
 def _stopped(pid):

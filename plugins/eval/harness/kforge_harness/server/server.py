@@ -666,6 +666,7 @@ class Server:
         os.execve(sys.executable, argv, env)
 
     def _candidate_message(self, proc, message):
+        now = time.monotonic()  # a timed call's end, as the server's clock sees it
         job = proc.owner
         if job is None or job.decided is not None or job.finished:
             return
@@ -693,7 +694,7 @@ class Server:
             if self._frozen(job):
                 self._loop_fill(job)
         elif job.loop is not None and "called" in message:
-            self._loop_called(job, message)
+            self._loop_called(job, message, now)
 
     def _candidate_ready(self, job):
         if job.internal is not None:
@@ -875,8 +876,7 @@ class Server:
         if not still_frozen(job.proc.pid, job.frozen):
             self._decide(job, fail(protocol.CHEAT_DETECTED,
                                    f"{loop.label}: the candidate's processes ran between timed "
-                                   "calls (one ended, or ran while they were stopped, also if it "
-                                   "stopped itself again): "
+                                   "calls (one ended or was continued while they were stopped): "
                                    "work that no clock brackets"))
             return
         # The call's bracket opens before the child is continued: whatever runs in it from
@@ -885,17 +885,13 @@ class Server:
         continue_tree(job.frozen)  # every call follows _frozen()
         job.proc.send(command)
 
-    def _loop_called(self, job, message):
+    def _loop_called(self, job, message, now):
         loop = job.loop
         commanded = loop.commanded_at
         if not self._frozen(job):
             return
-        # The call's bracket closes when its processes are frozen, not when its report
-        # came: a candidate that reports early and holds the freeze off (timers of its own
-        # continuing it) while it finishes the call's work is charged for that work.
-        frozen_at = time.monotonic()
         try:
-            loop.called(message, (frozen_at - commanded) * 1e3 if commanded is not None else math.nan)
+            loop.called(message, (now - commanded) * 1e3 if commanded is not None else math.nan)
         except ValueError as exc:
             self._decide(job, fail(protocol.RUNTIME_ERROR, str(exc)))
             return
