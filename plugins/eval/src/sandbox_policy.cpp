@@ -50,6 +50,14 @@ std::string remedy(const SandboxReport& report) {
         "CAP_SYS_ADMIN refuse them) start it with --security-opt seccomp=unconfined --cap-add SYS_ADMIN, or "
         "--privileged; on a host, allow user namespaces (sysctl user.max_user_namespaces=15000, and "
         "kernel.apparmor_restrict_unprivileged_userns=0 where AppArmor restricts them) or run kforge as root");
+    if (!report.chroot) {
+      // PID 1's root was out of sight (another PID namespace, a restricted /proc): a chroot
+      // cannot be ruled out, and as root it is the likeliest cause.
+      advice.push_back(
+          "kforge could not tell whether it runs in a chroot; if it does, the kernel refuses user namespaces there: "
+          "run it as the root of a mount namespace (unshare --mount --pid --fork, then pivot_root; systemd-nspawn; "
+          "docker) instead");
+    }
   }
   if (lacks(report, "seccomp")) {
     advice.push_back(

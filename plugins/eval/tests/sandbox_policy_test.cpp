@@ -80,6 +80,20 @@ TEST(SandboxPolicy, AChrootIsNamedAsTheCause) {
       << decision.refusal;
 }
 
+TEST(SandboxPolicy, AChrootThatCannotBeRuledOutIsNamedAsAPossibleCause) {
+  nlohmann::json answer = nlohmann::json::parse(kNoUserNamespace);
+  for (const bool known : {false, true}) {
+    if (known) {
+      answer["chroot"] = false;
+    } else {
+      answer["chroot"] = nullptr;
+    }
+    const SandboxDecision decision = decide_sandbox(SandboxPolicy::Full, parse_sandbox_report(answer.dump()));
+    EXPECT_EQ(decision.refusal.find("could not tell whether it runs in a chroot") == std::string::npos, known)
+        << decision.refusal;
+  }
+}
+
 TEST(SandboxPolicy, NoSandboxAtAllIsRefusedEvenWhenPartialIsAccepted) {
   const SandboxReport report =
       parse_sandbox_report(R"({"chroot": null, "error": "cannot enter a sandbox on this host: PermissionError: x"})");
