@@ -159,6 +159,9 @@ TEST(Plugin, BadParametersFailCreation) {
   StageUnderTest limits("eval.run", with(harness_params(), {{"timeout", 0}}));
   EXPECT_NE(limits.create_error().find("parameter 'timeout'"), std::string::npos) << limits.create_error();
   EXPECT_NE(limits.create_error().find("greater than 0 s"), std::string::npos) << limits.create_error();
+  StageUnderTest options("eval.run", with(harness_params(), {{"trials", 0}, {"baseline", "jit"}}));
+  EXPECT_NE(options.create_error().find("parameter 'trials'"), std::string::npos) << options.create_error();
+  EXPECT_NE(options.create_error().find("got 'jit'"), std::string::npos) << options.create_error();
   // The former names of the durations are accepted for this release, bare numbers as seconds.
   StageUnderTest former("eval.run", with(harness_params(), {{"timeout_s", 30}, {"cpu_s", 10},
                                                              {"reference_max_age_s", 60}, {"start_timeout_s", 5}}));
