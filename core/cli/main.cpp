@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "engine/executor.hpp"
+#include "engine/param_types.hpp"
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
 #include "report/environment.hpp"
@@ -46,26 +47,6 @@ constexpr int kExitThresholds = 1;
 constexpr int kExitConfig = 2;
 constexpr int kExitRuntime = 3;
 constexpr int kExitInterrupted = kforge::cli::kExitInterrupted;
-
-const char* type_name(kf_param_type type) {
-  switch (type) {
-    case KF_PARAM_STRING:
-      return "string";
-    case KF_PARAM_INT:
-      return "int";
-    case KF_PARAM_FLOAT:
-      return "float";
-    case KF_PARAM_BOOL:
-      return "bool";
-    case KF_PARAM_STRING_LIST:
-      return "list<string>";
-    case KF_PARAM_OBJECT:
-      return "object";
-    case KF_PARAM_DURATION:
-      return "duration";
-  }
-  return "?";
-}
 
 // CLI11's number checks let NaN through (every comparison with it is false): a NaN
 // interval would print progress lines without pause, a NaN threshold never fire.
@@ -118,7 +99,10 @@ void print_params(const std::vector<kforge::ParamSpec>& params) {
   }
   for (const kforge::ParamSpec& p : params) {
     std::string def = p.required ? "required" : (p.default_value ? fmt::format("default: {}", *p.default_value) : "optional");
-    print_stdout(fmt::format("  {:<20} {:<13} {}{}\n      {}\n", p.name, type_name(p.type), def, constraints_text(p), p.doc));
+    const std::string former =
+        p.former_names.empty() ? "" : fmt::format(" (formerly {})", fmt::join(p.former_names, ", "));
+    print_stdout(fmt::format("  {:<20} {:<13} {}{}{}\n      {}\n", p.name, kforge::param_type(p.type)->name, def,
+                             constraints_text(p), former, p.doc));
   }
 }
 

@@ -60,6 +60,56 @@ TEST(Abi, APluginWithTheFirstReleasesTablesLoadsAndRuns) {
   EXPECT_EQ(*finished.jobs[2].find_string("short.seen"), "old-2");
 }
 
+// A plugin built before parameters had former names: its constraints tables end at `max`.
+// The host reads nothing past them (what lies there here would be refused as an empty
+// former name), and the parameter has no former names.
+TEST(Abi, ConstraintsOfTheirFirstReleaseHaveNoFormerNames) {
+  struct ConstraintsV1 {  // kf_param_constraints as kforge 0.2 first declared it
+    uint32_t struct_size;
+    const char* const* choices;
+    uint32_t choice_count;
+    uint32_t range;
+    double min;
+    double max;
+  };
+  static_assert(sizeof(ConstraintsV1) == KF_PARAM_CONSTRAINTS_V1_SIZE, "the first release's constraints table");
+  struct ConstraintsAndWhatFollows {
+    ConstraintsV1 table;
+    const char* const* not_former_names;
+    uint32_t not_a_count;
+  };
+  static const char* const kNoName[] = {nullptr};
+  static const ConstraintsAndWhatFollows kConstraints = {{sizeof(ConstraintsV1), nullptr, 0, KF_RANGE_MIN, 1, 0},
+                                                         kNoName, 1};
+  static const kf_param_constraints* const kTable[] = {
+      reinterpret_cast<const kf_param_constraints*>(&kConstraints.table)};
+  static const kf_param_spec kParams[] = {{"factor", KF_PARAM_INT, "3", 0, "A factor."}};
+
+  kforge::Registry registry;
+  const kf_plugin_descriptor* long_table = registry.load(kPlugins + "/libtest_long_table.so");
+  kf_stage_kind kind = *long_table->stages[0];
+  kind.struct_size = sizeof(kf_stage_kind);  // today's stage table, a constraints table of the first release
+  kind.name = "older.run";
+  kind.params = kParams;
+  kind.param_count = 1;
+  kind.param_constraints = kTable;
+  const kf_stage_kind* stages[] = {&kind};
+  kf_plugin_descriptor older = *long_table;
+  older.struct_size = sizeof(kf_plugin_descriptor);
+  older.name = "older";
+  older.stages = stages;
+  older.stage_count = 1;
+  older.source_count = 0;
+  older.exporter_count = 0;
+  older.report_section_count = 0;
+  registry.add(&older, "/elsewhere/libolder.so");
+  const kforge::StageKind* read = registry.stage("older.run");
+  ASSERT_NE(read, nullptr);
+  ASSERT_EQ(read->params.size(), 1u);
+  EXPECT_EQ(read->params[0].range, KF_RANGE_MIN);
+  EXPECT_TRUE(read->params[0].former_names.empty());
+}
+
 TEST(Abi, APluginWithLongerTablesLoadsAndRunsOnWhatTheHostKnows) {
   kforge::Registry registry;
   registry.load(kPlugins + "/libtest_long_table.so");

@@ -105,7 +105,7 @@ class Limits : public sdk::Stage {
             sdk::Param{"tags", KF_PARAM_STRING_LIST, "[]", false, "Which."}.one_of({"a", "b"}),
             sdk::Param{"ratio", KF_PARAM_FLOAT, "0.5", false, "A share."}.above(0).at_most(1),
             sdk::Param{"count", KF_PARAM_INT, "1", false, "At least one."}.at_least(1),
-            sdk::Param{"wait", KF_PARAM_DURATION, "90s", false, "How long."}.above(0)};
+            sdk::Param{"wait", KF_PARAM_DURATION, "90s", false, "How long."}.above(0).formerly({"wait_s"})};
   }
   explicit Limits(const sdk::Config&) {}
   void process(sdk::Job& job) override { job.pass(); }
@@ -270,6 +270,37 @@ TEST_F(PipelineTest, AFormerKindNameLoadsTheKindWithOneWarning) {
             std::string::npos)
       << spec.warnings[1].format();
   EXPECT_TRUE(load("good.yaml").warnings.empty());
+}
+
+// A parameter's former name gives the parameter its value, with a warning at each place it
+// is written (each needs the edit), saying the new name; a bare number is still seconds.
+TEST_F(PipelineTest, AFormerParameterNameGivesTheParameterWithAWarningPerUse) {
+  const Plan spec = load("former_params.yaml");
+  EXPECT_EQ(param(stage(spec, "first").config, "wait").number, 30);
+  EXPECT_EQ(param(stage(spec, "second").config, "wait").number, 120);
+  EXPECT_EQ(param(stage(spec, "third").config, "wait").number, 5);
+  EXPECT_EQ(stage(spec, "first").config.values.count("wait_s"), 0u) << "the plan knows the parameter by its name";
+  ASSERT_EQ(spec.warnings.size(), 2u);
+  EXPECT_NE(spec.warnings[0].format().find(
+                "former_params.yaml:11:12: warning: 'wait_s' is the former name of parameter 'wait' of stage 'first' "
+                "(test.limits), accepted for this release only: write wait (a duration: a bare number is seconds, as "
+                "before, or give a unit: 30s, 5m)"),
+            std::string::npos)
+      << spec.warnings[0].format();
+  EXPECT_EQ(spec.warnings[1].where.line, 15);
+  EXPECT_EQ(spec.warnings[1].where.column, 7);
+
+  // On the command line too, warned at the argument.
+  const Plan set = load("former_params.yaml", Overrides{{{"third.wait_s", "7"}}});
+  EXPECT_EQ(param(stage(set, "third").config, "wait").number, 7);
+  ASSERT_EQ(set.warnings.size(), 3u);
+  EXPECT_EQ(set.warnings[2].where.file, "--set third.wait_s=7") << set.warnings[2].format();
+  EXPECT_NE(set.warnings[2].message.find("'wait_s' is the former name of parameter 'wait' of stage 'third'"),
+            std::string::npos)
+      << set.warnings[2].format();
+
+  EXPECT_TRUE(has_error(errors("former_params_twice.yaml"), 10, 22,
+                        "parameter 'wait' of stage 'only' is given twice: 'wait_s' is its former name; keep wait only"));
 }
 
 TEST_F(PipelineTest, FillsEveryRouteWithItsDefault) {

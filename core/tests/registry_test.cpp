@@ -120,6 +120,51 @@ TEST(Registry, AKindIsFoundByItsFormerNameAndNoOtherMayTakeIt) {
   }
 }
 
+// A kind's parameter names, former ones included, each name one parameter, and each type is
+// one this host knows: a plugin that breaks either is refused, saying which parameter.
+TEST(Registry, EachParameterNameNamesOneParameterOfAKnownType) {
+  kforge::Registry registry;
+  const kf_plugin_descriptor* npu = registry.load(kExtra + "/libtest_npu.so");
+  auto refusal = [&](const kf_param_spec* specs, uint32_t count, const kf_param_constraints* const* constraints) {
+    kf_stage_kind kind = *npu->stages[0];
+    kind.name = "other.kind";
+    kind.former_names = nullptr;
+    kind.former_name_count = 0;
+    kind.params = specs;
+    kind.param_count = count;
+    kind.param_constraints = constraints;
+    const kf_stage_kind* stages[] = {&kind};
+    kf_plugin_descriptor other = *npu;
+    other.name = "other";
+    other.stages = stages;
+    other.stage_count = 1;
+    other.source_count = 0;
+    other.exporter_count = 0;
+    other.report_section_count = 0;
+    try {
+      registry.add(&other, "/elsewhere/libother.so");
+    } catch (const kforge::PluginError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(loaded)");
+  };
+  const kf_param_spec two[] = {{"timeout", KF_PARAM_DURATION, "1s", 0, "New."},
+                               {"timeout_s", KF_PARAM_DURATION, "1", 0, "Old, declared again."}};
+  const char* const former[] = {"timeout_s"};
+  kf_param_constraints renamed{};
+  renamed.struct_size = sizeof renamed;
+  renamed.former_names = former;
+  renamed.former_name_count = 1;
+  const kf_param_constraints* constraints[] = {&renamed, nullptr};
+  const std::string clash = refusal(two, 2, constraints);
+  EXPECT_NE(clash.find("parameters 'timeout' and 'timeout_s' both take the name 'timeout_s'"), std::string::npos)
+      << clash;
+
+  const kf_param_spec strange[] = {{"x", static_cast<kf_param_type>(42), nullptr, 0, "From a newer header."}};
+  const std::string unknown = refusal(strange, 1, nullptr);
+  EXPECT_NE(unknown.find("parameter 'x' has type 42, which this kforge does not know"), std::string::npos) << unknown;
+}
+
 // kforge's own plugins are plugins/<folder>/, built as libkforge_<folder>.so: the registry
 // holds a bundled plugin's name to its file's, and its kinds' names to that prefix.
 TEST(Registry, ABundledPluginsKindsAreNamedAfterItsFolder) {

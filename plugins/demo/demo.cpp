@@ -12,9 +12,9 @@
 
 namespace {
 
-using kforge::sdk::Config;
 using kforge::sdk::Job;
 using kforge::sdk::Param;
+using kforge::sdk::Seconds;
 
 bool listed(const std::vector<std::string>& ids, std::string_view id) {
   for (const auto& candidate : ids) {
@@ -33,41 +33,42 @@ void require_variable(const std::string& variable) {
   }
 }
 
+struct RangeOptions {
+  int64_t count = 0;
+  std::string prefix;
+  std::string needs_env;  // none: empty
+};
+
 // Tasks "task-0000" ... "task-NNNN".
 class Range : public kforge::sdk::Source {
  public:
+  using Options = RangeOptions;
   static constexpr const char* kName = "demo.range";
   static constexpr const char* kDoc = "Emits `count` synthetic tasks named task-0000, task-0001, ...";
   static std::vector<Param> params() {
-    return {{"count", KF_PARAM_INT, nullptr, true, "Number of tasks."},
-            {"prefix", KF_PARAM_STRING, "task-", false, "Prefix of the task ids."},
-            {"needs_env", KF_PARAM_STRING, nullptr, false,
-             "An environment variable the run must have set (checked when the run starts, not by validate)."}};
+    return {Param{"count", KF_PARAM_INT, nullptr, true, "Number of tasks."}.at_least(0).bind(&Options::count),
+            Param{"prefix", KF_PARAM_STRING, "task-", false, "Prefix of the task ids."}.bind(&Options::prefix),
+            Param{"needs_env", KF_PARAM_STRING, nullptr, false,
+                  "An environment variable the run must have set (checked when the run starts, not by validate)."}
+                .bind(&Options::needs_env)};
   }
-  explicit Range(const Config& cfg)
-      : count_(cfg.integer("count")),
-        prefix_(cfg.string("prefix")),
-        needs_env_(cfg.has("needs_env") ? cfg.string("needs_env") : "") {
-    if (count_ < 0) throw std::invalid_argument("count must be >= 0");
-  }
-  void preflight() const { require_variable(needs_env_); }
+  explicit Range(const Options& options) : options_(options) {}
+  void preflight() const { require_variable(options_.needs_env); }
   bool next(kforge::sdk::Task& task) override {
-    if (next_ >= count_) return false;
+    if (next_ >= options_.count) return false;
     std::string number = std::to_string(next_);
     if (number.size() < 4) number.insert(0, 4 - number.size(), '0');
-    const std::string id = prefix_ + number;
+    const std::string id = options_.prefix + number;
     task.set(KF_KEY_TASK_ID, id);
     task.set(KF_KEY_TASK_NAME, id);
     task.set_number(KF_KEY_TASK_LEVEL, 1);
     ++next_;
     return true;
   }
-  std::optional<uint64_t> count() const override { return static_cast<uint64_t>(count_); }
+  std::optional<uint64_t> count() const override { return static_cast<uint64_t>(options_.count); }
 
  private:
-  int64_t count_;
-  std::string prefix_;
-  std::string needs_env_;
+  Options options_;
   int64_t next_ = 0;
 };
 
@@ -78,10 +79,14 @@ class NeedsEnv : public kforge::sdk::Stage {
   static constexpr const char* kDoc =
       "Passes every job. Its run-start check refuses the run when the environment variable `variable` is not "
       "set, as a stage that needs an API key does; `kforge validate` does not check it.";
+  struct Options {
+    std::string variable;
+  };
   static std::vector<Param> params() {
-    return {{"variable", KF_PARAM_STRING, nullptr, true, "The environment variable the run needs."}};
+    return {Param{"variable", KF_PARAM_STRING, nullptr, true, "The environment variable the run needs."}.bind(
+        &Options::variable)};
   }
-  explicit NeedsEnv(const Config& cfg) : variable_(cfg.string("variable")) {}
+  explicit NeedsEnv(const Options& options) : variable_(options.variable) {}
   void preflight() const { require_variable(variable_); }
   void process(Job& job) override { job.pass(); }
 
@@ -93,7 +98,6 @@ class Noop : public kforge::sdk::Stage {
  public:
   static constexpr const char* kName = "demo.noop";
   static constexpr const char* kDoc = "Passes every job and does nothing else.";
-  explicit Noop(const Config&) {}
   void process(Job& job) override { job.pass(); }
 };
 
@@ -104,34 +108,37 @@ class Judge : public kforge::sdk::Stage {
   static constexpr const char* kDoc =
       "Passes every job except those of the listed tasks: fails them, errors them, or throws.";
   static constexpr uint32_t kFlags = KF_STAGE_CACHEABLE;  // depends on the task id only
+  struct Options {
+    std::vector<std::string> fail, error, throw_on, route;
+    std::string fail_class, error_class;
+  };
   static std::vector<Param> params() {
-    return {{"fail", KF_PARAM_STRING_LIST, "[]", false, "Task ids to fail (error class fail_class)."},
-            {"fail_class", KF_PARAM_STRING, "demo_fail", false, "The error class of a fail verdict."},
-            {"error", KF_PARAM_STRING_LIST, "[]", false, "Task ids to give an error verdict (class error_class)."},
-            {"error_class", KF_PARAM_STRING, "demo_error", false, "The error class of an error verdict."},
-            {"throw", KF_PARAM_STRING_LIST, "[]", false, "Task ids on which the stage throws."},
-            {"route", KF_PARAM_STRING_LIST, "[]", false, "Task ids sent on the named route 'special'."}};
+    return {Param{"fail", KF_PARAM_STRING_LIST, "[]", false, "Task ids to fail (error class fail_class)."}.bind(
+                &Options::fail),
+            Param{"fail_class", KF_PARAM_STRING, "demo_fail", false, "The error class of a fail verdict."}.bind(
+                &Options::fail_class),
+            Param{"error", KF_PARAM_STRING_LIST, "[]", false, "Task ids to give an error verdict (class error_class)."}
+                .bind(&Options::error),
+            Param{"error_class", KF_PARAM_STRING, "demo_error", false, "The error class of an error verdict."}.bind(
+                &Options::error_class),
+            Param{"throw", KF_PARAM_STRING_LIST, "[]", false, "Task ids on which the stage throws."}.bind(
+                &Options::throw_on),
+            Param{"route", KF_PARAM_STRING_LIST, "[]", false, "Task ids sent on the named route 'special'."}.bind(
+                &Options::route)};
   }
   static std::vector<std::string> routes() { return {"special"}; }
-  explicit Judge(const Config& cfg)
-      : fail_(cfg.list("fail")),
-        error_(cfg.list("error")),
-        throw_(cfg.list("throw")),
-        route_(cfg.list("route")),
-        fail_class_(cfg.string("fail_class")),
-        error_class_(cfg.string("error_class")) {}
+  explicit Judge(const Options& options) : options_(options) {}
   void process(Job& job) override {
     const std::string id = job.get_or(KF_KEY_TASK_ID);
-    if (listed(throw_, id)) throw std::runtime_error("demo.judge was told to throw on " + id);
-    if (listed(fail_, id)) return job.fail(fail_class_, "demo.judge fails " + id);
-    if (listed(error_, id)) return job.error(error_class_, "demo.judge errors on " + id);
-    if (listed(route_, id)) return job.pass("special");
+    if (listed(options_.throw_on, id)) throw std::runtime_error("demo.judge was told to throw on " + id);
+    if (listed(options_.fail, id)) return job.fail(options_.fail_class, "demo.judge fails " + id);
+    if (listed(options_.error, id)) return job.error(options_.error_class, "demo.judge errors on " + id);
+    if (listed(options_.route, id)) return job.pass("special");
     job.pass();
   }
 
  private:
-  std::vector<std::string> fail_, error_, throw_, route_;
-  std::string fail_class_, error_class_;
+  Options options_;
 };
 
 // A fix stage (role fix) that mends nothing: it passes, and counts its visits per job in
@@ -141,7 +148,6 @@ class Mend : public kforge::sdk::Stage {
   static constexpr const char* kName = "demo.mend";
   static constexpr kf_stage_role kRole = KF_ROLE_FIX;
   static constexpr const char* kDoc = "A fix stage that changes nothing: passes, counting visits in demo.fixes.";
-  explicit Mend(const Config&) {}
   void process(Job& job) override {
     job.set_number("demo.fixes", job.number("demo.fixes").value_or(0) + 1);
     job.pass();
@@ -155,10 +161,13 @@ class Flaky : public kforge::sdk::Stage {
   static constexpr const char* kDoc =
       "Fails each job's first `failures` visits, then passes; counts visits in the job "
       "attribute demo.visits.";
+  struct Options {
+    int64_t failures = 0;
+  };
   static std::vector<Param> params() {
-    return {{"failures", KF_PARAM_INT, "2", false, "Visits that fail before one passes."}};
+    return {Param{"failures", KF_PARAM_INT, "2", false, "Visits that fail before one passes."}.bind(&Options::failures)};
   }
-  explicit Flaky(const Config& cfg) : failures_(cfg.integer("failures")) {}
+  explicit Flaky(const Options& options) : failures_(options.failures) {}
   void process(Job& job) override {
     const double visits = job.number("demo.visits").value_or(0) + 1;
     job.set_number("demo.visits", visits);
@@ -178,14 +187,19 @@ class Busy : public kforge::sdk::Stage {
   static constexpr const char* kDoc =
       "Spins on a CPU for `seconds`, then passes. Metric `concurrent`: calls in the stage when "
       "this one began.";
+  struct Options {
+    Seconds seconds{};
+  };
   static std::vector<Param> params() {
-    return {Param{"seconds", KF_PARAM_DURATION, "0.001", false, "How long each call spins (1ms, 0.5s)."}.at_least(0)};
+    return {Param{"seconds", KF_PARAM_DURATION, "0.001", false, "How long each call spins (1ms, 0.5s)."}
+                .at_least(0)
+                .bind(&Options::seconds)};
   }
-  explicit Busy(const Config& cfg) : seconds_(cfg.number("seconds")) {}
+  explicit Busy(const Options& options) : seconds_(options.seconds) {}
   void process(Job& job) override {
     const int concurrent = ++inside_;
     job.metric("concurrent", concurrent);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds_);
+    const auto until = std::chrono::steady_clock::now() + seconds_;
     while (std::chrono::steady_clock::now() < until) {
     }
     --inside_;
@@ -193,7 +207,7 @@ class Busy : public kforge::sdk::Stage {
   }
 
  private:
-  double seconds_;
+  Seconds seconds_;
   std::atomic<int> inside_{0};
 };
 
@@ -207,18 +221,24 @@ class Sleep : public kforge::sdk::Stage {
       "the run's cancellation cuts the wait short. Metric `concurrent`: calls in the stage "
       "when this one began.";
   static constexpr uint32_t kFlags = KF_STAGE_WAITS;
+  struct Options {
+    Seconds seconds{};
+    std::vector<std::string> only;
+  };
   static std::vector<Param> params() {
-    return {Param{"seconds", KF_PARAM_DURATION, "0.1", false, "How long each call waits (100ms, 2s)."}.at_least(0),
-            {"only", KF_PARAM_STRING_LIST, "[]", false,
-             "Task ids that wait; the others pass at once. Empty: every task waits."}};
+    return {Param{"seconds", KF_PARAM_DURATION, "0.1", false, "How long each call waits (100ms, 2s)."}
+                .at_least(0)
+                .bind(&Options::seconds),
+            Param{"only", KF_PARAM_STRING_LIST, "[]", false,
+                  "Task ids that wait; the others pass at once. Empty: every task waits."}
+                .bind(&Options::only)};
   }
-  explicit Sleep(const Config& cfg)
-      : seconds_(cfg.number("seconds")), only_(cfg.has("only") ? cfg.list("only") : std::vector<std::string>{}) {}
+  explicit Sleep(const Options& options) : options_(options) {}
   void process(Job& job) override {
     const int concurrent = ++inside_;
     job.metric("concurrent", concurrent);
-    const double seconds = only_.empty() || listed(only_, job.get_or(KF_KEY_TASK_ID)) ? seconds_ : 0;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    const bool waits = options_.only.empty() || listed(options_.only, job.get_or(KF_KEY_TASK_ID));
+    const auto until = std::chrono::steady_clock::now() + (waits ? options_.seconds : Seconds(0));
     while (std::chrono::steady_clock::now() < until) {
       if (job.cancelled() || job.seconds_left() <= 0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -232,8 +252,7 @@ class Sleep : public kforge::sdk::Stage {
   }
 
  private:
-  double seconds_;
-  std::vector<std::string> only_;
+  Options options_;
   std::atomic<int> inside_{0};
 };
 

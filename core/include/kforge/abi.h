@@ -98,6 +98,14 @@ typedef struct kf_param_constraints {
   uint32_t range;
   double min;
   double max;
+  /* Since 0.2 (read only when struct_size holds them). Names the parameter had before a
+   * rename (former_name_count of them; NULL for none): a pipeline that still writes one gets
+   * this parameter, and a warning at each place it is written that names the new one. Kept
+   * for one release after the rename, then dropped. A rename that changes the unit keeps the
+   * meaning of the old values: a DURATION takes a bare number as seconds, as an old `_s`
+   * parameter did. */
+  const char* const* former_names;
+  uint32_t former_name_count;
 } kf_param_constraints;
 
 /* ---- what the host offers plugins ------------------------------------------------- */

@@ -1,20 +1,35 @@
 // kforge plugin SDK: write a stage as one C++ class, register it with one macro.
 //
+//   struct UpperOptions {
+//     bool strict = false;
+//     int64_t limit = 100;
+//     kforge::sdk::Seconds budget{};
+//   };
 //   class Upper : public kforge::sdk::Stage {
 //    public:
+//     using Options = UpperOptions;
 //     static constexpr const char* kName = "demo.upper";
 //     static constexpr const char* kDoc = "Upper-cases the candidate code.";
 //     static std::vector<kforge::sdk::Param> params() {
-//       return {{"strict", KF_PARAM_BOOL, "false", false, "Fail on empty code."},
-//               kforge::sdk::Param{"limit", KF_PARAM_INT, "100", false, "Longest code."}.at_least(1)};
+//       using kforge::sdk::Param;
+//       return {Param{"strict", KF_PARAM_BOOL, "false", false, "Fail on empty code."}.bind(&Options::strict),
+//               Param{"limit", KF_PARAM_INT, "100", false, "Longest code."}.at_least(1).bind(&Options::limit),
+//               Param{"budget", KF_PARAM_DURATION, "30s", false, "Time per job."}.above(0)
+//                   .formerly({"budget_s"}).bind(&Options::budget)};
 //     }
-//     explicit Upper(const kforge::sdk::Config& cfg) : strict_(cfg.boolean("strict")) {}
+//     explicit Upper(const Options& options) : options_(options) {}
 //     void process(kforge::sdk::Job& job) override { ... job.pass(); }
 //    private:
-//     bool strict_;
+//     Options options_;
 //   };
 //   KFORGE_PLUGIN("demo", "1.0.0", Upper)
 //
+// Each parameter is declared once: its schema (type, default, choices, range, former names),
+// which the host checks when it validates a pipeline, and the field of the class's Options
+// that the SDK fills from the checked value before the constructor runs (ParamField in
+// kforge/detail/params.hpp says which field types hold which parameter types). A class
+// without Options is constructed from a Config and reads its parameters by name: the way of
+// plugins written before binding, still accepted.
 // Header-only on purpose: everything here compiles into the plugin, and only the C types
 // of kforge/abi.h cross into the host. Optional members of a stage class: `kRole`
 // (KF_ROLE_*), `kFlags` (KF_STAGE_*), `params()`, `routes()`, `former_names()` (names the
@@ -41,7 +56,10 @@
 #pragma once
 
 #include <kforge/abi.h>
+#include <kforge/config.hpp>
+#include <kforge/detail/params.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <concepts>
 #include <cstdint>
@@ -54,14 +72,24 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kforge::sdk {
+
+// A duration field that keeps fractions of a second.
+using Seconds = std::chrono::duration<double>;
 
 // One parameter of a stage's schema. `default_value` is YAML text; nullptr for none. The
 // host checks choices and ranges when it validates a pipeline, so a constructor sees only
 // values that fit: Param{...}.one_of({"a", "b"}), .at_least(1), .above(0), .at_most(1).
 struct Param {
+  // The fields of kf_param_spec, in its order, so that Param{"name", KF_PARAM_INT, "3", false, "doc"}
+  // reads as the C table does.
+  Param(std::string name = {}, kf_param_type type = KF_PARAM_STRING, const char* default_value = nullptr,
+        bool required = false, std::string doc = {})
+      : name(std::move(name)), type(type), default_value(default_value), required(required), doc(std::move(doc)) {}
+
   std::string name;
   kf_param_type type = KF_PARAM_STRING;
   const char* default_value = nullptr;
@@ -71,6 +99,8 @@ struct Param {
   uint32_t range = 0;                // KF_RANGE_*: INT, FLOAT and DURATION (seconds)
   double min = 0;
   double max = 0;
+  std::vector<std::string> former_names;  // accepted with a warning: formerly()
+  detail::Binding binding;                // the options field it fills: bind()
 
   Param one_of(std::vector<std::string> values) const {
     Param p = *this;
@@ -81,6 +111,23 @@ struct Param {
   Param above(double bound) const { return with_min(bound, KF_RANGE_MIN_EXCLUSIVE); }
   Param at_most(double bound) const { return with_max(bound, 0); }
   Param below(double bound) const { return with_max(bound, KF_RANGE_MAX_EXCLUSIVE); }
+  // Names the parameter had before a rename: a pipeline that still writes one gets this
+  // parameter and a warning at that place. Keep them one release, then drop them.
+  Param formerly(std::vector<std::string> names) const {
+    Param p = *this;
+    p.former_names = std::move(names);
+    return p;
+  }
+  // The field of the class's Options this parameter fills: Param{...}.bind(&Options::limit).
+  // Shared declarations that bind a base struct's field name the class's Options:
+  // .bind<Options>(&Options::timeout) where timeout is a member of a base of Options.
+  template <typename Options = void, typename Field, typename Owner>
+  Param bind(Field Owner::*field) const {
+    using Target = std::conditional_t<std::is_void_v<Options>, Owner, Options>;
+    Param p = *this;
+    p.binding = detail::bind_field<Target>(field, p.name, p.type, p.required);
+    return p;
+  }
 
  private:
   Param with_min(double bound, uint32_t exclusive) const {
@@ -105,81 +152,11 @@ inline void write_error(char* err, size_t err_size, const char* what) {
   std::snprintf(err, err_size, "%s", what);
 }
 
-inline void check(kf_status status, const char* what, const char* name) {
-  if (status != KF_OK) {
-    throw std::runtime_error(std::string(what) + " '" + name + "' is not available");
-  }
-}
 }  // namespace detail
 
 inline void log(kf_log_level level, const std::string& plugin, const std::string& message) {
   if (detail::g_host != nullptr) detail::g_host->log(level, plugin.c_str(), message.c_str());
 }
-
-// The validated parameters of one stage. Every declared parameter has a value (the
-// pipeline's or the default) unless it is optional with no default: has() tells.
-class Config {
- public:
-  Config(const kf_host_api* host, const kf_config* cfg) : host_(host), cfg_(cfg) {}
-
-  bool has(const char* name) const {
-    const char* out = nullptr;
-    size_t len = 0;
-    return host_->config_json(cfg_, name, &out, &len) == KF_OK;
-  }
-  std::string string(const char* name) const {
-    const char* out = nullptr;
-    size_t len = 0;
-    detail::check(host_->config_string(cfg_, name, &out, &len), "string parameter", name);
-    return std::string(out, len);
-  }
-  int64_t integer(const char* name) const {
-    int64_t out = 0;
-    detail::check(host_->config_int(cfg_, name, &out), "integer parameter", name);
-    return out;
-  }
-  double number(const char* name) const {
-    double out = 0;
-    detail::check(host_->config_float(cfg_, name, &out), "number parameter", name);
-    return out;
-  }
-  bool boolean(const char* name) const {
-    int out = 0;
-    detail::check(host_->config_bool(cfg_, name, &out), "boolean parameter", name);
-    return out != 0;
-  }
-  std::vector<std::string> list(const char* name) const {
-    size_t n = 0;
-    detail::check(host_->config_list_size(cfg_, name, &n), "list parameter", name);
-    std::vector<std::string> items;
-    items.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      const char* out = nullptr;
-      size_t len = 0;
-      detail::check(host_->config_list_item(cfg_, name, i, &out, &len), "list parameter", name);
-      items.emplace_back(out, len);
-    }
-    return items;
-  }
-  std::string json(const char* name) const {
-    const char* out = nullptr;
-    size_t len = 0;
-    detail::check(host_->config_json(cfg_, name, &out, &len), "parameter", name);
-    return std::string(out, len);
-  }
-  // Directory of the pipeline file; relative paths in parameters are relative to it.
-  std::string base_dir() const { return host_->config_base_dir(cfg_); }
-  // A path parameter resolved against base_dir() when relative.
-  std::string path(const char* name) const {
-    std::string value = string(name);
-    if (value.empty() || value.front() == '/') return value;
-    return base_dir() + "/" + value;
-  }
-
- private:
-  const kf_host_api* host_;
-  const kf_config* cfg_;
-};
 
 // One candidate of one task inside one stage call.
 class Job {
@@ -360,6 +337,30 @@ class ReportSection {
 
 namespace detail {
 
+// The class is built from an options struct that its parameters fill (Param::bind), and
+// perhaps the directory of its pipeline file.
+template <typename T>
+concept HasOptions = requires { typename T::Options; } &&
+                     (std::is_constructible_v<T, const typename T::Options&> ||
+                      std::is_constructible_v<T, const typename T::Options&, const PipelineDir&>);
+
+// Every parameter bound to a field of Options, of a type the field holds; else what is not.
+template <typename Options>
+std::string check_bindings(const std::vector<Param>& params, const char* kind) {
+  for (const Param& p : params) {
+    if (p.binding.options == nullptr) {
+      return std::string(kind) + ": parameter '" + p.name + "' is bound to no field of the options struct " +
+             "(declare it with Param{...}.bind(&Options::field))";
+    }
+    if (p.binding.options != &options_tag<Options>) {
+      return std::string(kind) + ": parameter '" + p.name + "' is bound to a field of another options struct " +
+             "than the class's Options (write .bind<Options>(&Options::field))";
+    }
+    if (!p.binding.problem.empty()) return std::string(kind) + ": " + p.binding.problem;
+  }
+  return "";
+}
+
 template <typename T>
 std::vector<Param> params_of() {
   if constexpr (requires { T::params(); }) {
@@ -381,14 +382,18 @@ struct Schema {
   std::vector<const char*> routes;
   std::vector<std::string> former_name_list;
   std::vector<const char*> former_names;
+  std::vector<std::vector<const char*>> param_former_names;  // per parameter
+  std::string binding_problem;  // why the class's Options cannot be filled; empty when it can
 
   Schema() {
     choices.resize(params.size());
     constraints.resize(params.size());
+    param_former_names.resize(params.size());
     for (size_t i = 0; i < params.size(); ++i) {
       const Param& p = params[i];
       specs.push_back({p.name.c_str(), p.type, p.default_value, p.required ? 1 : 0, p.doc.c_str()});
       for (const std::string& c : p.choices) choices[i].push_back(c.c_str());
+      for (const std::string& n : p.former_names) param_former_names[i].push_back(n.c_str());
       kf_param_constraints& c = constraints[i];
       c.struct_size = sizeof(kf_param_constraints);
       c.choices = choices[i].data();
@@ -396,7 +401,10 @@ struct Schema {
       c.range = p.range;
       c.min = p.min;
       c.max = p.max;
+      c.former_names = param_former_names[i].data();
+      c.former_name_count = static_cast<uint32_t>(param_former_names[i].size());
     }
+    if constexpr (HasOptions<T>) binding_problem = check_bindings<typename T::Options>(params, T::kName);
     for (const kf_param_constraints& c : constraints) constraint_table.push_back(&c);
     if constexpr (requires { T::routes(); }) route_names = T::routes();
     for (const std::string& r : route_names) routes.push_back(r.c_str());
@@ -414,7 +422,25 @@ kf_status create(const kf_host_api* host, const kf_config* cfg, void** instance,
                  size_t err_size) noexcept {
   try {
     g_host = host;
-    *instance = new T(Config(host, cfg));
+    const Config config(host, cfg);
+    if constexpr (HasOptions<T>) {
+      const Schema<T>& schema = Schema<T>::get();
+      if (!schema.binding_problem.empty()) throw std::logic_error(schema.binding_problem);
+      typename T::Options options{};
+      for (const Param& p : schema.params) p.binding.fill(&options, config);
+      if constexpr (std::is_constructible_v<T, const typename T::Options&, const PipelineDir&>) {
+        *instance = new T(std::as_const(options), PipelineDir(config.base_dir()));
+      } else {
+        *instance = new T(std::as_const(options));
+      }
+    } else if constexpr (std::is_constructible_v<T, const Config&>) {
+      *instance = new T(config);  // reads its parameters by name: the way before Options
+    } else {
+      static_assert(std::is_default_constructible_v<T>,
+                    "a stage or source is constructed from its Options (Param::bind), or by default when it takes "
+                    "no parameters, or from a Config");
+      *instance = new T();
+    }
     return KF_OK;
   } catch (const std::exception& e) {
     write_error(err, err_size, e.what());

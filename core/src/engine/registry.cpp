@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "engine/param_types.hpp"
 #include "util/edit_distance.hpp"
 
 namespace fs = std::filesystem;
@@ -79,6 +80,11 @@ ParamSpec read_param(const kf_param_spec& spec, const kf_param_constraints* cons
   p.name = spec.name ? spec.name : "";
   if (p.name.empty()) throw PluginError(fmt::format("{}: a parameter has no name", where));
   p.type = spec.type;
+  if (param_type(p.type) == nullptr) {
+    throw PluginError(fmt::format("{}: parameter '{}' has type {}, which this kforge does not know: a newer kforge "
+                                  "reads it",
+                                  where, p.name, static_cast<int>(p.type)));
+  }
   p.required = spec.required != 0;
   if (spec.default_value != nullptr && !p.required) p.default_value = spec.default_value;
   p.doc = spec.doc ? spec.doc : "";
@@ -92,14 +98,35 @@ ParamSpec read_param(const kf_param_spec& spec, const kf_param_constraints* cons
   p.range = constraints->range;
   p.min = constraints->min;
   p.max = constraints->max;
+  if (KF_HAS_FIELD(constraints, kf_param_constraints, former_name_count)) {
+    for (uint32_t i = 0; i < constraints->former_name_count; ++i) {
+      const char* name = constraints->former_names != nullptr ? constraints->former_names[i] : nullptr;
+      if (name == nullptr || *name == '\0') {
+        throw PluginError(fmt::format("{}: former name {} of parameter '{}' is empty", where, i + 1, p.name));
+      }
+      p.former_names.emplace_back(name);
+    }
+  }
   return p;
 }
 
+// A kind's parameters; each name, former ones included, names one parameter only.
 std::vector<ParamSpec> read_params(const kf_param_spec* specs, uint32_t count,
                                    const kf_param_constraints* const* constraints, const std::string& where) {
   std::vector<ParamSpec> params;
+  std::map<std::string, std::string> owner;  // every name -> the parameter it names
   for (uint32_t i = 0; i < count; ++i) {
-    params.push_back(read_param(specs[i], constraints ? constraints[i] : nullptr, where));
+    ParamSpec p = read_param(specs[i], constraints ? constraints[i] : nullptr, where);
+    std::vector<std::string> names = p.former_names;
+    names.insert(names.begin(), p.name);
+    for (const std::string& name : names) {
+      auto [it, fresh] = owner.emplace(name, p.name);
+      if (!fresh) {
+        throw PluginError(fmt::format("{}: parameters '{}' and '{}' both take the name '{}'", where, it->second,
+                                      p.name, name));
+      }
+    }
+    params.push_back(std::move(p));
   }
   return params;
 }

@@ -55,6 +55,7 @@ struct ParamSpec {
   uint32_t range = 0;                // KF_RANGE_* bits
   double min = 0;
   double max = 0;
+  std::vector<std::string> former_names;  // accepted with a warning (since 0.2)
 };
 
 // A stage kind as a plugin registered it, read once from its ABI table: the rest of the

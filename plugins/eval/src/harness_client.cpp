@@ -519,7 +519,7 @@ class HarnessServer::Process {
           failure_ = "Slurm did not place the harness server for " + where() + " within " +
                      seconds_text(spec_.slurm->place_timeout_seconds) + " s; its request was withdrawn" + slurm_said +
                      ". The run goes on with the servers that were placed; to get this one, raise "
-                     "slurm_place_timeout_s, ask less of each server (gpus_per_server, cpus_per_server, "
+                     "slurm_place_timeout, ask less of each server (gpus_per_server, cpus_per_server, "
                      "slurm_constraint) or check the partition (sinfo, squeue --start). (" + command_text_ + ")";
         } else if (timed_out == Timeout::Start) {
           failure_ = "the harness server for " + where() + " did not say it was ready within " +

@@ -31,26 +31,14 @@ std::string normalise_device(const std::string& device) {
 HarnessPool::HarnessPool(HarnessSettings settings) : settings_(std::move(settings)) {
   if (settings_.devices.empty()) throw std::invalid_argument("no device given");
   for (std::string& device : settings_.devices) device = normalise_device(device);
-  if (settings_.mode != "fork" && settings_.mode != "spawn") {
-    throw std::invalid_argument("mode must be fork or spawn, got '" + settings_.mode + "'");
-  }
-  if (settings_.max_children < 0) throw std::invalid_argument("max_children must be >= 0");
-  const MemoryBudget& memory = settings_.memory;
-  if (memory.memory_gb < 0 || memory.headroom_gb < 0 || memory.per_job_mb < 0) {
-    throw std::invalid_argument("memory_gb, memory_headroom_gb and memory_per_job_mb must be >= 0");
-  }
-  if (settings_.reference_store_mb < 0) throw std::invalid_argument("reference_store_mb must be >= 0");
-  if (settings_.server_retries < 0) throw std::invalid_argument("server_retries must be >= 0");
+  // The stage parameters' choices and ranges (mode, max_children, the memory figures, servers,
+  // server_retries, the slurm resources and timeouts) are the host's to check, by the
+  // plugin's schema; what is left here is what no single parameter says.
   if (settings_.slurm) {
     if (settings_.devices.size() != 1) {
       throw std::invalid_argument("a Slurm pool takes one device, which names each server's own (cuda:0: the first "
                                   "GPU of its step), not a list of devices: give servers: N instead");
     }
-    if (settings_.servers < 1) throw std::invalid_argument("servers must be >= 1");
-    if (settings_.slurm->cpus < 1 || settings_.slurm->gpus < 0) {
-      throw std::invalid_argument("cpus_per_server must be >= 1 and gpus_per_server >= 0");
-    }
-    if (settings_.slurm->place_timeout_seconds <= 0) throw std::invalid_argument("slurm_place_timeout_s must be > 0");
   } else if (settings_.servers != 1) {
     throw std::invalid_argument("servers: " + std::to_string(settings_.servers) +
                                 " is for launcher slurm; on this host, list devices instead (one server each)");

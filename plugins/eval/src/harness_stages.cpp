@@ -237,14 +237,6 @@ RunStage::RunStage(std::shared_ptr<HarnessPool> pool, Options options)
   std::random_device entropy;
   unseeded_ = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
   validate_rule(options_.rule);
-  if (options_.trials < 1) throw std::invalid_argument("trials must be >= 1");
-  if (options_.warmup < 0 || options_.timing_trials < 1) {
-    throw std::invalid_argument("warmup must be >= 0 and timing_trials >= 1");
-  }
-  if (options_.baseline != "eager" && options_.baseline != "compile") {
-    throw std::invalid_argument("baseline must be eager or compile, got '" + options_.baseline + "'");
-  }
-  if (options_.reference_max_age_s < 0) throw std::invalid_argument("reference_max_age_s must be >= 0");
 }
 
 json RunStage::request(const EvalJob& job) const {

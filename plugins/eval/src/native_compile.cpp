@@ -497,9 +497,7 @@ std::string locate_nvcc(const std::string& setting) {
 }
 
 CppCompileStage::CppCompileStage(Options options, std::shared_ptr<HarnessPool> extractor)
-    : options_(std::move(options)), extractor_(std::move(extractor)) {
-  if (options_.timeout_seconds <= 0) throw std::invalid_argument("timeout_s must be > 0");
-}
+    : options_(std::move(options)), extractor_(std::move(extractor)) {}
 
 StageResult CppCompileStage::process(const EvalJob& job) const {
   StageResult failure;
@@ -530,12 +528,7 @@ StageResult CppCompileStage::process(const EvalJob& job) const {
 }
 
 CudaCompileStage::CudaCompileStage(Options options, std::shared_ptr<HarnessPool> extractor)
-    : options_(std::move(options)), extractor_(std::move(extractor)) {
-  if (options_.prelude != "load_inline" && options_.prelude != "none") {
-    throw std::invalid_argument("prelude must be load_inline or none, got '" + options_.prelude + "'");
-  }
-  if (options_.timeout_seconds <= 0) throw std::invalid_argument("timeout_s must be > 0");
-}
+    : options_(std::move(options)), extractor_(std::move(extractor)) {}
 
 StageResult CudaCompileStage::process(const EvalJob& job) const {
   StageResult failure;

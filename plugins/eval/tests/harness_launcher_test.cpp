@@ -192,7 +192,7 @@ TEST_F(FakeSlurm, AStepNotPlacedInTimeIsWithdrawnAndGivenUp) {
   EXPECT_TRUE(response.server_lost);
   EXPECT_TRUE(contains(response.message, "Slurm did not place the harness server")) << response.message;
   EXPECT_TRUE(contains(response.message, "queued and waiting for resources")) << response.message;
-  EXPECT_TRUE(contains(response.message, "slurm_place_timeout_s")) << response.message;
+  EXPECT_TRUE(contains(response.message, "raise slurm_place_timeout,")) << response.message;
   EXPECT_EQ(server.availability(), HarnessServer::Availability::Failed);
   EXPECT_TRUE(eventually(5, [&] { return contains(log(), "withdrawn"); })) << "srun was told to withdraw: " << log();
 }

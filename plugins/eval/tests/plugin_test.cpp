@@ -156,8 +156,18 @@ TEST(Plugin, BadParametersFailCreation) {
   EXPECT_NE(mode.create_error().find("thread"), std::string::npos);
   StageUnderTest prelude("eval.compile.cuda", {{"prelude", "pybind"}});
   EXPECT_NE(prelude.create_error().find("pybind"), std::string::npos);
-  StageUnderTest limits("eval.run", with(harness_params(), {{"timeout_s", 0}}));
-  EXPECT_NE(limits.create_error().find("timeout_s"), std::string::npos);
+  StageUnderTest limits("eval.run", with(harness_params(), {{"timeout", 0}}));
+  EXPECT_NE(limits.create_error().find("parameter 'timeout'"), std::string::npos) << limits.create_error();
+  EXPECT_NE(limits.create_error().find("greater than 0 s"), std::string::npos) << limits.create_error();
+  StageUnderTest options("eval.run", with(harness_params(), {{"trials", 0}, {"baseline", "jit"}}));
+  EXPECT_NE(options.create_error().find("parameter 'trials'"), std::string::npos) << options.create_error();
+  EXPECT_NE(options.create_error().find("got 'jit'"), std::string::npos) << options.create_error();
+  // The former names of the durations are accepted for this release, bare numbers as seconds.
+  StageUnderTest former("eval.run", with(harness_params(), {{"timeout_s", 30}, {"cpu_s", 10},
+                                                             {"reference_max_age_s", 60}, {"start_timeout_s", 5}}));
+  EXPECT_TRUE(former.created()) << former.create_error();
+  StageUnderTest twice("eval.run", with(harness_params(), {{"timeout_s", 30}, {"timeout", "30s"}}));
+  EXPECT_NE(twice.create_error().find("'timeout_s' is its former name"), std::string::npos) << twice.create_error();
 }
 
 // A launcher's parameters belong to it: the other launcher refuses them when the pipeline

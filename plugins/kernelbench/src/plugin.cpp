@@ -24,7 +24,6 @@
 
 namespace {
 
-using kforge::sdk::Config;
 using kforge::sdk::Job;
 using kforge::sdk::Param;
 namespace kb = kforge::kernelbench;
@@ -42,8 +41,21 @@ std::string read_file(const std::string& path) {
 
 std::vector<std::string> languages() { return {std::begin(vocabulary::kLanguages), std::end(vocabulary::kLanguages)}; }
 
+struct SuiteOptions {
+  std::filesystem::path path;
+  std::string manifest;
+  std::string profile;
+  double size_scale = 1;
+  double fit_memory_mb = 0;
+  std::vector<std::string> include;
+  std::filesystem::path with_candidates;
+  int64_t limit = 0;
+  std::string format;
+};
+
 class Suite : public kforge::sdk::Source {
  public:
+  using Options = SuiteOptions;
   static constexpr const char* kName = "kernelbench.suite";
   static std::vector<std::string> former_names() { return {"tasks.kernelbench"}; }
   static constexpr const char* kDoc =
@@ -53,45 +65,45 @@ class Suite : public kforge::sdk::Source {
       "folders (the folder is the category). Sets task.id/name/path/source/level/category/complexity/"
       "complexity_score/format/sizes/size_scale/fit_memory_mb.";
   static std::vector<Param> params() {
-    return {{"path", KF_PARAM_STRING, nullptr, true, "Directory of task files (relative to the pipeline file)."},
-            {"manifest", KF_PARAM_STRING, "manifest.yaml", false,
-             "Metadata file in path (file, id, name, level, category, complexity, format, sizes.small/full); "
-             "optional when left at its default."},
+    return {Param{"path", KF_PARAM_STRING, nullptr, true, "Directory of task files (relative to the pipeline file)."}
+                .bind(&Options::path),
+            Param{"manifest", KF_PARAM_STRING, "manifest.yaml", false,
+                  "Metadata file in path (file, id, name, level, category, complexity, format, sizes.small/full); "
+                  "optional when left at its default."}
+                .bind(&Options::manifest),
             Param{"profile", KF_PARAM_STRING, "small", false, "Which manifest sizes apply: small (CPU, CI) or full (GPU)."}
-                .one_of({"small", "full"}),
+                .one_of({"small", "full"})
+                .bind(&Options::profile),
             Param{"size_scale", KF_PARAM_FLOAT, "1.0", false,
                   "Factor for every module-level integer size >= 16 of tasks that have no sizes for the profile "
                   "(e.g. 0.01 to run KernelBench's GPU sizes on a CPU)."}
-                .above(0),
+                .above(0)
+                .bind(&Options::size_scale),
             Param{"fit_memory_mb", KF_PARAM_FLOAT, "0", false,
                   "Memory budget (MB) the harness shrinks each task's sizes to, keeping the task valid, for tasks "
                   "that have no sizes for the profile (after size_scale); 0: off."}
-                .at_least(0),
-            {"include", KF_PARAM_STRING_LIST, "[]", false, "Task ids or glob patterns to keep; empty: all."},
-            {"with_candidates", KF_PARAM_STRING, "", false,
-             "Keep only tasks that have a candidate file in this directory (named as "
-             "kernelbench.candidate_files expects; relative to the pipeline file); empty: all tasks."},
+                .at_least(0)
+                .bind(&Options::fit_memory_mb),
+            Param{"include", KF_PARAM_STRING_LIST, "[]", false, "Task ids or glob patterns to keep; empty: all."}.bind(
+                &Options::include),
+            Param{"with_candidates", KF_PARAM_STRING, "", false,
+                  "Keep only tasks that have a candidate file in this directory (named as "
+                  "kernelbench.candidate_files expects; relative to the pipeline file); empty: all tasks."}
+                .bind(&Options::with_candidates),
             Param{"limit", KF_PARAM_INT, "0", false, "At most this many tasks (after include and with_candidates); 0: all."}
-                .at_least(0),
+                .at_least(0)
+                .bind(&Options::limit),
             Param{"format", KF_PARAM_STRING, vocabulary::kFormatKernelBenchTorch, false,
                   "Format of tasks the manifest does not describe: kernelbench-torch, kernelbench-numpy, "
                   "kernelbench-mindspore or kernelbenchx (then also the files of path's category folders)."}
-                .one_of({std::begin(vocabulary::kTaskFormats), std::end(vocabulary::kTaskFormats)})};
+                .one_of({std::begin(vocabulary::kTaskFormats), std::end(vocabulary::kTaskFormats)})
+                .bind(&Options::format)};
   }
 
-  explicit Suite(const Config& cfg) {
-    kb::TaskListOptions options;
-    options.dir = cfg.path("path");
-    options.manifest = cfg.string("manifest");
-    options.profile = cfg.string("profile");
-    options.size_scale = cfg.number("size_scale");
-    options.fit_memory_mb = cfg.number("fit_memory_mb");
-    options.include = cfg.list("include");
-    options.with_candidates_in = cfg.path("with_candidates");
-    options.limit = cfg.integer("limit");
-    options.format = cfg.string("format");
-    tasks_ = kb::list_tasks(options);
-  }
+  explicit Suite(const Options& options)
+      : tasks_(kb::list_tasks({options.path, options.manifest, options.profile, options.size_scale,
+                               options.fit_memory_mb, options.include, options.with_candidates, options.limit,
+                               options.format})) {}
 
   bool next(kforge::sdk::Task& task) override {
     if (next_ >= tasks_.size()) return false;
@@ -129,12 +141,18 @@ class CandidateFiles : public kforge::sdk::Stage {
       "Takes each job's candidate code from a directory: sample n of a task is the n-th of <task file>, "
       "<stem>.1.py, <stem>.2.py, ..., <tag>__<task file> (sorted by tag). Sets candidate.code, "
       "candidate.language, candidate.file and candidate.tag; fails with no_candidate when there is none.";
+  struct Options {
+    std::filesystem::path dir;
+    std::string language;
+  };
   static std::vector<Param> params() {
-    return {{"dir", KF_PARAM_STRING, nullptr, true, "Directory of candidate files (relative to the pipeline file)."},
+    return {Param{"dir", KF_PARAM_STRING, nullptr, true, "Directory of candidate files (relative to the pipeline file)."}
+                .bind(&Options::dir),
             Param{"language", KF_PARAM_STRING, nullptr, true, "Language of the candidates: triton, cpp, cuda or python."}
-                .one_of(languages())};
+                .one_of(languages())
+                .bind(&Options::language)};
   }
-  explicit CandidateFiles(const Config& cfg) : dir_(cfg.path("dir")), language_(cfg.string("language")) {
+  explicit CandidateFiles(const Options& options) : dir_(options.dir), language_(options.language) {
     // A missing or empty directory would fail every job with no_candidate: refused before any runs.
     std::error_code ec;
     if (!std::filesystem::is_directory(dir_, ec)) {
@@ -171,42 +189,58 @@ class CandidateFiles : public kforge::sdk::Stage {
   std::string language_;
 };
 
+struct TasksOptions {
+  std::filesystem::path kernelbench_dir;
+  std::vector<std::string> levels;
+  std::vector<std::string> problems;
+  std::filesystem::path run_dir;
+  double size_scale = 1;
+  double fit_memory_mb = 0;
+};
+
 class Tasks : public kforge::sdk::Source {
  public:
+  using Options = TasksOptions;
   static constexpr const char* kName = "kernelbench.tasks";
   static constexpr const char* kDoc =
       "The problems of a KernelBench checkout as they are: KERNELBENCH/level<L>/<P>_<Name>.py for each level and "
       "problem id asked for. Task ids are level<L>/<P>_<Name>. Sets task.id/name/path/source/level/format "
       "(kernelbench-torch)/sizes/size_scale/fit_memory_mb and task.kernelbench_problem.";
   static std::vector<Param> params() {
-    return {{"kernelbench_dir", KF_PARAM_STRING, nullptr, true,
-             "The KernelBench folder of a checkout, the one holding level1/, level2/, ... (relative to the pipeline "
-             "file)."},
-            {"levels", KF_PARAM_STRING_LIST, "[1]", false, "Levels to evaluate, e.g. [1, 2]."},
-            {"problems", KF_PARAM_STRING_LIST, "[]", false,
-             "Problem ids or ranges, e.g. [1-10, 19]; empty: every problem of the levels. Each must exist in every "
-             "level asked for."},
-            {"run_dir", KF_PARAM_STRING, "", false,
-             "The run folder the candidates come from: its kernel files for problems not listed here are reported "
-             "as a warning (they would otherwise go unnoticed); empty: no such check."},
+    return {Param{"kernelbench_dir", KF_PARAM_STRING, nullptr, true,
+                  "The KernelBench folder of a checkout, the one holding level1/, level2/, ... (relative to the "
+                  "pipeline file)."}
+                .bind(&Options::kernelbench_dir),
+            Param{"levels", KF_PARAM_STRING_LIST, "[1]", false, "Levels to evaluate, e.g. [1, 2]."}.bind(
+                &Options::levels),
+            Param{"problems", KF_PARAM_STRING_LIST, "[]", false,
+                  "Problem ids or ranges, e.g. [1-10, 19]; empty: every problem of the levels. Each must exist in "
+                  "every level asked for."}
+                .bind(&Options::problems),
+            Param{"run_dir", KF_PARAM_STRING, "", false,
+                  "The run folder the candidates come from: its kernel files for problems not listed here are "
+                  "reported as a warning (they would otherwise go unnoticed); empty: no such check."}
+                .bind(&Options::run_dir),
             Param{"size_scale", KF_PARAM_FLOAT, "1.0", false,
                   "Factor for every module-level integer size >= 16 (e.g. 0.01 to run KernelBench's GPU sizes on a "
                   "CPU); 1: KernelBench's sizes."}
-                .above(0),
+                .above(0)
+                .bind(&Options::size_scale),
             Param{"fit_memory_mb", KF_PARAM_FLOAT, "0", false,
                   "Memory budget (MB) the harness shrinks each problem's sizes to, keeping it valid; 0: off."}
-                .at_least(0)};
+                .at_least(0)
+                .bind(&Options::fit_memory_mb)};
   }
 
-  explicit Tasks(const Config& cfg) : size_scale_(cfg.number("size_scale")), fit_memory_mb_(cfg.number("fit_memory_mb")) {
+  explicit Tasks(const Options& options) : size_scale_(options.size_scale), fit_memory_mb_(options.fit_memory_mb) {
     std::vector<int> levels;
-    for (const std::string& level : cfg.list("levels")) {
+    for (const std::string& level : options.levels) {
       const std::vector<int> one = kb::parse_problem_ids({level});
       levels.insert(levels.end(), one.begin(), one.end());
     }
     if (levels.empty()) throw std::invalid_argument("levels is empty: name at least one level, e.g. [1]");
-    problems_ = kb::list_problems(cfg.path("kernelbench_dir"), levels, kb::parse_problem_ids(cfg.list("problems")));
-    const std::string run_dir = cfg.path("run_dir");
+    problems_ = kb::list_problems(options.kernelbench_dir, levels, kb::parse_problem_ids(options.problems));
+    const std::string run_dir = options.run_dir;
     if (!run_dir.empty()) {
       const auto stray = kb::unmatched_kernel_files(run_dir, problems_);
       if (!stray.empty()) {
@@ -253,13 +287,19 @@ class Candidates : public kforge::sdk::Stage {
       "RUN/level_<L>_problem_<P>_sample_<S>_kernel.py, as KernelBench's generate_samples.py writes it. Sets "
       "candidate.code, candidate.language and candidate.file; a sample with no file fails with no_candidate "
       "(never another sample in its place).";
+  struct Options {
+    std::filesystem::path run_dir;
+    std::string language;
+  };
   static std::vector<Param> params() {
-    return {{"run_dir", KF_PARAM_STRING, nullptr, true, "The run folder, runs/<run> (relative to the pipeline file)."},
+    return {Param{"run_dir", KF_PARAM_STRING, nullptr, true, "The run folder, runs/<run> (relative to the pipeline file)."}
+                .bind(&Options::run_dir),
             Param{"language", KF_PARAM_STRING, vocabulary::kLanguageCuda, false,
                   "Backend of the kernels: cuda (load_inline, KernelBench's default), triton, cpp or python."}
-                .one_of(languages())};
+                .one_of(languages())
+                .bind(&Options::language)};
   }
-  explicit Candidates(const Config& cfg) : run_dir_(cfg.path("run_dir")), language_(cfg.string("language")) {
+  explicit Candidates(const Options& options) : run_dir_(options.run_dir), language_(options.language) {
     std::error_code ec;
     if (!std::filesystem::is_directory(run_dir_, ec)) {
       throw std::invalid_argument("run folder '" + run_dir_ + "' does not exist");

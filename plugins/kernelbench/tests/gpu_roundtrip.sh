@@ -29,7 +29,7 @@ done
 "$kforge" run "$src/plugins/kernelbench/tests/data/kernelbench-run-cpu.yaml" --out "$work/out" --progress off \
   --set kernelbench="$work/KernelBench" --set run="$work/run" --set samples=1 --set level="$level" \
   --set check.device=cuda:0 --set run.device=cuda:0 --set run.warmup=3 --set run.timing_trials=100 \
-  --set run.timeout_s=600 --set run.memory_mb=65536
+  --set run.timeout=10m --set run.memory_mb=65536
 "$kforge" export "$work/out" --format kernelbench --to "$work/export"
 "$python" "$src/plugins/kernelbench/tests/roundtrip_check.py" "$work/export/eval_results.json" \
   "$work/export/baseline_time_torch.json" "$work/KernelBench/level$level" "$level" "$work/out/results.jsonl" \

@@ -16,9 +16,10 @@
 
 namespace {
 
-using kforge::sdk::Config;
 using kforge::sdk::Job;
 using kforge::sdk::Param;
+using kforge::sdk::PipelineDir;
+using kforge::sdk::Seconds;
 namespace llm = kforge::llm;
 namespace eval = kforge::eval;  // the words the eval plugin shares (vocabulary.hpp)
 
@@ -30,121 +31,163 @@ constexpr uint64_t kMaxTaskFileBytes = 16u << 20;
 
 // ---- parameters shared by the stages that call a model ----
 
+// What every model-calling stage is configured with; nullopt: the preset's (or the default).
+struct CallerOptions {
+  std::string backend;
+  std::string model;
+  std::filesystem::path models_file;
+  std::optional<std::string> base_url;
+  std::optional<std::string> api_key_env;
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> max_tokens;
+  std::optional<int64_t> seed;
+  std::optional<Seconds> timeout;
+  std::optional<std::string> extra_body;  // a mapping's JSON text
+  std::optional<int64_t> max_concurrency;
+  std::optional<double> requests_per_minute;
+  std::optional<int64_t> max_retries;
+  std::optional<Seconds> backoff_initial;
+  std::optional<Seconds> backoff_max;
+  std::optional<double> price_input_per_million;
+  std::optional<double> price_output_per_million;
+  std::filesystem::path cassette;
+  bool strict = true;
+  double latency_scale = 0;
+  std::string system;
+  std::string code_block;
+  std::vector<std::string> code_languages;
+  std::string prompt;  // each stage declares its own: relative to the pipeline file
+};
+
+template <typename Options>
 std::vector<Param> backend_params() {
   return {
       Param{"backend", KF_PARAM_STRING, "openai", false,
             "Where answers come from: openai (the live OpenAI-compatible API), replay (the "
             "cassette, offline), record (the cassette; misses are asked live and appended)."}
-          .one_of({"openai", "replay", "record"}),
-      {"model", KF_PARAM_STRING, "", false,
-       "Model name: a preset of models_file, or an API model id together with base_url. "
-       "Empty: the job's candidate.model, as llm.select sets it."},
-      {"models_file", KF_PARAM_STRING, "models.yaml", false,
-       "Model presets (base_url, model id, api_key_env, prices, default params); relative "
-       "to the pipeline file."},
-      {"base_url", KF_PARAM_STRING, nullptr, false,
-       "Overrides the preset's base URL, e.g. http://127.0.0.1:8000/v1 for vLLM."},
-      {"api_key_env", KF_PARAM_STRING, nullptr, false,
-       "Overrides the preset's name of the environment variable holding the API key; \"\" "
-       "sends no key. The key itself is never logged or stored."},
+          .one_of({"openai", "replay", "record"})
+          .template bind<Options>(&Options::backend),
+      Param{"model", KF_PARAM_STRING, "", false,
+            "Model name: a preset of models_file, or an API model id together with base_url. "
+            "Empty: the job's candidate.model, as llm.select sets it."}
+          .template bind<Options>(&Options::model),
+      Param{"models_file", KF_PARAM_STRING, "models.yaml", false,
+            "Model presets (base_url, model id, api_key_env, prices, default params); relative "
+            "to the pipeline file."}
+          .template bind<Options>(&Options::models_file),
+      Param{"base_url", KF_PARAM_STRING, nullptr, false,
+            "Overrides the preset's base URL, e.g. http://127.0.0.1:8000/v1 for vLLM."}
+          .template bind<Options>(&Options::base_url),
+      Param{"api_key_env", KF_PARAM_STRING, nullptr, false,
+            "Overrides the preset's name of the environment variable holding the API key; \"\" "
+            "sends no key. The key itself is never logged or stored."}
+          .template bind<Options>(&Options::api_key_env),
       Param{"temperature", KF_PARAM_FLOAT, nullptr, false,
             "Sampling temperature (default: the preset's, else the server's). Use > 0 with k > 1."}
-          .at_least(0),
+          .at_least(0)
+          .template bind<Options>(&Options::temperature),
       Param{"top_p", KF_PARAM_FLOAT, nullptr, false, "Nucleus sampling (default: the preset's, else the server's)."}
           .above(0)
-          .at_most(1),
+          .at_most(1)
+          .template bind<Options>(&Options::top_p),
       Param{"max_tokens", KF_PARAM_INT, nullptr, false, "Answer length cap (default: the preset's, else the server's)."}
-          .at_least(1),
+          .at_least(1)
+          .template bind<Options>(&Options::max_tokens),
       Param{"seed", KF_PARAM_INT, nullptr, false,
             "Base seed; each request sends seed + candidate.sample so the k samples differ "
             "(default: the preset's, else 0). -1 sends no seed."}
-          .at_least(-1),
+          .at_least(-1)
+          .template bind<Options>(&Options::seed),
       Param{"timeout", KF_PARAM_DURATION, nullptr, false,
             "Time per HTTP request, e.g. 90s or 5m (default: the preset's, else 300s). The stage "
             "timeout bounds all retries together."}
-          .above(0),
-      {"extra_body", KF_PARAM_OBJECT, nullptr, false,
-       "Fields merged into the request body, e.g. {top_k: 20} (default: the preset's). "
-       "model, messages and stream are refused."},
+          .above(0)
+          .template bind<Options>(&Options::timeout),
+      Param{"extra_body", KF_PARAM_OBJECT, nullptr, false,
+            "Fields merged into the request body, e.g. {top_k: 20} (default: the preset's). "
+            "model, messages and stream are refused."}
+          .template bind<Options>(&Options::extra_body),
       Param{"max_concurrency", KF_PARAM_INT, nullptr, false,
             "Requests in flight per model for this stage, on top of the stage concurrency "
             "(default: the preset's, else no cap)."}
-          .at_least(0),
+          .at_least(0)
+          .template bind<Options>(&Options::max_concurrency),
       Param{"requests_per_minute", KF_PARAM_FLOAT, nullptr, false,
             "Request rate per model for this stage, a token bucket holding one second's worth "
             "(default: the preset's, else no limit)."}
-          .at_least(0),
+          .at_least(0)
+          .template bind<Options>(&Options::requests_per_minute),
       Param{"max_retries", KF_PARAM_INT, nullptr, false,
             "Retries on 429, 5xx, connection errors and timeouts (default: the preset's, else 5)."}
-          .at_least(0),
+          .at_least(0)
+          .template bind<Options>(&Options::max_retries),
       Param{"backoff_initial", KF_PARAM_DURATION, nullptr, false,
             "First retry wait, doubled per retry with jitter; Retry-After wins when the server "
             "sends it (default: the preset's, else 1s)."}
-          .at_least(0),
+          .at_least(0)
+          .template bind<Options>(&Options::backoff_initial),
       Param{"backoff_max", KF_PARAM_DURATION, nullptr, false,
             "Longest retry wait, at least backoff_initial; a longer Retry-After fails the request "
             "(default: the preset's, else 60s)."}
-          .above(0),
+          .above(0)
+          .template bind<Options>(&Options::backoff_max),
       Param{"price_input_per_million", KF_PARAM_FLOAT, nullptr, false,
             "US dollars per million prompt tokens (default: the preset's, else 0)."}
-          .at_least(0),
+          .at_least(0)
+          .template bind<Options>(&Options::price_input_per_million),
       Param{"price_output_per_million", KF_PARAM_FLOAT, nullptr, false,
             "US dollars per million completion tokens (default: the preset's, else 0)."}
-          .at_least(0),
-      {"cassette", KF_PARAM_STRING, "", false,
-       "JSONL cassette for backend replay/record, relative to the pipeline file."},
-      {"strict", KF_PARAM_BOOL, "true", false,
-       "replay: a request missing from the cassette is an error (cassette_miss). false: "
-       "ask the live API instead (not recorded)."},
+          .at_least(0)
+          .template bind<Options>(&Options::price_output_per_million),
+      Param{"cassette", KF_PARAM_STRING, "", false,
+            "JSONL cassette for backend replay/record, relative to the pipeline file."}
+          .template bind<Options>(&Options::cassette),
+      Param{"strict", KF_PARAM_BOOL, "true", false,
+            "replay: a request missing from the cassette is an error (cassette_miss). false: "
+            "ask the live API instead (not recorded)."}
+          .template bind<Options>(&Options::strict),
       Param{"latency_scale", KF_PARAM_FLOAT, "0", false,
             "replay/record: a served answer waits its recorded duration times this (0: at once; "
             "1: as recorded, for benchmarks)."}
-          .at_least(0),
-      {"system", KF_PARAM_STRING, "You are an expert in writing fast and correct compute kernels.", false,
-       "System message; empty sends none."},
+          .at_least(0)
+          .template bind<Options>(&Options::latency_scale),
+      Param{"system", KF_PARAM_STRING, "You are an expert in writing fast and correct compute kernels.", false,
+            "System message; empty sends none."}
+          .template bind<Options>(&Options::system),
       Param{"code_block", KF_PARAM_STRING, "first", false,
             "Which fenced block holds the code when several qualify: first or last."}
-          .one_of({"first", "last"}),
-      {"code_languages", KF_PARAM_STRING_LIST, "[python, py]", false,
-       "Fence tags preferred when picking the code block; with none of them present any "
-       "block qualifies, and an answer without fences is code as a whole."},
+          .one_of({"first", "last"})
+          .template bind<Options>(&Options::code_block),
+      Param{"code_languages", KF_PARAM_STRING_LIST, "[python, py]", false,
+            "Fence tags preferred when picking the code block; with none of them present any "
+            "block qualifies, and an answer without fences is code as a whole."}
+          .template bind<Options>(&Options::code_languages),
   };
 }
 
-template <typename T>
-std::optional<T> optional_param(const Config& cfg, const char* name);
-template <>
-std::optional<std::string> optional_param(const Config& cfg, const char* name) {
-  return cfg.has(name) ? std::optional(cfg.string(name)) : std::nullopt;
-}
-template <>
-std::optional<double> optional_param(const Config& cfg, const char* name) {
-  return cfg.has(name) ? std::optional(cfg.number(name)) : std::nullopt;
-}
-template <>
-std::optional<int64_t> optional_param(const Config& cfg, const char* name) {
-  return cfg.has(name) ? std::optional(cfg.integer(name)) : std::nullopt;
+std::optional<double> seconds_of(const std::optional<Seconds>& duration) {
+  return duration ? std::optional<double>(duration->count()) : std::nullopt;
 }
 
-llm::ModelSettings model_overrides(const Config& cfg) {
+llm::ModelSettings model_overrides(const CallerOptions& options) {
   llm::ModelSettings s;
-  s.base_url = optional_param<std::string>(cfg, "base_url");
-  s.api_key_env = optional_param<std::string>(cfg, "api_key_env");
-  s.temperature = optional_param<double>(cfg, "temperature");
-  s.top_p = optional_param<double>(cfg, "top_p");
-  s.max_tokens = optional_param<int64_t>(cfg, "max_tokens");
-  s.seed = optional_param<int64_t>(cfg, "seed");
-  s.timeout_s = optional_param<double>(cfg, "timeout");
-  s.max_concurrency = optional_param<int64_t>(cfg, "max_concurrency");
-  s.requests_per_minute = optional_param<double>(cfg, "requests_per_minute");
-  s.max_retries = optional_param<int64_t>(cfg, "max_retries");
-  s.backoff_initial_s = optional_param<double>(cfg, "backoff_initial");
-  s.backoff_max_s = optional_param<double>(cfg, "backoff_max");
-  s.price_input_per_million = optional_param<double>(cfg, "price_input_per_million");
-  s.price_output_per_million = optional_param<double>(cfg, "price_output_per_million");
-  if (cfg.has("extra_body")) {
-    nlohmann::json extra = nlohmann::json::parse(cfg.json("extra_body"));
-    if (!extra.is_object()) throw std::invalid_argument("extra_body must be a mapping");
+  s.base_url = options.base_url;
+  s.api_key_env = options.api_key_env;
+  s.temperature = options.temperature;
+  s.top_p = options.top_p;
+  s.max_tokens = options.max_tokens;
+  s.seed = options.seed;
+  s.timeout_s = seconds_of(options.timeout);
+  s.max_concurrency = options.max_concurrency;
+  s.requests_per_minute = options.requests_per_minute;
+  s.max_retries = options.max_retries;
+  s.backoff_initial_s = seconds_of(options.backoff_initial);
+  s.backoff_max_s = seconds_of(options.backoff_max);
+  s.price_input_per_million = options.price_input_per_million;
+  s.price_output_per_million = options.price_output_per_million;
+  if (options.extra_body) {
+    nlohmann::json extra = nlohmann::json::parse(*options.extra_body);
     // Refused here, when the stage is created, as a preset's extra_body is when its file is read.
     for (const char* reserved : {"model", "messages", "stream"}) {
       if (extra.contains(reserved)) {
@@ -157,16 +200,11 @@ llm::ModelSettings model_overrides(const Config& cfg) {
   return s;
 }
 
-llm::ExtractOptions extract_options(const Config& cfg) {
-  llm::ExtractOptions options;
-  options.take_last = cfg.string("code_block") == "last";
-  options.languages = cfg.list("code_languages");
-  return options;
-}
-
-std::string resolve_path(const Config& cfg, const std::string& path) {
-  if (path.empty() || path.front() == '/') return path;
-  return cfg.base_dir() + "/" + path;
+llm::ExtractOptions extract_options(const CallerOptions& options) {
+  llm::ExtractOptions extract;
+  extract.take_last = options.code_block == "last";
+  extract.languages = options.code_languages;
+  return extract;
 }
 
 // The name the prompt shows ("relu"), and the id cassette selectors match ("001_relu"):
@@ -183,31 +221,29 @@ std::string task_id_of(const Job& job) {
 // What every model-calling stage holds: the backends, the prompt and how it asks.
 class ModelCaller {
  public:
-  ModelCaller(const Config& cfg, const std::string& default_prompt, const char* purpose)
-      : model_(cfg.string("model")),
-        system_(cfg.string("system")),
-        extract_(extract_options(cfg)),
-        purpose_(purpose) {
+  // `default_prompt` when the stage's prompt is empty; both relative to the pipeline file.
+  ModelCaller(const CallerOptions& options, const PipelineDir& dir, const std::string& default_prompt,
+              const char* purpose)
+      : model_(options.model), system_(options.system), extract_(extract_options(options)), purpose_(purpose) {
     llm::BackendSettings settings;
-    settings.mode = llm::parse_backend_mode(cfg.string("backend"));
-    settings.models_file = cfg.path("models_file");
+    settings.mode = llm::parse_backend_mode(options.backend);
+    settings.models_file = options.models_file;
     // Without presets and without a base_url no model can be reached: every job would fail.
-    if (!cfg.has("base_url") && !std::filesystem::is_regular_file(settings.models_file)) {
+    if (!options.base_url && !std::filesystem::is_regular_file(settings.models_file)) {
       throw std::invalid_argument("models_file '" + settings.models_file +
                                   "' does not exist (or is not a file), and no base_url is set: no model could be "
                                   "reached; point models_file at a presets file (e.g. pipelines/models.yaml)");
     }
-    settings.overrides = model_overrides(cfg);
-    settings.cassette = cfg.path("cassette");
-    settings.strict = cfg.boolean("strict");
-    settings.latency_scale = cfg.number("latency_scale");
+    settings.overrides = model_overrides(options);
+    settings.cassette = options.cassette;
+    settings.strict = options.strict;
+    settings.latency_scale = options.latency_scale;
     settings.notice = [](const std::string& message) {
       kforge::sdk::log(KF_LOG_WARN, kPluginName, message);
     };
     pool_ = std::make_unique<llm::BackendPool>(std::move(settings));
-    std::string prompt = cfg.string("prompt");
     template_ = std::make_unique<llm::PromptTemplate>(
-        llm::PromptTemplate::load(resolve_path(cfg, prompt.empty() ? default_prompt : prompt)));
+        llm::PromptTemplate::load(dir.resolve(options.prompt.empty() ? default_prompt : options.prompt)));
     // A fixed model's preset is resolved now (validate reports an unknown one); its API key
     // belongs to the run's environment and is checked by preflight. Without one, llm.select
     // may choose any preset: each must take this stage's settings.
@@ -313,8 +349,13 @@ std::optional<std::string> task_source_of(const Job& job) {
 
 // ---- llm.generate ----
 
+struct GenerateOptions : CallerOptions {
+  std::string target;
+};
+
 class Generate : public kforge::sdk::Stage {
  public:
+  using Options = GenerateOptions;
   static constexpr const char* kName = "llm.generate";
   static constexpr const char* kDoc =
       "Asks a model to write the candidate kernel for the task (task.source or task.path) "
@@ -330,19 +371,20 @@ class Generate : public kforge::sdk::Stage {
         Param{"target", KF_PARAM_STRING, nullptr, true,
               "What the kernel is written in: cpp, triton or cuda. Becomes candidate.language "
               "and picks the default prompt."}
-            .one_of({eval::kLanguageCpp, eval::kLanguageTriton, eval::kLanguageCuda}),
-        {"prompt", KF_PARAM_STRING, "", false,
-         "Prompt template, relative to the pipeline file. Empty: "
-         "prompts/generate_<target>.md. Placeholders: {{task_name}}, {{task_source}}, "
-         "{{target}}."},
+            .one_of({eval::kLanguageCpp, eval::kLanguageTriton, eval::kLanguageCuda})
+            .bind(&Options::target),
+        Param{"prompt", KF_PARAM_STRING, "", false,
+              "Prompt template, relative to the pipeline file. Empty: "
+              "prompts/generate_<target>.md. Placeholders: {{task_name}}, {{task_source}}, "
+              "{{target}}."}
+            .bind<Options>(&Options::prompt),
     };
-    for (Param& p : backend_params()) params.push_back(std::move(p));
+    for (Param& p : backend_params<Options>()) params.push_back(std::move(p));
     return params;
   }
 
-  explicit Generate(const Config& cfg)
-      : target_(cfg.string("target")),
-        caller_(cfg, "prompts/generate_" + target_ + ".md", "generate") {
+  Generate(const Options& options, const PipelineDir& dir)
+      : target_(options.target), caller_(options, dir, "prompts/generate_" + target_ + ".md", "generate") {
     caller_.prompt().check_placeholders(llm::generation_variables());
   }
 
@@ -382,8 +424,15 @@ class Generate : public kforge::sdk::Stage {
 
 // ---- llm.fix ----
 
+struct FixOptions : CallerOptions {
+  int64_t log_limit = 0;
+  double fuzzy_threshold = 0;
+  double ambiguity_margin = 0;
+};
+
 class Fix : public kforge::sdk::Stage {
  public:
+  using Options = FixOptions;
   static constexpr const char* kName = "llm.fix";
   static constexpr const char* kDoc =
       "The FixAgent: shows the model the failing candidate.code with last.stage, "
@@ -397,31 +446,35 @@ class Fix : public kforge::sdk::Stage {
 
   static std::vector<Param> params() {
     std::vector<Param> params = {
-        {"prompt", KF_PARAM_STRING, "prompts/fix.md", false,
-         "Prompt template, relative to the pipeline file. Placeholders: {{task_name}}, "
-         "{{task_source}}, {{target}}, {{code}}, {{stage}}, {{error_class}}, {{error_log}}, "
-         "{{round}}."},
+        Param{"prompt", KF_PARAM_STRING, "prompts/fix.md", false,
+              "Prompt template, relative to the pipeline file. Placeholders: {{task_name}}, "
+              "{{task_source}}, {{target}}, {{code}}, {{stage}}, {{error_class}}, {{error_log}}, "
+              "{{round}}."}
+            .bind<Options>(&Options::prompt),
         Param{"log_limit", KF_PARAM_INT, "5000", false,
               "Bytes of error log shown to the model; longer logs keep their head third and "
               "tail two-thirds."}
-            .at_least(100),
+            .at_least(100)
+            .bind(&Options::log_limit),
         Param{"fuzzy_threshold", KF_PARAM_FLOAT, "0.8", false,
               "Least similarity for placing an edit whose old_string is not in the code."}
             .above(0)
-            .at_most(1),
+            .at_most(1)
+            .bind(&Options::fuzzy_threshold),
         Param{"ambiguity_margin", KF_PARAM_FLOAT, "0.1", false,
               "A fuzzy match is refused when the runner-up place scores within this of the best."}
-            .at_least(0),
+            .at_least(0)
+            .bind(&Options::ambiguity_margin),
     };
-    for (Param& p : backend_params()) params.push_back(std::move(p));
+    for (Param& p : backend_params<Options>()) params.push_back(std::move(p));
     return params;
   }
 
-  explicit Fix(const Config& cfg)
-      : caller_(cfg, "prompts/fix.md", "fix"), log_limit_(cfg.integer("log_limit")) {
+  Fix(const Options& options, const PipelineDir& dir)
+      : caller_(options, dir, "prompts/fix.md", "fix"), log_limit_(options.log_limit) {
     caller_.prompt().check_placeholders(llm::fix_variables());
-    applier_.fuzzy_threshold = cfg.number("fuzzy_threshold");
-    applier_.ambiguity_margin = cfg.number("ambiguity_margin");
+    applier_.fuzzy_threshold = options.fuzzy_threshold;
+    applier_.ambiguity_margin = options.ambiguity_margin;
   }
 
   void preflight() { caller_.preflight(); }
@@ -483,21 +536,29 @@ class Select : public kforge::sdk::Stage {
       "or to one model for every task (strategy fixed). llm.generate and llm.fix use "
       "candidate.model when their own model parameter is empty. Sets select.reason.";
 
+  struct Options {
+    std::string strategy;
+    std::optional<std::string> table;  // a mapping's JSON text
+    std::string fallback;
+  };
   static std::vector<Param> params() {
     return {
         Param{"strategy", KF_PARAM_STRING, "table", false,
               "table: look the task's complexity class up in `table`; fixed: `default` for every task."}
-            .one_of({"table", "fixed"}),
-        {"table", KF_PARAM_OBJECT, nullptr, false,
-         "Complexity class -> model name, e.g. {C1: deepseek-chat, C4: glm-5.1}; "
-         "classes left out get `default`. Only with strategy table."},
-        {"default", KF_PARAM_STRING, nullptr, true,
-         "The model for tasks whose class is missing or not in the table, and for every "
-         "task with strategy fixed."},
+            .one_of({"table", "fixed"})
+            .bind(&Options::strategy),
+        Param{"table", KF_PARAM_OBJECT, nullptr, false,
+              "Complexity class -> model name, e.g. {C1: deepseek-chat, C4: glm-5.1}; "
+              "classes left out get `default`. Only with strategy table."}
+            .bind(&Options::table),
+        Param{"default", KF_PARAM_STRING, nullptr, true,
+              "The model for tasks whose class is missing or not in the table, and for every "
+              "task with strategy fixed."}
+            .bind(&Options::fallback),
     };
   }
 
-  explicit Select(const Config& cfg) : selector_(make_selector(cfg)) {}
+  explicit Select(const Options& options) : selector_(make_selector(options)) {}
 
   void process(Job& job) override {
     llm::ModelSelector::Choice choice = selector_.choose(job.get_or(KF_KEY_TASK_COMPLEXITY));
@@ -507,21 +568,18 @@ class Select : public kforge::sdk::Stage {
   }
 
  private:
-  static llm::ModelSelector make_selector(const Config& cfg) {
-    const std::string strategy = cfg.string("strategy");
-    const std::string fallback = cfg.string("default");
-    if (strategy == "fixed") {
+  static llm::ModelSelector make_selector(const Options& options) {
+    if (options.strategy == "fixed") {
       // A table beside it would never be consulted, whatever its author meant: refused, as
       // the parameter's documentation says. `--set select.table='{}'` empties one.
-      if (cfg.has("table") && !nlohmann::json::parse(cfg.json("table")).empty()) {
+      if (options.table && !nlohmann::json::parse(*options.table).empty()) {
         throw std::invalid_argument("strategy fixed takes no table (it gives `default` to every task): remove the "
                                     "table, or empty it with --set select.table='{}'");
       }
-      return llm::ModelSelector::fixed(fallback);
+      return llm::ModelSelector::fixed(options.fallback);
     }
-    if (!cfg.has("table")) throw std::invalid_argument("strategy table needs a table (C1..C4 -> model)");
-    nlohmann::json table = nlohmann::json::parse(cfg.json("table"));
-    if (!table.is_object()) throw std::invalid_argument("table must be a mapping of C1..C4 to models");
+    if (!options.table) throw std::invalid_argument("strategy table needs a table (C1..C4 -> model)");
+    const nlohmann::json table = nlohmann::json::parse(*options.table);  // a mapping: the host checked it
     std::map<std::string, std::string> by_class;
     for (const auto& [complexity, model] : table.items()) {
       if (!model.is_string()) {
@@ -529,7 +587,7 @@ class Select : public kforge::sdk::Stage {
       }
       by_class[complexity] = model.get<std::string>();
     }
-    return llm::ModelSelector::by_complexity(by_class, fallback);
+    return llm::ModelSelector::by_complexity(by_class, options.fallback);
   }
 
   llm::ModelSelector selector_;

@@ -196,6 +196,11 @@ class Loader {
   StageConfig configure(const std::vector<ParamSpec>& params, const std::string& owner_id, const std::string& owner,
                         const std::string& kind, const SourceFile& file, const YAML::Node& owner_node,
                         const Entry* with);
+  // A parameter may be given by a former name (ParamSpec::former_names), with a warning.
+  const Entry* given_param(const SourceFile& file, const Mapping& given, const ParamSpec& spec,
+                           const std::string& owner, const std::string& kind);
+  void warn_former_param(const SourceLocation& where, const std::string& former, const ParamSpec& spec,
+                         const std::string& owner, const std::string& kind);
   void read_tasks(const SourceFile& file, const Entry& entry, Plan& plan);
   void read_stage(const SourceFile& file, const YAML::Node& node, size_t index);
   void read_routes(StageDraft& draft, size_t index);

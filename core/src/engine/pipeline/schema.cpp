@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "engine/param_types.hpp"
 #include "engine/pipeline/load.hpp"
 #include "engine/registry.hpp"
 
@@ -22,55 +23,9 @@ Json or_variable(Json schema) {
   return {{"anyOf", Json::array({std::move(schema), {{"$ref", "#/$defs/variable"}}})}};
 }
 
-// A number's bounds as the parameter's range declares them.
-void add_range(Json& schema, const ParamSpec& spec) {
-  if (spec.range & KF_RANGE_MIN) schema[(spec.range & KF_RANGE_MIN_EXCLUSIVE) ? "exclusiveMinimum" : "minimum"] = spec.min;
-  if (spec.range & KF_RANGE_MAX) schema[(spec.range & KF_RANGE_MAX_EXCLUSIVE) ? "exclusiveMaximum" : "maximum"] = spec.max;
-}
-
-Json string_schema(const ParamSpec& spec) {
-  Json schema = {{"type", "string"}};
-  if (!spec.choices.empty()) schema["enum"] = spec.choices;
-  return schema;
-}
-
+// A parameter's schema: its type's (param_types.cpp), its doc and its default.
 Json param_schema(const ParamSpec& spec) {
-  Json schema;
-  switch (spec.type) {
-    case KF_PARAM_STRING:
-      schema = string_schema(spec);
-      break;
-    case KF_PARAM_INT: {
-      Json number = {{"type", "integer"}};
-      add_range(number, spec);
-      schema = or_variable(number);
-      break;
-    }
-    case KF_PARAM_FLOAT: {
-      Json number = {{"type", "number"}};
-      add_range(number, spec);
-      schema = or_variable(number);
-      break;
-    }
-    case KF_PARAM_DURATION: {
-      // Seconds as a number, or text with a unit; the range applies to the seconds.
-      Json seconds = {{"type", "number"}, {"minimum", 0}};
-      add_range(seconds, spec);
-      schema = {{"anyOf", Json::array({seconds,
-                                       {{"type", "string"}, {"pattern", "^([0-9]+\\.?[0-9]*|\\.[0-9]+)(ms|s|m|h)?$"}},
-                                       {{"$ref", "#/$defs/variable"}}})}};
-      break;
-    }
-    case KF_PARAM_BOOL:
-      schema = or_variable({{"type", "boolean"}});
-      break;
-    case KF_PARAM_STRING_LIST:
-      schema = {{"type", "array"}, {"items", string_schema(spec)}};
-      break;
-    case KF_PARAM_OBJECT:
-      schema = {{"type", "object"}};
-      break;
-  }
+  Json schema = param_type(spec.type)->schema(spec);  // the registry reads no type without a row
   if (!spec.doc.empty()) schema["description"] = spec.doc;
   if (auto value = detail::default_json(spec)) schema["default"] = Json::parse(*value);
   return schema;
@@ -82,6 +37,13 @@ Json with_schema(const std::vector<ParamSpec>& params) {
   Json required = Json::array();
   for (const ParamSpec& p : params) {
     properties[p.name] = param_schema(p);
+    // A former name is accepted (with a warning): an editor marks it deprecated.
+    for (const std::string& former : p.former_names) {
+      Json old = param_schema(p);
+      old["description"] = "The former name of " + p.name + ", accepted for this release only: write " + p.name + ".";
+      old["deprecated"] = true;
+      properties[former] = std::move(old);
+    }
     if (p.required) required.push_back(p.name);
   }
   Json schema = {{"type", "object"}, {"properties", properties}, {"additionalProperties", false}};

@@ -41,8 +41,11 @@ StageConfig Loader::configure(const std::vector<ParamSpec>& params, const std::s
                               const YAML::Node& owner_node, const Entry* with) {
   StageConfig config;
   config.base_dir = file.dir;
-  std::vector<std::string> names;
-  for (const ParamSpec& p : params) names.push_back(p.name);
+  std::vector<std::string> names;  // every name a parameter may be given by, former ones too
+  for (const ParamSpec& p : params) {
+    names.push_back(p.name);
+    names.insert(names.end(), p.former_names.begin(), p.former_names.end());
+  }
 
   Mapping given;
   if (with != nullptr && with->value.IsMap()) {
@@ -80,9 +83,13 @@ StageConfig Loader::configure(const std::vector<ParamSpec>& params, const std::s
     // Where a value that breaks the parameter's choices or range is reported.
     SourceLocation value_where = owner_where;
     std::string value_subject = subject;
-    auto override_it = std::find_if(
-        param_overrides_.begin(), param_overrides_.end(),
-        [&](const ParamOverride& o) { return o.owner == owner_id && o.param == spec.name; });
+    auto override_it = std::find_if(param_overrides_.begin(), param_overrides_.end(), [&](const ParamOverride& o) {
+      return o.owner == owner_id && (o.param == spec.name || contains(spec.former_names, o.param));
+    });
+    if (override_it != param_overrides_.end() && override_it->param != spec.name) {
+      warn_former_param(override_it->where, override_it->param, spec, owner, kind);
+    }
+    const Entry* entry = given_param(file, given, spec, owner, kind);
     if (override_it != param_overrides_.end()) {
       // Written as on the command line: YAML flow text (`[a, b]`, `{x: 1}`), strings as is.
       FixedValues values(*this, override_it->where);
@@ -97,7 +104,7 @@ StageConfig Loader::configure(const std::vector<ParamSpec>& params, const std::s
                                                 override_it->value, e.msg));
         }
       }
-    } else if (const Entry* entry = given.find(spec.name)) {
+    } else if (entry != nullptr) {
       FileValues values(*this, file, entry->key);
       value_where = locate(file, entry->value.IsNull() ? entry->key : entry->value);
       value = convert(spec.type, entry->value, subject, values);
@@ -125,6 +132,36 @@ StageConfig Loader::configure(const std::vector<ParamSpec>& params, const std::s
     config.values.emplace(spec.name, std::move(*value));
   }
   return config;
+}
+
+// The entry that gives `spec`: by its name, else by a former name (warned about at its place).
+// Both at once is an error: the value would depend on which one wins.
+const Entry* Loader::given_param(const SourceFile& file, const Mapping& given, const ParamSpec& spec,
+                                 const std::string& owner, const std::string& kind) {
+  const Entry* current = given.find(spec.name);
+  for (const std::string& former : spec.former_names) {
+    const Entry* old = given.find(former);
+    if (old == nullptr) continue;
+    if (current != nullptr) {
+      error_at(file, old->key,
+               fmt::format("parameter '{}' of {} is given twice: '{}' is its former name; keep {} only", spec.name,
+                           owner, former, spec.name));
+      continue;
+    }
+    warn_former_param(locate(file, old->key), former, spec, owner, kind);
+    current = old;
+  }
+  return current;
+}
+
+void Loader::warn_former_param(const SourceLocation& where, const std::string& former, const ParamSpec& spec,
+                               const std::string& owner, const std::string& kind) {
+  warning(where, fmt::format("'{}' is the former name of parameter '{}' of {} ({}), accepted for this release only: "
+                             "write {}{}",
+                             former, spec.name, owner, kind, spec.name,
+                             spec.type == KF_PARAM_DURATION
+                                 ? " (a duration: a bare number is seconds, as before, or give a unit: 30s, 5m)"
+                                 : ""));
 }
 
 StageConfig Loader::load_params(const std::vector<ParamSpec>& params, const std::string& owner, const std::string& kind,

@@ -4,98 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/param_types.hpp"
 #include "engine/pipeline/loader.hpp"
 #include "engine/pipeline/scalars.hpp"
 #include "engine/registry.hpp"
 
 namespace kforge::loader {
 
-const char* expected(kf_param_type type) {
-  switch (type) {
-    case KF_PARAM_STRING:
-      return "a string";
-    case KF_PARAM_INT:
-      return "an integer";
-    case KF_PARAM_FLOAT:
-      return "a number";
-    case KF_PARAM_BOOL:
-      return "true or false";
-    case KF_PARAM_STRING_LIST:
-      return "a list of strings";
-    case KF_PARAM_OBJECT:
-      return "a mapping";
-    case KF_PARAM_DURATION:
-      return "a duration (90s, 2m, 500ms, 1h, or a number of seconds; at most 1e9 s)";
-  }
-  return "a value";
-}
-
 namespace {
-
-// A typed scalar parameter: its canonical `text`, `json` and typed field, or a problem.
-bool typed_scalar(kf_param_type type, const std::string& text, const std::string& subject,
-                  ParamValue& out, std::string& problem) {
-  out.type = type;
-  switch (type) {
-    case KF_PARAM_STRING:
-      out.text = text;
-      out.json = json_text(Json(text));
-      return true;
-    case KF_PARAM_INT: {
-      bool out_of_range = false;
-      auto value = parse_int64(text, out_of_range);
-      if (!value) {
-        problem = out_of_range
-                      ? fmt::format("{} is out of range: {} does not fit in a 64-bit integer",
-                                    subject, text)
-                      : fmt::format("{} must be an integer, got '{}'", subject, text);
-        return false;
-      }
-      out.text = std::to_string(*value);
-      out.json = json_text(Json(*value));
-      out.integer = *value;
-      out.number = static_cast<double>(*value);
-      return true;
-    }
-    case KF_PARAM_FLOAT: {
-      auto value = parse_finite_double(text);
-      if (!value) {
-        problem = is_number_literal(text)
-                      ? fmt::format("{} is out of range: {} is not a finite double", subject, text)
-                      : fmt::format("{} must be a number, got '{}'", subject, text);
-        return false;
-      }
-      out.text = text;  // as written
-      out.json = json_text(Json(*value));
-      out.number = *value;
-      return true;
-    }
-    case KF_PARAM_DURATION: {
-      auto seconds = parse_duration(text);
-      if (!seconds) {
-        problem = fmt::format("{} must be {}, got '{}'", subject, expected(type), text);
-        return false;
-      }
-      out.text = text;  // as written; the JSON form is seconds, so 2m and 120s are one value
-      out.json = json_text(Json(*seconds));
-      out.number = *seconds;
-      return true;
-    }
-    case KF_PARAM_BOOL:
-      if (text != "true" && text != "false") {
-        problem = fmt::format(
-            "{} must be true or false, got '{}' (only true and false are accepted)", subject, text);
-        return false;
-      }
-      out.text = text;
-      out.json = text;
-      out.boolean = text == "true";
-      return true;
-    default:
-      problem = fmt::format("{} must be {}", subject, expected(type));
-      return false;
-  }
-}
 
 // What one mapping parameter may expand to. YAML aliases share nodes, so a few hundred
 // bytes of anchors ("billion laughs") name 10^10 values: the conversion counts what it
@@ -173,16 +89,21 @@ std::optional<Json> to_json(const YAML::Node& node, const std::string& subject, 
 // Converts a YAML value to a parameter of `type`, by the rules docs/pipelines.md gives.
 std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
                                   const std::string& subject, ValueSource& source) {
+  const ParamType* row = param_type(type);
+  if (row == nullptr) {  // the registry refuses such a plugin: only a caller's own bug gets here
+    source.error(value, fmt::format("{} has a type this kforge does not know ({})", subject, static_cast<int>(type)));
+    return std::nullopt;
+  }
   if (!value.IsDefined() || value.IsNull()) {
     source.error(value,
                  type == KF_PARAM_STRING
                      ? fmt::format("{} has no value (write \"\" for an empty string)", subject)
-                     : fmt::format("{} has no value: expected {}", subject, expected(type)));
+                     : fmt::format("{} has no value: expected {}", subject, row->expected));
     return std::nullopt;
   }
   ParamValue out;
   out.type = type;
-  if (type == KF_PARAM_STRING_LIST) {
+  if (row->shape == ParamShape::StringList) {
     if (!value.IsSequence()) {
       source.error(value, value.IsScalar()
                               ? fmt::format("{} must be a list of strings, got a single value; "
@@ -213,7 +134,7 @@ std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
     out.json = json_text(array);
     return out;
   }
-  if (type == KF_PARAM_OBJECT) {
+  if (row->shape == ParamShape::Mapping) {
     if (!value.IsMap()) {
       source.error(value, fmt::format("{} must be a mapping (key: value, ...), got {}", subject,
                                       shape_of(value)));
@@ -241,14 +162,13 @@ std::optional<ParamValue> convert(kf_param_type type, const YAML::Node& value,
   }
   if (!value.IsScalar()) {
     source.error(value,
-                 fmt::format("{} must be {}, got {}", subject, expected(type), shape_of(value)));
+                 fmt::format("{} must be {}, got {}", subject, row->expected, shape_of(value)));
     return std::nullopt;
   }
   auto text = source.text(value);
   if (!text) return std::nullopt;
-  std::string problem;
-  if (!typed_scalar(type, *text, subject, out, problem)) {
-    source.error(value, problem);
+  if (auto problem = row->read(*text, subject, out)) {
+    source.error(value, *problem);
     return std::nullopt;
   }
   return out;
@@ -272,34 +192,30 @@ std::optional<std::string> violated_constraint(const ParamSpec& spec, const Para
     return fmt::format("{} must be {}, got '{}'{}", subject, alternatives(spec.choices), text,
                        guess ? fmt::format("; did you mean '{}'?", *guess) : "");
   };
-  switch (spec.type) {
-    case KF_PARAM_STRING:
-      return not_a_choice(value.text);
-    case KF_PARAM_STRING_LIST:
+  const ParamType* row = param_type(spec.type);
+  if (row == nullptr) return std::nullopt;
+  if (row->takes_choices) {
+    if (row->shape == ParamShape::StringList) {
       for (const std::string& item : value.items) {
         if (auto problem = not_a_choice(item)) return problem;
       }
-      return std::nullopt;
-    case KF_PARAM_INT:
-    case KF_PARAM_FLOAT:
-    case KF_PARAM_DURATION: {
-      const double x = value.number;
-      const bool min_exclusive = (spec.range & KF_RANGE_MIN_EXCLUSIVE) != 0;
-      const bool max_exclusive = (spec.range & KF_RANGE_MAX_EXCLUSIVE) != 0;
-      const char* unit = spec.type == KF_PARAM_DURATION ? " s" : "";
-      if ((spec.range & KF_RANGE_MIN) && (min_exclusive ? x <= spec.min : x < spec.min)) {
-        return fmt::format("{} must be {} {:g}{}, got {}", subject, min_exclusive ? "greater than" : "at least",
-                           spec.min, unit, value.text);
-      }
-      if ((spec.range & KF_RANGE_MAX) && (max_exclusive ? x >= spec.max : x > spec.max)) {
-        return fmt::format("{} must be {} {:g}{}, got {}", subject, max_exclusive ? "less than" : "at most",
-                           spec.max, unit, value.text);
-      }
-      return std::nullopt;
+    } else if (auto problem = not_a_choice(value.text)) {
+      return problem;
     }
-    default:
-      return std::nullopt;
   }
+  if (!row->takes_range) return std::nullopt;
+  const double x = value.number;
+  const bool min_exclusive = (spec.range & KF_RANGE_MIN_EXCLUSIVE) != 0;
+  const bool max_exclusive = (spec.range & KF_RANGE_MAX_EXCLUSIVE) != 0;
+  if ((spec.range & KF_RANGE_MIN) && (min_exclusive ? x <= spec.min : x < spec.min)) {
+    return fmt::format("{} must be {} {:g}{}, got {}", subject, min_exclusive ? "greater than" : "at least", spec.min,
+                       row->unit, value.text);
+  }
+  if ((spec.range & KF_RANGE_MAX) && (max_exclusive ? x >= spec.max : x > spec.max)) {
+    return fmt::format("{} must be {} {:g}{}, got {}", subject, max_exclusive ? "less than" : "at most", spec.max,
+                       row->unit, value.text);
+  }
+  return std::nullopt;
 }
 
 }  // namespace kforge::loader

@@ -15,9 +15,6 @@ struct ParamSpec;
 
 namespace kforge::loader {
 
-// "a string", "an integer", ...: what a parameter of `type` expects, for messages.
-const char* expected(kf_param_type type);
-
 // Where scalar text comes from and where problems go. Pipeline files expand ${...} and
 // report at the node; command-line values and plugin defaults are literal and reported at
 // a fixed place.
