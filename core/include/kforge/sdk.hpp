@@ -152,6 +152,22 @@ inline void write_error(char* err, size_t err_size, const char* what) {
   std::snprintf(err, err_size, "%s", what);
 }
 
+// Runs an entry point's body for the host: KF_OK, or KF_ERROR with the exception's text
+// in `err` (`unknown` for an exception that is not a std::exception). No exception
+// crosses the C ABI.
+template <typename Body>
+kf_status guarded(char* err, size_t err_size, const char* unknown, Body&& body) noexcept {
+  try {
+    body();
+    return KF_OK;
+  } catch (const std::exception& e) {
+    write_error(err, err_size, e.what());
+  } catch (...) {
+    write_error(err, err_size, unknown);
+  }
+  return KF_ERROR;
+}
+
 }  // namespace detail
 
 inline void log(kf_log_level level, const std::string& plugin, const std::string& message) {
@@ -420,7 +436,7 @@ struct Schema {
 template <typename T>
 kf_status create(const kf_host_api* host, const kf_config* cfg, void** instance, char* err,
                  size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception while creating the stage", [&] {
     g_host = host;
     const Config config(host, cfg);
     if constexpr (HasOptions<T>) {
@@ -441,13 +457,7 @@ kf_status create(const kf_host_api* host, const kf_config* cfg, void** instance,
                     "no parameters, or from a Config");
       *instance = new T();
     }
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception while creating the stage");
-  }
-  return KF_ERROR;
+  });
 }
 
 template <typename T>
@@ -457,16 +467,10 @@ void destroy(void* instance) noexcept {
 
 template <typename T>
 kf_status process(void* instance, kf_job* job, char* err, size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception in the stage", [&] {
     Job view(g_host, job);
     static_cast<T*>(instance)->process(view);
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception in the stage");
-  }
-  return KF_ERROR;
+  });
 }
 
 template <typename T>
@@ -488,15 +492,9 @@ concept HasPreflight = requires(T& t) { t.preflight(); };
 
 template <typename T>
 kf_status preflight(void* instance, char* err, size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception in the preflight check", [&] {
     static_cast<T*>(instance)->preflight();
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception in the preflight check");
-  }
-  return KF_ERROR;
+  });
 }
 
 // The class has `void warm_up()` (a stage's start of what its first job needs).
@@ -505,29 +503,17 @@ concept HasWarmUp = requires(T& t) { t.warm_up(); };
 
 template <typename T>
 kf_status warm_up(void* instance, char* err, size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception while warming up", [&] {
     static_cast<T*>(instance)->warm_up();
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception while warming up");
-  }
-  return KF_ERROR;
+  });
 }
 
 template <typename T>
 kf_status next(void* instance, kf_task* task, int* has_task, char* err, size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception in the task source", [&] {
     Task view(g_host, task);
     *has_task = static_cast<T*>(instance)->next(view) ? 1 : 0;
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception in the task source");
-  }
-  return KF_ERROR;
+  });
 }
 
 template <typename T>
@@ -545,44 +531,26 @@ kf_status count(void* instance, uint64_t* tasks) noexcept {
 template <typename T>
 kf_status create_exporter(const kf_host_api* host, const char* options, size_t options_len, void** instance, char* err,
                           size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception while creating the exporter", [&] {
     g_host = host;
     *instance = new T(std::string_view(options, options_len));
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception while creating the exporter");
-  }
-  return KF_ERROR;
+  });
 }
 
 // An exporter's or a report section's task.
 template <typename T>
 kf_status read_task(void* instance, const char* task, size_t len, char* err, size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception while reading a task", [&] {
     static_cast<T*>(instance)->task(std::string_view(task, len));
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception while reading a task");
-  }
-  return KF_ERROR;
+  });
 }
 
 template <typename T>
 kf_status export_finish(void* instance, kf_export_output* out, char* err, size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception in the exporter", [&] {
     ExportFiles files(g_host, out);
     static_cast<T*>(instance)->finish(files);
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception in the exporter");
-  }
-  return KF_ERROR;
+  });
 }
 
 template <typename T>
@@ -603,30 +571,18 @@ const kf_exporter_kind* exporter_kind() {
 
 template <typename T>
 kf_status create_section(const kf_host_api* host, void** instance, char* err, size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception while creating the report section", [&] {
     g_host = host;
     *instance = new T();
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception while creating the report section");
-  }
-  return KF_ERROR;
+  });
 }
 
 template <typename T>
 kf_status finish_section(void* instance, kf_report_output* out, char* err, size_t err_size) noexcept {
-  try {
+  return guarded(err, err_size, "unknown exception in the report section", [&] {
     ReportTables tables(g_host, out);
     static_cast<T*>(instance)->finish(tables);
-    return KF_OK;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-  } catch (...) {
-    write_error(err, err_size, "unknown exception in the report section");
-  }
-  return KF_ERROR;
+  });
 }
 
 template <typename T>
