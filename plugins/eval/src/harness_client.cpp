@@ -445,7 +445,7 @@ class HarnessServer::Process {
   void unreadable_line(const std::string& line) {
     std::string why;
     try {
-      (void)json::parse(line);
+      [[maybe_unused]] const json parsed = json::parse(line);
       why = "it is JSON but not an object";
     } catch (const json::exception& e) {
       why = line_excerpt(e.what(), 500);

@@ -1,5 +1,6 @@
 #include "native_compile.hpp"
 
+#include "joined.hpp"
 #include "process.hpp"
 #include "python_env.hpp"
 #include "sha256.hpp"
@@ -214,12 +215,6 @@ std::optional<std::vector<std::string>> take_sandbox_report(std::string& output)
     if (name.is_string()) missing.push_back(name.get<std::string>());
   }
   return missing;
-}
-
-std::string joined(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
 }
 
 // A private directory of the cache for one sandboxed command, removed with this object.

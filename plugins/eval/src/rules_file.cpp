@@ -1,5 +1,7 @@
 #include "rules_file.hpp"
 
+#include "joined.hpp"
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <kforge/eval/vocabulary.hpp>
@@ -27,11 +29,9 @@ bool one_of(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::string joined(std::vector<std::string> names, bool sorted) {
-  if (sorted) std::sort(names.begin(), names.end());
-  std::string text;
-  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
-  return text;
+std::vector<std::string> sorted(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 // ---- YAML as PyYAML's safe loader types it ----
@@ -578,16 +578,16 @@ std::string rule_problem(const YAML::Node& spec) {
       if (!one_of(g.fields, field)) unknown.push_back(field);
     }
     if (!unknown.empty()) {
-      return "unknown field(s) " + joined(unknown, true) + "; a rule has " + joined(g.fields, false);
+      return "unknown field(s) " + joined(sorted(unknown), ", ") + "; a rule has " + joined(g.fields, ", ");
     }
   }
   for (const char* required : {"id", "kind", "message"}) {
     if (!has(required) || !is_python_str(spec[required])) return std::string("'") + required + "' must be a string";
   }
   const std::string kind = spec["kind"].Scalar();
-  if (!one_of(g.kinds, kind)) return "unknown kind '" + kind + "'; kinds are " + joined(g.kinds, true);
+  if (!one_of(g.kinds, kind)) return "unknown kind '" + kind + "'; kinds are " + joined(sorted(g.kinds), ", ");
   if (has("scope") && !(is_python_str(spec["scope"]) && one_of(g.scopes, spec["scope"].Scalar()))) {
-    return "scope must be one of " + joined(g.scopes, false);
+    return "scope must be one of " + joined(g.scopes, ", ");
   }
   if (has("severity") && !(is_python_str(spec["severity"]) && one_of(g.severities, spec["severity"].Scalar()))) {
     return "severity must be error or warning";
@@ -605,7 +605,7 @@ std::string rule_problem(const YAML::Node& spec) {
     } else {
       bad.push_back(languages.IsScalar() ? languages.Scalar() : "?");  // a string is a tuple of letters there
     }
-    if (!bad.empty()) return "unknown language(s) " + joined(bad, false);
+    if (!bad.empty()) return "unknown language(s) " + joined(bad, ", ");
   }
   if (one_of(g.regex_kinds, kind)) {
     std::vector<std::string> patterns;

@@ -1,5 +1,6 @@
 #include "sandbox_policy.hpp"
 
+#include "joined.hpp"
 #include "process.hpp"
 #include "python_env.hpp"
 
@@ -23,12 +24,6 @@ constexpr const char* kOptionHint =
     "To run anyway in the sandbox this machine can give, set KFORGE_SANDBOX=partial (or the stage parameter "
     "sandbox: partial): every verdict, results.jsonl and the report's Environment table then say what it lacked "
     "(plugins/eval/README.md#the-candidate-sandbox)";
-
-std::string joined(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
-}
 
 bool lacks(const SandboxReport& report, const std::string& name) {
   for (const std::string& missing : report.missing) {
