@@ -51,6 +51,27 @@ class CompareTest(unittest.TestCase):
         flags = torch.tensor([True, False, True])
         self.assertFalse(compare_tensors(flags, ~flags, ALLCLOSE).passed)
 
+    def test_integers_made_from_floats_are_allowed_the_references_rounding_noise(self):
+        # The reference's integer output moved by 2 elements off by one at inputs moved by
+        # an ulp: noise sqrt(2). A candidate may then be off by 16 sqrt(2) as a whole.
+        ref = TensorLeaf(torch.zeros(10000, dtype=torch.int64))
+        noisy = {"noise": math.sqrt(2)}
+        few = torch.zeros(10000, dtype=torch.int64)
+        few[:100] = 1  # ||c - r|| = 10, within 22.6
+        many = torch.zeros(10000, dtype=torch.int64)
+        many[:1000] = 1  # ||c - r|| = 31.6
+        self.assertTrue(compare.compare_leaf(ref, TensorLeaf(few), ALLCLOSE, facts=noisy).passed)
+        outcome = compare.compare_leaf(ref, TensorLeaf(many), ALLCLOSE, facts=noisy)
+        self.assertEqual(outcome.error_class, protocol.NUMERICAL_MISMATCH)
+        self.assertIn("1000 of 10000 elements differ; an integer output must be exact, or", outcome.message)
+        self.assertIn("||c - r|| <= 16 * 1.41", outcome.message)
+        # Without measured noise (a count, an index from integers) one element is too many.
+        one = torch.zeros(10000, dtype=torch.int64)
+        one[0] = 1
+        for facts in (None, {"noise": 0.0}):
+            with self.subTest(facts=facts):
+                self.assertFalse(compare.compare_leaf(ref, TensorLeaf(one), ALLCLOSE, facts=facts).passed)
+
     def test_mismatch_reports_max_and_mean_abs_diff(self):
         ref = torch.zeros(4)
         outcome = compare_tensors(ref, torch.tensor([0.0, 0.0, 0.0, 0.5]), ALLCLOSE)

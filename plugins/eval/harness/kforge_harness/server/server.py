@@ -46,7 +46,7 @@ from kforge_harness.judge import compare
 from kforge_harness.protocol import errors, reporter
 from kforge_harness.reference.reference import VARIATIONS
 from kforge_harness.sandbox.zygote import Zygote
-from kforge_harness.server import child
+from kforge_harness.server import child, freezer
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
 from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_verdict, descendants,
                                          error, fail, freeze_tree, kill_group, log_tail,
@@ -106,6 +106,7 @@ class Job:
         self.reference = None  # the reference timing record this job's loops are judged by
         self.asked_again = False
         self.frozen = None  # the child's processes, stopped between timed calls (freeze_tree)
+        self.cgroup = None  # or, where the machine gives one, the cgroup that freezes them
         self.paid_reference = False  # it ran the reference's timing or recomputed outputs
         self.timing_started = 0.0
         self.had_company = False
@@ -127,8 +128,9 @@ class Job:
 
 
 class Server:
-    def __init__(self, device, mode, max_children, scratch, store_bytes):
+    def __init__(self, device, mode, max_children, scratch, store_bytes, freezer):
         self.device = device
+        self.freezer = freezer  # freezes candidates between timed calls (or None: signals)
         # Measured after every import, so that limits.memory_mb is on top of them.
         from kforge_harness.sandbox import isolation
         self.memory_base = isolation.memory_baseline(device)
@@ -200,11 +202,13 @@ class Server:
                 self._watch_memory()
         finally:
             for proc in list(self.procs.values()):
-                signal_tree(proc.pid, signal.SIGCONT)
+                self._continue(proc)
                 kill_group(proc.pid)
                 os.waitpid(proc.pid, 0)
             if self.zygote is not None:
                 self.zygote.close()
+            if self.freezer is not None:
+                self.freezer.close()
             shutil.rmtree(self.root, ignore_errors=True)
 
     def _select_timeout(self):
@@ -264,7 +268,7 @@ class Server:
         job.finished = True
         self.jobs.discard(job)
         if job.proc is not None and job.proc.pid in self.procs:
-            signal_tree(job.proc.pid, signal.SIGCONT)
+            self._continue(job.proc)
             kill_group(job.proc.pid)
         entry = job.entry
         closing = host = None
@@ -677,6 +681,10 @@ class Server:
                 job.harness_failed = message["harness_failed"]
             elif message.get("candidate_code") == "start":
                 job.marker = True
+                # Harness code until the build command: nothing below the supervisor forks
+                # now, and whatever the candidate starts later is born in the cgroup.
+                if self.freezer is not None:
+                    proc.cgroup = self.freezer.group(descendants(proc.pid))
                 job.proc.send({"build": True})
             return
         # From here on, what the child says is data about the candidate's run, no more.
@@ -837,12 +845,21 @@ class Server:
         if label == "timing":  # what this job's loops are judged against, kept with it
             job.reference = job.entry.timings[job.timing_key()]
         job.loop = timing_plan.Loop(label, job.timing())
-        signal_tree(job.proc.pid, signal.SIGCONT)
+        self._continue(job.proc)
         job.proc.send({"time": {"label": label, "compile": label == "compiled"}})
 
     def _frozen(self, job):
-        """Stops the candidate's processes between timed calls; a tree that will not stay
-        stopped (its processes continue each other) is the candidate's cheat."""
+        """Stops the candidate's processes between timed calls: its cgroup frozen, or,
+        where there is none, SIGSTOP to each of them; a tree that will not stay stopped
+        (its processes continue each other) is the candidate's cheat."""
+        if job.proc.cgroup is not None:
+            if job.proc.cgroup.freeze():
+                return True
+            self._decide(job, fail(protocol.CHEAT_DETECTED,
+                                   f"{job.loop.label}: the candidate's processes did not freeze "
+                                   f"within {freezer.FREEZE_PATIENCE_S:g} s between timed calls (a "
+                                   "task stayed in the kernel)"))
+            return False
         job.frozen = freeze_tree(job.proc.pid)
         if job.frozen is not None:
             return True
@@ -851,6 +868,19 @@ class Server:
                                "stopped between timed calls (they continue each other): work "
                                "between calls that no clock brackets"))
         return False
+
+    @staticmethod
+    def _still_frozen(job):
+        if job.proc.cgroup is not None:
+            return job.proc.cgroup.frozen()
+        return still_frozen(job.proc.pid, job.frozen)
+
+    @staticmethod
+    def _continue(proc):
+        """Lets the child's processes run again (to be killed, or for a timed call)."""
+        if proc.cgroup is not None:
+            proc.cgroup.thaw()
+        signal_tree(proc.pid, signal.SIGCONT)
 
     def _loop_fill(self, job):
         loop = job.loop
@@ -873,7 +903,7 @@ class Server:
                                 (host_ms if isinstance(host_ms, (int, float)) else 0.0))
         command = {"call": call, "slot": call % 2, "inputs": result["inputs"],
                    "output": result["output"], "seed": loop.seeds[call]}
-        if not still_frozen(job.proc.pid, job.frozen):
+        if not self._still_frozen(job):
             self._decide(job, fail(protocol.CHEAT_DETECTED,
                                    f"{loop.label}: the candidate's processes ran between timed "
                                    "calls (one ended or was continued while they were stopped): "
@@ -882,7 +912,10 @@ class Server:
         # The call's bracket opens before the child is continued: whatever runs in it from
         # then on (a handler of SIGCONT, a thread that was waiting) is the call's time.
         loop.commanded_at = time.monotonic()
-        continue_tree(job.frozen)  # every call follows _frozen()
+        if job.proc.cgroup is not None:
+            job.proc.cgroup.thaw()
+        else:
+            continue_tree(job.frozen)  # every call follows _frozen()
         job.proc.send(command)
 
     def _loop_called(self, job, message, now):
@@ -1063,7 +1096,7 @@ class Server:
             self._finish(job, result)
             return
         job.decided = result
-        signal_tree(job.proc.pid, signal.SIGCONT)
+        self._continue(job.proc)
         if stop:
             kill_group(job.proc.pid)
         else:
@@ -1258,6 +1291,8 @@ class Server:
             kill_group(pid)
             _, status = os.waitpid(pid, 0)
             del self.procs[pid]
+            if proc.cgroup is not None:
+                proc.cgroup.remove()
             self._drain_pipe(proc)
             self._close_read(proc)
             proc.close_commands()
@@ -1268,6 +1303,8 @@ class Server:
             finally:
                 shutil.rmtree(proc.workdir, ignore_errors=True)
         self._reap_orphans()
+        if self.freezer is not None:
+            self.freezer.sweep()
 
     def _reap_orphans(self):
         """Processes re-parented to the server (it is a subreaper for the zygote's
@@ -1316,7 +1353,7 @@ class Server:
         for proc in self.procs.values():
             if not proc.timed_out and now >= proc.deadline:
                 proc.timed_out = True
-                signal_tree(proc.pid, signal.SIGCONT)
+                self._continue(proc)
                 kill_group(proc.pid)
 
 
