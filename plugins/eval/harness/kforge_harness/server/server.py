@@ -860,9 +860,13 @@ class Server:
                                    f"within {freezer.FREEZE_PATIENCE_S:g} s between timed calls (a "
                                    "task stayed in the kernel)"))
             return False
-        job.frozen = freeze_tree(job.proc.pid)
-        if job.frozen is not None:
-            return True
+        # A stop lands only when its process next runs: on a loaded machine the first
+        # patience can pass with an honest tree not yet all stopped. Asked again, longer,
+        # before it is called a cheat (a tree that continues itself never holds).
+        for patience_s in SIGNAL_FREEZE_PATIENCE_S:
+            job.frozen = freeze_tree(job.proc.pid, patience_s)
+            if job.frozen is not None:
+                return True
         self._decide(job, fail(protocol.CHEAT_DETECTED,
                                f"{job.loop.label}: the candidate's processes would not stay "
                                "stopped between timed calls (they continue each other): work "
@@ -1356,6 +1360,10 @@ class Server:
                 self._continue(proc)
                 kill_group(proc.pid)
 
+
+
+# How long the signal freeze waits for a tree to hold stopped: the usual, then once more.
+SIGNAL_FREEZE_PATIENCE_S = (0.5, 2.0)
 
 
 # glibc's malloc arenas a process may create: by default 8 per core, each reserving
