@@ -52,23 +52,30 @@ class CompareTest(unittest.TestCase):
         self.assertFalse(compare_tensors(flags, ~flags, ALLCLOSE).passed)
 
     def test_integers_made_from_floats_are_allowed_the_references_rounding_noise(self):
-        # The reference's integer output moved by 2 elements off by one at inputs moved by
-        # an ulp: noise sqrt(2). A candidate may then be off by 16 sqrt(2) as a whole.
-        ref = TensorLeaf(torch.zeros(10000, dtype=torch.int64))
-        noisy = {"noise": math.sqrt(2)}
-        few = torch.zeros(10000, dtype=torch.int64)
-        few[:100] = 1  # ||c - r|| = 10, within 22.6
-        many = torch.zeros(10000, dtype=torch.int64)
-        many[:1000] = 1  # ||c - r|| = 31.6
-        self.assertTrue(compare.compare_leaf(ref, TensorLeaf(few), ALLCLOSE, facts=noisy).passed)
-        outcome = compare.compare_leaf(ref, TensorLeaf(many), ALLCLOSE, facts=noisy)
-        self.assertEqual(outcome.error_class, protocol.NUMERICAL_MISMATCH)
-        self.assertIn("1000 of 10000 elements differ; an integer output must be exact, or", outcome.message)
-        self.assertIn("||c - r|| <= 16 * 1.41", outcome.message)
+        # The reference's integer output moved in 25 elements, by one, at inputs moved by
+        # an ulp: noise 5. A candidate may then be off in 4 * 25 + 4 elements, by 16 * 5
+        # as a whole.
+        # (Of 100000 elements: the default rule's max_coarse_share, 1%, stays out of it.)
+        ref = TensorLeaf(torch.zeros(100000, dtype=torch.int64))
+        noisy = {"noise": 5.0, "moved": 25}
+
+        def off(count, by=1):
+            cand = torch.zeros(100000, dtype=torch.int64)
+            cand[:count] = by
+            return compare.compare_leaf(ref, TensorLeaf(cand), ALLCLOSE, facts=noisy)
+
+        self.assertTrue(off(104).passed)  # ||c - r|| = 10.2
+        too_many = off(105)
+        self.assertEqual(too_many.error_class, protocol.NUMERICAL_MISMATCH)
+        self.assertIn("105 of 100000 elements differ; an integer output must be exact, or", too_many.message)
+        self.assertIn("at most 104 elements off (4 times the 25 the ulp moved, plus 4)", too_many.message)
+        too_far = off(10, by=30)  # few elements, but ||c - r|| = 94.9 > 80
+        self.assertFalse(too_far.passed)
+        self.assertIn("||c - r|| <= 16 * 5", too_far.message)
         # Without measured noise (a count, an index from integers) one element is too many.
-        one = torch.zeros(10000, dtype=torch.int64)
+        one = torch.zeros(100000, dtype=torch.int64)
         one[0] = 1
-        for facts in (None, {"noise": 0.0}):
+        for facts in (None, {"noise": 0.0}, {"noise": 1.0}):
             with self.subTest(facts=facts):
                 self.assertFalse(compare.compare_leaf(ref, TensorLeaf(one), ALLCLOSE, facts=facts).passed)
 
