@@ -70,7 +70,8 @@ class FreezerTest(unittest.TestCase):
         self.assertEqual(len(pids), 2)
         group = self.freezer.group(pids)
         self.assertIsNotNone(group, self.freezer.why_not)
-        self.assertTrue(group.freeze())
+        group.start_freeze()
+        self.assertTrue(group.frozen_within(1.0))
         self.assertTrue(group.frozen())
         before = page[:16]
         for pid in pids:  # a continue from outside, beside the process's own timer
@@ -86,7 +87,8 @@ class FreezerTest(unittest.TestCase):
     def test_a_removed_group_takes_its_processes_with_it(self):
         child, _ = self.counters()
         group = self.freezer.group([child.pid])  # its forked counter was born outside
-        self.assertTrue(group.freeze())
+        group.start_freeze()
+        self.assertTrue(group.frozen_within(1.0))
         group.remove()
         self.assertEqual(child.wait(timeout=10), -signal.SIGKILL)
         deadline = time.monotonic() + 5

@@ -24,8 +24,8 @@ import time
 
 from kforge_harness.server import procs
 
-# How long a freeze may take to land (every task of the cgroup out of user space). A task
-# in an uninterruptible sleep delays it; nothing the candidate does in user space can.
+# How long a freeze may take to land (every task of the cgroup out of user space) before
+# the server calls it the candidate's doing: a task in a long system call delays it.
 FREEZE_PATIENCE_S = 1.0
 
 
@@ -159,11 +159,15 @@ class Group:
         self.freezer = freezer
         self.path = path
 
-    def freeze(self):
-        """Freezes every process of the group; False when they are not all frozen within
-        FREEZE_PATIENCE_S."""
-        _write(os.path.join(self.path, "cgroup.freeze"), "1")
-        deadline = time.monotonic() + FREEZE_PATIENCE_S
+    def start_freeze(self):
+        try:
+            _write(os.path.join(self.path, "cgroup.freeze"), "1")
+        except OSError:
+            pass  # removed with its child's end: frozen() says no
+
+    def frozen_within(self, seconds):
+        """Whether the group, once start_freeze() was called, is frozen within `seconds`."""
+        deadline = time.monotonic() + seconds
         while not self.frozen():
             if time.monotonic() > deadline:
                 return False
