@@ -1,0 +1,86 @@
+"""A fifth red team's candidates (tests/data/candidates/redteam5/), written against the
+harness at d0efba1 (HARNESS_VERSION 13): its cgroup v2 freezer between timed calls
+(server/freezer.py) and its allowance of the reference's rounding noise for integer
+outputs (judge/compare.py _within_integer_noise). Each test starts its own fork-mode CPU
+server, prints what it returned, then asserts what should happen: the cheat caught (fail,
+the right error_class), no gain (speedup <= NO_GAIN), or an honest pass. Holes still
+open are marked expectedFailure, with what the server returned at d0efba1."""
+
+import unittest
+
+from tests import client
+from tests.test_attacks import NO_GAIN
+from tests.test_attacks_forged import show
+
+TIMEOUT_S = 240
+
+
+def request(name, task, language, options=None, **task_fields):
+    opts = {"trials": 2, "timing": {"enabled": True}}
+    opts.update(options or {})
+    return client.request(name, "run", task, "redteam5/" + name, language=language,
+                          options=opts, limits={"timeout_s": TIMEOUT_S}, **task_fields)
+
+
+def run(name, task, language="python", options=None, **task_fields):
+    server = client.Server(mode="fork", max_children=2)
+    try:
+        req = request(name, task, language, options, **task_fields)
+        response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
+    finally:
+        server.close()
+    show(name, task, response)
+    print(response.get("log_tail", "")[-800:])
+    return response
+
+
+# KernelBench's own comparison: torch.allclose at 1e-2, no whole-output bounds.
+KERNELBENCH_RULE = {"kind": "allclose", "atol": {"float32": 1e-2}, "rtol": {"float32": 1e-2}}
+
+
+class IntegerNoiseTest(unittest.TestCase):
+    # compare._within_integer_noise forgives an integer output that differs from the
+    # reference within 16 ||r - r'||, r' the reference at inputs moved by an ulp. The
+    # task (tasks/redteam5/vote_argmax) has an exact integer output, but ties: the ulp
+    # moves break them at random, which plan() records as rounding noise (at d0efba1
+    # 119 of 4096 rows flip, ||r - r'|| ~ 1000, 16x ~ 16000), while zeros are
+    # ||r|| ~ 8700 away.
+
+    def test_honest_argmax_of_exact_scores(self):
+        response = run("vote_argmax_honest", "redteam5/vote_argmax",
+                       options={"timing": {"enabled": False}})
+        self.assertEqual(response["status"], "pass", response)
+
+    def test_argmax_of_tied_scores_answered_with_zeros_default_rule(self):
+        # Closed under the default rule, by its max_coarse_share (1%), not by the noise
+        # bound: at d0efba1, fail numerical_mismatch "100.00% of elements are off by more
+        # than 0 + 0*|reference| (the coarse bound), more than the 1.00% allowed". The
+        # noise bound alone forgave it (||c - r|| ~ 8700 <= 16 * ~1000).
+        response = run("vote_argmax_zeros", "redteam5/vote_argmax",
+                       options={"timing": {"enabled": False}})
+        self.assertEqual((response["status"], response["error_class"]), ("fail", "numerical_mismatch"),
+                         response)
+
+    @unittest.expectedFailure
+    def test_argmax_of_tied_scores_answered_with_zeros_kernelbench_rule(self):
+        # A HOLE at d0efba1: under an allclose rule without max_coarse_share (as
+        # KernelBench's), the zeros pass every trial and every spot check: status pass,
+        # speedup 400x (candidate 0.067 ms, reference 26.7 ms), speedup_confirmed. The
+        # noise the judge uses is not rounding noise: an exact output's ties broken by
+        # the ulp moves. Closing it: measure integer noise only where it is rounding (e.g.
+        # perturb twice with independent signs and forgive only elements whose value
+        # moved in the perturbed runs, element by element, not as a whole L2 norm; or
+        # treat an output that equals the reference at the unperturbed inputs bit for bit
+        # across re-runs and whose moves are ties, not near-steps, as exact), and bound
+        # the share of differing integer elements by the share the reference's own
+        # perturbation moved (times a factor), not only ||c - r|| as a whole.
+        response = run("vote_argmax_zeros", "redteam5/vote_argmax",
+                       options={"rule": KERNELBENCH_RULE})
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "numerical_mismatch", response)
+
+
+if __name__ == "__main__":
+    unittest.main()
