@@ -6,6 +6,7 @@ server, prints what it returned, then asserts what should happen: the cheat caug
 the right error_class), no gain (speedup <= NO_GAIN), or an honest pass. Holes still
 open are marked expectedFailure, with what the server returned at d0efba1."""
 
+import time
 import unittest
 
 from tests import client
@@ -32,6 +33,59 @@ def run(name, task, language="python", options=None, **task_fields):
     show(name, task, response)
     print(response.get("log_tail", "")[-800:])
     return response
+
+
+class FreezerTest(unittest.TestCase):
+    def setUp(self):
+        freezer = client.machine_freezer()
+        if freezer != "cgroup v2":
+            self.skipTest(f"no cgroup v2 freezer here (freezer: {freezer}); these candidates "
+                          "attack the cgroup freezer")
+
+    @unittest.expectedFailure
+    def test_reference_timed_while_a_job_beside_holds_the_freeze_off(self):
+        # A HOLE at d0efba1. Two jobs of one attacker in one server (3 children):
+        # freeze_held_in_kernel (relu, 100 timed calls) has a thread enter a 0.2 s
+        # mmap(MAP_POPULATE) as each forward returns, so each of its freezes lands only
+        # when that system call returns: Group.freeze() spun 150-300 ms in the server's
+        # only thread at 102 of 104 freezes (measured with a probe around it), under
+        # FREEZE_PATIENCE_S, never flagged; that job itself passed (speedup 0.005).
+        # 5 s later, matmul_after_the_stall (honest code: the reference's x @ w; its
+        # first warm-up call sleeps 35 s) has its reference timed during those stalls:
+        # the reference's median 252 ms (85.6 ms on a quiet machine), gap_ms 160; the
+        # candidate's own loop runs after them: status pass, speedup 2.75 (2.55 in an
+        # earlier run), speedup_confirmed, timing_charged_ms 0, timing_measured_again 0.
+        # Alone the same candidate got 0.56. A CPU hog that burns both cores in user
+        # space through its trials instead (no freezer involved) moved the reference to
+        # 115 ms only (speedup 1.13): it is the kernel work between calls and the
+        # server's spin that slow the reference this much.
+        # Closing it: never wait for a freeze inside the server's loop (write
+        # cgroup.freeze, then watch cgroup.events, which is pollable, from the selector,
+        # and hold the job's next step until it reports frozen); count the time a group
+        # takes to freeze against the candidate (or reject a group that is slow to freeze
+        # at many calls: a task inside the kernel at the end of every call is not an
+        # honest kernel's); and measure a reference's loop again when the load it was
+        # measured under differs from the candidate's (its own wall times or exchanges far
+        # above the candidate's), not only when the candidate's report disagrees with the
+        # clock.
+        server = client.Server(mode="fork", max_children=3)
+        try:
+            staller = request("freeze_held_in_kernel", "relu", "cpp",
+                              options={"timing": {"enabled": True, "trials": 100}})
+            cheat = request("matmul_after_the_stall", "redteam5/matmul", "python")
+            server.send(staller)
+            time.sleep(5)  # the staller's timed loop under way
+            server.send(cheat)
+            responses = {r["id"]: r for r in server.receive(2, timeout=TIMEOUT_S + 200)}
+        finally:
+            server.close()
+        for name, task in (("freeze_held_in_kernel", "relu"), ("matmul_after_the_stall", "redteam5/matmul")):
+            show(name, task, responses[name])
+        response = responses["matmul_after_the_stall"]
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "cheat_detected", response)
 
 
 # KernelBench's own comparison: torch.allclose at 1e-2, no whole-output bounds.
