@@ -54,7 +54,8 @@ class FreezerTest(unittest.TestCase):
         # first warm-up call sleeps 35 s) has its reference timed during those stalls:
         # the reference's median 252 ms (85.6 ms on a quiet machine), gap_ms 160; the
         # candidate's own loop runs after them: status pass, speedup 2.75 (2.55 in an
-        # earlier run), speedup_confirmed, timing_charged_ms 0, timing_measured_again 0.
+        # earlier run; 1.55 and 1.66 in this test's runs), speedup_confirmed,
+        # timing_charged_ms 0, timing_measured_again 0.
         # Alone the same candidate got 0.56. A CPU hog that burns both cores in user
         # space through its trials instead (no freezer involved) moved the reference to
         # 115 ms only (speedup 1.13): it is the kernel work between calls and the
@@ -96,39 +97,58 @@ class IntegerNoiseTest(unittest.TestCase):
     # compare._within_integer_noise forgives an integer output that differs from the
     # reference within 16 ||r - r'||, r' the reference at inputs moved by an ulp. The
     # task (tasks/redteam5/vote_argmax) has an exact integer output, but ties: the ulp
-    # moves break them at random, which plan() records as rounding noise (at d0efba1
-    # 119 of 4096 rows flip, ||r - r'|| ~ 1000, 16x ~ 16000), while zeros are
-    # ||r|| ~ 8700 away.
+    # moves break them at random, which plan() records as rounding noise (offline, 119
+    # of 4096 rows flip at one seed, ||r - r'|| ~ 1000, 16x ~ 16000).
 
     def test_honest_argmax_of_exact_scores(self):
         response = run("vote_argmax_honest", "redteam5/vote_argmax",
                        options={"timing": {"enabled": False}})
         self.assertEqual(response["status"], "pass", response)
 
-    def test_argmax_of_tied_scores_answered_with_zeros_default_rule(self):
+    def test_argmax_of_tied_scores_answered_with_one_winner_default_rule(self):
         # Closed under the default rule, by its max_coarse_share (1%), not by the noise
-        # bound: at d0efba1, fail numerical_mismatch "100.00% of elements are off by more
-        # than 0 + 0*|reference| (the coarse bound), more than the 1.00% allowed". The
-        # noise bound alone forgave it (||c - r|| ~ 8700 <= 16 * ~1000).
-        response = run("vote_argmax_zeros", "redteam5/vote_argmax",
+        # bound: at d0efba1, fail numerical_mismatch (about 80% of the elements off, more
+        # than the 1.00% allowed). The noise bound alone forgave it.
+        response = run("vote_argmax_one_winner", "redteam5/vote_argmax",
                        options={"timing": {"enabled": False}})
         self.assertEqual((response["status"], response["error_class"]), ("fail", "numerical_mismatch"),
                          response)
 
     @unittest.expectedFailure
-    def test_argmax_of_tied_scores_answered_with_zeros_kernelbench_rule(self):
+    def test_honest_fixed_point_matmul_summed_in_two_halves(self):
+        # A HOLE (an honest kernel rejected) at d0efba1: round(4096 x @ w) (a Q12 output),
+        # its reduction split in two float32 halves as a tiled kernel sums: fail
+        # numerical_mismatch "2.51% of elements are off by more than 0 + 0*|reference| (the
+        # coarse bound), more than the 1.00% allowed; max abs diff 1, ... max relative
+        # error 1e+30". ||c - r|| ~ 115 is within 16 times the reference's own rounding
+        # noise (~110, 16x ~ 1750, offline): _within_integer_noise forgives it, then the
+        # default rule's max_coarse_share, whose coarse bound is 0 for integers, counts
+        # every element off by one step. Closing it: where the integer noise bound
+        # forgives an output, the coarse share should not count against it the elements
+        # its rounding moves (or allow the share of elements the reference's own
+        # perturbation moved, times a factor).
+        response = run("fixed_point_matmul_split_k", "redteam5/fixed_point_matmul",
+                       options={"timing": {"enabled": False}})
+        self.assertEqual(response["status"], "pass", response)
+
+    @unittest.expectedFailure
+    def test_argmax_of_tied_scores_answered_with_one_winner_kernelbench_rule(self):
         # A HOLE at d0efba1: under an allclose rule without max_coarse_share (as
-        # KernelBench's), the zeros pass every trial and every spot check: status pass,
-        # speedup 400x (candidate 0.067 ms, reference 26.7 ms), speedup_confirmed. The
-        # noise the judge uses is not rounding noise: an exact output's ties broken by
-        # the ulp moves. Closing it: measure integer noise only where it is rounding (e.g.
-        # perturb twice with independent signs and forgive only elements whose value
-        # moved in the perturbed runs, element by element, not as a whole L2 norm; or
-        # treat an output that equals the reference at the unperturbed inputs bit for bit
-        # across re-runs and whose moves are ties, not near-steps, as exact), and bound
-        # the share of differing integer elements by the share the reference's own
-        # perturbation moved (times a factor), not only ||c - r|| as a whole.
-        response = run("vote_argmax_zeros", "redteam5/vote_argmax",
+        # KernelBench's), one winner for all rows (a vector-matrix product instead of
+        # the matrix product) passes every trial and every spot check: 3 runs of 3 at
+        # d0efba1, speedup 5.8x, 46x and 13x, speedup_confirmed, max_abs_diff 158. An earlier
+        # version of it, zeros, passed with speedup 400x and 50x in two runs and was
+        # caught in a third (a spot check where the dominant class was large enough,
+        # ||zeros - r|| = 16 * 840), so it was made input-dependent: ||c - r|| 4000-9000
+        # against 16N 15000-27000 over 8 seeds offline. The noise the judge uses is not
+        # rounding noise: an exact output's ties broken by the ulp moves. Closing it:
+        # tell ties from roundings (an output whose values at the unperturbed inputs are
+        # exact, every score an integer in float32, has no rounding noise; or perturb
+        # twice and forgive only elements that moved in both), and bound the share of
+        # differing integer elements by the share the reference's own perturbation
+        # moved (times a factor), not only ||c - r|| as a whole: 16x in L2 is 256x in
+        # the count of elements off by as much.
+        response = run("vote_argmax_one_winner", "redteam5/vote_argmax",
                        options={"rule": KERNELBENCH_RULE})
         if response["status"] == "pass":
             self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
