@@ -49,9 +49,9 @@ def _frozen(group):
 
 class FreezerTest(unittest.TestCase):
     def setUp(self):
-        freezer = client.machine_freezer()
-        if freezer != "cgroup v2":
-            self.skipTest(f"no cgroup v2 freezer here (freezer: {freezer}); these candidates "
+        how = client.machine_freezer()
+        if how != "cgroup v2":
+            self.skipTest(f"no cgroup v2 freezer here (freezer: {how}); these candidates "
                           "attack the cgroup freezer")
 
     @unittest.expectedFailure
