@@ -4,7 +4,8 @@ harness at d0efba1 (HARNESS_VERSION 13): its cgroup v2 freezer between timed cal
 outputs (judge/compare.py _within_integer_noise). Each test starts its own fork-mode CPU
 server, prints what it returned, then asserts what should happen: the cheat caught (fail,
 the right error_class), no gain (speedup <= NO_GAIN), or an honest pass. Holes still
-open are marked expectedFailure, with what the server returned at d0efba1."""
+open were marked expectedFailure, with what the server returned at d0efba1; the four
+holes it found were closed after it (each test's comment says how)."""
 
 import glob
 import os
@@ -54,9 +55,11 @@ class FreezerTest(unittest.TestCase):
             self.skipTest(f"no cgroup v2 freezer here (freezer: {how}); these candidates "
                           "attack the cgroup freezer")
 
-    @unittest.expectedFailure
     def test_reference_timed_while_a_job_beside_holds_the_freeze_off(self):
-        # A HOLE at d0efba1. Two jobs of one attacker in one server (3 children):
+        # Closed: the server no longer waits for a freeze in its loop (server.py
+        # _freeze_then / _advance_freeze): a group slow to freeze holds up only its own
+        # job; after it, the cheat below got 0.53. Was a HOLE at d0efba1. Two jobs of one
+        # attacker in one server (3 children):
         # freeze_held_in_kernel (relu, 100 timed calls) has a thread enter a 0.2 s
         # mmap(MAP_POPULATE) as each forward returns, so each of its freezes lands only
         # when that system call returns: Group.freeze() spun 150-300 ms in the server's
@@ -101,9 +104,10 @@ class FreezerTest(unittest.TestCase):
             self.assertEqual(response["error_class"], "cheat_detected", response)
 
 
-    @unittest.expectedFailure
     def test_nothing_left_frozen_after_the_server_is_killed(self):
-        # A HOLE at d0efba1: the server killed (SIGKILL) while a candidate's group is
+        # Closed: the sandbox's PID 1 now has SIGKILL as its parent-death signal
+        # (sandbox._REAPER_ARGV, setpriv), and its death kills the namespace's processes,
+        # frozen or not. Was a HOLE at d0efba1: the server killed (SIGKILL) while a candidate's group is
         # frozen between timed calls leaves the group, and the sandbox's PID 1 (`cat`,
         # which exits at the EOF of its pipe only once it runs) frozen in it with the PID
         # namespace alive, until another server starts in the same cgroup
@@ -170,9 +174,10 @@ class IntegerNoiseTest(unittest.TestCase):
         self.assertEqual((response["status"], response["error_class"]), ("fail", "numerical_mismatch"),
                          response)
 
-    @unittest.expectedFailure
     def test_honest_fixed_point_matmul_summed_in_two_halves(self):
-        # A HOLE (an honest kernel rejected) at d0efba1: round(4096 x @ w) (a Q12 output),
+        # Closed: an integer output within the reference's rounding noise is no longer
+        # held to the coarse share (compare._whole_output_failure's `forgiven`): the
+        # noise's count bound stands for it. Was a HOLE (an honest kernel rejected) at d0efba1: round(4096 x @ w) (a Q12 output),
         # its reduction split in two float32 halves as a tiled kernel sums: fail
         # numerical_mismatch "2.51% of elements are off by more than 0 + 0*|reference| (the
         # coarse bound), more than the 1.00% allowed; max abs diff 1, ... max relative
@@ -187,9 +192,10 @@ class IntegerNoiseTest(unittest.TestCase):
                        options={"timing": {"enabled": False}})
         self.assertEqual(response["status"], "pass", response)
 
-    @unittest.expectedFailure
     def test_argmax_of_tied_scores_answered_with_one_winner_kernelbench_rule(self):
-        # A HOLE at d0efba1: under an allclose rule without max_coarse_share (as
+        # Closed: the differing elements are bounded by 4 times those the ulp moved plus
+        # 4 (compare._within_integer_noise): 2857 of 4096 rows, over 384. Was a HOLE at
+        # d0efba1: under an allclose rule without max_coarse_share (as
         # KernelBench's), one winner for all rows (a vector-matrix product instead of
         # the matrix product) passes every trial and every spot check: 3 runs of 3 at
         # d0efba1, speedup 5.8x, 46x and 13x, speedup_confirmed, max_abs_diff 158. An earlier

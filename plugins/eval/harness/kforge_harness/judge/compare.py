@@ -585,7 +585,7 @@ def _verdict(stats, rule, numel, where):
                            f"{where}: {share:.2%} of elements differ beyond rtol={stats.rtol:g} "
                            f"(atol={stats.atol:g}), more than the {rule['max_share']:.2%} "
                            f"allowed; {text}", metrics)
-    failed = _whole_output_failure(stats, facts, metrics, where, text)
+    failed = _whole_output_failure(stats, facts, metrics, where, text, forgiven)
     if failed is not None:
         return Outcome(protocol.NUMERICAL_MISMATCH, failed, metrics)
     return Outcome(metrics=metrics)
@@ -612,8 +612,11 @@ def _moved_allowance(moved):
     return protocol.NOISE_MOVED_FACTOR * moved + protocol.NOISE_MOVED_SLACK
 
 
-def _whole_output_failure(stats, facts, metrics, where, text):
-    """The message of the first whole-output check the leaf fails, or None."""
+def _whole_output_failure(stats, facts, metrics, where, text, forgiven=None):
+    """The message of the first whole-output check the leaf fails, or None. `forgiven`:
+    an integer output's differences are within the reference's rounding noise
+    (_within_integer_noise), whose count bound then stands for the coarse share (an
+    integer's coarse bound is 0: every element off by one would count)."""
     whole = stats.whole
     diff_norm, ref_norm = stats.norms()
     noise = facts.get("noise", 0.0)
@@ -640,7 +643,7 @@ def _whole_output_failure(stats, facts, metrics, where, text):
                 "of the input), fails here even where it is close to the reference relative "
                 f"to its magnitude; {text}")
     share = metrics["share_over_coarse"]
-    if whole.max_coarse_share is not None and share > whole.max_coarse_share:
+    if whole.max_coarse_share is not None and share > whole.max_coarse_share and not forgiven:
         return (f"{where}: {share:.2%} of elements are off by more than {whole.coarse_atol:g} + "
                 f"{whole.coarse_rtol:g}*|reference| (the coarse bound), more than the "
                 f"{whole.max_coarse_share:.2%} allowed; {text}")
