@@ -54,4 +54,23 @@ PY
 kforge report "$out" >"$work/report.txt"
 grep -q 'Devices' "$work/report.txt"
 grep -q 'Ascend 910B' "$work/report.txt"
+
+# Recipe 4: a pipeline's own L1 rule. The rules file is checked when the pipeline is;
+# the run needs the harness's Python with torch (the plugin's tests, ExtendingRecipe.*,
+# show the same verdicts through eval.check).
+kforge validate "$example/single-thread.yaml"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  kforge run "$example/single-thread.yaml" --out "$work/single-thread" --log-level warn >/dev/null
+  /usr/bin/python3 - "$work/single-thread/results.jsonl" <<'PY'
+import json, re, sys
+jobs = [json.loads(line) for line in open(sys.argv[1])]
+assert len(jobs) == 3, jobs
+for job in jobs:
+    assert (job["status"], job["error_class"]) == ("fail", "checker_rejected"), job
+    assert re.fullmatch(r"line \d+:\d+: \[single-thread-openmp\] the native code uses OpenMP \(#pragma omp\); "
+                        r"this benchmark times single-threaded kernels", job["message"]), job["message"]
+PY
+else
+  echo "recipe 4's run skipped: /usr/bin/python3 cannot import torch (the harness needs it)"
+fi
 echo "extending examples: built, tested, installed, run, reported"
