@@ -14,10 +14,12 @@
 #include <kforge/sdk.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -39,9 +41,12 @@ nlohmann::json result_line(const std::string& out) {
   return nlohmann::json::value_t::discarded;
 }
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
+// `text` with each placeholder of `values` replaced by its value.
+std::string expand(std::string text, const std::vector<std::pair<std::string, std::string>>& values) {
+  for (const auto& [placeholder, value] : values) {
+    for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + value.size())) {
+      text.replace(at, placeholder.size(), value);
+    }
   }
   return text;
 }
@@ -101,9 +106,10 @@ class Run : public kforge::sdk::Stage {
     }
     std::vector<std::string> argv;
     for (const std::string& arg : options_.command) {
-      argv.push_back(replace_all(replace_all(replace_all(replace_all(arg, "{candidate}", candidate.string()), "{task}", task),
-                                             "{device}", options_.device),
-                                 "{language}", job.get_or(KF_KEY_CANDIDATE_LANGUAGE)));
+      argv.push_back(expand(arg, {{"{candidate}", candidate.string()},
+                                  {"{task}", task},
+                                  {"{device}", options_.device},
+                                  {"{language}", job.get_or(KF_KEY_CANDIDATE_LANGUAGE)}}));
     }
     const auto limit = std::min(options_.timeout, kforge::sdk::Seconds(job.seconds_left()));
     const example::CommandResult run =
@@ -112,6 +118,7 @@ class Run : public kforge::sdk::Stage {
     std::filesystem::remove_all(scratch, ignored);
     job.log_tail(run.err);
 
+    if (run.end == example::CommandResult::End::cancelled) return job.error("cancelled", "the run is being cancelled");
     if (run.end == example::CommandResult::End::timed_out) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%g", limit.count());
@@ -120,8 +127,7 @@ class Run : public kforge::sdk::Stage {
     const nlohmann::json verdict = result_line(run.out);
     if (!verdict.is_object()) {
       // No verdict: the evaluator broke, not the candidate.
-      return job.error(run.end == example::CommandResult::End::cancelled ? "cancelled" : KF_ERROR_HOST,
-                       options_.command[0] + " " + run.describe() + " without a JSON verdict line");
+      return job.error(KF_ERROR_HOST, options_.command[0] + " " + run.describe() + " without a JSON verdict line");
     }
     if (verdict.contains("environment") && verdict["environment"].is_object()) {
       job.set(KF_KEY_RUN_ENVIRONMENT, verdict["environment"].dump());

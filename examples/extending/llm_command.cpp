@@ -6,9 +6,13 @@
 
 #include <kforge/sdk.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -118,11 +122,12 @@ class Generate : public kforge::sdk::Stage {
     const example::CommandResult answer =
         example::run_command(options_.command, prompt, directory_, limit, [&job] { return job.cancelled(); });
     job.metric("llm_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    if (answer.end == example::CommandResult::End::cancelled) return job.error("cancelled", "the run is being cancelled");
     if (answer.end != example::CommandResult::End::exited || answer.status != 0) {
       // The model did not answer: not the candidate's fault, so an error, not a failure.
       job.log_tail(answer.err);
-      return job.error(answer.end == example::CommandResult::End::cancelled ? "cancelled" : "llm_error",
-                       options_.command[0] + " " + answer.describe() + (answer.err.empty() ? "" : ": " + last_line(answer.err)));
+      return job.error("llm_error", options_.command[0] + " " + answer.describe() +
+                                        (answer.err.empty() ? "" : ": " + last_line(answer.err)));
     }
     const std::string code = extract_code(answer.out);
     job.set(KF_KEY_CANDIDATE_MODEL, options_.model);
