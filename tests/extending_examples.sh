@@ -50,10 +50,24 @@ import json, sys
 tables = {t["title"]: t for t in json.load(open(sys.argv[1]))["tables"]}
 assert tables["Devices"]["data"] == {"npu:0": {"candidates": 3, "passed": 2, "median_speedup": 2.5}}, tables["Devices"]
 PY
-# kforge report prints it too, and the device's environment in the Environment table.
+# kforge report prints it too, and the device's environment in the Environment table
+# (the lines docs/extending.md shows).
 kforge report "$out" >"$work/report.txt"
-grep -q 'Devices' "$work/report.txt"
-grep -q 'Ascend 910B' "$work/report.txt"
+for line in 'npu:0            3       2           2.50x' '8.0   Ascend 910B     2'; do
+  grep -qxF "$line" "$work/report.txt" || { echo "kforge report lacks the line '$line':"; cat "$work/report.txt"; exit 1; }
+done
+# A model's program that is not there stops the run before its first job, at the stage.
+if command -v ollama >/dev/null; then
+  echo "the missing-program check is skipped: ollama is installed here"
+else
+  status=0
+  kforge run "$example/pipeline.yaml" --out "$work/refused" \
+    --set generate.command='[ollama, run, "qwen2.5-coder:7b"]' 2>"$work/refused.txt" || status=$?
+  test "$status" -eq 2
+  test ! -e "$work/refused"
+  grep -qF "pipeline.yaml:10:5: error: stage 'generate' (command_llm.generate) cannot run here: no program 'ollama' on PATH (or not executable); install it or give its path in command" \
+    "$work/refused.txt" || { cat "$work/refused.txt"; exit 1; }
+fi
 
 # Recipe 4: a pipeline's own L1 rule. The rules file is checked when the pipeline is;
 # the run needs the harness's Python with torch (the plugin's tests, ExtendingRecipe.*,

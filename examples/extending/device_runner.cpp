@@ -85,7 +85,7 @@ class Run : public kforge::sdk::Stage {
 
   void preflight() const {
     if (example::find_program(options_.command[0], directory_).empty()) {
-      throw std::runtime_error("device_runner.run: no evaluator '" + options_.command[0] +
+      throw std::runtime_error("no evaluator '" + options_.command[0] +
                                "' (not on PATH, or not executable); install the device's tools or give its path");
     }
   }

@@ -105,7 +105,7 @@ class Generate : public kforge::sdk::Stage {
   // Before the first job, not in the constructor: `kforge validate` may run on another machine.
   void preflight() const {
     if (example::find_program(options_.command[0], directory_).empty()) {
-      throw std::runtime_error("command_llm.generate: no program '" + options_.command[0] +
+      throw std::runtime_error("no program '" + options_.command[0] +
                                "' on PATH (or not executable); install it or give its path in command");
     }
   }
