@@ -73,6 +73,15 @@ fi
 # the run needs the harness's Python with torch (the plugin's tests, ExtendingRecipe.*,
 # show the same verdicts through eval.check).
 kforge validate "$example/single-thread.yaml"
+# A misspelled kind is refused at its place in the rules file, exit 2, before anything runs.
+mkdir -p "$work/misspelled/rules"
+sed "s|\.\./kernelbench-mini|$example/../kernelbench-mini|g" "$example/single-thread.yaml" >"$work/misspelled/single-thread.yaml"
+sed 's/kind: string_pattern/kind: string_patern/' "$example/rules/single-thread.yaml" >"$work/misspelled/rules/single-thread.yaml"
+status=0
+kforge validate "$work/misspelled/single-thread.yaml" 2>"$work/misspelled.txt" || status=$?
+test "$status" -eq 2
+grep -qF "single-thread.yaml:12:5: error: stage 'check' (eval.check) could not be created: $work/misspelled/rules/single-thread.yaml:6:5: rule #1 (single-thread-openmp): unknown kind 'string_patern'; kinds are assign, " \
+  "$work/misspelled.txt" || { cat "$work/misspelled.txt"; exit 1; }
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   kforge run "$example/single-thread.yaml" --out "$work/single-thread" --log-level warn >/dev/null
   /usr/bin/python3 - "$work/single-thread/results.jsonl" <<'PY'

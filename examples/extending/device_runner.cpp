@@ -57,7 +57,6 @@ class Run : public kforge::sdk::Stage {
     std::vector<std::string> command;
     std::string device;
     kforge::sdk::Seconds timeout{};
-    bool timing = true;
   };
   static constexpr const char* kName = "device_runner.run";
   static constexpr const char* kDoc =
@@ -74,8 +73,6 @@ class Run : public kforge::sdk::Stage {
             &Options::device),
         Param{"timeout", KF_PARAM_DURATION, "10m", false, "How long one evaluation may take."}.above(0).bind(
             &Options::timeout),
-        Param{"timing", KF_PARAM_BOOL, "true", false, "Whether the evaluator times the candidate (its verdicts are measurements)."}
-            .bind(&Options::timing),
     };
   }
 
@@ -137,7 +134,6 @@ class Run : public kforge::sdk::Stage {
         if (value.is_number()) job.metric(name.c_str(), value.get<double>());
       }
     }
-    if (options_.timing) job.mark_measured();
     const std::string status = verdict.value("status", "");
     const std::string message = verdict.value("message", "");
     if (status == "pass") return job.pass();
