@@ -130,13 +130,17 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::strin
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(limit);
   bool exited = false;
+  auto drained_by = deadline;
   int wait_status = 0;
   char buffer[65536];
   while (out_read.fd >= 0 || err_read.fd >= 0 || !exited) {
     if (!exited && ::waitpid(pid, &wait_status, WNOHANG) == pid) {
       exited = true;
       ::kill(-pid, SIGKILL);  // what it left behind must not hold its output open
+      // ... nor one that left its process group: a second more for the output, then done.
+      drained_by = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     }
+    if (exited && std::chrono::steady_clock::now() >= drained_by) break;
     const bool late = std::chrono::steady_clock::now() >= deadline;
     const bool stop = cancelled && cancelled();
     if (late || stop) {

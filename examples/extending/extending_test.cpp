@@ -91,6 +91,16 @@ TEST_F(Extending, AHungModelIsKilledAtTheTimeout) {
   EXPECT_EQ(job.verdict.message, "./model.sh timed out");
 }
 
+TEST_F(Extending, AnAnswerIsTakenWhenTheModelExitsWhateverItLeftRunning) {
+  StageHarness generate("command_llm.generate", kModel, FAKE_DIR);
+  TestJob job = task("DAEMON");  // a process in a session of its own holds the answer's pipe
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(generate.process(job), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15));  // not the 25 s it sleeps
+  EXPECT_EQ(job.verdict.status, KF_VERDICT_PASS) << job.verdict.message;
+  EXPECT_EQ(job.strings[KF_KEY_CANDIDATE_CODE], "class ModelNew: pass\n");
+}
+
 TEST_F(Extending, AMissingProgramStopsTheRunBeforeItsFirstJob) {
   StageHarness generate("command_llm.generate", "{command: [no-such-model-cli], model: m, target: cpp}", FAKE_DIR);
   ASSERT_TRUE(generate.created()) << generate.create_error();  // kforge validate passes: the run checks
