@@ -228,7 +228,10 @@ def _removed(path):
 
 
 def _remove_stale(base):
-    """The cgroups of servers that died without removing theirs (kill -9)."""
+    """The empty cgroups of servers that died without removing theirs (kill -9). Only
+    removed, never killed: a server in another PID namespace (its pid not in this /proc)
+    may share this cgroup, and a dead server's groups empty themselves (the sandbox's
+    PID 1 dies with its supervisor, and the namespace with it)."""
     try:
         names = os.listdir(base)
     except OSError:
@@ -238,7 +241,9 @@ def _remove_stale(base):
         if not (name.startswith("kforge-") and pid.isdigit()) or os.path.exists(f"/proc/{pid}"):
             continue
         root = os.path.join(base, name)
-        for below in [entry.path for entry in os.scandir(root) if entry.is_dir()] + [root]:
-            _kill(below)
-            _removed(below)
-
+        try:
+            below = [entry.path for entry in os.scandir(root) if entry.is_dir()]
+        except OSError:
+            continue
+        for path in below + [root]:
+            _removed(path)
