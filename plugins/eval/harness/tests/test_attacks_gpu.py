@@ -162,6 +162,16 @@ class GpuHostileTest(GpuFixture, test_attacks.V2Fixture):
         self.v2_attack("gpu-after-report", "gpu_launch_after_report", "cheat_detected",
                        language="triton", timing=test_attacks.TIMED)
 
+    def test_a_kernel_queued_to_run_between_calls(self):
+        # Queued in a second CUDA context of its own (the child's whole-device waits do
+        # not cover it), it runs on the device while the child's processes are frozen,
+        # waiting for the next call's inputs; they reach the slot only once that call's
+        # bracket is open (host.py's publish). 64M elements: the work is far beyond the
+        # bracket's slack. A CUDA candidate: it builds its extension (tens of seconds).
+        self.v2_no_gain("gpu-between-calls", "gpu_kernel_between_calls", language="cuda",
+                        timing=test_attacks.TIMED, sizes={"batch_size": 4096, "dim": 16384},
+                        limits={"timeout_s": 240})
+
     def test_the_gpu_kept_busy_while_the_reference_is_timed(self):
         # Sizes no other request uses: the reference is timed after this candidate's
         # trials, while its spinning kernels run.

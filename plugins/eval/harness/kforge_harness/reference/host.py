@@ -12,10 +12,17 @@ the reference's own timing child) it serves a session:
 - `open`: buffers the child works in (handover: exported device memory on CUDA, a
   sealed memfd elsewhere): two input slots, one output slot, and the reference's weights.
 - `fill`: a trial's or a timed call's inputs made by the task's get_inputs() from a seed
-  the child never learns, written into a slot; their digest kept; the output slot
-  poisoned (every byte 0xFF: NaN for floating types). A kernelbenchx timed call's inputs
-  are the arguments of the function's calls that a run of the test code on the seed
-  makes (kbx_calls.Unit, kept for `after`); a kernelbenchx trial's are made in the child.
+  the child never learns, written into a slot (a trial's, with their digest kept) or,
+  for a timed call, into this process's own staging buffer; the output slot poisoned
+  (every byte 0xFF: NaN for floating types). A kernelbenchx timed call's inputs are the
+  arguments of the function's calls that a run of the test code on the seed makes
+  (kbx_calls.Unit, kept for `after`); a kernelbenchx trial's are made in the child.
+- `publish`: a timed call's staged inputs copied into its slot, once the server's
+  bracket around the call has opened. Until then no memory the child maps holds them:
+  whatever of the candidate's runs while its processes are frozen (a kernel that
+  outlives its call runs on the device, frozen or not; a process that escaped a stop
+  signal) finds the previous call's inputs, so work on a call's inputs is always inside
+  that call's bracket, where the server's clock sees it.
 - `judge`: a trial. The output slot is read in chunks copied before they are compared
   (outputs.SnapshotLeaf), against the reference's outputs for that seed, under the
   request's rule; the input slot's digest must be unchanged (unless the reference's own
@@ -85,13 +92,26 @@ class Session:
         self.held = None  # (input key, record) of a trial's outputs beyond the budget
         self.units = {}  # per slot: the kernelbenchx unit filled there (kbx_calls.Unit)
         self.sampler = buffers.Sampler()  # which output elements the fingerprints read
+        self.staging = None  # a timed call's inputs until published (made at the first)
+        self.staged = {}  # per slot: the bytes staged for it and not yet published
 
     def mappings(self):
         return [m for m in (*self.inputs, self.output, self.weights) if m is not None]
 
     def close(self):
+        self.staging = None
         for mapping in self.mappings():
             mapping.close()
+
+
+class Staging:
+    """A buffer of this process alone, laid out as an input slot (handover.views reads
+    `raw` and `nbytes`): never exported, so no candidate maps it."""
+
+    def __init__(self, nbytes, device):
+        self.nbytes = nbytes
+        self.raw = torch.empty(nbytes, dtype=torch.uint8,
+                               device=device.name if device.is_accelerator else "cpu")
 
 
 class Host:
@@ -402,7 +422,13 @@ class Host:
             raise protocol.task_error(f"get_inputs() made inputs for {label} of other kinds than "
                                       f"for the first trial's seed: {self._same_shapes()}")
         if layout is not None and layout.leaves:
-            views = handover.views(session.inputs[slot], layout, arrays=False)
+            target = session.inputs[slot]
+            if not request.get("trial"):
+                if session.staging is None:
+                    session.staging = Staging(session.inputs[slot].nbytes, self.device)
+                target = session.staging
+                session.staged[slot] = layout.nbytes
+            views = handover.views(target, layout, arrays=False)
             for view, value in zip(views, inputs):
                 if isinstance(view, torch.Tensor):
                     handover.fill(view, as_tensor(value))
@@ -530,6 +556,17 @@ class Host:
                          outcome.metrics)
         return {"status": "pass", "metrics": outcome.metrics}
 
+    def publish(self, request):
+        """A timed call's staged inputs into its slot (the module's docstring): the server
+        asks once the call's bracket is open, before the child is continued."""
+        session = self._session(request)
+        slot = int(request["slot"])
+        nbytes = session.staged.pop(slot, 0)
+        if nbytes:
+            session.inputs[slot].raw[:nbytes].copy_(session.staging.raw[:nbytes])
+            self.device.synchronize(torch)
+        return {"published": True}
+
     def step(self, request):
         """A timed call's checks (`after`) and, when they pass, the next call's inputs
         (`fill`): one exchange with the server per call."""
@@ -601,7 +638,7 @@ class Host:
     def serve(self):
         handlers = {"open": self.open, "close": self.close, "fill": self.fill,
                     "judge": self.judge, "after": self.after, "step": self.step,
-                    "plan": self.plan}
+                    "publish": self.publish, "plan": self.plan}
         while True:
             command = self.channel.command()
             if command is None:

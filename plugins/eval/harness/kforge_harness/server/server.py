@@ -939,9 +939,18 @@ class Server:
                                    "calls (one ended or was continued while they were stopped): "
                                    "work that no clock brackets"))
             return
-        # The call's bracket opens before the child is continued: whatever runs in it from
-        # then on (a handler of SIGCONT, a thread that was waiting) is the call's time.
+        # The call's bracket opens before its inputs reach the slot the child maps (the
+        # task host staged them: host.py's `publish`) and before the child is continued:
+        # whatever works on them from then on (a handler of SIGCONT, a thread that was
+        # waiting, a kernel that outlived an earlier call) is the call's time.
         loop.commanded_at = time.monotonic()
+        self._host_command(job.entry, job, {"publish": {"session": job.session, "slot": command["slot"]}},
+                           lambda job, result: self._loop_published(job, command, result))
+
+    def _loop_published(self, job, command, result):
+        if result.get("published") is not True:
+            self._decide(job, result)
+            return
         if job.proc.cgroup is not None:
             job.proc.cgroup.thaw()
         else:

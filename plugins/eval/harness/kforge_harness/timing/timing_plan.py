@@ -7,11 +7,16 @@ the hand-over of its outputs) is measured on the reference's loop: the slack no 
 controls.
 
 One call k (server, task host H, child C):
-    H: fill a slot with call k's inputs (a seed drawn now), poison the output buffer
-    server: SIGCONT C's process tree; clock starts; {"call": k} -> C
+    H: make call k's inputs (a seed drawn now) in its own staging buffer, poison the
+       output buffer
+    server: clock starts; H copies the inputs into C's slot; C's processes thawed
+       (SIGCONT without a cgroup); {"call": k} -> C
     C: flush L2, idle device, events around forward, its outputs into the buffer,
        whole-device sync -> {"called": k, "ms", "tail_ms"}; clock stops
-    server: SIGSTOP C's process tree (nothing of it runs until the next call)
+    server: C's processes frozen (SIGSTOP without a cgroup): nothing of them runs on the
+       host until the next call. A kernel that outlives the call runs on the device,
+       frozen or not, but the next call's inputs reach memory C maps only once that
+       call's clock has started.
     H: every output element written (no poison), inputs unchanged; with probability
        `spot_check_rate`, drawn now and independently per call, the outputs compared with
        the reference's on the same inputs.
