@@ -35,15 +35,18 @@ def run(name, task, language="cpp", options=None, task_format=None, max_children
 
 class FreezeTest(unittest.TestCase):
     # Two holes of the signal freeze (procs.freeze_tree), closed by the cgroup freezer
-    # (server/freezer.py), which these tests need. Under signals they passed: the first 3
-    # of 3 runs on the loaded 2-core VM (5.0x, 5.2x and 2.66x, speedup_confirmed), the
-    # second 2 of 3 (up to 2.5x); see the harness README's "What it does not protect".
+    # (server/freezer.py). Under signals they passed (the first 3 of 3 runs on the loaded
+    # 2-core VM: 5.0x, 5.2x and 2.66x, speedup_confirmed; the second 2 of 3, up to 2.5x)
+    # until a call's inputs were published inside its bracket; since, one run each there
+    # under signals: 1.0x and cheat_detected, but ten minutes a run (their timers storm the
+    # freeze), so they run here only where the cgroup freezer is; the harness README's
+    # "What it does not protect".
 
     def setUp(self):
         freezer = client.machine_freezer()
         if freezer != "cgroup v2":
-            self.skipTest(f"no cgroup v2 freezer here (freezer: {freezer}); the signal freeze "
-                          "is known to lose to these candidates")
+            self.skipTest(f"no cgroup v2 freezer here (freezer: {freezer}); under the signal "
+                          "freeze these candidates take about ten minutes a run")
 
     def assert_no_gain(self, response):
         if response["status"] == "pass":
