@@ -38,7 +38,7 @@ class FreezeTest(unittest.TestCase):
     # (server/freezer.py). Under signals they passed (the first 3 of 3 runs on the loaded
     # 2-core VM: 5.0x, 5.2x and 2.66x, speedup_confirmed; the second 2 of 3, up to 2.5x)
     # until a call's inputs were published inside its bracket; since, one run each there
-    # under signals: 1.0x and cheat_detected, but ten minutes a run (their timers storm the
+    # under signals: 1.0x and cheat_detected, but 5 to 18 minutes a run (their timers storm the
     # freeze), so they run here only where the cgroup freezer is; the harness README's
     # "What it does not protect".
 
@@ -46,7 +46,7 @@ class FreezeTest(unittest.TestCase):
         freezer = client.machine_freezer()
         if freezer != "cgroup v2":
             self.skipTest(f"no cgroup v2 freezer here (freezer: {freezer}); under the signal "
-                          "freeze these candidates take about ten minutes a run")
+                          "freeze these candidates took 5 to 18 minutes a run")
 
     def assert_no_gain(self, response):
         if response["status"] == "pass":
