@@ -327,8 +327,10 @@ class Server:
             self._respond(response)
 
     def _session_mb(self, entry):
+        """A child's buffers in its task host: two input slots, the staging buffer a timed
+        loop's inputs wait in until published, and the output slot (reference/host.py)."""
         facts = entry.facts
-        return (2 * facts["input_bytes"] + facts["output_bytes"]) / (1 << 20)
+        return (3 * facts["input_bytes"] + facts["output_bytes"]) / (1 << 20)
 
     def _hosts_mb(self, entry):
         """Device memory the task hosts hold (other than `entry`'s own share, which its
