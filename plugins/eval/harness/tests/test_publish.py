@@ -1,10 +1,13 @@
-"""A timed call's inputs reach the slot the child maps only when the server publishes
-them, inside the call's bracket (reference/host.py: `fill` stages a timed call's inputs
-in the task host's own buffer, `publish` copies them into the slot): whatever of the
-candidate's runs between calls (a kernel that outlived its call runs on the device while
-its processes are frozen) finds the previous call's inputs there. A trial's inputs are
-written at once (no clock times a trial)."""
+"""A timed call's bracket around what the child's memory holds (reference/host.py): its
+inputs reach the slot the child maps only when the server publishes them, inside the
+bracket (`fill` stages them in the task host's own buffer, `publish` copies them), and
+its outputs are judged from the copy `take` makes as the bracket closes. Whatever of the
+candidate's runs outside the bracket (a kernel that outlived its call runs on the device
+while its processes are frozen) finds the previous call's inputs, and what it writes into
+the output slot afterwards is not judged. A trial's inputs are written at once (no clock
+times a trial)."""
 
+import time
 import unittest
 
 import torch
@@ -26,12 +29,12 @@ def _host():
            "limits": request["limits"], "input_seeds": [11], "keep_bytes": 1 << 26, "workers": 1}
     host = Host(job, Device("cpu"), channel=None)
     host.start()
-    return host
+    return host, request["options"]["rule"]
 
 
 class PublishTest(unittest.TestCase):
     def setUp(self):
-        self.host = _host()
+        self.host, self.rule = _host()
         opened, _ = self.host.open({})
         self.session = opened["session"]
         self.slots = self.host.sessions[self.session].inputs
@@ -40,14 +43,23 @@ class PublishTest(unittest.TestCase):
         layout = handover.Layout.from_json(filled["inputs"])
         return handover.views(self.slots[slot], layout, arrays=False)
 
+    def timed_call(self, slot, seed):
+        self.host.fill({"session": self.session, "slot": slot, "seed": seed, "trial": False})
+        self.host.publish({"session": self.session, "slot": slot})
+        session = self.host.sessions[self.session]
+        return handover.views(session.output, session.output_layout, arrays=False)[0]
+
+    def after(self, slot, seed):
+        return self.host.after({"session": self.session, "slot": slot, "seed": seed, "check": True,
+                                "label": "call", "rule": self.rule})
+
     def test_a_timed_calls_inputs_reach_the_slot_only_when_published(self):
-        before = [raw.clone() for raw in (slot.raw for slot in self.slots)]
+        before = [slot.raw.clone() for slot in self.slots]
         filled = self.host.fill({"session": self.session, "slot": 1, "seed": 99, "trial": False})
         for slot, raw in zip(self.slots, before):
             self.assertTrue(torch.equal(slot.raw, raw), "a staged input reached a slot")
         self.assertEqual(self.host.publish({"session": self.session, "slot": 1}), {"published": True})
-        expected = self.host._make_inputs(99, None)
-        for view, value in zip(self.slot_inputs(1, filled), expected):
+        for view, value in zip(self.slot_inputs(1, filled), self.host._make_inputs(99, None)):
             self.assertTrue(torch.equal(view, value))
         self.assertTrue(torch.equal(self.slots[0].raw, before[0]), "the other slot changed")
 
@@ -63,6 +75,21 @@ class PublishTest(unittest.TestCase):
         filled = self.host.fill({"session": self.session, "slot": 0, "seed": 3, "trial": True})
         for view, value in zip(self.slot_inputs(0, filled), self.host._make_inputs(3, None)):
             self.assertTrue(torch.equal(view, value))
+
+    def test_a_timed_call_is_judged_on_the_outputs_taken(self):
+        output = self.timed_call(0, 5)
+        output.copy_(torch.relu(self.host._make_inputs(5, None)[0]))  # the child's call
+        taken = self.host.take({"session": self.session})
+        self.assertLessEqual(taken["taken_at"], time.monotonic())
+        output.fill_(float("nan"))  # written after the bracket closed: not judged
+        self.assertEqual(self.after(0, 5)["status"], "pass")
+
+    def test_outputs_written_only_after_the_take_are_not_judged_written(self):
+        output = self.timed_call(1, 6)
+        self.host.take({"session": self.session})  # the slot still holds the poison
+        output.copy_(torch.relu(self.host._make_inputs(6, None)[0]))  # too late
+        verdict = self.after(1, 6)
+        self.assertEqual((verdict["status"], verdict["error_class"]), ("fail", "cheat_detected"))
 
 
 if __name__ == "__main__":

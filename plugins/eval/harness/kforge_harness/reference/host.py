@@ -27,7 +27,13 @@ the reference's own timing child) it serves a session:
   (outputs.SnapshotLeaf), against the reference's outputs for that seed, under the
   request's rule; the input slot's digest must be unchanged (unless the reference's own
   forward changes that input).
-- `after` (or `step`: `after`, then the next call's `fill`): a timed call. Every call: no
+- `take`: a timed call's outputs copied out of the slot into this process's own buffer,
+  as soon as the child reported the call; the server's bracket around the call closes
+  when the copy is done. What is judged is that copy: whatever the candidate writes into
+  the slot afterwards (a kernel that outlived its report, in a context of its own) is
+  neither judged nor timed, and work it finished before the copy is inside the bracket.
+- `after` (or `step`: `after`, then the next call's `fill`): a timed call, on the outputs
+  `take` copied. Every call: no
   poison left in floating outputs (the whole output was written before the child said
   the call was done), and a kernelbenchx unit's results named as the reference's. A
   checked call (drawn by the server, secretly, independently per call), and every call
@@ -94,19 +100,21 @@ class Session:
         self.sampler = buffers.Sampler()  # which output elements the fingerprints read
         self.staging = None  # a timed call's inputs until published (made at the first)
         self.staged = {}  # per slot: the bytes staged for it and not yet published
+        self.taken = None  # the last timed call's outputs as `take` copied them
 
     def mappings(self):
         return [m for m in (*self.inputs, self.output, self.weights) if m is not None]
 
     def close(self):
-        self.staging = None
+        self.staging = self.taken = None
         for mapping in self.mappings():
             mapping.close()
 
 
-class Staging:
-    """A buffer of this process alone, laid out as an input slot (handover.views reads
-    `raw` and `nbytes`): never exported, so no candidate maps it."""
+class PrivateBuffer:
+    """A buffer of this process alone, laid out as a slot (handover.views reads `raw` and
+    `nbytes`): never exported, so no candidate maps it. A timed call's inputs wait in one
+    until published; its outputs are judged from one."""
 
     def __init__(self, nbytes, device):
         self.nbytes = nbytes
@@ -425,7 +433,7 @@ class Host:
             target = session.inputs[slot]
             if not request.get("trial"):
                 if session.staging is None:
-                    session.staging = Staging(session.inputs[slot].nbytes, self.device)
+                    session.staging = PrivateBuffer(session.inputs[slot].nbytes, self.device)
                 target = session.staging
                 session.staged[slot] = layout.nbytes
             views = handover.views(target, layout, arrays=False)
@@ -458,9 +466,25 @@ class Host:
         views = handover.views(session.inputs[slot], session.layouts[slot], arrays=False)
         return buffers.changed_inputs(views, session.digests[slot], self.mutated)
 
-    def _candidate_leaves(self, session):
+    def _candidate_leaves(self, session, taken=False):
+        """The child's outputs as compared: a trial's from the slot, each chunk copied as
+        it is read; a timed call's (`taken`) from the copy `take` made."""
+        if taken:
+            return [TensorLeaf(view) if isinstance(view, torch.Tensor) else view
+                    for view in handover.views(session.taken, session.output_layout)]
         return [SnapshotLeaf(view) if isinstance(view, torch.Tensor) else view
                 for view in handover.views(session.output, session.output_layout)]
+
+    def take(self, request):
+        """A timed call's outputs out of the slot (the module's docstring); returns when
+        the copy is done, with that moment on the clock the server's bracket reads."""
+        session = self._session(request)
+        if session.taken is None:
+            session.taken = PrivateBuffer(session.output.nbytes, self.device)
+        nbytes = session.output_layout.nbytes
+        session.taken.raw[:nbytes].copy_(session.output.raw[:nbytes])
+        self.device.synchronize(torch)
+        return {"taken_at": time.monotonic()}
 
     def judge(self, request):
         """A trial's verdict: what the child left in the output slot against the
@@ -490,7 +514,7 @@ class Host:
         """A timed call's checks (the module's docstring)."""
         session = self._session(request)
         label = request["label"]
-        outputs = handover.views(session.output, session.output_layout, arrays=False)
+        outputs = handover.views(session.taken, session.output_layout, arrays=False)
         verdict = buffers.completeness_verdict(label, outputs)
         if verdict is not None:
             return verdict
@@ -518,7 +542,7 @@ class Host:
                 return verdict
         tensors, _ = self._forward(request["seed"], None, inputs, observed=False)
         return self._spot_check(session, request, [TensorLeaf(t) for t in tensors],
-                                self._candidate_leaves(session), None)
+                                self._candidate_leaves(session, taken=True), None)
 
     def _check_unit(self, session, unit, request):
         """A checked kernelbenchx unit: the reference function over fresh copies of the
@@ -543,7 +567,8 @@ class Host:
         names = kbx.tensor_names(unit.facts()) + [f"{unit.where[k]}, changed in place" for k in changed]
         return self._spot_check(session, request,
                                 [TensorLeaf(t) for t in [*tensors, *changed.values()]],
-                                self._candidate_leaves(session) + [SnapshotLeaf(views[k]) for k in changed],
+                                self._candidate_leaves(session, taken=True) +
+                                [SnapshotLeaf(views[k]) for k in changed],
                                 names)
 
     def _spot_check(self, session, request, reference, candidate, names):
@@ -638,7 +663,7 @@ class Host:
     def serve(self):
         handlers = {"open": self.open, "close": self.close, "fill": self.fill,
                     "judge": self.judge, "after": self.after, "step": self.step,
-                    "publish": self.publish, "plan": self.plan}
+                    "publish": self.publish, "take": self.take, "plan": self.plan}
         while True:
             command = self.channel.command()
             if command is None:

@@ -328,9 +328,10 @@ class Server:
 
     def _session_mb(self, entry):
         """A child's buffers in its task host: two input slots, the staging buffer a timed
-        loop's inputs wait in until published, and the output slot (reference/host.py)."""
+        loop's inputs wait in until published, the output slot and the copy of a timed
+        call's outputs that is judged (reference/host.py)."""
         facts = entry.facts
-        return (3 * facts["input_bytes"] + facts["output_bytes"]) / (1 << 20)
+        return (3 * facts["input_bytes"] + 2 * facts["output_bytes"]) / (1 << 20)
 
     def _hosts_mb(self, entry):
         """Device memory the task hosts hold (other than `entry`'s own share, which its
@@ -960,13 +961,25 @@ class Server:
         job.proc.send(command)
 
     def _loop_called(self, job, message, now):
-        self._freeze_then(job, lambda job: self._loop_judge_call(job, message, now))
+        # The call's bracket closes once the task host holds a copy of its outputs (host.py's
+        # `take`), not at the child's word: what the candidate finishes after reporting (a
+        # kernel in a context of its own runs on) is inside the bracket if the copy has it,
+        # and is not judged if it does not.
+        self._host_command(job.entry, job, {"take": {"session": job.session}},
+                           lambda job, result: self._loop_taken(job, message, result))
 
-    def _loop_judge_call(self, job, message, now):
+    def _loop_taken(self, job, message, result):
+        taken_at = result.get("taken_at")
+        if not isinstance(taken_at, (int, float)) or isinstance(taken_at, bool):
+            self._decide(job, result)
+            return
+        self._freeze_then(job, lambda job: self._loop_judge_call(job, message, taken_at))
+
+    def _loop_judge_call(self, job, message, ended):
         loop = job.loop
         commanded = loop.commanded_at
         try:
-            loop.called(message, (now - commanded) * 1e3 if commanded is not None else math.nan)
+            loop.called(message, (ended - commanded) * 1e3 if commanded is not None else math.nan)
         except ValueError as exc:
             self._decide(job, fail(protocol.RUNTIME_ERROR, str(exc)))
             return

@@ -12,7 +12,9 @@ One call k (server, task host H, child C):
     server: clock starts; H copies the inputs into C's slot; C's processes thawed
        (SIGCONT without a cgroup); {"call": k} -> C
     C: flush L2, idle device, events around forward, its outputs into the buffer,
-       whole-device sync -> {"called": k, "ms", "tail_ms"}; clock stops
+       whole-device sync -> {"called": k, "ms", "tail_ms"}
+    H: copies the outputs out of the buffer (`take`); clock stops when the copy is done:
+       what is judged is that copy, and all of it was written inside the bracket
     server: C's processes frozen (SIGSTOP without a cgroup): nothing of them runs on the
        host until the next call. A kernel that outlives the call runs on the device,
        frozen or not, but the next call's inputs reach memory C maps only once that
