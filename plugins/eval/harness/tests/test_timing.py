@@ -148,6 +148,9 @@ class TimingGuardsTest(unittest.TestCase):
                 with self.subTest(candidate=name):
                     self.assertIn("confirm_wall_ms", metrics)
                     self.assertIn("speedup_confirmed", self.responses[name]["flags"])
+                    # Against a reference timed anew: the one the counted speedup used.
+                    self.assertIn(metrics["reference_ms"], (metrics["timing_reference_ms"],
+                                                            metrics["confirm_reference_ms"]))
 
     def test_only_timing_rejects_them(self):
         for name in ("untimed-memo", "untimed-finalizer"):
@@ -266,10 +269,20 @@ class LoopTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             loop.called({"called": 0, "ms": 1.0, "tail_ms": 0.0}, 1.0)
 
-    def test_the_counted_loop_is_the_slower(self):
+    def test_the_counted_pair_is_the_smaller_speedup_against_its_own_reference(self):
+        def reference(ms):
+            return {"summary": timing.summarise([ms, ms])}
         fast, slow = timing.summarise([1.0, 1.0]), timing.summarise([2.0, 2.0])
-        self.assertIs(timing_plan.counted(fast, slow), slow)
-        self.assertIs(timing_plan.counted(slow, fast), slow)
+        same = reference(2.0)
+        self.assertIs(timing_plan.counted((same, fast), (same, slow))[1], slow)
+        self.assertIs(timing_plan.counted((same, slow), (same, fast))[1], slow)
+        # A first reference slowed by load (3 ms: 3x) and a confirmation beside a
+        # reference timed anew (1.5 ms: 1.5x): the smaller counts, with the reference
+        # measured beside it.
+        loaded = (reference(3.0), fast)
+        calm = (reference(1.5), fast)
+        self.assertIs(timing_plan.counted(loaded, calm), calm)
+        self.assertIs(timing_plan.counted(calm, loaded), calm)
 
 
 class CheckDrawTest(unittest.TestCase):

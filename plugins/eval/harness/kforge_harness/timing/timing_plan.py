@@ -34,7 +34,8 @@ The loop's evidence is judged by anticheat/timing.py (the gap and the tail, each
 the reference's loop) and by the task host's checks (anticheat/buffers.py, the spot
 checks). A bound broken once is measured again (the reference's loop and the
 candidate's, anew): load comes and goes, a cheat does not. Every claimed speedup above
-`confirm_speedup` is measured by a second loop, and the slower of the two counts."""
+`confirm_speedup` is measured again, the reference's loop and then a second loop of the
+candidate's, and the smaller of the two speedups counts."""
 
 import math
 import secrets
@@ -181,10 +182,14 @@ def clock_disagrees(measured):
 
 
 def counted(first, second):
-    """Of a timing loop's and its confirmation loop's timing.summarise dicts, the one that
-    counts: the slower (by median), whole, so that its statistics describe the calls its
-    median comes from."""
-    return second if second["ms"] >= first["ms"] else first
+    """Of a timing loop and its confirmation, each a (reference record, timing.summarise
+    dict) pair measured back to back, the one that counts: the smaller speedup, whole, so
+    that its statistics describe the calls its median comes from and its reference is
+    the one timed beside it."""
+    def speedup(pair):
+        reference, measured = pair
+        return reference["summary"]["ms"] / measured["ms"] if measured["ms"] > 0 else math.inf
+    return second if speedup(second) <= speedup(first) else first
 
 
 def confirmation_needed(timing, speedup):
