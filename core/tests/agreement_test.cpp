@@ -153,7 +153,9 @@ TEST_F(AgreementTest, AForeignLineAppendedDuringTheRunIsCaught) {
     forged["status"] = "pass";
     append(path, forged.dump() + "\n");
   });
-  expect_caught(result, {"results.jsonl:7: job (task 'npu-9', sample 0) is not a job the store finished",
+  // The forged line copies the first line written, whose sample (0 or 1) is whichever job
+  // ended first.
+  expect_caught(result, {"results.jsonl:7: job (task 'npu-9', sample ", ") is not a job the store finished",
                          "1 of its 7 lines disagrees"});
 }
 

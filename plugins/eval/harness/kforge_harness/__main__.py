@@ -87,15 +87,20 @@ def serve(args):
     scratch = args.scratch or None
     if scratch:
         os.makedirs(scratch, exist_ok=True)
+    # Made before the ready line, which names how candidates are frozen between calls.
+    from kforge_harness.server.freezer import Freezer
+    freezer = Freezer.open()
+    facts = environment.describe(device, torch, triton_version)
+    facts["freezer"] = freezer.describe()
     sys.stdout.write(protocol.encode({
         "ready": True, "pid": os.getpid(), "python": sys.executable,
         "torch": torch.__version__, "triton": triton_version, "device": device.name,
         "mode": args.mode, "harness_version": HARNESS_VERSION,
-        "environment": environment.describe(device, torch, triton_version)}))
+        "environment": facts}))
     sys.stdout.flush()
     try:
         return server.Server(device, args.mode, args.max_children, scratch,
-                             int(args.reference_store_mb) << 20).serve()
+                             int(args.reference_store_mb) << 20, freezer).serve()
     except KeyboardInterrupt:  # Ctrl-C: serve() has killed the children on the way out
         return 130
 

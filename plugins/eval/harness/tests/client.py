@@ -32,6 +32,15 @@ def strict_json(line):
     return response
 
 
+def machine_freezer():
+    """How a server started by these tests freezes candidates between timed calls ("cgroup
+    v2", or "signals (why)"): the same decision, made by the same user in the same cgroup."""
+    from kforge_harness.server.freezer import Freezer
+    freezer = Freezer.open()
+    freezer.close()
+    return freezer.describe()
+
+
 def task_path(name):
     return os.path.join(DATA, "tasks", name + ".py")
 

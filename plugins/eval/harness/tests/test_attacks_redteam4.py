@@ -34,27 +34,33 @@ def run(name, task, language="cpp", options=None, task_format=None, max_children
 
 
 class FreezeTest(unittest.TestCase):
-    # A hole, open (passed 3 of 3 runs on the loaded 2-core VM: 5.0x, 5.2x and 2.66x,
-    # speedup_confirmed, every call answered): procs.still_frozen checks only that every
-    # thread is stopped now and that no process came or went. A process continued by its
-    # own SIGCONT timer after freeze_tree held, which computes the output while the task
-    # host checks the call and fills the next one, then sends itself SIGSTOP, passes it.
-    # A check of each thread's schedstat between the freeze and the next call caught it,
-    # but also rejected 1 of about 120 honest jobs of the default pipeline under load
-    # (a thread shows stopped before it has switched out): reverted, see the harness
-    # README's "What it does not protect". Its sibling, freeze_stalled_by_timers.py
-    # (timers that hold the freeze off while a thread finishes the call after reporting;
-    # passed 2 of 3 runs), is not in the suite: its outcome varies from run to run.
-    @unittest.expectedFailure
-    def test_work_done_after_the_freeze_held_then_stopped_again(self):
-        # Every timed call does no work in its bracket; a SIGCONT timer continues the
-        # process after the freeze held, a thread computes the output while the task host
-        # checks, then the process stops itself before still_frozen looks.
-        response = run("self_stopped_after_work", "redteam3/row_energy", sizes={"cols": 12288})
+    # Two holes of the signal freeze (procs.freeze_tree), closed by the cgroup freezer
+    # (server/freezer.py), which these tests need. Under signals they passed: the first 3
+    # of 3 runs on the loaded 2-core VM (5.0x, 5.2x and 2.66x, speedup_confirmed), the
+    # second 2 of 3 (up to 2.5x); see the harness README's "What it does not protect".
+
+    def setUp(self):
+        freezer = client.machine_freezer()
+        if freezer != "cgroup v2":
+            self.skipTest(f"no cgroup v2 freezer here (freezer: {freezer}); the signal freeze "
+                          "is known to lose to these candidates")
+
+    def assert_no_gain(self, response):
         if response["status"] == "pass":
             self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
         else:
             self.assertEqual(response["error_class"], "cheat_detected", response)
+
+    def test_work_done_after_the_freeze_held_then_stopped_again(self):
+        # Every timed call does no work in its bracket; a SIGCONT timer continues the
+        # process after the freeze held, a thread computes the output while the task host
+        # checks, then the process stops itself before still_frozen looks.
+        self.assert_no_gain(run("self_stopped_after_work", "redteam3/row_energy", sizes={"cols": 12288}))
+
+    def test_work_done_while_timers_hold_the_freeze_off(self):
+        # Every timed call only posts its input to a thread; SIGCONT timers armed 100 us
+        # apart keep the signal freeze from holding while the thread computes the output.
+        self.assert_no_gain(run("freeze_stalled_by_timers", "redteam3/row_energy", sizes={"cols": 12288}))
 
 
 class ExactComparisonTest(unittest.TestCase):
@@ -80,16 +86,27 @@ class ExactComparisonTest(unittest.TestCase):
 
 
 class HonestTest(unittest.TestCase):
-    # A hole (an honest kernel rejected): compare.tolerance gives integer outputs atol 0,
-    # rtol 0 whatever they were computed from; the reference's own rounding noise (which
-    # the judge measures for floating outputs, compare.perturbed) is not asked for.
-    @unittest.expectedFailure
+    # A hole, closed (an honest kernel rejected): compare.tolerance gives integer outputs
+    # atol 0, rtol 0 whatever they were computed from. Where the reference's own integer
+    # output moves when its inputs move by an ulp (its rounding noise, measured as for
+    # floating outputs), the judge now allows NOISE_FACTOR times that noise as a whole
+    # (compare._within_integer_noise).
     def test_integer_output_of_a_float_reduction_in_another_order(self):
-        # Honest (float64 sums, then the reference's rounding): a few elements of 262144
+        # Honest (float64 sums, then the reference's rounding): a few elements of 524288
         # lie within float32's error of a half step and round the other way, off by one.
-        response = run("quantized_matmul_float64", "redteam4/quantized_matmul", language="python",
+        for timing in (False, True):
+            with self.subTest(timing=timing):
+                response = run("quantized_matmul_float64", "redteam4/quantized_matmul", language="python",
+                               options={"timing": {"enabled": timing}})
+                self.assertEqual(response["status"], "pass", response)
+
+    def test_integer_output_computed_in_a_lower_precision(self):
+        # Not honest: the same output from bfloat16 products. Many more elements move than
+        # the reference's rounding noise explains.
+        response = run("quantized_matmul_bfloat16", "redteam4/quantized_matmul", language="python",
                        options={"timing": {"enabled": False}})
-        self.assertEqual(response["status"], "pass", response)
+        self.assertEqual((response["status"], response["error_class"]), ("fail", "numerical_mismatch"),
+                         response)
 
 
 KBX_RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}

@@ -51,6 +51,34 @@ class CompareTest(unittest.TestCase):
         flags = torch.tensor([True, False, True])
         self.assertFalse(compare_tensors(flags, ~flags, ALLCLOSE).passed)
 
+    def test_integers_made_from_floats_are_allowed_the_references_rounding_noise(self):
+        # The reference's integer output moved in 25 elements, by one, at inputs moved by
+        # an ulp: noise 5. A candidate may then be off in 4 * 25 + 4 elements, by 16 * 5
+        # as a whole.
+        # (Of 100000 elements: the default rule's max_coarse_share, 1%, stays out of it.)
+        ref = TensorLeaf(torch.zeros(100000, dtype=torch.int64))
+        noisy = {"noise": 5.0, "moved": 25}
+
+        def off(count, by=1):
+            cand = torch.zeros(100000, dtype=torch.int64)
+            cand[:count] = by
+            return compare.compare_leaf(ref, TensorLeaf(cand), ALLCLOSE, facts=noisy)
+
+        self.assertTrue(off(104).passed)  # ||c - r|| = 10.2
+        too_many = off(105)
+        self.assertEqual(too_many.error_class, protocol.NUMERICAL_MISMATCH)
+        self.assertIn("105 of 100000 elements differ; an integer output must be exact, or", too_many.message)
+        self.assertIn("at most 104 elements off (4 times the 25 the ulp moved, plus 4)", too_many.message)
+        too_far = off(10, by=30)  # few elements, but ||c - r|| = 94.9 > 80
+        self.assertFalse(too_far.passed)
+        self.assertIn("||c - r|| <= 16 * 5", too_far.message)
+        # Without measured noise (a count, an index from integers) one element is too many.
+        one = torch.zeros(100000, dtype=torch.int64)
+        one[0] = 1
+        for facts in (None, {"noise": 0.0}, {"noise": 1.0}):
+            with self.subTest(facts=facts):
+                self.assertFalse(compare.compare_leaf(ref, TensorLeaf(one), ALLCLOSE, facts=facts).passed)
+
     def test_mismatch_reports_max_and_mean_abs_diff(self):
         ref = torch.zeros(4)
         outcome = compare_tensors(ref, torch.tensor([0.0, 0.0, 0.0, 0.5]), ALLCLOSE)

@@ -13,11 +13,13 @@ import shutil
 import time
 import unittest
 
+from kforge_harness import protocol
 from kforge_harness.server import procs
 from kforge_harness.anticheat.timing import violation
 from kforge_harness.timing import timing, timing_plan
 
 from . import client
+from .test_attacks import NO_GAIN
 
 TIMED = {"enabled": True, "warmup": 1, "trials": 5}
 # Every call checked: what a check catches is caught for certain (the draw itself is
@@ -40,7 +42,6 @@ HOSTILE = [
     ("global_cache", "python", {}, "spot check failed"),
     ("garbage_on_half", "python", ALL_CHECKED, "spot check failed"),
     ("lazy_subclass", "python", {}, "not a plain tensor"),
-    ("finalizer_work", "python", {}, "the server's clock saw"),
 ]
 
 
@@ -57,6 +58,7 @@ class TimingGuardsTest(unittest.TestCase):
             timed_run("loaded_after_first_loop", "timing_cpu/loaded_after_first_loop", confirm_speedup=0),
             timed_run("slowed_once", "timing_cpu/slowed_once", confirm_speedup=0),
             timed_run("fake_clock", "timing_cpu/fake_clock"),
+            timed_run("finalizer_work", "timing_cpu/finalizer_work"),
             timed_run("python-thread", "timing_cpu/python_thread"),
             timed_run("cpp-thread", "timing_cpu/cpp_thread", language="cpp"),
             timed_run("honest-python", "python_relu"),
@@ -82,6 +84,16 @@ class TimingGuardsTest(unittest.TestCase):
                 self.assertEqual(response["status"], "fail", response)
                 self.assertEqual(response["error_class"], "cheat_detected", response)
                 self.assertIn(words, response["message"])
+
+    def test_work_hidden_from_the_events_is_timed_by_the_servers_clock(self):
+        # A finalizer does the call's work after the child's events closed: the gap is
+        # beyond its bound, twice (measured again), so the server's clock times it, and
+        # the speedup it reports is the clock's (not a rejection: load can do the same).
+        response = self.responses["finalizer_work"]
+        self.assertEqual(response["status"], "pass", response)
+        self.assertIn("timing_by_clock", response["flags"])
+        self.assertIn("timed by the server's clock: timing: the server's clock saw", response["message"])
+        self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
 
     def test_a_spot_check_names_the_call(self):
         message = self.responses["global_cache"]["message"]
@@ -170,7 +182,7 @@ class IdenticalCodeTest(unittest.TestCase):
 
 
 def _loop(label="timing", trials=20, warmup=3, rate=0.25, **timing_options):
-    options = dict(timing_plan.protocol.DEFAULT_TIMING, warmup=warmup, trials=trials,
+    options = dict(protocol.DEFAULT_TIMING, warmup=warmup, trials=trials,
                    spot_check_rate=rate, **timing_options)
     return timing_plan.Loop(label, options)
 

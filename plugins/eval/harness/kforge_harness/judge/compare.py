@@ -90,6 +90,7 @@ class WholeOutput:
 
     def __init__(self, rule, dtype):
         exact = not (dtype.is_floating_point or dtype.is_complex)
+        self.exact = exact
         self.coarse_atol = 0.0 if exact else _per_dtype(
             rule.get("coarse_atol"), dtype, _per_dtype(protocol.COARSE_BOUND["coarse_atol"], dtype))
         self.coarse_rtol = 0.0 if exact else _per_dtype(
@@ -553,9 +554,22 @@ def _verdict(stats, rule, numel, where):
                        f"{where} contains {stats.cand_nan} NaN value(s) of {numel} "
                        "(the reference has none)", metrics)
     over = numel - stats.within
+    forgiven = _within_integer_noise(stats, facts, numel) if over else None
+    if forgiven:
+        over = 0
     text = (f"max abs diff {max_diff:.3g}, mean abs diff {mean_diff:.3g}, relative error of "
             f"the whole output {metrics['rel_l2_error']:.3g}, max relative error "
             f"{metrics['max_rel_error']:.3g}")
+    if forgiven is False:
+        return Outcome(protocol.NUMERICAL_MISMATCH,
+                       f"{where}: {numel - stats.within} of {numel} elements differ; an integer "
+                       f"output must be exact, or, where the reference's own output moves when "
+                       f"its inputs move by an ulp (an integer made from floating-point values: "
+                       f"a rounding, an argmax), within what that rounding noise allows: "
+                       f"||c - r|| <= {protocol.NOISE_FACTOR:g} * {facts['noise']:.3g} and at most "
+                       f"{_moved_allowance(facts['moved'])} elements off ({protocol.NOISE_MOVED_FACTOR} "
+                       f"times the {facts['moved']} the ulp moved, plus {protocol.NOISE_MOVED_SLACK}); "
+                       f"{text}", metrics)
     kind = rule["kind"]
     if kind == "allclose" and over:
         return Outcome(protocol.NUMERICAL_MISMATCH,
@@ -571,14 +585,38 @@ def _verdict(stats, rule, numel, where):
                            f"{where}: {share:.2%} of elements differ beyond rtol={stats.rtol:g} "
                            f"(atol={stats.atol:g}), more than the {rule['max_share']:.2%} "
                            f"allowed; {text}", metrics)
-    failed = _whole_output_failure(stats, facts, metrics, where, text)
+    failed = _whole_output_failure(stats, facts, metrics, where, text, forgiven)
     if failed is not None:
         return Outcome(protocol.NUMERICAL_MISMATCH, failed, metrics)
     return Outcome(metrics=metrics)
 
 
-def _whole_output_failure(stats, facts, metrics, where, text):
-    """The message of the first whole-output check the leaf fails, or None."""
+def _within_integer_noise(stats, facts, numel):
+    """For an integer or bool output the candidate does not match exactly: None where the
+    reference measured no rounding noise of this output (it is exact: a count, an index
+    computed from integers), else whether the difference is within what that noise allows:
+    ||c - r|| within NOISE_FACTOR times it as a whole, and no more elements off than
+    NOISE_MOVED_FACTOR times those it moved plus NOISE_MOVED_SLACK. An integer made from
+    floating-point values (a rounding, a quantisation, an argmax of a float reduction)
+    moves where an honest kernel sums in another order, as the reference's moves at
+    inputs moved by an ulp."""
+    noise, moved = facts.get("noise") or 0.0, facts.get("moved") or 0
+    if not stats.whole.exact or not noise > 0 or not moved > 0:
+        return None
+    diff_norm, _ = stats.norms()
+    return (diff_norm <= protocol.NOISE_FACTOR * noise
+            and numel - stats.within <= _moved_allowance(moved))
+
+
+def _moved_allowance(moved):
+    return protocol.NOISE_MOVED_FACTOR * moved + protocol.NOISE_MOVED_SLACK
+
+
+def _whole_output_failure(stats, facts, metrics, where, text, forgiven=None):
+    """The message of the first whole-output check the leaf fails, or None. `forgiven`:
+    an integer output's differences are within the reference's rounding noise
+    (_within_integer_noise), whose count bound then stands for the coarse share (an
+    integer's coarse bound is 0: every element off by one would count)."""
     whole = stats.whole
     diff_norm, ref_norm = stats.norms()
     noise = facts.get("noise", 0.0)
@@ -605,7 +643,7 @@ def _whole_output_failure(stats, facts, metrics, where, text):
                 "of the input), fails here even where it is close to the reference relative "
                 f"to its magnitude; {text}")
     share = metrics["share_over_coarse"]
-    if whole.max_coarse_share is not None and share > whole.max_coarse_share:
+    if whole.max_coarse_share is not None and share > whole.max_coarse_share and not forgiven:
         return (f"{where}: {share:.2%} of elements are off by more than {whole.coarse_atol:g} + "
                 f"{whole.coarse_rtol:g}*|reference| (the coarse bound), more than the "
                 f"{whole.max_coarse_share:.2%} allowed; {text}")
@@ -641,7 +679,7 @@ def compare_leaves(ref_leaves, cand_leaves, rule, names=None, workers=1, facts=N
 
 def _leaf_facts(described):
     """compare_leaf's facts from a leaf's description: its "centre" and "noise" keys."""
-    return {key: described[key] for key in ("centre", "noise") if described.get(key) is not None}
+    return {key: described[key] for key in ("centre", "noise", "moved") if described.get(key) is not None}
 
 
 def combined(per_part):
@@ -743,9 +781,9 @@ class OutputInformation:
 
     def facts(self):
         """Per leaf, the facts every trial is judged with: {"centre": the mean over all
-        observed trials}."""
-        return [{"centre": information.spread.centre()} if information.spread else {}
-                for information in self.leaves or []]
+        observed trials} and, for an integer or bool leaf whose elements the perturbed
+        inputs moved, {"moved": the most elements moved in a trial}."""
+        return [information.facts() for information in self.leaves or []]
 
     def informative(self):
         """Per leaf, whether it carries information (see the class)."""
@@ -776,6 +814,7 @@ class _Information:
         self.trials = 0
         self.noise_measured = False
         self.noise_ratio = 0.0  # the largest ||r - r'|| / ||r|| seen
+        self.moved = 0  # the most elements r' differed in, in a trial (integer leaves)
 
     def observe(self, leaf, moved):
         if leaf.numel == 0:
@@ -793,10 +832,18 @@ class _Information:
         if noise is not None:
             self.noise_measured = True
             self.noise_ratio = max(self.noise_ratio, _ratio(distance, norm))
+            if self.exact:
+                self.moved = max(self.moved, leaf.numel - stats.within)
         self.floor_squares += self.whole.floor(norm, noise or 0.0) ** 2
         self.spread = (self.spread.merged(stats.spread)
                        if self.spread is not None and stats.spread is not None else None)
         return noise
+
+    def facts(self):
+        facts = {"centre": self.spread.centre()} if self.spread else {}
+        if self.moved:
+            facts["moved"] = self.moved
+        return facts
 
     def variation(self):
         return None if self.spread is None else self.spread.around()

@@ -23,7 +23,7 @@ Processes (the caller forked S from the server; S is what the server waits for a
 When W ends, S kills R, and the kernel kills everything left in the namespace (a
 double-forked, setsid() grandchild included); S then exits as W did (same code, or the
 same signal), so the server's view of "the child" does not change. R and W die with S
-(W by its parent-death signal, R at the end of a pipe only S writes to), so killing S's
+(each by its parent-death signal; R also at the end of a pipe only S writes to), so killing S's
 process group, as the server does at a timeout, ends everything.
 
 What W gets, in this order (each step that the host refuses is recorded, never skipped
@@ -155,6 +155,13 @@ _CAP_LAST_CAP = _cap_last_cap()  # read in the server: a sandbox's /proc is its 
 # `python3 -I -S` for this took 40-60 ms of CPU per candidate on a loaded 2-core machine,
 # `cat` 2-5 ms. Looked up once, in the server.
 _REAPER = shutil.which("cat", path="/usr/bin:/bin")
+# R dies with S (SIGKILL as its parent-death signal, set by util-linux's setpriv, which
+# then executes cat): else, where S is killed while the candidate's cgroup is frozen
+# (server/freezer.py), R could never run to see its pipe's end, and the PID namespace,
+# with whatever the candidate left in it, would outlive the server. The death of R, the
+# namespace's PID 1, kills the rest, frozen or not.
+_SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin")
+_REAPER_ARGV = [_SETPRIV, "--pdeathsig", "KILL", _REAPER] if _SETPRIV else [_REAPER]
 
 
 def _spawn_reaper(alive):
@@ -169,7 +176,7 @@ def _spawn_reaper(alive):
     actions.append((os.POSIX_SPAWN_CLOSE, alive))
     previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # R inherits it through exec
     try:
-        os.posix_spawn(_REAPER, [_REAPER], {}, file_actions=actions)
+        os.posix_spawn(_REAPER_ARGV[0], _REAPER_ARGV, {}, file_actions=actions)
     finally:
         # None: a handler Python did not install, which no caller of enter() has.
         signal.signal(signal.SIGCHLD, signal.SIG_DFL if previous is None else previous)

@@ -33,7 +33,6 @@ import math
 import secrets
 import statistics
 
-from kforge_harness import protocol
 from kforge_harness.anticheat.timing import mad
 from kforge_harness.timing.timing import summarise
 
@@ -183,8 +182,3 @@ def counted(first, second):
 
 def confirmation_needed(timing, speedup):
     return speedup > float(timing["confirm_speedup"])
-
-
-def rejection(message, metrics=None):
-    return {"status": "fail", "error_class": protocol.CHEAT_DETECTED,
-            "message": f"timing: {message}", "metrics": metrics or {}}
