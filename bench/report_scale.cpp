@@ -21,7 +21,7 @@
 #include <filesystem>
 
 #include "rss.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 #include "support/candidate_store.hpp"
 
 namespace {

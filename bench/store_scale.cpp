@@ -30,7 +30,7 @@
 #include "engine/registry.hpp"
 #include "rss.hpp"
 #include "run/session.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // KFORGE_API marks what libkforge.so exports. The library is built with hidden symbols, so
 // everything else (the loader's internals, the store's SQL, yaml-cpp, fmt, nlohmann) stays
-// inside it; the kforge command and the plugin test kit (kforge/testing.hpp) use only what
-// is marked. Exceptions that cross into the command are marked too, so `catch` sees them.
+// inside it. Its two clients, the kforge command and libkforge_testing.so, use all that is
+// marked (core/tests/exports_test.sh); exceptions they catch by type are marked too.
 #pragma once
 
 #include <kforge/abi.h>

@@ -21,7 +21,7 @@
 #include "run/agreement.hpp"
 #include "run/results.hpp"
 #include "run/session.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace {
 

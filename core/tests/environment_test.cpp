@@ -7,8 +7,8 @@
 #include "report/export.hpp"
 #include "report/report.hpp"
 #include "report/sections.hpp"
-#include "run/store/schema.hpp"
-#include "run/store/store.hpp"
+#include "store/schema.hpp"
+#include "store/store.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -1,4 +1,4 @@
-#include "util/sha256.hpp"
+#include <kforge/sha256.hpp>
 
 #include <gtest/gtest.h>
 

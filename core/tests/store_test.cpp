@@ -1,9 +1,9 @@
 // The run store: schema and migrations, what a run records, the verdict cache, resume;
 // and end to end, a kforge process killed with SIGKILL and resumed.
-#include "run/store/recorder.hpp"
-#include "run/store/schema.hpp"
-#include "run/store/store.hpp"
-#include "run/store/verdict_cache.hpp"
+#include "run/recorder.hpp"
+#include "store/schema.hpp"
+#include "store/store.hpp"
+#include "store/verdict_cache.hpp"
 #include "report/report.hpp"
 #include "support/hand_built_pipeline.hpp"
 

@@ -3,6 +3,8 @@
 // two runs in one process (tests, an embedding program) stop independently.
 #pragma once
 
+#include "api.hpp"
+
 #include <atomic>
 
 namespace kforge {
@@ -19,7 +21,7 @@ class CancelToken {
 
 // Scopes the token that the ABI's run_cancelled() (which names no job) reports on the
 // calling thread: set around every stage and source call.
-class CurrentRun {
+class KFORGE_API CurrentRun {
  public:
   explicit CurrentRun(const CancelToken& token);
   ~CurrentRun();

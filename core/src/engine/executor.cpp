@@ -1,5 +1,7 @@
 #include "engine/executor.hpp"
 
+#include <kforge/sha256.hpp>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <tbb/flow_graph.h>
@@ -19,7 +21,6 @@
 
 #include "engine/host.hpp"
 #include "engine/registry.hpp"
-#include "util/sha256.hpp"
 
 namespace kforge {
 namespace {

@@ -2,6 +2,8 @@
 // ABI's opaque kf_job pointer.
 #pragma once
 
+#include "api.hpp"
+
 #include <kforge/abi.h>
 
 #include <cstdint>
@@ -49,11 +51,11 @@ struct ReportOutput {
   std::vector<Table> tables;
 };
 
-const kf_host_api* host_api();
+KFORGE_API const kf_host_api* host_api();
 
 // Receives every line plugins log through the host, besides the log itself (the plugin
 // test kit collects them); an empty function removes the listener.
 using PluginLogListener = std::function<void(kf_log_level, const std::string& plugin, const std::string& message)>;
-void set_plugin_log_listener(PluginLogListener listener);
+KFORGE_API void set_plugin_log_listener(PluginLogListener listener);
 
 }  // namespace kforge

@@ -28,7 +28,7 @@ struct KFORGE_API Task {
 enum class VerdictStatus { Pass = KF_VERDICT_PASS, Fail = KF_VERDICT_FAIL, Error = KF_VERDICT_ERROR };
 const char* to_string(VerdictStatus status);
 // The inverse of to_string; anything but "pass" and "fail" reads as Error.
-VerdictStatus parse_status(const std::string& text);
+KFORGE_API VerdictStatus parse_status(const std::string& text);
 // Whether a verdict's error class names a fault that is not the candidate's (KF_ERROR_HARNESS,
 // KF_ERROR_HOST, KF_ERROR_TASK, and the host's own KF_ERROR_PLUGIN, KF_ERROR_STAGE_TIMEOUT).
 bool blames_no_candidate(const std::string& error_class);

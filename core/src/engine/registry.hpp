@@ -18,27 +18,27 @@ namespace kforge {
 
 // Why a plugin could not be loaded; each case is its own class so callers and tests
 // can tell them apart.
-class KFORGE_API PluginError : public std::runtime_error {
+class PluginError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-class KFORGE_API PluginNotLoadable : public PluginError {  // dlopen failed: the message has dlerror()
+class PluginNotLoadable : public PluginError {  // dlopen failed: the message has dlerror()
  public:
   using PluginError::PluginError;
 };
-class KFORGE_API PluginEntryMissing : public PluginError {  // no kforge_plugin_entry symbol
+class PluginEntryMissing : public PluginError {  // no kforge_plugin_entry symbol
  public:
   using PluginError::PluginError;
 };
-class KFORGE_API PluginAbiMismatch : public PluginError {  // says the plugin's and the host's versions
+class PluginAbiMismatch : public PluginError {  // says the plugin's and the host's versions
  public:
   using PluginError::PluginError;
 };
-class KFORGE_API DuplicateKind : public PluginError {  // names both files
+class DuplicateKind : public PluginError {  // names both files
  public:
   using PluginError::PluginError;
 };
-class KFORGE_API MisnamedKind : public PluginError {  // a bundled plugin's kind outside its prefix
+class MisnamedKind : public PluginError {  // a bundled plugin's kind outside its prefix
  public:
   using PluginError::PluginError;
 };
@@ -182,7 +182,7 @@ class KFORGE_API Registry {
 // The directory of kforge's own plugins: the install prefix's when this binary is
 // installed, else the build tree's when it runs from the build tree; empty when neither
 // exists.
-KFORGE_API std::string bundled_plugin_dir();
+std::string bundled_plugin_dir();
 
 // The default search path: KFORGE_PLUGIN_PATH entries, then bundled_plugin_dir().
 // Directories that do not exist are left out.

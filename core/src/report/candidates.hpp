@@ -1,6 +1,6 @@
-// What each candidate went through, verdict by verdict, as the run store keeps it: the
-// detail views of the HTML report and `kforge show` render it. Store::load_candidates
-// reads it; docs/reports.md shows both renderings.
+// What the detail views of the HTML report and `kforge show` make of each candidate's
+// verdicts (store/records.hpp: what the store reads back); docs/reports.md shows both
+// renderings.
 #pragma once
 
 #include <kforge/abi.h>
@@ -12,73 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "report/metrics.hpp"
+#include "store/records.hpp"
 
 namespace kforge {
-
-// One stage verdict (a row of `attempts`). Code, diff and log are artifact hashes, empty
-// when the verdict had none; their contents are in CandidateRecords::artifacts.
-struct StageRecord {
-  int round = 0;  // the job's fix round when the stage ran (a fix stage runs in the round it opens)
-  int step = 0;   // position in the job
-  std::string stage;
-  std::string kind;
-  std::string role;  // generate, check, compile, run, fix, other; empty in a schema-1 store
-  std::string status;
-  std::string route;
-  std::string error_class;
-  std::string message;
-  std::vector<std::pair<std::string, double>> metrics;  // as the stage reported them
-  std::string model;
-  std::optional<double> tokens_in;
-  std::optional<double> tokens_out;
-  std::optional<double> cost;  // the candidate's cost so far
-  double seconds = 0;
-  bool cached = false;
-  bool measured = false;
-  std::string code_hash;
-  std::string diff_hash;
-  std::string log_hash;
-};
-
-// One finished job of the series (a row of `jobs`) and its verdicts in order.
-struct CandidateRecord {
-  std::string task_id;
-  int sample = 0;
-  int64_t run_id = 0;
-  uint64_t job_index = 0;
-  std::string status;  // pass, fail, error
-  int round = 0;       // the final fix round
-  std::string stage;   // the last stage
-  std::string error_class;
-  std::string message;
-  std::string model;
-  std::string language;
-  std::string device;
-  std::optional<double> tokens_in;
-  std::optional<double> tokens_out;
-  std::optional<double> cost;
-  std::optional<double> speedup;
-  double seconds = 0;
-  std::optional<double> eval_seconds;  // NULL in a schema-1 store
-  std::optional<double> gen_seconds;
-  std::string finished_at;
-  std::vector<StageRecord> stages;
-};
-
-struct CandidateRecords {
-  std::vector<CandidateRecord> candidates;       // in job order
-  std::map<std::string, std::string> artifacts;  // content by hash: every one the stages name
-  std::map<std::string, TaskInfo> tasks;         // the tasks of the candidates, by id
-};
-
-// One task of a run series and its finished jobs, as Store::visit_tasks reads them.
-struct TaskJobs {
-  TaskInfo info;       // the store's row of the task; only its id when the store has none
-  bool known = false;  // the store has a row for the task
-  std::vector<JobOutcome> jobs;             // in job order
-  std::vector<CandidateRecord> candidates;  // the same jobs with their verdicts, when asked for
-};
 
 // The code a candidate had in one fix round, and the diff that made it.
 struct RoundCode {

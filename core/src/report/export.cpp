@@ -11,7 +11,7 @@
 
 #include "engine/host.hpp"
 #include "engine/registry.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 namespace {

@@ -13,36 +13,9 @@
 
 #include "engine/outcome.hpp"
 #include "report/environment.hpp"
+#include "store/records.hpp"
 
 namespace kforge {
-
-struct TaskInfo {
-  std::string id;
-  std::string name;
-  std::string category;    // empty when the source gave none
-  std::string complexity;  // C1..C4, empty when unknown
-  std::string format;
-  double level = 0;
-};
-
-// Work lost to the infrastructure and redone (KF_METRIC_INFRA_RETRIES): how many times,
-// over how many verdicts.
-struct InfraRetries {
-  uint64_t retries = 0;
-  uint64_t verdicts = 0;
-};
-
-// One run series' finished jobs in job order, held in memory (tests, small series); a
-// report of a run directory reads its store a task at a time instead (Store::visit_tasks).
-struct Dataset {
-  std::string label;  // the pipeline's label, else its name: the "strategy" of reports
-  std::map<std::string, TaskInfo> tasks;
-  std::vector<JobOutcome> jobs;
-  // Work lost to the infrastructure and redone (KF_METRIC_INFRA_RETRIES): how many times,
-  // over how many verdicts of the series.
-  uint64_t infra_retries = 0;
-  uint64_t infra_retried_verdicts = 0;
-};
 
 // count out of total; rate() is 0 for an empty total.
 struct Share {

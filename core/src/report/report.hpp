@@ -16,7 +16,7 @@
 #include "report/candidates.hpp"
 #include "report/metrics.hpp"
 #include "report/table.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 

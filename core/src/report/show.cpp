@@ -8,7 +8,7 @@
 
 #include "report/candidates.hpp"
 #include "report/report.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 #include <memory>
 #include "util/edit_distance.hpp"

@@ -27,6 +27,6 @@ KFORGE_API std::string render_show(const std::string& directory, const std::stri
 // Text safe to print on a terminal: control characters other than newline and tab are
 // shown in caret notation (ESC as ^[), so code and logs cannot move the cursor, recolour
 // or retitle the terminal.
-KFORGE_API std::string terminal_safe(const std::string& text);
+std::string terminal_safe(const std::string& text);
 
 }  // namespace kforge

@@ -1,5 +1,7 @@
 #include "run/agreement.hpp"
 
+#include <kforge/sha256.hpp>
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -13,8 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "run/store/scratch.hpp"
-#include "util/sha256.hpp"
+#include "store/scratch.hpp"
 
 namespace kforge {
 namespace {

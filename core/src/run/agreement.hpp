@@ -9,14 +9,12 @@
 // thousands of jobs cost a few MB); a disagreeing line costs one more look-up of its job.
 #pragma once
 
-#include "api.hpp"
-
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 
@@ -37,12 +35,12 @@ struct ResultsCheck {
 
 // The run-end check: reads results.jsonl at `path` (a missing file has no lines) and
 // changes nothing. Throws StoreError when the store cannot be read.
-KFORGE_API ResultsCheck check_results(const std::string& path, Store& store, int64_t series);
+ResultsCheck check_results(const std::string& path, Store& store, int64_t series);
 
 // --resume: rewrites results.jsonl at `path` (atomically) keeping only the lines the check
 // accepts, in their order, so the file holds each job the store finished at most once and
 // as the store has it; a torn last line (a kill mid-write) is dropped too. The jobs left
 // without a line are `unmatched`: the caller takes them out of the store and runs them again.
-KFORGE_API ResultsCheck reconcile_results(const std::string& path, Store& store, int64_t series);
+ResultsCheck reconcile_results(const std::string& path, Store& store, int64_t series);
 
 }  // namespace kforge

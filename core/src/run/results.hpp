@@ -3,8 +3,6 @@
 // the file never holds a job the store does not.
 #pragma once
 
-#include "api.hpp"
-
 #include <cstdint>
 #include <ctime>
 #include <mutex>
@@ -17,7 +15,7 @@ namespace kforge {
 // The JSON line for one finished job (no trailing newline).
 std::string result_line(const JobOutcome& outcome);
 
-class KFORGE_API ResultsWriter {
+class ResultsWriter {
  public:
   enum class Mode { Truncate, Append };
   // Opens the file; throws std::runtime_error when it cannot.

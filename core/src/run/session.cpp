@@ -19,9 +19,9 @@
 #include "run/fan_out_observer.hpp"
 #include "run/out_dir_lock.hpp"
 #include "run/results.hpp"
-#include "run/store/recorder.hpp"
-#include "run/store/store.hpp"
-#include "run/store/verdict_cache.hpp"
+#include "run/recorder.hpp"
+#include "store/store.hpp"
+#include "store/verdict_cache.hpp"
 
 namespace kforge {
 

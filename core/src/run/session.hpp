@@ -14,7 +14,7 @@
 #include "engine/cancel.hpp"
 #include "engine/executor.hpp"
 #include "engine/plan.hpp"
-#include "run/store/run_record.hpp"
+#include "store/run_record.hpp"
 
 namespace kforge {
 

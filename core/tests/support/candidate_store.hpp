@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/outcome.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace kforge_test {
 

@@ -3,8 +3,9 @@
 #include "joined.hpp"
 #include "process.hpp"
 #include "python_env.hpp"
-#include "sha256.hpp"
 #include "shared_probe.hpp"
+
+#include <kforge/sha256.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>

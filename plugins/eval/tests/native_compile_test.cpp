@@ -2,7 +2,8 @@
 #include "process.hpp"
 #include "toolchain.hpp"
 #include "test_env.hpp"
-#include "sha256.hpp"
+
+#include <kforge/sha256.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 #include "request_key.hpp"
 
-#include "sha256.hpp"
+#include <kforge/sha256.hpp>
 
 namespace kforge::llm {
 

@@ -3,7 +3,7 @@
 #include "openai_client.hpp"
 #include "request_key.hpp"
 
-#include "sha256.hpp"
+#include <kforge/sha256.hpp>
 
 #include <gtest/gtest.h>
 

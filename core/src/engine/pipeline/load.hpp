@@ -32,8 +32,8 @@ KFORGE_API Plan load_pipeline(const std::string& path, const Registry& registry,
 // One kind's parameters from YAML flow or block text ("{model: x, timeout: 90s}"), checked
 // and converted as a pipeline's `with:` is, relative paths against base_dir; throws
 // ConfigError. What the plugin test kit (kforge/testing.hpp) configures stages with.
-StageConfig load_params(const StageKind& kind, const std::string& text, const std::string& base_dir);
-StageConfig load_params(const SourceKind& kind, const std::string& text, const std::string& base_dir);
+KFORGE_API StageConfig load_params(const StageKind& kind, const std::string& text, const std::string& base_dir);
+KFORGE_API StageConfig load_params(const SourceKind& kind, const std::string& text, const std::string& base_dir);
 
 // JSON Schema (draft 2020-12) of the pipeline format, with one `with:` schema per
 // registered stage and source kind, for editors and `kforge schema`.

@@ -1,7 +1,7 @@
 // A series' finished jobs held in memory, for small series and tests: what visit_tasks
 // gives, collected.
-#include "run/store/statements.hpp"
-#include "run/store/store.hpp"
+#include "store/statements.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 

@@ -1,14 +1,12 @@
 // The run store's one exception type.
 #pragma once
 
-#include "api.hpp"
-
 #include <stdexcept>
 
 namespace kforge {
 
 // SQLite failed; the message says which database and what to do.
-class KFORGE_API StoreError : public std::runtime_error {
+class StoreError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

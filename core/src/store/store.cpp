@@ -1,4 +1,6 @@
-#include "run/store/store.hpp"
+#include "store/store.hpp"
+
+#include <kforge/sha256.hpp>
 
 #include <fmt/format.h>
 
@@ -8,11 +10,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "run/store/json_text.hpp"
-#include "run/store/schema.hpp"
-#include "run/store/statements.hpp"
-#include "run/store/store_files.hpp"
-#include "util/sha256.hpp"
+#include "store/json_text.hpp"
+#include "store/schema.hpp"
+#include "store/statements.hpp"
+#include "store/store_files.hpp"
 
 namespace kforge {
 namespace {

@@ -1,4 +1,4 @@
-#include "run/store/sqlite.hpp"
+#include "store/sqlite.hpp"
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>

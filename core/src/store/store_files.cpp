@@ -1,4 +1,4 @@
-#include "run/store/store_files.hpp"
+#include "store/store_files.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 // Every verdict of a series' finished jobs held in memory, with the code, diffs and logs
 // they name: `kforge show` reads one task's this way.
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 

@@ -1,8 +1,8 @@
 // The store's prepared statements, shared by the files that implement Store by concern.
 #pragma once
 
-#include "run/store/sqlite.hpp"
-#include "run/store/store.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 

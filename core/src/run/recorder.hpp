@@ -2,8 +2,6 @@
 // Store and then results.jsonl.
 #pragma once
 
-#include "api.hpp"
-
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -11,7 +9,7 @@
 
 #include "engine/executor.hpp"
 #include "run/results.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 

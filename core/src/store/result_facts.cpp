@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "run/store/statements.hpp"
-#include "run/store/store.hpp"
+#include "store/statements.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 

@@ -1,4 +1,4 @@
-#include "run/store/scratch.hpp"
+#include "store/scratch.hpp"
 
 namespace kforge::sql {
 

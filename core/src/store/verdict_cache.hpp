@@ -1,18 +1,16 @@
 // The verdict cache on the store's database (table verdict_cache).
 #pragma once
 
-#include "api.hpp"
-
 #include <optional>
 #include <string>
 
 #include "engine/executor.hpp"
-#include "run/store/store.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 
 // A lookup that fails counts as a miss; a write that fails is logged, never thrown.
-class KFORGE_API StoredVerdictCache : public VerdictCache {
+class StoredVerdictCache : public VerdictCache {
  public:
   explicit StoredVerdictCache(Store& store) : store_(store) {}
   std::optional<CachedVerdict> find(const std::string& key) override;

@@ -1,12 +1,12 @@
-#include "run/store/verdict_cache.hpp"
+#include "store/verdict_cache.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 
-#include "run/store/json_text.hpp"
-#include "run/store/statements.hpp"
+#include "store/json_text.hpp"
+#include "store/statements.hpp"
 
 namespace kforge {
 namespace {

@@ -1,4 +1,4 @@
-#include "run/store/recorder.hpp"
+#include "run/recorder.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -1,6 +1,6 @@
-// SHA-256 (FIPS 180-4), header-only: content hashes for artifacts, verdict-cache keys,
-// cassette keys and compile caches, in the runtime and in plugins alike (a plugin must not
-// link the runtime, and a hash is not worth a dependency).
+// SHA-256 (FIPS 180-4), header-only, part of the installed SDK: content hashes for
+// artifacts, verdict-cache keys, cassette keys and compile caches, in the runtime and in
+// plugins alike (a plugin must not link the runtime, and a hash is not worth a dependency).
 #pragma once
 
 #include <algorithm>

@@ -2,8 +2,8 @@
 // time, with their verdicts and the artifacts those name.
 #include <nlohmann/json.hpp>
 
-#include "run/store/statements.hpp"
-#include "run/store/store.hpp"
+#include "store/statements.hpp"
+#include "store/store.hpp"
 
 namespace kforge {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "run/store/sqlite.hpp"
+#include "store/sqlite.hpp"
 
 namespace kforge::sql {
 

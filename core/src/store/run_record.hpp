@@ -2,8 +2,6 @@
 // whose hash decides whether --resume may continue a run.
 #pragma once
 
-#include "api.hpp"
-
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,7 +11,7 @@
 namespace kforge {
 
 enum class RunStatus { Running, Finished, Interrupted, Failed };
-KFORGE_API const char* to_string(RunStatus status);
+const char* to_string(RunStatus status);
 
 struct RunRecord {
   int64_t id = 0;
@@ -36,7 +34,7 @@ struct RunRecord {
 };
 
 // A fresh secret seed from the operating system (getrandom); throws when it has none.
-KFORGE_API uint64_t draw_secret_seed();
+uint64_t draw_secret_seed();
 
 // The resolved pipeline as JSON (what `runs.config` holds; its hash decides whether a run
 // may be resumed with this pipeline).
@@ -50,6 +48,6 @@ std::string visible_devices(const char* const* environment);
 
 // A RunRecord for `plan`, with the host name and the devices this process's environment
 // makes visible.
-KFORGE_API RunRecord describe_run(const Plan& plan, const std::string& kforge_version);
+RunRecord describe_run(const Plan& plan, const std::string& kforge_version);
 
 }  // namespace kforge

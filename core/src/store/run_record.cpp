@@ -1,4 +1,6 @@
-#include "run/store/run_record.hpp"
+#include "store/run_record.hpp"
+
+#include <kforge/sha256.hpp>
 
 #include <fmt/format.h>
 #include <sys/random.h>
@@ -12,8 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/registry.hpp"
-#include "run/store/json_text.hpp"
-#include "util/sha256.hpp"
+#include "store/json_text.hpp"
 
 namespace kforge {
 namespace {

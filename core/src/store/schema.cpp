@@ -1,8 +1,8 @@
-#include "run/store/schema.hpp"
+#include "store/schema.hpp"
 
 #include <fmt/format.h>
 
-#include "run/store/sqlite.hpp"
+#include "store/sqlite.hpp"
 
 namespace kforge {
 

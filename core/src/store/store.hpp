@@ -7,8 +7,6 @@
 // only work in flight.
 #pragma once
 
-#include "api.hpp"
-
 #include <sys/types.h>
 
 #include <cstdint>
@@ -23,10 +21,9 @@
 #include <vector>
 
 #include "engine/executor.hpp"
-#include "report/candidates.hpp"
-#include "report/metrics.hpp"
-#include "run/store/run_record.hpp"
-#include "run/store/store_error.hpp"
+#include "store/records.hpp"
+#include "store/run_record.hpp"
+#include "store/store_error.hpp"
 
 struct sqlite3;
 
@@ -45,7 +42,7 @@ enum class StoreMode {
   ReadOnly,
 };
 
-class KFORGE_API Store {
+class Store {
  public:
   // Opens the database at `path`. Throws StoreError (a missing file in ReadOnly mode, a
   // schema newer than this kforge's, SQLite's own errors).
@@ -163,6 +160,6 @@ class KFORGE_API Store {
 // The store of a run's output directory, opened read-only: what `kforge report`, `compare`
 // and `show` read. Works in a directory this process cannot write (a read-only mount).
 // Throws StoreError when `out_dir` holds no store, saying what to do.
-KFORGE_API std::unique_ptr<Store> open_store_read_only(const std::string& out_dir);
+std::unique_ptr<Store> open_store_read_only(const std::string& out_dir);
 
 }  // namespace kforge

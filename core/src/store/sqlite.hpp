@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "run/store/store_error.hpp"
+#include "store/store_error.hpp"
 
 namespace kforge::sql {
 

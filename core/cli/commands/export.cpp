@@ -1,5 +1,4 @@
-#include "export_command.hpp"
-
+// `kforge export DIR --format NAME`: core's records, or a plugin's exporter found by name.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,18 +9,22 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "command.hpp"
 #include "engine/registry.hpp"
 #include "report/export.hpp"
-#include "run/store/store.hpp"
-#include "signals.hpp"
+#include "store/store.hpp"
 
 namespace fs = std::filesystem;
 
 namespace kforge::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitConfig = 2;
+struct ExportArgs {
+  std::string dir;
+  std::string format;                // empty: list the formats
+  std::string to;                    // empty: the output directory
+  std::vector<std::string> options;  // KEY=VALUE, handed to the exporter as a JSON object
+};
 
 // KEY=VALUE: VALUE as JSON when it is JSON (2, true, [1, 2]), else as text.
 nlohmann::json parse_options(const std::vector<std::string>& options) {
@@ -38,8 +41,7 @@ nlohmann::json parse_options(const std::vector<std::string>& options) {
   return object;
 }
 
-}  // namespace
-
+// The formats this kforge can write, one a line: name, plugin, file, what it writes.
 std::string export_formats(const Registry& registry) {
   std::string out = fmt::format("{:<16} {:<12} {}\n", kRecordsFormat, "kforge",
                                 "records.jsonl: one JSON object per candidate (docs/schemas/records.schema.json)");
@@ -49,6 +51,9 @@ std::string export_formats(const Registry& registry) {
   return out;
 }
 
+// Runs the export; returns the exit code (0, or 2 for what the user must change: an
+// unknown format, a run the exporter refuses). Files appear only when the whole export
+// succeeded: each is written beside its place and renamed into it at the end.
 int run_export(const ExportArgs& args, const Registry& registry) {
   const ExporterKind* exporter = registry.exporter(args.format);
   if (args.format != kRecordsFormat && exporter == nullptr) {
@@ -62,10 +67,7 @@ int run_export(const ExportArgs& args, const Registry& registry) {
     }
     return kExitConfig;
   }
-  if (!fs::exists(fs::path(args.dir) / kStoreFileName)) {
-    spdlog::error("'{}' has no {}: is it the --out directory of a kforge run?", args.dir, kStoreFileName);
-    return kExitConfig;
-  }
+  if (!is_run_directory(args.dir)) return kExitConfig;
   const fs::path to = args.to.empty() ? fs::path(args.dir) : fs::path(args.to);
   // Each file is written beside its place and renamed into it once the export succeeded:
   // an exporter may refuse the run after it began to write.
@@ -121,5 +123,33 @@ int run_export(const ExportArgs& args, const Registry& registry) {
   }
   return kExitOk;
 }
+
+class ExportCommand : public Command {
+ public:
+  explicit ExportCommand(CLI::App& app)
+      : command_(app.add_subcommand("export",
+                                    "Write an output directory's results in another tool's format (read-only)")) {
+    command_->add_option("dir", args_.dir, "Output directory of a run (holds kforge.db)")
+        ->required()
+        ->check(CLI::ExistingDirectory);
+    command_->add_option("--format", args_.format, "records, or a plugin's exporter (without it: the list of formats)");
+    command_->add_option("--to", args_.to, "Directory to write into (default: the output directory)");
+    command_->add_option("--option", args_.options, "KEY=VALUE for the exporter, e.g. --option level=2");
+  }
+
+  bool chosen() const override { return command_->parsed(); }
+
+  int run(const LoadedPlugins* plugins) override {
+    return plugins->ok ? run_export(args_, plugins->registry) : kExitConfig;
+  }
+
+ private:
+  CLI::App* command_;
+  ExportArgs args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_export_command(CLI::App& app) { return std::make_unique<ExportCommand>(app); }
 
 }  // namespace kforge::cli
