@@ -4,7 +4,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${KFORGE_BUILD_DIR:-$root/build}
-echo "demo: the first set-up installs Debian packages and builds the CLI and three plugins (docs/performance.md#the-main-jobs-set-up-from-a-bare-debian-12 has its measured time); later runs start at once" >&2
+echo "demo: the first set-up installs Debian packages and builds the CLI and three plugins: about 3 minutes on an idle 2-core machine with a fast Debian mirror, longer on a loaded one (docs/performance.md#the-main-jobs-set-up-from-a-bare-debian-12); later runs start at once" >&2
 start=$SECONDS
 "$root/scripts/install-deps.sh" build
 echo "demo: packages for the build ready in $((SECONDS - start)) s" >&2
