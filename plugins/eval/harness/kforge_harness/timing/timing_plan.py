@@ -155,15 +155,19 @@ def charged(loop, reference):
     bracket less the trusted exchange measured just before it; less what the same path
     costs around the reference's calls (the reference's gap), that is the call's time
     give or take the noise of both loops. A median below the most the clock allows
-    (that time plus the noise) is raised to it, and never above the reference's median:
-    a speedup counts only as far as the server's clock shows it, so a clock, a report or
-    a channel rewritten in the candidate's process, or work hidden from its clock, gains
-    nothing; a speedup smaller than the machine's noise counts as none, never as a
-    slowdown. Spreading its own calls only widens the noise the candidate is charged."""
+    (that time plus the noise) is raised to it: a speedup counts only as far as the
+    server's clock shows it, so a clock, a report or a channel rewritten in the
+    candidate's process, or work hidden from its clock, gains nothing. The raise stops at
+    the reference's median (a speedup smaller than the machine's noise counts as none,
+    never as a slowdown) unless the clock shows, beyond the noise, more than that median:
+    then the least the clock vouches for (that time less the noise) is the candidate's,
+    so that a slow kernel reporting a fast one is not rounded up to the reference's speed.
+    Spreading its own calls only widens the noise the candidate is charged."""
     measured = summarise(loop.timed(loop.event_ms))
     seen = [w - x for w, x in zip(loop.timed(loop.wall_ms), loop.timed(loop.exchange_ms))]
     noise = 3 * (reference["gap_mad"] + mad(seen)) / math.sqrt(max(1, len(seen)))
-    most = min(statistics.median(seen) - reference["gap_ms"] + noise, reference["summary"]["ms"])
+    clock_ms = statistics.median(seen) - reference["gap_ms"]
+    most = max(min(clock_ms + noise, reference["summary"]["ms"]), clock_ms - noise)
     unexplained = max(0.0, most - measured["ms"])
     for name in ("ms", "p90", "mean", "min", "max"):
         measured[name] += unexplained
