@@ -83,11 +83,12 @@ class RedTeam3Test(unittest.TestCase):
                 helper = int(child.stdout.readline().split()[1])
                 time.sleep(0.15)
                 frozen = procs.freeze_tree(child.pid)
+                used = procs.cpu_used(frozen) if frozen is not None else 0
                 frozen_at = time.monotonic() - started
                 with open(f"/proc/{helper}/stat") as stat:
                     state = stat.read().rsplit(") ", 1)[1][:1]
                 time.sleep(0.3)  # about when the server's loop would start the next call
-                intact = frozen is not None and procs.still_frozen(child.pid, frozen)
+                intact = frozen is not None and procs.still_frozen(child.pid, frozen, used)
                 print(f"\nfreeze_tree returned {frozen} at {frozen_at:.2f} s; the helper "
                       f"{helper} reads {state!r}; still frozen 0.3 s later: {intact}", flush=True)
                 counts = [int(line) for line in child.stdout]

@@ -9,7 +9,7 @@ import sys
 import time
 import unittest
 
-from kforge_harness.server.procs import continue_tree, descendants, freeze_tree
+from kforge_harness.server.procs import continue_tree, cpu_used, descendants, freeze_tree, still_frozen
 
 # Two processes that continue each other as fast as they can: never all stopped at once.
 MUTUAL = """
@@ -68,6 +68,26 @@ class FreezeTest(unittest.TestCase):
             time.sleep(0.02)
             self.assertEqual({state(pid) for pid in frozen}, {b"T"}, "a frozen process ran")
             continue_tree(frozen)
+
+
+    def test_a_process_that_ran_and_stopped_itself_again_is_not_still_frozen(self):
+        # A timer sending SIGCONT, work, then SIGSTOP to itself: stopped again when the
+        # server looks, but the CPU time it used since the freeze shows.
+        root = self.start(["sh", "-c", f"{sys.executable} -c 'while True: pass' & wait"])
+        self.wait_for(root, 1)
+        frozen = freeze_tree(root.pid)
+        used = cpu_used(frozen)
+        time.sleep(0.2)
+        self.assertTrue(still_frozen(root.pid, frozen, used), "a tree left stopped")
+        spinner, = [pid for pid in frozen if state(pid) == b"T" and "python" in open(f"/proc/{pid}/comm").read()]
+        os.kill(spinner, signal.SIGCONT)
+        time.sleep(0.3)
+        os.kill(spinner, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while state(spinner) != b"T":
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        self.assertFalse(still_frozen(root.pid, frozen, used), "the work between looks was missed")
 
 
 if __name__ == "__main__":

@@ -282,6 +282,22 @@ class ServerBehaviourTest(client.SharedServerTest):
         self.assertIn("no_such", response["message"])
 
 
+class SetupFailureTest(unittest.TestCase):
+    """A child whose harness set-up (no candidate code yet) ran out of device memory is
+    flagged out_of_memory, which kforge's pool answers by running it again with the device
+    to itself (admission_test covers that side); any other set-up failure is not."""
+
+    def test_only_a_want_of_device_memory_is_flagged(self):
+        from kforge_harness.server import server
+        self.assertTrue(server._out_of_device_memory(
+            "setting up the child failed: OutOfMemoryError: CUDA out of memory. Tried to "
+            "allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB"))
+        self.assertTrue(server._out_of_device_memory("RuntimeError: NPU out of memory"))
+        self.assertFalse(server._out_of_device_memory(
+            "setting up the child failed: OSError: [Errno 9] Bad file descriptor"))
+        self.assertFalse(server._out_of_device_memory(None))
+
+
 class ServerLifetimeTest(unittest.TestCase):
     def setUp(self):
         self.server = client.Server(mode="fork", max_children=2)

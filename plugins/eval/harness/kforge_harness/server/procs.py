@@ -213,12 +213,40 @@ def continue_tree(frozen):
             pass
 
 
-def still_frozen(pid, frozen):
+def still_frozen(pid, frozen, used):
     """Whether the tree below `pid` is what freeze_tree() returned, every process of it
-    still stopped: a process that ended meanwhile (its death signals its parent, and a
-    parent can choose SIGCONT as that signal) or one that runs again is the candidate's
-    work between calls."""
-    return all(_stopped(child) for child in frozen) and set(descendants(pid)) == set(frozen)
+    still stopped and none of it having run since (`used`: cpu_used(frozen) when it was
+    frozen): a process that ended meanwhile (its death signals its parent, and a parent
+    can choose SIGCONT as that signal), one that runs again, or one that ran and stopped
+    itself again (continued by a timer that sends SIGCONT, then SIGSTOP to itself) is the
+    candidate's work between calls."""
+    return (all(_stopped(child) for child in frozen) and set(descendants(pid)) == set(frozen)
+            and cpu_used(frozen) == used)
+
+
+def cpu_used(pids):
+    """What the processes `pids` have run, to tell whether they ran since: per process
+    its CPU time in clock ticks (user and system, its ended threads included:
+    /proc/PID/stat), and per thread its time on a CPU in nanoseconds (/proc/PID/task/TID/
+    schedstat, where the kernel keeps it: a run shorter than a tick shows there). A
+    process gone counts nothing; a thread born or ended changes the value too."""
+    used = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        used.append((pid, 0, int(fields[11]) + int(fields[12])))  # utime, stime (fields 14, 15)
+        for thread in threads:
+            try:
+                with open(f"/proc/{pid}/task/{thread}/schedstat", "rb") as handle:
+                    used.append((pid, int(thread), int(handle.read().split()[0])))
+            except (OSError, ValueError, IndexError):
+                used.append((pid, int(thread), -1))
+    return tuple(sorted(used))
 
 
 def _stopped(pid):

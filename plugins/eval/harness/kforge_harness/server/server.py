@@ -49,7 +49,7 @@ from kforge_harness.sandbox.zygote import Zygote
 from kforge_harness.server import child, freezer
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
 from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_verdict, descendants,
-                                         error, fail, freeze_tree, kill_group, log_tail,
+                                         cpu_used, error, fail, freeze_tree, kill_group, log_tail,
                                          set_nonblocking, signal_tree, still_frozen)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.tasks.tasks import read_task_source
@@ -108,9 +108,11 @@ class Job:
         self.asked_again = False
         self.timed_by_clock = None  # why its events were not trusted, measured again
         self.frozen = None  # the child's processes, stopped between timed calls (freeze_tree)
+        self.frozen_used = ()  # what they had run when they were seen stopped (cpu_used)
         self.freezing = None  # while they are being frozen: (what follows, deadline)
         self.cgroup = None  # or, where the machine gives one, the cgroup that freezes them
         self.paid_reference = False  # it ran the reference's timing or recomputed outputs
+        self.reference_wait_from = None  # since when, frozen, it waits for the reference's timing
         self.timing_started = 0.0
         self.had_company = False
         task = request.get("task") or {}
@@ -822,12 +824,22 @@ class Server:
         """The candidate's timing loop once the reference's timing is known: measured by
         an internal job (the reference as its own candidate, in a child of the zygote,
         through the same loop) when the entry has none fresh enough."""
+        if job.entry.stored_timing(job.timing_key(), float(job.timing()["reference_max_age_s"])) is not None:
+            self._start_loop(job, job.next_loop)
+            return
+        # The reference is timed while this candidate's processes are stopped: nothing of
+        # its own (a thread, a timer, a process it left) runs beside the reference's loop
+        # to slow it, and its wall-clock limit does not count the wait.
+        self._freeze_then(job, self._await_reference_timing)
+
+    def _await_reference_timing(self, job):
         timing = job.timing()
         key = job.timing_key()
         entry = job.entry
         if entry.stored_timing(key, float(timing["reference_max_age_s"])) is not None:
-            self._start_loop(job, job.next_loop)
+            self._start_loop(job, job.next_loop)  # timed for another job while it froze
             return
+        job.reference_wait_from = time.monotonic()
         entry.timing_waiters.setdefault(key, []).append(job)
         if key not in entry.timing_job:
             job.paid_reference = True
@@ -857,6 +869,15 @@ class Server:
                 self._decide(waiter, failure)
 
     def _start_loop(self, job, label):
+        if job.reference_wait_from is not None:
+            job.proc.deadline += time.monotonic() - job.reference_wait_from
+            job.reference_wait_from = None
+            if not self._still_frozen(job):
+                self._decide(job, fail(protocol.CHEAT_DETECTED,
+                                       "the candidate's processes ran while the reference was "
+                                       "timed (stopped for it, one was continued or ended): "
+                                       "work beside the reference's loop that slows it"))
+                return
         if label in ("timing", "confirm"):  # what the loop is judged against, kept with it
             job.reference = job.entry.timings[job.timing_key()]
         job.loop = timing_plan.Loop(label, job.timing())
@@ -889,6 +910,8 @@ class Server:
             # last step is stopped anew, and the tree must be seen stopped whole.
             job.frozen = freeze_tree(job.proc.pid, FREEZE_STEP_S)
             held = job.frozen is not None
+            if held:
+                job.frozen_used = cpu_used(job.frozen)
         if held:
             job.freezing = None
             self.freezing.discard(job)
@@ -899,15 +922,16 @@ class Server:
             how = ("did not freeze within the time a freeze takes (a task stayed in the kernel)"
                    if job.proc.cgroup is not None else
                    "would not stay stopped (they continue each other)")
+            when = f"{job.loop.label}: " if job.loop is not None else "before its timing: "
             self._decide(job, fail(protocol.CHEAT_DETECTED,
-                                   f"{job.loop.label}: the candidate's processes {how} between "
+                                   f"{when}the candidate's processes {how} between "
                                    "timed calls: work between calls that no clock brackets"))
 
     @staticmethod
     def _still_frozen(job):
         if job.proc.cgroup is not None:
             return job.proc.cgroup.frozen()
-        return still_frozen(job.proc.pid, job.frozen)
+        return still_frozen(job.proc.pid, job.frozen, job.frozen_used)
 
     @staticmethod
     def _continue(proc):
@@ -1188,9 +1212,14 @@ class Server:
             return
         if not job.marker:
             why = job.harness_failed or death_text(proc, status, job.request["limits"], "")
-            self._finish(job, error(protocol.HARNESS_ERROR,
-                                    f"the candidate's child failed before it ran any candidate "
-                                    f"code: {why}"))
+            result = error(protocol.HARNESS_ERROR,
+                           f"the candidate's child failed before it ran any candidate code: {why}")
+            if _out_of_device_memory(job.harness_failed):
+                # Its buffers did not fit beside the jobs sharing the device (seen: a
+                # KernelBench pooling task among 250 on one H200): flagged, so that kforge
+                # runs it again with the device to itself before any verdict stands.
+                result["flags"] = ["out_of_memory"]
+            self._finish(job, result)
             return
         if job.loop is not None:
             where = " during candidate timing"
@@ -1469,6 +1498,13 @@ def _guard_violations(message):
     if not isinstance(refused, list):
         return ""
     return "; ".join(str(item)[:300] for item in refused[:5])
+
+
+def _out_of_device_memory(harness_failed):
+    """Whether the harness's own set-up of a child (trusted text: no candidate code had
+    run) failed for want of device memory."""
+    return isinstance(harness_failed, str) and (
+        "OutOfMemoryError" in harness_failed or "out of memory" in harness_failed.lower())
 
 
 def _mismatch(message):
