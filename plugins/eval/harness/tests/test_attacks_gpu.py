@@ -164,13 +164,24 @@ class GpuHostileTest(GpuFixture, test_attacks.V2Fixture):
 
     def test_a_kernel_queued_to_run_between_calls(self):
         # Queued in a second CUDA context of its own (the child's whole-device waits do
-        # not cover it), it runs on the device while the child's processes are frozen,
-        # waiting for the next call's inputs; they reach the slot only once that call's
-        # bracket is open (host.py's publish). 64M elements: the work is far beyond the
-        # bracket's slack. A CUDA candidate: it builds its extension (tens of seconds).
-        self.v2_no_gain("gpu-between-calls", "gpu_kernel_between_calls", language="cuda",
-                        timing=test_attacks.TIMED, sizes={"batch_size": 4096, "dim": 16384},
-                        limits={"timeout_s": 240})
+        # not cover it), it would run on the device while the child's processes are
+        # frozen, waiting for the next call's inputs; they reach the slot only once that
+        # call's bracket is open (host.py's publish). 64M elements: the work is far beyond
+        # the bracket's slack. A CUDA candidate: it builds its extension (tens of seconds).
+        # Seen on an H200 (2026-11-27): the queued wait stalls the child's own next call
+        # (the child spinning, the GPU idle) until its wall-clock limit: `timeout`, the
+        # candidate's, and the next honest job passes. Any other end must be a
+        # candidate's failure or no gain.
+        req = self.v2("gpu-between-calls", "gpu_kernel_between_calls", language="cuda",
+                      timing=test_attacks.TIMED, sizes={"batch_size": 4096, "dim": 16384},
+                      limits={"timeout_s": 150})
+        response = self.server.ask(req, timeout=300)[req["id"]]
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], test_attacks.NO_GAIN, response)
+        elif response["error_class"] != "timeout":
+            self.assert_candidate_failed(response)
+        self.assert_nothing_leaked(response)
+        self.assert_healthy(req["id"])
 
     def test_the_gpu_kept_busy_while_the_reference_is_timed(self):
         # Sizes no other request uses: the reference is timed after this candidate's
