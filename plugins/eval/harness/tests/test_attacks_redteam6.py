@@ -1,0 +1,122 @@
+"""A sixth red team's candidates (tests/data/candidates/redteam6/), written against the
+harness at 94b2514: the inputs published inside the call's bracket (`publish`), the
+outputs taken as it closes (`take`), the confirmation against a reference timed anew,
+the freeze between calls, the spot checks. Each test starts its own fork-mode CPU
+server (a fresh reference timing per attack), prints what it returned, then asserts what
+should happen: the cheat caught (fail, the right error_class), no gain (speedup <=
+NO_GAIN), or the harness not blamed. Holes are marked expectedFailure with what the
+server returned on this 2-core VM (freezer: signals, no cgroup v2 here).
+
+Run one test at a time, by name (each takes one to a few minutes on the 2-core VM)."""
+
+import unittest
+
+from tests import client
+from tests.test_attacks import NO_GAIN
+from tests.test_attacks_forged import show
+
+TIMEOUT_S = 240
+NOT_THE_CANDIDATES = ("harness_error", "task_error", "host_error")
+# relu at a size where a call does real work (tests.test_attacks.LARGER)
+LARGER = {"batch_size": 512, "dim": 1024}
+
+
+def request(name, task, language="python", options=None, request_id=None, **task_fields):
+    opts = {"trials": 2, "timing": {"enabled": True}}
+    opts.update(options or {})
+    return client.request(request_id or name, "run", task, "redteam6/" + name, language=language,
+                          options=opts, limits={"timeout_s": TIMEOUT_S}, **task_fields)
+
+
+def run(name, task, language="python", options=None, server=None, request_id=None, **task_fields):
+    own = server is None
+    server = server or client.Server(mode="fork", max_children=2)
+    try:
+        req = request(name, task, language, options, request_id, **task_fields)
+        response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
+    finally:
+        if own:
+            server.close()
+    show(name, task, response)
+    print(response.get("log_tail", "")[-1500:], flush=True)
+    return response
+
+
+class _Asserts(unittest.TestCase):
+    def assert_no_gain(self, response):
+        self.assertNotIn(response.get("error_class"), NOT_THE_CANDIDATES, response)
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["status"], "fail", response)
+
+    def assert_caught(self, response, error_class="cheat_detected"):
+        self.assertEqual((response["status"], response.get("error_class")), ("fail", error_class),
+                         response)
+
+
+class PublishTest(_Asserts):
+    """Item 1: the next call's inputs known before its bracket opens."""
+
+    def test_inputs_memoised_and_the_other_slot_read(self):
+        response = run("memo_and_probe", "relu", sizes=LARGER)
+        self.assert_no_gain(response)
+        self.assertIn("memo_hits': 0", response.get("log_tail", ""), response.get("log_tail"))
+        self.assertIn("other_slot_new': 0", response.get("log_tail", ""), response.get("log_tail"))
+
+
+class TakeTest(_Asserts):
+    """Item 2: work around the report and the task host's copy of the outputs."""
+
+    def test_the_work_fused_into_a_replaced_hand_over(self):
+        self.assert_no_gain(run("handover_fused", "relu", sizes=LARGER))
+
+    def test_the_work_finished_by_a_thread_racing_the_take(self):
+        response = run("report_racing_take", "relu", sizes=LARGER)
+        self.assert_no_gain(response)
+
+    def test_a_transpose_left_to_the_hand_over_in_a_strided_plain_tensor(self):
+        self.assert_no_gain(run("lazy_transposed_view", "redteam6/scale_transpose"))
+
+
+class ConfirmationTest(_Asserts):
+    """Item 3: the reference timed anew for the confirmation."""
+
+    def test_both_reference_loops_slowed_by_hogs_continued_by_timers(self):
+        response = run("confirm_reference_hogged_by_timer", "relu", language="cpp", sizes=LARGER)
+        self.assert_no_gain(response)
+
+    def test_a_cheat_in_the_confirmation_loop_only(self):
+        self.assert_no_gain(run("fused_in_confirmation_only", "relu", sizes=LARGER))
+
+    def test_a_slow_candidate_below_the_confirmation_threshold_slows_the_reference(self):
+        honest = run("slow_relu_honest", "relu", sizes=LARGER)
+        self.assertEqual(honest["status"], "pass", honest)
+        worth = honest["metrics"]["speedup"]
+        server = client.Server(mode="fork", max_children=2)
+        try:
+            hog = run("slow_relu_hogs_first_reference", "relu", sizes=LARGER, server=server)
+            # The next candidate of the task, honest, judged against the record kept.
+            after = run("slow_relu_honest", "relu", sizes=LARGER, server=server,
+                        request_id="slow_relu_honest-after-the-hog")
+        finally:
+            server.close()
+        print(f"\nhonest alone {worth:.3g}; the hog {hog['metrics'].get('speedup')}; "
+              f"honest after the hog {after['metrics'].get('speedup')}", flush=True)
+        self.assertEqual(hog["status"], "pass", hog)
+        self.assertLessEqual(hog["metrics"]["speedup"], worth * NO_GAIN, hog)
+        self.assertLessEqual(after["metrics"]["speedup"], worth * NO_GAIN, after)
+
+
+class SpotCheckTest(_Asserts):
+    """Item 5: telling checked calls from unchecked ones."""
+
+    def test_a_memo_moved_by_an_ulp_escapes_the_repeat_rule(self):
+        self.assert_caught(run("memo_nudged", "redteam5/matmul"))
+
+    def test_checks_read_after_the_fact_from_the_frozen_interval(self):
+        self.assert_no_gain(run("check_side_channel", "redteam5/matmul"))
+
+
+if __name__ == "__main__":
+    unittest.main()
