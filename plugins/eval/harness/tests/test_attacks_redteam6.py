@@ -9,6 +9,7 @@ server returned on this 2-core VM (freezer: signals, no cgroup v2 here).
 
 Run one test at a time, by name (each takes one to a few minutes on the 2-core VM)."""
 
+import os
 import unittest
 
 from tests import client
@@ -19,6 +20,8 @@ TIMEOUT_S = 240
 NOT_THE_CANDIDATES = ("harness_error", "task_error", "host_error")
 # relu at a size where a call does real work (tests.test_attacks.LARGER)
 LARGER = {"batch_size": 512, "dim": 1024}
+# 16 MB: a call of milliseconds, long enough for CPU load beside it to show
+HUGE = {"batch_size": 4096, "dim": 1024}
 
 
 def request(name, task, language="python", options=None, request_id=None, **task_fields):
@@ -68,6 +71,14 @@ class PublishTest(_Asserts):
 class TakeTest(_Asserts):
     """Item 2: work around the report and the task host's copy of the outputs."""
 
+    # HOLE at 94b2514: status pass, flags ['speedup_confirmed'], speedup 1.53, 1.85,
+    # 2.18, 1.90 in four runs (candidate_ms 0.131, reference_ms 0.200, timing_charged_ms
+    # 0.096, timing_gap_ms 0.839, reference_gap_ms 0.840 in the first). The candidate's
+    # true work per call is the reference's (one pass over 2 MB); the server's clock
+    # credits it with the copy the reference's loop pays in the child's hand-over
+    # (timing_plan.charged subtracts the reference's gap, which holds that copy, and the
+    # candidate replaced the copy with its own work).
+    @unittest.expectedFailure
     def test_the_work_fused_into_a_replaced_hand_over(self):
         self.assert_no_gain(run("handover_fused", "relu", sizes=LARGER))
 
@@ -75,6 +86,13 @@ class TakeTest(_Asserts):
         response = run("report_racing_take", "relu", sizes=LARGER)
         self.assert_no_gain(response)
 
+    # HOLE at 94b2514 (no harness code touched, L1-clean torch): status pass, flags
+    # ['speedup_confirmed'], speedup 2.30, candidate_ms 2.125 (timing_charged_ms 1.666 of
+    # it), reference_ms 4.891, timing_gap_ms 3.309, reference_gap_ms 2.140,
+    # timing_measured_again 1. The transpose runs in the hand-over's copy_ of a strided
+    # plain tensor, outside the events; the clock charges only what exceeds the
+    # reference's gap (which holds a plain copy).
+    @unittest.expectedFailure
     def test_a_transpose_left_to_the_hand_over_in_a_strided_plain_tensor(self):
         self.assert_no_gain(run("lazy_transposed_view", "redteam6/scale_transpose"))
 
@@ -82,13 +100,50 @@ class TakeTest(_Asserts):
 class ConfirmationTest(_Asserts):
     """Item 3: the reference timed anew for the confirmation."""
 
+    def _hogs_against_control(self, server_python=None):
+        """The honest C++ kernel alone, then the same kernel with the hogs and the timers,
+        each in a fresh server (tasks/redteam6/relu_twice: about 12x honestly here)."""
+        kwargs = {"python": server_python} if server_python else {}
+        speedups = {}
+        for name in ("relu_once_cpp", "confirm_reference_hogged_by_timer"):
+            server = client.Server(mode="fork", max_children=2, **kwargs)
+            try:
+                print(f"\nfreezer: {server.ready.get('environment', {}).get('freezer')}", flush=True)
+                response = run(name, "redteam6/relu_twice", language="cpp", server=server)
+            finally:
+                server.close()
+            self.assertEqual(response["status"], "pass", response)
+            speedups[name] = response["metrics"]["speedup"]
+        print(f"\nspeedups: {speedups}", flush=True)
+        self.assertLessEqual(speedups["confirm_reference_hogged_by_timer"],
+                             speedups["relu_once_cpp"] * NO_GAIN, speedups)
+
     def test_both_reference_loops_slowed_by_hogs_continued_by_timers(self):
-        response = run("confirm_reference_hogged_by_timer", "relu", language="cpp", sizes=LARGER)
-        self.assert_no_gain(response)
+        # This VM's server freezes with cgroup v2: the timers' SIGCONTs were queued and
+        # handled only when the server thawed the process for its confirmation loop
+        # (the candidate's log: 23 SIGCONT handled, all at the thaw; 0 hog rounds while
+        # the reference was timed anew). The first reference is slowed by the hogs (its
+        # child runs unfrozen then), the confirmation's is not.
+        self._hogs_against_control()
 
-    def test_a_cheat_in_the_confirmation_loop_only(self):
-        self.assert_no_gain(run("fused_in_confirmation_only", "relu", sizes=LARGER))
+    def test_both_reference_loops_slowed_under_the_signal_freezer(self):
+        # The same candidate where the server freezes by signals (a host without cgroup
+        # v2, simulated by signal_freezer_python.sh). Mechanism seen at 94b2514: the
+        # timers continued the stopped process and the hogs ran 2.4 s (1036 rounds of
+        # 32 MB) while the reference was timed anew for the confirmation; nothing
+        # looked (procs.still_frozen is checked only before the candidate's next call).
+        # Gain seen: small on this reference (page-fault and memory bound): reference
+        # 23.9 / 25.5 ms (first / confirmation) against 19.7 / 20.8 ms beside the
+        # control; speedup 12.92 against the control's 12.54.
+        self._hogs_against_control(os.path.join(client.DATA, "candidates", "redteam6",
+                                                "signal_freezer_python.sh"))
 
+    def test_a_cheat_in_the_first_loop_only(self):
+        self.assert_no_gain(run("fused_in_first_loop_only", "relu", sizes=LARGER))
+
+    # Defended here: a relu call of 0.27 ms gets the CPU beside the hogs (the woken
+    # reference child preempts them): honest alone 0.200, the hog 0.157, honest after it
+    # 0.098 (reference_ms 0.270 and 0.268).
     def test_a_slow_candidate_below_the_confirmation_threshold_slows_the_reference(self):
         honest = run("slow_relu_honest", "relu", sizes=LARGER)
         self.assertEqual(honest["status"], "pass", honest)

@@ -1,9 +1,11 @@
-"""Tells the confirmation loop from the first one and cheats only there: honest ReLU in
-the trials and in the loop labelled "timing"; in the loop labelled "confirm" (the label
-comes in the {"time"} command, read through the reporter module's `json` global) the
-work moves into the replaced hand-over as in handover_fused. The smaller of the two
-speedups counts (timing_plan.counted), so this should gain nothing: a check that the
-confirmation's min holds against a candidate that knows which loop it is in."""
+"""Tells the confirmation loop from the first one and behaves differently: in the loop
+labelled "timing" (the label comes in the {"time"} command, read through the reporter
+module's `json` global) the work moves into the replaced hand-over as in
+handover_fused (alone: about 1.5x, confirmed); in the trials and in the loop labelled
+"confirm" it is honest ReLU. (The other way round the confirmation never runs: an
+honest first loop claims no speedup above 1.) The smaller of the two speedups counts
+(timing_plan.counted), so this should gain nothing: the confirmation's min holds
+against a candidate that knows which loop it is in."""
 import json as _json
 import types
 
@@ -33,7 +35,7 @@ def _hand_over(self, out, command):
         return _original(self, out, command)
     layout = handover.Layout.from_json(command["output"])
     views = [v for v in handover.views(self.buffers["output"], layout) if isinstance(v, torch.Tensor)]
-    torch.relu(_pending.pop("x"), out=views[0])
+    torch.clamp(_pending.pop("x"), min=0.0, out=views[0])
     return None
 
 
@@ -42,7 +44,7 @@ _child.CandidateChild._hand_over = _hand_over
 
 class ModelNew(torch.nn.Module):
     def forward(self, x):
-        if _state["label"] == "confirm":
+        if _state["label"] == "timing":
             _pending["x"] = x
             return x
         return torch.relu(x)
