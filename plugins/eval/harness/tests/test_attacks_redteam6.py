@@ -22,6 +22,9 @@ NOT_THE_CANDIDATES = ("harness_error", "task_error", "host_error")
 LARGER = {"batch_size": 512, "dim": 1024}
 # 16 MB: a call of milliseconds, long enough for CPU load beside it to show
 HUGE = {"batch_size": 4096, "dim": 1024}
+# How far one honest kernel's speedup moved between runs on this VM (9.4 to 12.5 for a
+# ReLU against tasks/redteam6/relu_twice): a control compared across runs gets this much.
+RUN_SPREAD = 1.25
 
 
 def request(name, task, language="python", options=None, request_id=None, **task_fields):
@@ -85,7 +88,11 @@ class TakeTest(_Asserts):
         self.assert_no_gain(run("handover_fused", "relu", sizes=HUGE))
 
     def test_the_work_finished_by_a_thread_racing_the_take(self):
-        response = run("report_racing_take", "relu", sizes=LARGER)
+        # Defended in every run at 94b2514: with SYNC_SHARE 0 at 2 MB, cheat_detected
+        # (524288 elements not written, timed call 7); with 3/4 at 16 MB twice
+        # cheat_detected (1048576 elements, the worker's whole quarter, not written at
+        # timed calls 5 and 7): the host's copy came before the worker thread ran.
+        response = run("report_racing_take", "relu", sizes=HUGE)
         self.assert_no_gain(response)
 
     # HOLE at 94b2514 (no harness code touched, L1-clean torch): status pass, flags
@@ -118,7 +125,7 @@ class ConfirmationTest(_Asserts):
             speedups[name] = response["metrics"]["speedup"]
         print(f"\nspeedups: {speedups}", flush=True)
         self.assertLessEqual(speedups["confirm_reference_hogged_by_timer"],
-                             speedups["relu_once_cpp"] * NO_GAIN, speedups)
+                             speedups["relu_once_cpp"] * RUN_SPREAD, speedups)
 
     def test_both_reference_loops_slowed_by_hogs_continued_by_timers(self):
         # This VM's server freezes with cgroup v2: the timers' SIGCONTs were queued and
@@ -143,6 +150,19 @@ class ConfirmationTest(_Asserts):
     def test_a_cheat_in_the_first_loop_only(self):
         self.assert_no_gain(run("fused_in_first_loop_only", "relu", sizes=LARGER))
 
+    def test_kernel_writeback_left_behind_for_the_confirmation(self):
+        # No gain seen at 94b2514 (1 GB dirtied in 1.89 s in the last call of the first
+        # loop): speedup 10.86 against the control's 9.38; confirm_reference_ms 16.46
+        # against the control's 19.63 (run-to-run spread of these numbers here: 15%).
+        speedups = {}
+        for name in ("relu_once_honest", "writeback_left_behind"):
+            response = run(name, "redteam6/relu_twice")
+            self.assertEqual(response["status"], "pass", response)
+            speedups[name] = response["metrics"]["speedup"]
+        print(f"\nspeedups: {speedups}", flush=True)
+        self.assertLessEqual(speedups["writeback_left_behind"], speedups["relu_once_honest"] * RUN_SPREAD,
+                             speedups)
+
     # Defended here: a relu call of 0.27 ms gets the CPU beside the hogs (the woken
     # reference child preempts them): honest alone 0.200, the hog 0.157, honest after it
     # 0.098 (reference_ms 0.270 and 0.268).
@@ -163,6 +183,26 @@ class ConfirmationTest(_Asserts):
         self.assertEqual(hog["status"], "pass", hog)
         self.assertLessEqual(hog["metrics"]["speedup"], worth * NO_GAIN, hog)
         self.assertLessEqual(after["metrics"]["speedup"], worth * NO_GAIN, after)
+
+
+class ReportedTimeTest(_Asserts):
+    """The server's clock bounding what the child reports (timing_plan.charged)."""
+
+    # HOLE at 94b2514: the honest slow kernel alone: speedup 0.261 (and 0.200 in
+    # ConfirmationTest's control). The same kernel reporting a microsecond per call:
+    # status pass, speedup 1 exactly, twice: candidate_ms 0.2933 = reference_ms
+    # (timing_charged_ms 0.2923), timing_measured_again 1, no flag; and candidate_ms 0.243 =
+    # reference_ms, flags ['timing_by_clock'] ("the server's clock saw 4.303 ms per timed
+    # call (median), 3.91 ms more than the candidate's own 0.001 ms ..."). charged() raises
+    # the report to the clock's time but never above the reference's median, and 1.0 is
+    # not above confirm_speedup: nothing measures it again.
+    @unittest.expectedFailure
+    def test_a_slow_candidate_that_reports_a_microsecond(self):
+        honest = run("slow_relu_honest", "relu", sizes=LARGER)
+        forged = run("slow_relu_forged_time", "relu", sizes=LARGER)
+        self.assertEqual(forged["status"], "pass", forged)
+        self.assertLessEqual(forged["metrics"]["speedup"], honest["metrics"]["speedup"] * NO_GAIN,
+                             (honest["metrics"]["speedup"], forged))
 
 
 class SpotCheckTest(_Asserts):

@@ -61,7 +61,11 @@ def _listing():
     found = []
     for name in sorted(os.listdir("/proc/self/fd"), key=int):
         try:
-            found.append(f"{name}->{os.readlink('/proc/self/fd/' + name)}")
+            target = os.readlink('/proc/self/fd/' + name)
+            if "memfd" in target:
+                info = os.fstat(int(name))
+                target += f" ino={info.st_ino} size={info.st_size}"
+            found.append(f"{name}->{target}")
         except OSError as exc:
             found.append(f"{name}->?{exc.errno}")
     with open("/proc/self/maps", encoding="ascii", errors="replace") as handle:
