@@ -221,6 +221,32 @@ class ReportedTimeTest(_Asserts):
                              (honest["metrics"]["speedup"], forged))
 
 
+class BlameTest(_Asserts):
+    """Item 6: who pays for what."""
+
+    # HOLE (blame) at 94b2514: an honest candidate (x @ w once, 60-80 ms a call here)
+    # of a task whose reference computes it eight times over (365-650 ms a call):
+    # timeout_s 15: status fail, error_class timeout, "wall-clock limit of 15 s hit
+    # during candidate timing; the child's process group was killed" (child_seconds
+    # 19.0). With timeout_s 30 it passed (speedup 5.75, child_seconds 32.3, timing_seconds
+    # 30.5) and with 60 (7.40, child_seconds 50.5). Its own work is 2 trials and 46 timed
+    # calls (about 4 s with the freezes); the rest of the wall clock is the reference's
+    # two timing loops (23 calls of 0.4-0.6 s each, in another child: the first after its
+    # trials, the confirmation's), which the candidate child's deadline does not exclude
+    # (server.py extends it only by its own waits for the task host, _host_answer).
+    @unittest.expectedFailure
+    def test_the_references_timing_is_charged_to_the_candidates_time_limit(self):
+        req = request("matmul_once_honest", "redteam6/matmul_eightfold")
+        req["limits"]["timeout_s"] = 15
+        server = client.Server(mode="fork", max_children=2)
+        try:
+            response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
+        finally:
+            server.close()
+        show("matmul_once_honest", "redteam6/matmul_eightfold", response)
+        self.assertEqual(response["status"], "pass", response)
+
+
 class SpotCheckTest(_Asserts):
     """Item 5: telling checked calls from unchecked ones."""
 
