@@ -250,6 +250,33 @@ class BlameTest(_Asserts):
         self.assertEqual(response["status"], "pass", response)
 
 
+class StaticCheckTest(_Asserts):
+    """L1 (the `check` action) on the python candidates that reach a pass above: each
+    imports the harness's own modules and rebinds a class attribute of the child
+    (CandidateChild._hand_over, CandidateChild._inputs) or a module global
+    (reporter.json). L1 is a first filter only, but nothing a kernel needs imports
+    kforge_harness."""
+
+    # At 94b2514 L1 passed all three (status pass, no findings); the cpp candidate
+    # confirm_reference_hogged_by_timer was rejected (import-not-allowed: json ...;
+    # native-thread), so L1 does read imports, per language.
+    @unittest.expectedFailure
+    def test_candidates_that_import_the_harness_and_rebind_its_child(self):
+        server = client.Server(mode="fork", max_children=1)
+        try:
+            requests = [client.request(name, "check", task, "redteam6/" + name, language="python")
+                        for name, task in (("handover_fused", "relu"),
+                                           ("slow_relu_forged_time", "relu"),
+                                           ("memo_nudged", "redteam5/matmul"))]
+            responses = server.ask(*requests, timeout=300)
+        finally:
+            server.close()
+        verdicts = {name: (r["status"], r.get("error_class")) for name, r in responses.items()}
+        print(f"\nL1: {verdicts}", flush=True)
+        for name, verdict in verdicts.items():
+            self.assertEqual(verdict, ("fail", "checker_rejected"), (name, responses[name]))
+
+
 class SpotCheckTest(_Asserts):
     """Item 5: telling checked calls from unchecked ones."""
 
