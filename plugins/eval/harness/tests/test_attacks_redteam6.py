@@ -167,7 +167,13 @@ class ConfirmationTest(_Asserts):
                                                 "signal_freezer_python.sh"))
 
     def test_a_cheat_in_the_first_loop_only(self):
-        self.assert_no_gain(run("fused_in_first_loop_only", "relu", sizes=LARGER))
+        # Defended at 94b2514: the honest confirmation loop counts (speedup_confirmed):
+        # 1.101 and 0.865 at 16 MB; at 2 MB 0.848, 0.863, 0.875 (confirmed), and twice 1.0
+        # without a confirmation (the first loop charged up to the reference). An honest
+        # ReLU's own speedup moves this much between runs here, hence RUN_SPREAD.
+        response = run("fused_in_first_loop_only", "relu", sizes=HUGE)
+        self.assertEqual(response["status"], "pass", response)
+        self.assertLessEqual(response["metrics"]["speedup"], RUN_SPREAD, response)
 
     def test_kernel_writeback_left_behind_for_the_confirmation(self):
         # No gain seen at 94b2514 (1 GB dirtied in 1.89 s in the last call of the first
