@@ -109,6 +109,22 @@ class TakeTest(_Asserts):
         self.assert_no_gain(run("lazy_transposed_view", "redteam6/scale_transpose"))
 
 
+    # HOLE at 94b2514, the same as a cpp candidate, against an honest C++ kernel that
+    # writes the transpose itself: lazy_transposed_view_cpp 2.78, 6.89, 7.21, 8.67 (all
+    # speedup_confirmed; e.g. candidate_ms 0.691 of which timing_charged_ms 0.311,
+    # reference_ms 4.98, timing_gap_ms 2.27 against reference_gap_ms 2.15) against the
+    # control's 1.32 and 1.0 in interleaved runs. L1 passes it (status pass).
+    @unittest.expectedFailure
+    def test_a_transpose_left_to_the_hand_over_by_a_cpp_candidate(self):
+        speedups = {}
+        for name in ("scale_transpose_cpp_honest", "lazy_transposed_view_cpp"):
+            response = run(name, "redteam6/scale_transpose", language="cpp")
+            self.assertEqual(response["status"], "pass", response)
+            speedups[name] = response["metrics"]["speedup"]
+        print(f"\nspeedups: {speedups}", flush=True)
+        self.assertLessEqual(speedups["lazy_transposed_view_cpp"],
+                             speedups["scale_transpose_cpp_honest"] * RUN_SPREAD, speedups)
+
     def test_a_negation_left_to_the_hand_over_in_a_tensors_negative_bit(self):
         # Not clear at 94b2514 (the same class as the transpose, through torch._neg_view):
         # speedups of lazy_negation 7.67, 8.95, 8.32, 3.96 against the honest control's
