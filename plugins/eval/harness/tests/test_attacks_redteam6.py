@@ -144,23 +144,36 @@ class TakeTest(_Asserts):
 class ConfirmationTest(_Asserts):
     """Item 3: the reference timed anew for the confirmation."""
 
-    def _hogs_against_control(self, server_python=None):
+    def _hogs_against_control(self, server_python=None, task="redteam6/relu_twice",
+                              control="relu_once_cpp", attack="confirm_reference_hogged_by_timer"):
         """The honest C++ kernel alone, then the same kernel with the hogs and the timers,
         each in a fresh server (tasks/redteam6/relu_twice: about 12x honestly here)."""
         kwargs = {"python": server_python} if server_python else {}
         speedups = {}
-        for name in ("relu_once_cpp", "confirm_reference_hogged_by_timer"):
+        for name in (control, attack):
             server = client.Server(mode="fork", max_children=2, **kwargs)
             try:
                 print(f"\nfreezer: {server.ready.get('environment', {}).get('freezer')}", flush=True)
-                response = run(name, "redteam6/relu_twice", language="cpp", server=server)
+                response = run(name, task, language="cpp", server=server)
             finally:
                 server.close()
             self.assertEqual(response["status"], "pass", response)
             speedups[name] = response["metrics"]["speedup"]
         print(f"\nspeedups: {speedups}", flush=True)
-        self.assertLessEqual(speedups["confirm_reference_hogged_by_timer"],
-                             speedups["relu_once_cpp"] * RUN_SPREAD, speedups)
+        self.assertLessEqual(speedups[attack], speedups[control] * RUN_SPREAD, speedups)
+
+    def test_a_compute_bound_reference_beside_timer_continued_hogs(self):
+        # Under the signal freezer, against matmul_eightfold (370-470 ms a call). Seen at
+        # 94b2514: the hogs (two threads spinning on the ALU) ran through the whole
+        # confirmation reference loop (1464 rounds, 11.9 s of the candidate's ticker,
+        # 85 SIGCONT handled), undetected; yet the reference was not slowed
+        # (confirm_reference_ms 379.3 against the control's 371.5; speedup 7.81 against
+        # 8.01): on this 2-core VM the reference child's work and the hogs did not compete
+        # for the same core (the sandboxes are sessions of their own).
+        self._hogs_against_control(
+            os.path.join(client.DATA, "candidates", "redteam6", "signal_freezer_python.sh"),
+            task="redteam6/matmul_eightfold", control="matmul_timer_control",
+            attack="matmul_hogged_by_timer")
 
     def test_both_reference_loops_slowed_by_hogs_continued_by_timers(self):
         # This VM's server freezes with cgroup v2: the timers' SIGCONTs were queued and
