@@ -168,8 +168,10 @@ class ConfirmationTest(_Asserts):
         # confirmation reference loop (1464 rounds, 11.9 s of the candidate's ticker,
         # 85 SIGCONT handled), undetected; yet the reference was not slowed
         # (confirm_reference_ms 379.3 against the control's 371.5; speedup 7.81 against
-        # 8.01): on this 2-core VM the reference child's work and the hogs did not compete
-        # for the same core (the sandboxes are sessions of their own).
+        # 8.01). Why the hogs did not slow it is not established (they got little CPU:
+        # about 120 rounds of ~3 ms a second for the two; a guess, unverified: the
+        # scheduler's per-session groups share the 2 cores between the sandboxes, and the
+        # reference's matmul uses one of them).
         self._hogs_against_control(
             os.path.join(client.DATA, "candidates", "redteam6", "signal_freezer_python.sh"),
             task="redteam6/matmul_eightfold", control="matmul_timer_control",
