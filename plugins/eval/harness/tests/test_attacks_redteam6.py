@@ -5,7 +5,8 @@ the freeze between calls, the spot checks. Each test starts its own fork-mode CP
 server (a fresh reference timing per attack), prints what it returned, then asserts what
 should happen: the cheat caught (fail, the right error_class), no gain (speedup <=
 NO_GAIN), or the harness not blamed. Holes are marked expectedFailure with what the
-server returned on this 2-core VM (freezer: signals, no cgroup v2 here).
+server returned on the 2-core VM (its servers froze with cgroup v2;
+signal_freezer_python.sh runs one as on a host without it).
 
 Run one test at a time, by name (each takes one to a few minutes on the 2-core VM)."""
 
@@ -23,8 +24,10 @@ LARGER = {"batch_size": 512, "dim": 1024}
 # 16 MB: a call of milliseconds, long enough for CPU load beside it to show
 HUGE = {"batch_size": 4096, "dim": 1024}
 # How far one honest kernel's speedup moved between runs on this VM (9.4 to 12.5 for a
-# ReLU against tasks/redteam6/relu_twice): a control compared across runs gets this much.
-RUN_SPREAD = 1.25
+# ReLU against tasks/redteam6/relu_twice, 1.33 apart; 9.2 and 11.2 in later runs): a
+# control compared across runs gets this much. The holes these tests were written for
+# gained 2x to 9x.
+RUN_SPREAD = 1.4
 
 
 def request(name, task, language="python", options=None, request_id=None, **task_fields):
@@ -104,7 +107,8 @@ class TakeTest(_Asserts):
     # timing_measured_again 1. The transpose runs in the hand-over's copy_ of a strided
     # plain tensor, outside the events; the clock charges only what exceeds the
     # reference's gap (which holds a plain copy).
-    @unittest.expectedFailure
+    # Closed after: a timed call's outputs are made dense inside its clock
+    # (timing.Clock.settle), so the transpose is the call's time.
     def test_a_transpose_left_to_the_hand_over_in_a_strided_plain_tensor(self):
         self.assert_no_gain(run("lazy_transposed_view", "redteam6/scale_transpose"))
 
@@ -114,7 +118,7 @@ class TakeTest(_Asserts):
     # speedup_confirmed; e.g. candidate_ms 0.691 of which timing_charged_ms 0.311,
     # reference_ms 4.98, timing_gap_ms 2.27 against reference_gap_ms 2.15) against the
     # control's 1.32 and 1.0 in interleaved runs. L1 passes it (status pass).
-    @unittest.expectedFailure
+    # Closed after: the same (timing.Clock.settle).
     def test_a_transpose_left_to_the_hand_over_by_a_cpp_candidate(self):
         speedups = {}
         for name in ("scale_transpose_cpp_honest", "lazy_transposed_view_cpp"):
@@ -157,6 +161,12 @@ class ConfirmationTest(_Asserts):
                 response = run(name, task, language="cpp", server=server)
             finally:
                 server.close()
+            if name == attack and response["status"] == "fail":
+                # Since the candidate is frozen while the reference is timed: its
+                # processes ran then (continued by their timers), which is the cheat.
+                self.assertEqual(response["error_class"], "cheat_detected", response)
+                self.assertIn("while the reference was timed", response["message"])
+                return
             self.assertEqual(response["status"], "pass", response)
             speedups[name] = response["metrics"]["speedup"]
         print(f"\nspeedups: {speedups}", flush=True)
@@ -252,7 +262,8 @@ class ReportedTimeTest(_Asserts):
     # call (median), 3.91 ms more than the candidate's own 0.001 ms ..."). charged() raises
     # the report to the clock's time but never above the reference's median, and 1.0 is
     # not above confirm_speedup: nothing measures it again.
-    @unittest.expectedFailure
+    # Closed after: beyond the reference's median, charged() counts what the clock
+    # vouches for less the gap bound's allowance for load.
     def test_a_slow_candidate_that_reports_a_microsecond(self):
         honest = run("slow_relu_honest", "relu", sizes=LARGER)
         forged = run("slow_relu_forged_time", "relu", sizes=LARGER)
@@ -274,7 +285,8 @@ class BlameTest(_Asserts):
     # two timing loops (23 calls of 0.4-0.6 s each, in another child: the first after its
     # trials, the confirmation's), which the candidate child's deadline does not exclude
     # (server.py extends it only by its own waits for the task host, _host_answer).
-    @unittest.expectedFailure
+    # Closed after: the candidate is frozen while the reference is timed, and that wait
+    # extends its deadline (server._start_loop).
     def test_the_references_timing_is_charged_to_the_candidates_time_limit(self):
         req = request("matmul_once_honest", "redteam6/matmul_eightfold")
         req["limits"]["timeout_s"] = 15
@@ -297,7 +309,7 @@ class StaticCheckTest(_Asserts):
     # At 94b2514 L1 passed all three (status pass, no findings); the cpp candidate
     # confirm_reference_hogged_by_timer was rejected (import-not-allowed: json ...;
     # native-thread), so L1 does read imports, per language.
-    @unittest.expectedFailure
+    # Closed after: rules/default.yaml's harness-import (every language).
     def test_candidates_that_import_the_harness_and_rebind_its_child(self):
         server = client.Server(mode="fork", max_children=1)
         try:
