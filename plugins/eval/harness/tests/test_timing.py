@@ -318,18 +318,47 @@ class SettleTest(unittest.TestCase):
         self.assertEqual(broadcast.stride(), (32, 1))
         self.assertIs(self.clock.settle(x), x)  # nothing to do: no copy
 
-    def test_containers_are_walked_and_keep_their_types(self):
+    def test_containers_are_read_as_the_hand_over_reads_them(self):
         torch = self.torch
+        import numpy as np
         x = torch.randn(8, 4)
 
         class Results(list):
+            indices = [3]
+
+            def __setitem__(self, key, value):  # a candidate's: ignores what it is given
+                pass
+
+        class Pair(tuple):
             pass
 
-        nested = self.clock.settle((x.t(), [x.t(), {"a": x.t()}], Results([x.t()])))
-        self.assertIsInstance(nested, tuple)
+        nested = self.clock.settle((x.t(), [x.t(), {"a": x.t()}], Results([x.t()]),
+                                    Pair((x.t(),)), x.numpy().T))
+        self.assertIs(type(nested), tuple)
         self.assertTrue(all(t.is_contiguous() for t in (nested[0], nested[1][0], nested[1][1]["a"],
-                                                         nested[2][0])))
-        self.assertIsInstance(nested[2], Results)
+                                                         list.__getitem__(nested[2], 0), nested[3][0])))
+        self.assertIsInstance(nested[2], Results)  # a list keeps its type, its items replaced
+        self.assertIs(type(nested[3]), tuple)  # a tuple subclass comes back a plain tuple
+        self.assertTrue(nested[4].flags["C_CONTIGUOUS"])
+        self.assertTrue(np.array_equal(nested[4], x.numpy().T))
+
+    def test_the_hand_over_copy_runs_no_dispatch_mode_of_the_candidates(self):
+        torch = self.torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+        seen = []
+
+        class Spy(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                seen.append(str(func))
+                return func(*args, **(kwargs or {}))
+
+        target, source = torch.zeros(16), torch.randn(16)
+        with Spy():
+            self.clock.copy(target, source)
+            torch.zeros(1).add_(1)  # the mode is on: this one it sees
+        self.assertTrue(torch.equal(target, source))
+        self.assertFalse([op for op in seen if "copy_" in op], seen)
+        self.assertTrue([op for op in seen if "add_" in op], seen)
 
     def test_a_timed_call_on_the_cpu_includes_its_outputs_settling(self):
         torch = self.torch
