@@ -10,7 +10,7 @@ Run one test at a time, by name."""
 import unittest
 
 from tests import client
-from tests.test_attacks_redteam6 import HUGE, LARGER, TIMEOUT_S, _Asserts
+from tests.test_attacks_redteam6 import HUGE, LARGER, RUN_SPREAD, TIMEOUT_S, _Asserts
 from tests.test_attacks_forged import show
 
 
@@ -43,15 +43,72 @@ def check(name, task, language="python"):
 class SettleTest(_Asserts):
     """Item 1: work left past the end event without replacing harness code."""
 
+    def _against_control(self, name):
+        speedups = {}
+        for candidate in ("scale_transpose_honest", name):
+            response = run(candidate, "redteam6/scale_transpose")
+            self.assertEqual(response["status"], "pass", response)
+            speedups[candidate] = response["metrics"]["speedup"]
+        print(f"\nspeedups: {speedups}", flush=True)
+        self.assertLessEqual(speedups[name], speedups["scale_transpose_honest"] * RUN_SPREAD,
+                             speedups)
+
+    # Not clear at 8782e2f (the mechanism works, the gain is the wall clock's noise):
+    # status pass, max_abs_diff 0 (relu computed by the mode inside the hand-over's
+    # copy_, after the end event), speedups 1.0 (candidate_ms 1.643, timing_charged_ms
+    # 1.611, timing_gap_ms 5.149 against reference_gap_ms 5.056), 2.438
+    # ['speedup_confirmed'] (candidate_ms 0.6866 of which timing_charged_ms 0.6514,
+    # reference_ms 1.674), 1.0, 1.0 (charged 1.585, 1.691) against the honest ReLU's
+    # 1.02, 0.94 in interleaved runs. Only the server's wall clock (timing_plan.charged)
+    # stands between it and redteam6's fused hand-over gains; nothing of the harness is
+    # replaced and settle cannot see it (the output is dense).
     def test_relu_done_by_a_dispatch_mode_in_the_hand_overs_copy(self):
         self.assert_no_gain(run("dispatch_mode_copy", "relu", sizes=HUGE))
+
+    # HOLE at 8782e2f: status pass, flags ['speedup_confirmed'], speedup 6.57
+    # (candidate_ms 0.737 of which timing_charged_ms 0.341, reference_ms 4.838,
+    # timing_gap_ms 2.275 against reference_gap_ms 2.018) and 5.51 (candidate_ms 1.219,
+    # reference_ms 6.721), max_abs_diff 0, against scale_transpose_honest's 0.99 and
+    # 0.98 in interleaved runs. timing.Clock.settle densifies only `type(out) is
+    # torch.Tensor`; candidate._hand_over accepts np.ndarray (_PLAIN) and
+    # judge/outputs.as_tensor runs np.ascontiguousarray on it: the transpose, after the
+    # end event. Fix: settle what as_tensor would produce (or refuse non-contiguous
+    # arrays / convert arrays inside the clock).
+    @unittest.expectedFailure
+    def test_a_transpose_left_to_the_hand_over_in_a_numpy_array(self):
+        self._against_control("lazy_transpose_numpy")
+
+    # HOLE at 8782e2f: status pass, flags ['speedup_confirmed'], speedup 8.53
+    # (candidate_ms 0.584 of which timing_charged_ms 0.233, reference_ms 4.980) and 3.35
+    # (candidate_ms 1.979, reference_ms 6.633), max_abs_diff 0, against
+    # scale_transpose_honest's 1.15 and 0.66 in interleaved runs. settle walks
+    # `type(out) is tuple` only; judge/outputs.flat_leaves unpacks every tuple subclass
+    # (and list subclass) with tuple's own methods, so the strided view inside reaches
+    # the hand-over's copy_. (collections.namedtuple itself is refused at import: it
+    # execs a string.) Fix: walk what flat_leaves walks, the same way (isinstance tuple,
+    # tuple.__getitem__), and settle into a new plain list rather than in place.
+    @unittest.expectedFailure
+    def test_a_transpose_left_to_the_hand_over_in_a_tuple_subclass(self):
+        self._against_control("lazy_transpose_namedtuple")
 
 
 class StaticCheckTest(_Asserts):
     """Item 5: the harness reached without an import statement L1 sees."""
 
+    # HOLE at 8782e2f: L1 status pass (no findings). For python candidates L1 has only
+    # the import rule harness-import; sys.modules["kforge_" + "harness..."] (or
+    # importlib.import_module of a built name) reaches the modules the child has already
+    # loaded, and the audit hook has no event for it nor for setting a class attribute.
+    # Fix: the introspection/sys-use/dynamic-code rules for python candidates too, or
+    # a runtime check that CandidateChild's class dict is what it was (L1 is a filter).
+    @unittest.expectedFailure
     def test_the_harness_reached_through_sys_modules(self):
         self.assertEqual(check("handover_fused_unimported", "relu")["status"], "fail")
 
+    # HOLE at 8782e2f (redteam6's fused hand-over, unchanged in effect): status pass,
+    # speedups 1.335, 4.51 and 1.51 (all ['speedup_confirmed']; e.g. candidate_ms 0.403
+    # of which timing_charged_ms 0.362, reference_ms 1.818) against relu_honest's 1.02
+    # and 0.94 in interleaved runs, max_abs_diff 0.
+    @unittest.expectedFailure
     def test_the_harness_reached_through_sys_modules_runs(self):
         self.assert_no_gain(run("handover_fused_unimported", "relu", sizes=HUGE))
