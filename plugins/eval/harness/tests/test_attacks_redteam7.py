@@ -112,3 +112,45 @@ class StaticCheckTest(_Asserts):
     @unittest.expectedFailure
     def test_the_harness_reached_through_sys_modules_runs(self):
         self.assert_no_gain(run("handover_fused_unimported", "relu", sizes=HUGE))
+
+
+class AllowanceTest(_Asserts):
+    """Item 4: what timing_plan.charged's allowance (max_wall_gap_ms + max_gap_share *
+    reference median + noise) lets a slower-than-reference candidate hide per call."""
+
+    # HOLE (in part) at 8782e2f: one whole extra pass over 16 MB (about the reference's
+    # median) hidden in the hand-over's copy_ by a dispatch mode: speedups 0.2712 (flags
+    # ['timing_by_clock'], charged 3.847 ms: "the server's clock saw 12.02 ms per timed
+    # call (median), 9.342 ms more than the candidate's own 1.92 ms; the same code path
+    # around the reference's calls costs 4.85"), 0.6073 (charged 0.7685, timing_gap_ms
+    # 7.81 against reference_gap_ms 5.668) and 0.9926 (charged 0.0 although
+    # timing_gap_ms 11.366 against reference_gap_ms 7.5125, reference_ms 2.005),
+    # against the same two passes inside the call: 0.5171, 0.5383, 0.5356. On this
+    # loaded VM the noise term of the allowance swallowed a whole reference median
+    # (3.85 ms of gap beyond the reference's, charged 0). Fix: leave the noise out of
+    # the allowance in the branch above the reference's median (or bound it by the
+    # reference loop's own noise only: the candidate's mad(seen) is the candidate's to
+    # widen).
+    @unittest.expectedFailure
+    def test_an_extra_pass_hidden_in_the_hand_over(self):
+        speedups = {}
+        for name in ("slow_relu_extra_in_call", "slow_relu_extra_in_hand_over"):
+            response = run(name, "relu", sizes=HUGE)
+            self.assertEqual(response["status"], "pass", response)
+            speedups[name] = response["metrics"]["speedup"]
+        print(f"\nspeedups: {speedups}", flush=True)
+        self.assertLessEqual(speedups["slow_relu_extra_in_hand_over"],
+                             speedups["slow_relu_extra_in_call"] * RUN_SPREAD, speedups)
+
+
+class CppStaticCheckTest(_Asserts):
+    """The NumPy transpose as a cpp candidate: L1's output-not-from-kernel rejects it
+    (seen at 8782e2f: "forward returns y.numpy().T, which no kernel wrote"; so were
+    numpy.asarray(y).T, y.t().numpy(), as_strided over y.numpy(), and
+    numpy.frombuffer (numpy-compute)). The run action does not apply L1: run, it passed
+    with speedups 4.19 and 5.37 against scale_transpose_cpp_honest's 1.16 and 1.41."""
+
+    def test_the_numpy_transpose_of_a_cpp_candidate_is_rejected(self):
+        response = check("lazy_transpose_numpy_cpp", "redteam6/scale_transpose", "cpp")
+        self.assertEqual((response["status"], response.get("error_class")),
+                         ("fail", "checker_rejected"), response)
