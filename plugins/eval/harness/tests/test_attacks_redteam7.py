@@ -154,3 +154,31 @@ class CppStaticCheckTest(_Asserts):
         response = check("lazy_transpose_numpy_cpp", "redteam6/scale_transpose", "cpp")
         self.assertEqual((response["status"], response.get("error_class")),
                          ("fail", "checker_rejected"), response)
+
+
+class FreezeTest(_Asserts):
+    """Items 2 and 3: a process of the candidate's that leaves its parent, under the
+    signal freezer (signal_freezer_python.sh of redteam6)."""
+
+    # Not a hole at 8782e2f, but the audit hook was passed: os.fork from the candidate's
+    # frame is refused, torch's DataLoader forks from torch's (trusted) frames, and a
+    # worker may fork again once it clears its daemon flag. The grandchild (pid 6 in the
+    # sandbox) ignored SIGTERM, its parent left by os._exit, it was reparented to pid 1
+    # (/usr/bin/cat, the sandbox's) and spun only while the candidate's main process was
+    # stopped: it logged "spun 0 rounds of 2 ms while the candidate was stopped" through
+    # the whole run (the signal freezer stopped it with the rest of the tree). Speedups
+    # 0.976, 1.0, 0.80, 1.0 against relu_honest's 0.967 and 1.0 (same freezer).
+    def test_an_orphan_started_through_torchs_dataloader_under_the_signal_freezer(self):
+        import os
+        sig = os.path.join(client.DATA, "candidates", "redteam6", "signal_freezer_python.sh")
+        server = client.Server(mode="fork", max_children=2, python=sig)
+        try:
+            req = client.request("orphan_through_torch", "run", "relu", "redteam7/orphan_through_torch",
+                                 language="python", options={"trials": 2, "timing": {"enabled": True}},
+                                 limits={"timeout_s": TIMEOUT_S}, sizes=HUGE)
+            response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
+        finally:
+            server.close()
+        show("orphan_through_torch", "relu", response)
+        self.assert_no_gain(response)
+        self.assertIn("spun 0 rounds", response.get("log_tail", ""))
