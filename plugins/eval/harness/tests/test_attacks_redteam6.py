@@ -246,9 +246,13 @@ class ConfirmationTest(_Asserts):
             server.close()
         print(f"\nhonest alone {worth:.3g}; the hog {hog['metrics'].get('speedup')}; "
               f"honest after the hog {after['metrics'].get('speedup')}", flush=True)
-        self.assertEqual(hog["status"], "pass", hog)
-        self.assertLessEqual(hog["metrics"]["speedup"], worth * NO_GAIN, hog)
-        self.assertLessEqual(after["metrics"]["speedup"], worth * NO_GAIN, after)
+        # Runs of their own compared: the run-to-run spread (seen in a full ctest beside
+        # another job: 0.165 after the hog against 0.148 alone).
+        if hog["status"] == "fail":  # frozen while the reference is timed: its hogs ran then
+            self.assertEqual(hog["error_class"], "cheat_detected", hog)
+        else:
+            self.assertLessEqual(hog["metrics"]["speedup"], worth * RUN_SPREAD, hog)
+        self.assertLessEqual(after["metrics"]["speedup"], worth * RUN_SPREAD, after)
 
 
 class ReportedTimeTest(_Asserts):
