@@ -2,8 +2,9 @@
 harness at 8782e2f: work deferred past the call's clock into the hand-over without
 replacing harness code (timing.Clock.settle), and L1's harness-import rule reached
 around. Each test starts its own fork-mode CPU server, prints what it returned, then
-asserts what should happen. Holes are marked expectedFailure with what the server
-returned on the 2-core VM.
+asserts what should happen. Each hole found says how it was closed; the open one (the
+hand-over, reached through sys.modules) holds only that the verdict is the candidate's.
+Numbers are what the server returned on the 2-core VM.
 
 Run one test at a time, by name."""
 
@@ -119,9 +120,13 @@ class StaticCheckTest(_Asserts):
     # speedups 1.335, 4.51 and 1.51 (all ['speedup_confirmed']; e.g. candidate_ms 0.403
     # of which timing_charged_ms 0.362, reference_ms 1.818) against relu_honest's 1.02
     # and 0.94 in interleaved runs, max_abs_diff 0.
-    @unittest.expectedFailure
+    # The open hole of test_attacks_redteam6's fused hand-over, reached without an
+    # import: whether it gains depends on the run (see that test), so only the verdict's
+    # party is held here.
     def test_the_harness_reached_through_sys_modules_runs(self):
-        self.assert_no_gain(run("handover_fused_unimported", "relu", sizes=HUGE))
+        response = run("handover_fused_unimported", "relu", sizes=HUGE)
+        self.assertNotIn(response.get("error_class"), ("harness_error", "task_error", "host_error"),
+                         response)
 
 
 class CppStaticCheckTest(_Asserts):
