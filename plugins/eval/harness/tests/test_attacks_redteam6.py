@@ -265,13 +265,16 @@ class ConfirmationTest(_Asserts):
             server.close()
         print(f"\nhonest alone {worth:.3g}; the hog {hog['metrics'].get('speedup')}; "
               f"honest after the hog {after['metrics'].get('speedup')}", flush=True)
-        # Runs of their own compared: the run-to-run spread (seen in a full ctest beside
-        # another job: 0.165 after the hog against 0.148 alone).
+        # The hog and the honest candidate after it are judged against the same stored
+        # reference record (seen: 0.211 and 0.159, the slow kernel's own spread): a gross
+        # gain (twice) only. The honest one alone ran in a
+        # server of its own, against a reference timed there: on the 2-core VM that moved
+        # 0.133 to 0.26 for the same kernel, so it bounds only a gross slowdown.
         if hog["status"] == "fail":  # frozen while the reference is timed: its hogs ran then
             self.assertEqual(hog["error_class"], "cheat_detected", hog)
         else:
-            self.assertLessEqual(hog["metrics"]["speedup"], worth * RUN_SPREAD, hog)
-        self.assertLessEqual(after["metrics"]["speedup"], worth * RUN_SPREAD, after)
+            self.assertLessEqual(hog["metrics"]["speedup"], after["metrics"]["speedup"] * 2, hog)
+        self.assertLessEqual(after["metrics"]["speedup"], worth * 2.5, after)
 
 
 class ReportedTimeTest(_Asserts):
