@@ -1502,9 +1502,9 @@ def _guard_violations(message):
 
 def _out_of_device_memory(harness_failed):
     """Whether the harness's own set-up of a child (trusted text: no candidate code had
-    run) failed for want of device memory."""
-    return isinstance(harness_failed, str) and (
-        "OutOfMemoryError" in harness_failed or "out of memory" in harness_failed.lower())
+    run) failed for want of memory, as errors.classify tells it from a text."""
+    return isinstance(harness_failed, str) and \
+        errors.classify({"text": harness_failed}, None) == protocol.OUT_OF_MEMORY
 
 
 def _mismatch(message):
