@@ -31,6 +31,11 @@ def state(pid):
     return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
 
 
+def comm(pid):
+    with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
+        return handle.read()
+
+
 class FreezeTest(unittest.TestCase):
     def start(self, command):
         root = subprocess.Popen(command, start_new_session=True)
@@ -75,11 +80,16 @@ class FreezeTest(unittest.TestCase):
         # server looks, but the CPU time it used since the freeze shows.
         root = self.start(["sh", "-c", f"{sys.executable} -c 'while True: pass' & wait"])
         self.wait_for(root, 1)
+        spinner, = descendants(root.pid)
+        deadline = time.monotonic() + 10
+        while not comm(spinner).startswith("python"):  # forked by sh, not yet exec'd
+            self.assertLess(time.monotonic(), deadline, "the spinner did not start")
+            time.sleep(0.01)
         frozen = freeze_tree(root.pid)
         used = cpu_used(frozen)
         time.sleep(0.2)
         self.assertTrue(still_frozen(root.pid, frozen, used), "a tree left stopped")
-        spinner, = [pid for pid in frozen if state(pid) == b"T" and "python" in open(f"/proc/{pid}/comm").read()]
+        self.assertEqual(frozen, [spinner])
         os.kill(spinner, signal.SIGCONT)
         time.sleep(0.3)
         os.kill(spinner, signal.SIGSTOP)
