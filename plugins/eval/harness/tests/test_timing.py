@@ -245,6 +245,11 @@ class LoopTest(unittest.TestCase):
         # allowance counts, not the reference's speed (a slow kernel reporting a fast one).
         slow = timing_plan.charged(_run(_loop(), [0.1] * 23, [3.0] * 23), reference)
         self.assertAlmostEqual(slow["ms"], 2.8 - 0.05 - 0.1, places=6)
+        # A slow kernel that spreads its calls (0.8 to 4.8 ms around the same median) is
+        # refunded no more: the allowance's noise is the reference loop's, not its own.
+        spread = timing_plan.charged(_run(_loop(), [0.1] * 23, [3.0 + 2.0 * (i % 3 - 1) for i in range(23)]),
+                                     reference)
+        self.assertAlmostEqual(spread["ms"], slow["ms"], places=6)
         # What the server saw agrees with the child's numbers: nothing charged.
         honest = _run(_loop(), [0.5] * 23, [0.7] * 23)
         self.assertAlmostEqual(timing_plan.charged(honest, reference)["charged_ms"], 0.0, places=9)

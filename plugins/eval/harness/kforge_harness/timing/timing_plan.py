@@ -123,11 +123,17 @@ class Loop:
         return [w - e - x for w, e, x in zip(self.timed(self.wall_ms), self.timed(self.event_ms),
                                                self.timed(self.exchange_ms))]
 
+    def seen(self):
+        """Per timed call: the server's bracket less the trusted exchange measured just
+        before it, the call as the server's clock sees it."""
+        return [w - x for w, x in zip(self.timed(self.wall_ms), self.timed(self.exchange_ms))]
+
     def record(self, measured_at):
         """What a reference loop leaves for the candidates' loops to be judged against."""
         gaps = self.gaps()
         return {"summary": summarise(self.timed(self.event_ms)), "gap_ms": statistics.median(gaps),
-                "gap_mad": mad(gaps), "tail_ms": statistics.median(self.timed(self.tail_ms)),
+                "gap_mad": mad(gaps), "seen_mad": mad(self.seen()),
+                "tail_ms": statistics.median(self.timed(self.tail_ms)),
                 "wall_ms": statistics.median(self.timed(self.wall_ms)), "measured_at": measured_at}
 
     def metrics(self, prefix):
@@ -162,16 +168,21 @@ def charged(loop, reference):
     never as a slowdown) unless the clock shows more than that median beyond what load
     explains: then the least the clock vouches for, less the allowance the gap bound
     gives load (anticheat/timing.py: `max_wall_gap_ms`, `max_gap_share` of the call, the
-    noise), is the candidate's, so that a slow kernel reporting a fast one is not rounded
+    noise of the reference's loop), is the candidate's, so that a slow kernel reporting a fast one is not rounded
     up to the reference's speed (seen on an H200: an honest candidate's gap 0.1 to 0.18 ms
     above the reference loop's, which the noise alone did not cover).
-    Spreading its own calls only widens the noise the candidate is charged."""
+    Spreading its own calls only widens the noise the candidate is charged up to the
+    reference's median, never the allowance beyond it."""
     measured = summarise(loop.timed(loop.event_ms))
-    seen = [w - x for w, x in zip(loop.timed(loop.wall_ms), loop.timed(loop.exchange_ms))]
-    noise = 3 * (reference["gap_mad"] + mad(seen)) / math.sqrt(max(1, len(seen)))
+    seen = loop.seen()
+    root_n = math.sqrt(max(1, len(seen)))
+    noise = 3 * (reference["gap_mad"] + mad(seen)) / root_n
     clock_ms = statistics.median(seen) - reference["gap_ms"]
+    # The allowance refunds noise the reference's loop showed, never the candidate's own:
+    # a loop that spreads its calls would otherwise buy itself a larger refund.
+    trusted_noise = 3 * (reference["gap_mad"] + reference["seen_mad"]) / root_n
     allowance = (float(loop.timing["max_wall_gap_ms"]) +
-                 float(loop.timing["max_gap_share"]) * reference["summary"]["ms"] + noise)
+                 float(loop.timing["max_gap_share"]) * reference["summary"]["ms"] + trusted_noise)
     most = max(min(clock_ms + noise, reference["summary"]["ms"]), clock_ms - allowance)
     unexplained = max(0.0, most - measured["ms"])
     for name in ("ms", "p90", "mean", "min", "max"):
