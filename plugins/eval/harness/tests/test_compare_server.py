@@ -5,6 +5,11 @@ through the real server: each class of candidate the per-element rule alone let 
 import json
 import unittest
 
+import torch
+
+from kforge_harness.reference.reference import WEIGHT_DRAWS
+from kforge_harness.server.seeds import RequestSeeds
+from kforge_harness.tasks.runner import seed_everything
 from tests import client
 
 KERNELBENCH_V0 = {"kind": "allclose", "atol": 1e-2, "rtol": 1e-2}
@@ -16,6 +21,29 @@ PER_ELEMENT = {"kind": "allclose", "atol": 1e-4, "rtol": 1e-4}
 def req(request_id, task, candidate=None, **options):
     return client.request(request_id, "run", task, candidate and f"correct/{candidate}",
                           language="python", options=options)
+
+
+def gate_opens(model_seed):
+    """Whether tasks/gated.py's gate is open at the weights of `model_seed`: its only
+    parameter is the first draw after the seeding every model is built under."""
+    seed_everything(model_seed)
+    return float(torch.rand(())) > 0.5
+
+
+def secret_where(draws_open):
+    """A run's secret at which the gated task's weight draws open its gate as
+    `draws_open` says (a list of booleans, draw 0 first)."""
+    for secret in range(1, 100000):
+        seeds = RequestSeeds(secret, "gated")
+        model_seeds = [seeds.model] + [seeds.model_redrawn(k) for k in range(1, len(draws_open))]
+        if [gate_opens(seed) for seed in model_seeds] == draws_open:
+            return secret
+    raise AssertionError(f"no secret draws {draws_open}")
+
+
+SHUT_THEN_OPEN = secret_where([False, True])
+OPEN_AT_ONCE = secret_where([True])
+NEVER_OPEN = secret_where([False] * WEIGHT_DRAWS)
 
 
 class ComparisonThroughTheServerTest(unittest.TestCase):
@@ -37,6 +65,10 @@ class ComparisonThroughTheServerTest(unittest.TestCase):
             req("dead-relu-zeros", "dead_relu", "tiny_output_zeros"),
             client.request("unvariable", "run", "near_constant", "zeros_near_constant"),
             client.request("unvariable-reference", "run", "near_constant"),
+            client.request("gated-redrawn", "run", "gated", options={"seed": SHUT_THEN_OPEN}),
+            req("gated-redrawn-zeros", "gated", "tiny_output_zeros", seed=SHUT_THEN_OPEN),
+            client.request("gated-open", "run", "gated", options={"seed": OPEN_AT_ONCE}),
+            client.request("gated-never", "run", "gated", options={"seed": NEVER_OPEN}),
             timeout=900)
 
     @classmethod
@@ -95,9 +127,20 @@ class ComparisonThroughTheServerTest(unittest.TestCase):
         self.check("dead-relu-zeros", "fail", "numerical_mismatch")
 
     def test_an_output_no_input_makes_vary_is_a_task_error(self):
-        # (x - mean(x)).mean() is rounding noise whatever x is scaled or shifted by.
+        # (x - mean(x)).mean() is rounding noise whatever x is scaled or shifted by, and
+        # whatever the weights are drawn as.
         for case in ("unvariable", "unvariable-reference"):
-            self.check(case, "error", "task_error", "carries no information")
+            self.check(case, "error", "task_error", f"at up to {WEIGHT_DRAWS} draws of the weights")
+
+    def test_an_output_that_some_weights_leave_constant_is_judged_at_weights_that_do_not(self):
+        # The first draw shuts the gate (zeros at every input), the second opens it: the
+        # task is judged there, the flag says so, and a constant fails.
+        redrawn = self.check("gated-redrawn", "pass")
+        self.assertIn("weights_redrawn", redrawn["flags"], redrawn)
+        self.check("gated-redrawn-zeros", "fail", "numerical_mismatch")
+        self.assertNotIn("weights_redrawn", self.check("gated-open", "pass")["flags"])
+        # Shut at every draw: no information at all, a task_error that says so.
+        self.check("gated-never", "error", "task_error", f"at up to {WEIGHT_DRAWS} draws of the weights")
 
 
 if __name__ == "__main__":

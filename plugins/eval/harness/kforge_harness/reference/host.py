@@ -146,6 +146,7 @@ class Host:
         self.mutated = set()  # input positions the reference's own forward changes
         self.plans = {}  # rule key -> varied trials
         self.leaf_facts = {}  # rule key -> per output leaf, compare's facts (centre, noise)
+        self.uninformed = None  # why the last plan found no information, if it did not
 
     # ---- start ----
 
@@ -605,8 +606,15 @@ class Host:
         output leaf its centre over the trials and its rounding noise (the reference again
         at inputs moved by an ulp), kept as the facts every comparison of that leaf is
         judged with; and the varied trials (see VARIATIONS) that give an output without
-        information some: [[seed, scale, shift], ...], empty when the base trials' outputs
-        carry information. A task_error when nothing does."""
+        information some: {"varied": [[seed, scale, shift], ...]}, empty when the base
+        trials' outputs carry information.
+        Where no input makes any output vary at the weights of the model seed, the weights
+        are drawn again from `model_seeds` (the server's, derived from the run's secret)
+        and the reference rebuilt: a task whose output only some weights saturate (a clamp
+        after a bias, KernelBench level 2's 58) is judged in every run, at the first draw
+        whose output carries information: {"model_seed": that draw's seed} as well. Only
+        before any session lent the weights of the first draw, and before another rule
+        planned on them. A task_error when no draw gives an output information."""
         rule = request["rule"]
         key = protocol.encode(rule)
         if key in self.plans:
@@ -614,6 +622,26 @@ class Host:
         if not self.session.inputs_can_vary:
             self.plans[key], self.leaf_facts[key] = [], []
             return {"varied": []}
+        redraws = [] if self.plans or self.next_session else list(request.get("model_seeds") or [])
+        draws = 1
+        while True:
+            try:
+                planned = self._plan_at_these_weights(request, key)
+                break
+            except protocol.Verdict as verdict:
+                if verdict.error_class != protocol.TASK_ERROR or not redraws or self.uninformed is None:
+                    raise
+                self._rebuild(redraws.pop(0))
+                draws += 1
+        if draws > 1:
+            planned["model_seed"] = self.options["seed"]
+            print(f"kforge: the task's output carries no information at the first "
+                  f"{draws - 1} draw(s) of its weights; judged at draw {draws}", file=sys.stderr)
+        return planned
+
+    def _plan_at_these_weights(self, request, key):
+        rule = request["rule"]
+        self.uninformed = None
         information = compare.OutputInformation(rule)
         noise = []
 
@@ -640,13 +668,27 @@ class Host:
             chosen.append([seed, transform[0], transform[1]])
         why = information.uninformative()
         if why is not None:
+            self.uninformed = why
             tried = ", ".join(f"x*{s:g}{b:+g}" for s, b in VARIATIONS)
-            raise protocol.task_error(f"{why} (also with inputs scaled and shifted: {tried}; "
+            draws = 1 + len(request.get("model_seeds") or [])
+            raise protocol.task_error(f"{why} (also with inputs scaled and shifted: {tried}, "
+                                      f"and at up to {draws} draws of the weights; "
                                       "KernelBench issue #165)")
         self.plans[key] = chosen
         self.leaf_facts[key] = [dict(facts, noise=leaf_noise) if leaf_noise else facts
                                 for facts, leaf_noise in zip(information.facts(), noise)]
         return {"varied": chosen}
+
+    def _rebuild(self, model_seed):
+        """The reference built again under another model seed: its weights, and every
+        output kept from the weights before, go."""
+        self.options = dict(self.options, seed=model_seed)
+        self.session.options = self.options
+        self.kept.clear()
+        self.kept_bytes = 0
+        self.reference = self._step("building Model(*get_init_inputs())",
+                                    lambda: self.session.build(*self.session.reference_class()))
+        self._weights()
 
     def _perturbed_outputs(self, seed, transform):
         """The reference's outputs at the trial's inputs moved by an ulp (compare.perturbed):

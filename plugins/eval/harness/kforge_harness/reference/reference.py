@@ -18,6 +18,11 @@ MB = 1 << 20
 VARIATIONS = ((10.0, 0.0), (0.1, 0.0), (1.0, 1.0), (100.0, 0.0), (0.01, 0.0), (1.0, -1.0),
               (10.0, 5.0))
 
+# Draws of the weights (the first included) a plan tries before a task whose output
+# carries no information at any input is a task_error: an output that a drawn bias
+# saturates at half of the draws is judged in all but 1 run in 32.
+WEIGHT_DRAWS = 5
+
 
 def input_key(seed, transform=None):
     """How a trial's inputs are named: the seed, and the transform of a varied trial."""

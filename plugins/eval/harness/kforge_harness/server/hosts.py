@@ -13,13 +13,14 @@ import math
 import time
 
 
-def entry_key(task, source, device_name, inputs_on_device):
+def entry_key(task, source, device_name, inputs_on_device, model_seed):
     """What makes a task's reference different: its source, how it is sized, its format,
-    where its inputs are made, and the device."""
+    where its inputs are made, the device, and its weights (the first draw's model seed:
+    requests under another secret get a host of their own)."""
     spec = {"source_sha": hashlib.sha256(source.encode("utf-8")).hexdigest(),
             "sizes": task["sizes"], "size_scale": task["size_scale"],
             "fit_memory_mb": task["fit_memory_mb"], "format": task["format"],
-            "inputs_on_device": inputs_on_device, "device": device_name}
+            "inputs_on_device": inputs_on_device, "device": device_name, "model_seed": model_seed}
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 
@@ -45,6 +46,7 @@ class TaskEntry:
         self.timing_job = {}  # timing_key -> the internal job measuring it
         self.timing_waiters = {}  # timing_key -> jobs waiting for it
         self.plans = {}  # rule (encoded) -> varied trials
+        self.model_seed = None  # the weights' draw the host's plan chose over the first
         self.users = 0  # jobs holding it
         self.last_used = time.monotonic()
         self.held_mb = 0.0  # the device memory the host last reported holding

@@ -37,6 +37,12 @@ class RequestSeeds:
         parameter shapes get equal default weights (KernelBench's convention)."""
         return derive(self.secret, self.task_id, "model")
 
+    def model_redrawn(self, draw):
+        """The model seed of the draw-th weights drawn again (draw >= 1), for a task whose
+        output carries no information at the weights of the first (reference/host.py
+        `plan`): a bias that saturates a clamp at some draws and not at others."""
+        return derive(self.secret, self.task_id, "model", draw)
+
     def inputs(self, count):
         """Input seeds of trials 0..count-1."""
         return [derive(self.secret, self.task_id, "input", trial) for trial in range(count)]

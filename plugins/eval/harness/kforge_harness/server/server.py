@@ -44,7 +44,7 @@ from kforge_harness import HARNESS_DIR
 from kforge_harness.devices import memory_watch, toolchain
 from kforge_harness.judge import compare
 from kforge_harness.protocol import errors, reporter
-from kforge_harness.reference.reference import VARIATIONS
+from kforge_harness.reference.reference import VARIATIONS, WEIGHT_DRAWS
 from kforge_harness.sandbox.zygote import Zygote
 from kforge_harness.server import child, freezer
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
@@ -125,8 +125,15 @@ class Job:
             return timing
         return timing if self.action == "run" and timing["enabled"] else None
 
+    @property
+    def model_seed(self):
+        """The seed both models are built under: the first draw's, or the draw the task
+        host's plan chose where the first gave no output information (TaskEntry)."""
+        chosen = self.entry.model_seed if self.entry is not None else None
+        return self.seeds.model if chosen is None else chosen
+
     def timing_key(self):
-        return timing_key(self.request["options"]["timing"], self.seeds.model)
+        return timing_key(self.request["options"]["timing"], self.model_seed)
 
     def language(self):
         return self.request["candidate"]["language"]
@@ -371,7 +378,7 @@ class Server:
             self._finish(job, protocol.verdict_result(verdict))
             return
         key = entry_key(job.request["task"], job.source, self.device.name,
-                        job.request["options"]["inputs_on_device"])
+                        job.request["options"]["inputs_on_device"], job.seeds.model)
         self._attach(job, self.hosts.entry(key))
 
     def _attach(self, job, entry):
@@ -391,7 +398,7 @@ class Server:
     def _start_host(self, entry, job):
         request = job.request
         host_job = {"task": dict(request["task"], source=job.source),
-                    "options": {"seed": job.seeds.model,
+                    "options": {"seed": job.model_seed,
                                 "inputs_on_device": request["options"]["inputs_on_device"]},
                     # The first request's limits, its admitted share included: a task
                     # too big for the device fails its self-test as the task's.
@@ -564,7 +571,9 @@ class Server:
         rule = job.request["options"]["rule"]
         self._host_command(job.entry, job, {"plan": {
             "rule": rule, "seeds": job.seeds.inputs(job.request["options"]["trials"]),
-            "varied_seeds": [job.seeds.varied(k) for k in range(len(VARIATIONS))]}}, self._planned)
+            "varied_seeds": [job.seeds.varied(k) for k in range(len(VARIATIONS))],
+            "model_seeds": ([] if job.entry.model_seed is not None else
+                            [job.seeds.model_redrawn(k) for k in range(1, WEIGHT_DRAWS)])}}, self._planned)
 
     def _planned(self, job, result):
         if "varied" not in result:
@@ -572,6 +581,10 @@ class Server:
                 job.entry.failure = result
             self._finish_or_decide(job, result)
             return
+        if "model_seed" in result:
+            job.entry.model_seed = result["model_seed"]
+        if job.entry.model_seed is not None:
+            job.flags.append("weights_redrawn")
         job.trials = [(seed, None) for seed in job.seeds.inputs(job.request["options"]["trials"])]
         varied = result["varied"]
         job.trials += [(seed, (scale, shift)) for seed, scale, shift in varied]
@@ -614,7 +627,7 @@ class Server:
         return {"action": job.action, "task": task,
                 "candidate": dict(request["candidate"],
                                   artifact=_copy_artifact(request["candidate"].get("artifact"), workdir)),
-                "options": {"seed": job.seeds.model,
+                "options": {"seed": job.model_seed,
                             "inputs_on_device": request["options"]["inputs_on_device"]},
                 "limits": request["limits"], "buffers": job.buffers, "weights": job.weights,
                 "file_size_mb": None}
