@@ -59,6 +59,7 @@ class CandidateChild:
         self.channel = channel
         self.options = job["options"]
         self.candidate_path = None
+        self._read_outputs = None  # a timed call's outputs, until the task host read them
         # The runtime guards' handle once a candidate's code is imported; the task's
         # reference as its own candidate runs unguarded.
         self.guard = types.SimpleNamespace(violations=list,
@@ -185,9 +186,12 @@ class CandidateChild:
         return self.session.lent_inputs(self.buffers.get(f"input{command['slot']}"), command["inputs"],
                                         command["seed"])
 
-    def _hand_over(self, out, command):
+    def _hand_over(self, out, command, located=None):
         """Copies the outputs into the output buffer, in the reference's layout; returns
-        a mismatch ({"error_class", "message"}) when they do not fit it, else None."""
+        a mismatch ({"error_class", "message"}) when they do not fit it, else None. With
+        `located` (a list, a timed call on the CPU whose outputs the task host reads out
+        of this process: handover/read.py) nothing is copied: each output's (address,
+        tensor) is appended to it instead."""
         if command.get("output") is None:
             return None
         layout = handover.Layout.from_json(command["output"])
@@ -227,7 +231,10 @@ class CandidateChild:
                 return {"error_class": "dtype_mismatch",
                         "message": f"{name} has dtype {dtype_name(tensor.dtype)}, the "
                                    f"reference's {leaf.dtype}"}
-            self.clock.copy(view, tensor)
+            if located is None:
+                self.clock.copy(view, tensor)
+            else:
+                located.append((tensor.data_ptr(), tensor))
         return None
 
     def _trial(self, model, command):
@@ -250,6 +257,7 @@ class CandidateChild:
         self._send({"prepared": True})
         while True:
             command = self._command()
+            self._read_outputs = None
             if command is None or "call" not in command:
                 return command
             # Outside the call's clock, but the candidate's code may run (a hook of its
@@ -257,16 +265,22 @@ class CandidateChild:
             inputs = self._guarded("timing", lambda: model.feed(self._inputs(command)))
             out, event_ms, tail_ms = self._guarded(
                 "timing", lambda: self._time_call(lambda: model(inputs)))
-            mismatch = self._guarded("timing", lambda: self._hand_over(out, command))
+            located = [] if command.get("read") else None
+            mismatch = self._guarded("timing", lambda: self._hand_over(out, command, located))
             self._guarded("timing", lambda: self.session.release_inputs(inputs, self.clock.copy))
             self.clock.synchronize()
             report = {"called": command["call"], "ms": event_ms, "tail_ms": tail_ms}
+            if located is not None:
+                # Read by the task host once this process is stopped: kept alive until
+                # the next command, which comes after the read.
+                report["outputs_at"] = [address for address, _ in located]
+                self._read_outputs = (out, located)
             facts = self.session.output_facts()
             if facts:  # a kernelbenchx unit's results: their names and inline values
                 report["facts"] = facts
             if mismatch is not None:
                 report["mismatch"] = mismatch
-            out = inputs = None
+            out = inputs = located = None
             self._send(report)
 
 

@@ -60,6 +60,7 @@ import traceback
 import torch
 
 from kforge_harness import handover, protocol
+from kforge_harness.handover import read as outputs_read
 from kforge_harness.anticheat import buffers, observe
 from kforge_harness.judge import compare
 from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dtype_name
@@ -477,15 +478,38 @@ class Host:
                 for view in handover.views(session.output, session.output_layout)]
 
     def take(self, request):
-        """A timed call's outputs out of the slot (the module's docstring); returns when
-        the copy is done, with that moment on the clock the server's bracket reads."""
+        """A timed call's outputs out of the slot (the module's docstring), or, with
+        "read": {"pid", "addresses"}, out of the stopped child's own memory where it said
+        its outputs lie (handover/read.py); returns when the copy is done, with that moment
+        on the clock the server's bracket reads. A read that fails is {"unread": why}."""
         session = self._session(request)
         if session.taken is None:
             session.taken = PrivateBuffer(session.output.nbytes, self.device)
+        reading = request.get("read")
+        if reading is not None:
+            why = self._read_outputs(session, reading)
+            if why is not None:
+                return {"unread": why}
+            return {"taken_at": time.monotonic()}
         nbytes = session.output_layout.nbytes
         session.taken.raw[:nbytes].copy_(session.output.raw[:nbytes])
         self.device.synchronize(torch)
         return {"taken_at": time.monotonic()}
+
+    def _read_outputs(self, session, reading):
+        tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
+        addresses = reading.get("addresses")
+        if (not isinstance(addresses, list) or len(addresses) != len(tensors)
+                or not all(type(a) is int and 0 < a < 1 << 64 for a in addresses)):
+            return (f"its process reported {addresses!r:.200} as where its "
+                    f"{len(tensors)} output(s) lie, not an address for each")
+        local = session.taken.raw.data_ptr()
+        try:
+            outputs_read.read_regions(int(reading["pid"]), [
+                (local + leaf.offset, address, leaf.nbytes) for leaf, address in zip(tensors, addresses)])
+        except outputs_read.ReadFailed as exc:
+            return f"its outputs could not be read where its process said they lie ({exc})"
+        return None
 
     def judge(self, request):
         """A trial's verdict: what the child left in the output slot against the

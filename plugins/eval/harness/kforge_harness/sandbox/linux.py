@@ -24,6 +24,8 @@ PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PTRACER = 0x59616D61
+PR_SET_PTRACER_ANY = ctypes.c_ulong(2 ** 64 - 1 if ctypes.sizeof(ctypes.c_ulong) == 8 else 2 ** 32 - 1)
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 
 libc = ctypes.CDLL(None, use_errno=True)

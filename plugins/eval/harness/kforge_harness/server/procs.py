@@ -140,6 +140,40 @@ def descendants(pid):
     return found
 
 
+def sandbox_worker(pid):
+    """The process a candidate child's code runs in, below `pid` (sandbox/__init__.py: the
+    supervisor S has two children, the PID namespace's reaper, PID 1 there, and the worker;
+    without a PID namespace of its own, the worker alone; without a sandbox, `pid`
+    itself). Found from what the kernel says of S's children, never from the child."""
+    children = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children", "rb") as handle:
+                children += [int(x) for x in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+    workers = [child for child in children if _namespace_pid(child) != 1]
+    if not children:
+        return pid
+    return workers[0] if len(workers) == 1 else None
+
+
+def _namespace_pid(pid):
+    """A process's pid in its innermost PID namespace (None if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def signal_tree(pid, sig):
     """Sends `sig` to every process below `pid` until no new one appears (a process
     forking while the tree is walked). For SIGSTOP: nothing below `pid` runs afterwards."""

@@ -42,6 +42,7 @@ from kforge_harness import protocol, sandbox
 from kforge_harness.anticheat import memory, timing as anticheat_timing
 from kforge_harness import HARNESS_DIR
 from kforge_harness.devices import memory_watch, toolchain
+from kforge_harness.handover import read as outputs_read
 from kforge_harness.judge import compare
 from kforge_harness.protocol import errors, reporter
 from kforge_harness.reference.reference import VARIATIONS, WEIGHT_DRAWS
@@ -50,7 +51,7 @@ from kforge_harness.server import child, freezer
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
 from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_verdict, descendants,
                                          cpu_used, error, fail, freeze_tree, kill_group, log_tail,
-                                         set_nonblocking, signal_tree, still_frozen)
+                                         sandbox_worker, set_nonblocking, signal_tree, still_frozen)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.tasks.tasks import read_task_source
 from kforge_harness.timing import timing_plan
@@ -178,6 +179,10 @@ class Server:
         self.zygote = Zygote(self._zygote_child) if mode == "fork" else None
         self.memory_watch = memory_watch.open_watch(device)
         self.next_watch = 0.0
+        # Why a timed call's outputs cannot be read out of the child by the task host
+        # (handover/read.py), or None: then the child copies nothing in a timed call.
+        self.outputs_unread = ("its outputs are on the device" if device.is_accelerator
+                               else outputs_read.available())
 
     def _zygote_child(self, request, fds):
         """What a child forked from the zygote runs (in the child)."""
@@ -894,6 +899,11 @@ class Server:
         if label in ("timing", "confirm"):  # what the loop is judged against, kept with it
             job.reference = job.entry.timings[job.timing_key()]
         job.loop = timing_plan.Loop(label, job.timing())
+        if self.outputs_unread is None:
+            job.loop.read_from = sandbox_worker(job.proc.pid)
+        if job.loop.read_from is None and not self.device.is_accelerator and \
+                "outputs_copied_in_child" not in job.flags:
+            job.flags.append("outputs_copied_in_child")
         self._continue(job.proc)
         job.proc.send({"time": {"label": label, "compile": label == "compiled"}})
 
@@ -973,7 +983,8 @@ class Server:
         loop.exchange_now = max(0.0, (time.monotonic() - loop.fill_sent) * 1e3 -
                                 (host_ms if isinstance(host_ms, (int, float)) else 0.0))
         command = {"call": call, "slot": call % 2, "inputs": result["inputs"],
-                   "output": result["output"], "seed": loop.seeds[call]}
+                   "output": result["output"], "seed": loop.seeds[call],
+                   "read": loop.read_from is not None}
         if not self._still_frozen(job):
             self._decide(job, fail(protocol.CHEAT_DETECTED,
                                    f"{loop.label}: the candidate's processes ran between timed "
@@ -1003,8 +1014,30 @@ class Server:
         # `take`), not at the child's word: what the candidate finishes after reporting (a
         # kernel in a context of its own runs on) is inside the bracket if the copy has it,
         # and is not judged if it does not.
+        if job.loop.read_from is not None:
+            # Read out of the child once its processes are stopped: a copy nobody in them
+            # can skip, shorten or work beside (handover/read.py).
+            self._freeze_then(job, lambda job: self._host_command(
+                job.entry, job, {"take": {"session": job.session, "read": {
+                    "pid": job.loop.read_from, "addresses": message.get("outputs_at")}}},
+                lambda job, result: self._loop_read(job, message, result)))
+            return
         self._host_command(job.entry, job, {"take": {"session": job.session}},
                            lambda job, result: self._loop_taken(job, message, result))
+
+    def _loop_read(self, job, message, result):
+        if "unread" in result:
+            call = job.loop.label_of(job.loop.next_call)
+            if job.internal is not None:  # the reference's own child: this machine's fault
+                self._decide(job, error(protocol.HARNESS_ERROR, f"{call}: the reference's {result['unread']}"))
+            else:
+                self._decide(job, fail(protocol.CHEAT_DETECTED, f"{call}: {result['unread']}"))
+            return
+        taken_at = result.get("taken_at")
+        if not isinstance(taken_at, (int, float)) or isinstance(taken_at, bool):
+            self._decide(job, result)
+            return
+        self._loop_judge_call(job, message, taken_at)
 
     def _loop_taken(self, job, message, result):
         taken_at = result.get("taken_at")

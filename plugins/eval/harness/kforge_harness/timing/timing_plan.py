@@ -15,6 +15,8 @@ One call k (server, task host H, child C):
        whole-device sync -> {"called": k, "ms", "tail_ms"}
     H: copies the outputs out of the buffer (`take`); clock stops when the copy is done:
        what is judged is that copy, and all of it was written inside the bracket
+       (on the CPU: C copies nothing and reports where its outputs lie, the server
+       freezes C's processes first, and H reads them out of C, handover/read.py)
     server: C's processes frozen (SIGSTOP without a cgroup): nothing of them runs on the
        host until the next call. A kernel that outlives the call runs on the device,
        frozen or not, but the next call's inputs reach memory C maps only once that
@@ -72,6 +74,9 @@ class Loop:
         self.checked = []
         self.prepared = False
         self.commanded_at = None
+        # The child's worker process the task host reads each call's outputs out of
+        # (handover/read.py), or None where they cross by the child's copy.
+        self.read_from = None
 
     @property
     def next_call(self):
