@@ -91,6 +91,10 @@ class HandOverThroughTheServerTest(unittest.TestCase):
         if response["status"] == "pass":
             self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
 
+    def test_the_same_work_done_in_forward_passes(self):
+        # work_in_hand_over's control: its clamp, in forward.
+        self.assertEqual(run("clamp_honest")["status"], "pass")
+
     def test_forged_addresses_are_the_candidates_failure(self):
         response = run("addresses_forged")
         self.assertEqual((response["status"], response["error_class"]), ("fail", "cheat_detected"), response)
