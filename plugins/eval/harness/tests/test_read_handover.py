@@ -55,18 +55,16 @@ class ReadTest(unittest.TestCase):
                 outputs_read.read_regions(proc.pid, [(ctypes.addressof(copy), remote, size)])
 
 
-def run(name, server=None, candidate_dir="read_handover"):
-    own = server is None
-    server = server or client.Server(mode="fork", max_children=2)
+def run(name, task="relu", sizes=HUGE):
+    server = client.Server(mode="fork", max_children=2)
     try:
-        req = client.request(name, "run", "relu", f"{candidate_dir}/{name}" if name else None,
+        req = client.request(name or "reference", "run", task, f"read_handover/{name}" if name else None,
                              language="python", options={"trials": 2, "timing": {"enabled": True}},
-                             limits={"timeout_s": TIMEOUT_S}, sizes=HUGE)
+                             limits={"timeout_s": TIMEOUT_S}, sizes=sizes)
         response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
     finally:
-        if own:
-            server.close()
-    show(name or "the reference", "relu", response)
+        server.close()
+    show(name or "the reference", task, response)
     return response
 
 
@@ -99,6 +97,13 @@ class HandOverThroughTheServerTest(unittest.TestCase):
         response = run("addresses_forged")
         self.assertEqual((response["status"], response["error_class"]), ("fail", "cheat_detected"), response)
         self.assertIn("could not be read where its process said they lie", response["message"])
+
+    def test_a_machine_that_forbids_the_read_falls_back_to_the_childs_copy_and_says_so(self):
+        # The reference's own timing child cannot be read (the task makes it so): the
+        # server copies from then on, starts that loop again, and the verdict says so.
+        response = run(None, task="unreadable_outputs", sizes=None)
+        self.assertEqual(response["status"], "pass", response)
+        self.assertIn("outputs_copied_in_child", response["flags"], response)
 
     def test_outputs_finished_after_the_report_are_not_judged_as_finished(self):
         response = run("computed_after_report")
