@@ -270,10 +270,13 @@ class ConfirmationTest(_Asserts):
         # gain (twice) only. The honest one alone ran in a
         # server of its own, against a reference timed there: on the 2-core VM that moved
         # 0.133 to 0.26 for the same kernel, so it bounds only a gross slowdown.
+        # The honest kernel's own speed moves from loop to loop here (seen: 0.12 after the
+        # hog against 0.26 for the hog, in a full ctest run), so the hog is held to twice
+        # the better of the two honest measurements.
         if hog["status"] == "fail":  # frozen while the reference is timed: its hogs ran then
             self.assertEqual(hog["error_class"], "cheat_detected", hog)
         else:
-            self.assertLessEqual(hog["metrics"]["speedup"], after["metrics"]["speedup"] * 2, hog)
+            self.assertLessEqual(hog["metrics"]["speedup"], max(after["metrics"]["speedup"], worth) * 2, hog)
         self.assertLessEqual(after["metrics"]["speedup"], worth * 2.5, after)
 
 
