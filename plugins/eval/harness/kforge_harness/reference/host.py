@@ -500,7 +500,7 @@ class Host:
         tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
         addresses = reading.get("addresses")
         if (not isinstance(addresses, list) or len(addresses) != len(tensors)
-                or not all(type(a) is int and 0 < a < 1 << 64 for a in addresses)):
+                or not all(type(a) is int and 0 <= a < 1 << 64 for a in addresses)):
             return (f"its process reported {addresses!r:.200} as where its "
                     f"{len(tensors)} output(s) lie, not an address for each")
         local = session.taken.raw.data_ptr()

@@ -33,6 +33,7 @@ class Proc:
         self.timed_out = False
         self.flooded = False
         self.cgroup = None  # a candidate child's freezer.Group, once its code may run
+        self.worker = None  # the sandbox's worker (sandbox_worker), found before its code ran
         self.received = 0  # bytes read from `read_fd`
         self.lines = 0  # lines read from `read_fd`
         # A task host's: close command id -> the response of the job whose session it

@@ -716,6 +716,10 @@ class Server:
                 # now, and whatever the candidate starts later is born in the cgroup.
                 if self.freezer is not None:
                     proc.cgroup = self.freezer.group(descendants(proc.pid))
+                # The process the candidate's code will run in, found before any of it
+                # runs: it cannot point the task host's reads elsewhere (a process of its
+                # own made a sibling of the worker with CLONE_PARENT, say).
+                proc.worker = sandbox_worker(proc.pid)
                 job.proc.send({"build": True})
             return
         # From here on, what the child says is data about the candidate's run, no more.
@@ -900,7 +904,7 @@ class Server:
             job.reference = job.entry.timings[job.timing_key()]
         job.loop = timing_plan.Loop(label, job.timing())
         if self.outputs_unread is None:
-            job.loop.read_from = sandbox_worker(job.proc.pid)
+            job.loop.read_from = job.proc.worker
         if job.loop.read_from is None and not self.device.is_accelerator and \
                 "outputs_copied_in_child" not in job.flags:
             job.flags.append("outputs_copied_in_child")
@@ -1015,17 +1019,21 @@ class Server:
         # kernel in a context of its own runs on) is inside the bracket if the copy has it,
         # and is not judged if it does not.
         if job.loop.read_from is not None:
-            # Read out of the child once its processes are stopped: a copy nobody in them
-            # can skip, shorten or work beside (handover/read.py).
-            self._freeze_then(job, lambda job: self._host_command(
-                job.entry, job, {"take": {"session": job.session, "read": {
-                    "pid": job.loop.read_from, "addresses": message.get("outputs_at")}}},
-                lambda job, result: self._loop_read(job, message, result)))
+            # Read out of the child once its processes are stopped (handover/read.py): a copy
+            # nobody in them can skip, shorten or work beside. The bracket closes when they
+            # are all stopped: nothing of the candidate runs after that, and the read's own
+            # cost (which depends on how the candidate's pages are mapped) is no one's time.
+            self._freeze_then(job, lambda job: self._read_frozen(job, message, time.monotonic()))
             return
         self._host_command(job.entry, job, {"take": {"session": job.session}},
                            lambda job, result: self._loop_taken(job, message, result))
 
-    def _loop_read(self, job, message, result):
+    def _read_frozen(self, job, message, frozen_at):
+        self._host_command(job.entry, job, {"take": {"session": job.session, "read": {
+            "pid": job.loop.read_from, "addresses": message.get("outputs_at")}}},
+            lambda job, result: self._loop_read(job, message, result, frozen_at))
+
+    def _loop_read(self, job, message, result, frozen_at):
         if "unread" in result:
             call = job.loop.label_of(job.loop.next_call)
             if job.internal is None:
@@ -1041,11 +1049,10 @@ class Server:
             else:
                 self._decide(job, error(protocol.HARNESS_ERROR, f"{call}: the reference's {result['unread']}"))
             return
-        taken_at = result.get("taken_at")
-        if not isinstance(taken_at, (int, float)) or isinstance(taken_at, bool):
+        if "taken_at" not in result:
             self._decide(job, result)
             return
-        self._loop_judge_call(job, message, taken_at)
+        self._loop_judge_call(job, message, frozen_at)
 
     def _loop_taken(self, job, message, result):
         taken_at = result.get("taken_at")
@@ -1070,10 +1077,19 @@ class Server:
         after = {"session": job.session, "slot": call % 2, "seed": loop.seeds[call],
                  "check": loop.check_drawn(), "label": loop.label_of(call),
                  "rule": job.request["options"]["rule"]}
-        if isinstance(message.get("facts"), dict):  # a kernelbenchx unit's results, named
+        if isinstance(message.get("facts"), dict) and job.entry.facts.get("timed_unit"):
+            # A kernelbenchx unit's results, named (no other task's calls report any).
             after["report"] = message["facts"]
         if loop.finished:
             self._host_command(job.entry, job, {"after": after}, self._loop_after)
+            return
+        if "report" in after:
+            # Not in the exchange that measures a round trip's cost (`exchange_now`, taken
+            # off the next call's bracket): the report is the candidate's, and its size
+            # would make that trusted cost whatever the candidate wants.
+            self._host_command(job.entry, job, {"after": after},
+                               lambda job, result: self._loop_fill(job) if result.get("status") == "pass"
+                               else self._loop_after(job, result))
             return
         # The call's checks and the next call's inputs in one exchange with the host.
         seed = loop.seed_for_next()
