@@ -16,7 +16,8 @@ One call k (server, task host H, child C):
     H: copies the outputs out of the buffer (`take`); clock stops when the copy is done:
        what is judged is that copy, and all of it was written inside the bracket
        (on the CPU: C copies nothing and reports where its outputs lie, the server
-       freezes C's processes first, and H reads them out of C, handover/read.py)
+       freezes C's processes, the clock stops when they are all stopped, and H reads
+       the outputs out of C after that, handover/read.py)
     server: C's processes frozen (SIGSTOP without a cgroup): nothing of them runs on the
        host until the next call. A kernel that outlives the call runs on the device,
        frozen or not, but the next call's inputs reach memory C maps only once that
