@@ -5,10 +5,11 @@ candidate's process, and the reference's loop pays the same copy, which the serv
 then refunds to every candidate (timing_plan.charged subtracts the reference's gap). A
 candidate that skipped the copy (computing straight into the slot, its hand-over replaced)
 got the copy's time as a speedup: up to 2x for an elementwise kernel. Here the child
-copies nothing: it reports where its outputs lie, the server stops its processes, and the
-task host reads them with process_vm_readv into a buffer of its own. The read is trusted
-work that both loops pay alike and no candidate can skip or overlap (its processes are
-stopped while it runs); what the candidate points at is its output, judged as such.
+copies nothing: it reports where its outputs lie, the server stops its processes (the
+call's clock stops when they are all stopped), and the task host reads them with
+process_vm_readv into a buffer of its own. Nothing of the candidate runs during the read,
+so it needs no clock (its cost depends on how the candidate's pages are mapped: huge pages
+read 2.5x faster); what the candidate points at is its output, judged as such.
 
 Needs cross-memory attach (Linux >= 3.2) and ptrace-mode access from the task host to the
 sandboxed worker: the worker allows it under Yama (sandbox.enter: PR_SET_PTRACER), and
