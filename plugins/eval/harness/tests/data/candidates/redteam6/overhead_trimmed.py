@@ -33,8 +33,12 @@ def _inputs(self, command):
     return _views[key]
 
 
-def _hand_over(self, out, command):
+def _hand_over(self, out, command, located=None):
     if command.get("output") is None:
+        return None
+    if located is not None:  # the task host reads the outputs out of this process: no checks
+        value = out[0] if isinstance(out, (list, tuple)) else out
+        located.append((value.data_ptr(), value))
         return None
     if "out" not in _views:
         layout = handover.Layout.from_json(command["output"])
