@@ -151,8 +151,20 @@ bool ResultsWriter::append(const JobOutcome& outcome) {
     }
     written += static_cast<size_t>(n);
   }
+  // What the file should hold now is what it held plus this line: bytes another process
+  // appended between the check above and this look would otherwise be taken for ours.
+  const uint64_t expected = good_length_ + line.size();
   record_locked();
   ++lines_;
+  if (good_length_ != expected) {
+    failure_ = changed_under_the_run(
+        good_length_ > expected
+            ? fmt::format("'{}' grew by {} bytes this run did not write (another process appended to it)", path_,
+                          good_length_ - expected)
+            : fmt::format("'{}' was truncated by another process (to {} bytes, {} expected)", path_, good_length_,
+                          expected));
+    return false;
+  }
   return true;
 }
 

@@ -247,11 +247,18 @@ class ConfirmationTest(_Asserts):
         # No gain seen at 94b2514 (1 GB dirtied in 1.89 s in the last call of the first
         # loop): speedup 10.86 against the control's 9.38; confirm_reference_ms 16.46
         # against the control's 19.63 (run-to-run spread of these numbers here: 15%).
+        # Both in one server, judged against the same first reference record: in servers
+        # of their own (as before) a full ctest run saw 11.86 against the control's 8.18,
+        # the two references timed apart.
         speedups = {}
-        for name in ("relu_once_honest", "writeback_left_behind"):
-            response = run(name, "redteam6/relu_twice")
-            self.assertEqual(response["status"], "pass", response)
-            speedups[name] = response["metrics"]["speedup"]
+        server = client.Server(mode="fork", max_children=2)
+        try:
+            for name in ("relu_once_honest", "writeback_left_behind"):
+                response = run(name, "redteam6/relu_twice", server=server)
+                self.assertEqual(response["status"], "pass", response)
+                speedups[name] = response["metrics"]["speedup"]
+        finally:
+            server.close()
         print(f"\nspeedups: {speedups}", flush=True)
         self.assertLessEqual(speedups["writeback_left_behind"], speedups["relu_once_honest"] * RUN_SPREAD,
                              speedups)
