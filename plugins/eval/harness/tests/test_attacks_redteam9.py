@@ -5,14 +5,9 @@ VM is noisy, and the suite's servers must not run beside another suite's."""
 
 import unittest
 
-from kforge_harness.handover import read as outputs_read
 from tests import client
-from tests.test_attacks import NO_GAIN
 from tests.test_attacks_forged import show
-
-NOT_THE_CANDIDATES = ("harness_error", "task_error", "host_error")
-HUGE = {"batch_size": 4096, "dim": 1024}
-TIMEOUT_S = 240
+from tests.test_attacks_redteam8 import HUGE, NOT_THE_CANDIDATES, TIMEOUT_S, ReadMachine
 
 
 def _request(request_id, name):
@@ -32,19 +27,7 @@ def run(name):
     return response
 
 
-class _ReadMachine(unittest.TestCase):
-    def setUp(self):
-        why = outputs_read.available()
-        if why is not None:
-            self.skipTest(f"SKIP: outputs cross by the child's copy on this machine: {why}")
-
-    def assert_no_gain(self, response):
-        self.assertNotIn(response.get("error_class"), NOT_THE_CANDIDATES, response)
-        if response["status"] == "pass":
-            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
-
-
-class LeanLoopTest(_ReadMachine):
+class LeanLoopTest(ReadMachine):
     """The candidate replaces CandidateChild._timed_loop (a class attribute) with a lean
     loop: slot views kept per slot, the ReLU into one kept output, no hand-over checks, a
     minimal report with "ms": 0. Its work is the reference's (kept_honest: the same clamp
@@ -70,7 +53,7 @@ class LeanLoopTest(_ReadMachine):
         self.assertEqual(response["status"], "pass", response)
 
 
-class NonDenseOutputTest(_ReadMachine):
+class NonDenseOutputTest(ReadMachine):
     """Honest ReLUs whose output is not dense (rows padded to dim + 16; column-major): the
     read hand-over reads data_ptr() for nbytes in memory order, which would judge the
     padding. Not a hole: Clock.settle makes the outputs contiguous inside the call's
@@ -84,7 +67,7 @@ class NonDenseOutputTest(_ReadMachine):
         self.assertEqual(run("redteam9/strided_honest")["status"], "pass")
 
 
-class NeighbourLoadTest(_ReadMachine):
+class NeighbourLoadTest(ReadMachine):
     """A neighbour job of the same task keeps both cores busy for 20 s while it builds
     (not timed, not frozen), beside an honest job on the same server and task host. Seen
     at c95cb44 (one run): the honest job passed at 0.935x (reference_from_store: the
