@@ -105,8 +105,9 @@ class FreezerTest(unittest.TestCase):
         if response["status"] == "pass":
             # Not NO_GAIN: what is left is the staller's kernel work competing for the
             # CPU with the reference's loop beside it (0.53 and 1.23 in two runs after the
-            # fix). kforge's device gate gives a timed run its device alone, which this
-            # raw server test bypasses; the server's spin gave 1.55 to 2.75.
+            # fix, before the server took turns: each loop now has the device alone and
+            # the other jobs' processes are stopped while it runs, server/turns.py); the
+            # server's spin gave 1.55 to 2.75.
             self.assertLessEqual(response["metrics"]["speedup"], BESIDE_A_STALLER, response)
         else:
             self.assertEqual(response["error_class"], "cheat_detected", response)

@@ -38,8 +38,9 @@ class TaskEntry:
         self.facts = None  # its self-test's facts, once ready
         self.failure = None  # a task_error that will not change (the task is broken)
         self.starter = None  # the job that started the host (it paid the self-test)
+        self.host_asked = False  # its start waits for the device (server/turns.py)
         self.waiting = []  # jobs waiting for the host to be ready
-        self.pending = {}  # command id -> (job, callback)
+        self.pending = {}  # command id -> (job, callback, wants_fds, a step of the job's turns)
         self.sent_at = {}  # command id -> when it was sent
         self.next_id = 0
         self.timings = {}  # timing_key -> timing_plan.Loop.record() (+ compile_ms)

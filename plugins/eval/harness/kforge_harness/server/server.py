@@ -53,6 +53,7 @@ from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_
                                          cpu_used, error, fail, freeze_tree, kill_group, log_tail,
                                          sandbox_worker, set_nonblocking, signal_tree, still_frozen)
 from kforge_harness.server.seeds import RequestSeeds
+from kforge_harness.server.turns import DeviceTurns
 from kforge_harness.tasks.tasks import read_task_source
 from kforge_harness.timing import timing_plan
 from kforge_harness.timing.timing import summarise
@@ -116,6 +117,9 @@ class Job:
         self.reference_wait_from = None  # since when, frozen, it waits for the reference's timing
         self.timing_started = 0.0
         self.had_company = False
+        self.turn_wait_s = 0.0  # time its steps and loops waited for other jobs' timing loops
+        self.paused_left = None  # while paused for another job's loop: its child's time left
+        self.paused_s = 0.0  # time paused so (its child's limit was suspended meanwhile)
         task = request.get("task") or {}
         self.seeds = RequestSeeds(request["options"]["seed"], task.get("id") or os.path.splitext(
             os.path.basename(task.get("path") or ""))[0])
@@ -167,6 +171,10 @@ class Server:
         self.procs = {}  # pid -> Proc
         self.standby = None  # fork mode: a candidate child waiting for its job
         self.next_internal = 0
+        # Timing loops have the device alone, the rest shares it (turns.py); the jobs
+        # paused meanwhile.
+        self.turns = DeviceTurns(self._pause_neighbours, self._resume_neighbours)
+        self.paused = []
         self.stdin_open = True
         self.stdin_buffer = bytearray()
         # poll, not epoll: epoll refuses a regular file as stdin (requests from a file).
@@ -289,6 +297,7 @@ class Server:
             return
         job.finished = True
         self.jobs.discard(job)
+        self.turns.forget(job)
         if job.proc is not None and job.proc.pid in self.procs:
             self._continue(job.proc)
             kill_group(job.proc.pid)
@@ -299,8 +308,8 @@ class Server:
                 host = entry.proc
                 # Answered like any command, so under the host's deadline: a host that
                 # hangs is killed, and its death sends what it held.
-                closing = self._host_command(entry, job, {"close": {"session": job.session}},
-                                             lambda _job, _result: None)
+                closing = self._host_send(entry, job, {"close": {"session": job.session}},
+                                          lambda _job, _result: None)
             entry.users -= 1
             entry.last_used = time.monotonic()
             self._close_idle_hosts()
@@ -310,13 +319,12 @@ class Server:
         log = log_tail(os.path.join(job.proc.workdir, "log.txt")) if job.proc is not None else ""
         metrics = dict(result.get("metrics") or {})
         metrics["child_seconds"] = time.monotonic() - job.started
+        metrics["turn_wait_seconds"] = job.turn_wait_s
         flags = list(job.flags) + [f for f in result.get("flags") or [] if f not in job.flags]
         task_sizes = None
         if entry is not None and entry.facts is not None:
             facts = entry.facts
-            # A job of this task holds the task's peak twice (its host's reference and its
-            # candidate's own) and its session's buffers.
-            metrics.update(task_peak_mb=2 * facts["peak_mb"] + self._session_mb(entry),
+            metrics.update(task_peak_mb=self._need_mb(entry),
                            device_memory_mb=facts["device_memory_mb"] - self._hosts_mb(entry))
             task_sizes = facts["task_sizes"]
             flags += [f for f in facts.get("flags", []) if f not in flags]
@@ -340,6 +348,11 @@ class Server:
             host.held_responses[closing] = response
         else:
             self._respond(response)
+
+    def _need_mb(self, entry):
+        """The device memory a job of this task holds: the task's peak twice (its host's
+        reference and its candidate's own) and its session's buffers."""
+        return 2 * entry.facts["peak_mb"] + self._session_mb(entry)
 
     def _session_mb(self, entry):
         """A child's buffers in its task host: two input slots, the staging buffer a timed
@@ -395,12 +408,16 @@ class Server:
             self._host_ready_for(job)
         else:
             entry.waiting.append(job)
-            if entry.proc is None:
-                self._start_host(entry, job)
+            if entry.proc is None and not entry.host_asked:
+                # The host's start (the reference built, its self-test) is device work:
+                # a step of the entry's, so that no job's end drops it.
+                entry.host_asked = True
+                self.turns.step(entry, lambda: self._start_host(entry, job))
 
     # ---- task hosts ----
 
     def _start_host(self, entry, job):
+        entry.host_asked = False
         request = job.request
         host_job = {"task": dict(request["task"], source=job.source),
                     "options": {"seed": job.model_seed,
@@ -419,6 +436,7 @@ class Server:
                 host_job, p["command_r"], p["result_w"], self.device, self.memory_base),
                 commands=True, fd_socket=True)
         except OSError as exc:
+            self.turns.done(entry)
             self._host_failed(entry, error(protocol.HARNESS_ERROR, f"cannot start the task host: {exc}"),
                               lasting=False)
             return
@@ -432,6 +450,7 @@ class Server:
         if entry.proc is not proc:  # a retired host's last words
             return
         if "ready" in message and entry.facts is None and isinstance(message["ready"], dict):
+            self.turns.done(entry)
             entry.facts = message["ready"]
             proc.deadline = math.inf
             waiting, entry.waiting = entry.waiting, []
@@ -443,13 +462,23 @@ class Server:
             lasting = (result.get("error_class") == protocol.TASK_ERROR
                        and "out_of_memory" not in (result.get("flags") or []))
             entry.proc = None  # it said why it ends: its exit is no news (_host_death)
+            self.turns.done(entry)
             self._host_failed(entry, result, lasting)
         elif "result" in message:
             self._host_answer(entry, proc, message)
 
     def _host_answer(self, entry, proc, message):
         command_id = message.get("id")
-        job, callback, wants_fds = entry.pending.pop(command_id, (None, None, False))
+        job, callback, wants_fds, stepped = entry.pending.pop(command_id, (None, None, False, False))
+        try:
+            self._host_answered(entry, proc, message, command_id, job, callback, wants_fds)
+        finally:
+            # After what the answer sets going: a step that follows it (begin()) is in
+            # flight before a loop waiting for this one may start.
+            if stepped:
+                self.turns.done(job)
+
+    def _host_answered(self, entry, proc, message, command_id, job, callback, wants_fds):
         sent = entry.sent_at.pop(command_id, None)
         if isinstance(message.get("held_mb"), (int, float)):
             entry.held_mb = float(message["held_mb"])
@@ -502,13 +531,35 @@ class Server:
                               if j.entry is entry), default=60.0))
 
     def _host_command(self, entry, job, command, callback, wants_fds=False):
-        """Sends `command` to the entry's host; callback(job, result) follows, or
-        callback(job, result, fds) with the descriptors of its answer (`wants_fds`).
-        Returns the command's id, or None when the host could not be sent it."""
+        """Sends `command` to the entry's host as a step of `job`'s (turns.py: held while
+        another job's timing loop waits or runs); callback(job, result) follows, or
+        callback(job, result, fds) with the descriptors of its answer (`wants_fds`)."""
+        asked, paused = time.monotonic(), job.paused_s
+
+        def send():
+            waited = time.monotonic() - asked
+            job.turn_wait_s += waited
+            if job.proc is not None:  # the child's limit does not count the wait
+                job.proc.deadline += max(0.0, waited - (job.paused_s - paused))
+            if job.finished or job.decided is not None:
+                self.turns.done(job)
+                return
+            if self._host_send(entry, job, command, callback, wants_fds, stepped=True) is None:
+                self.turns.done(job)
+
+        self.turns.step(job, send)
+
+    def _host_send(self, entry, job, command, callback, wants_fds=False, stepped=False):
+        """Sends `command` to the entry's host now; callback as _host_command's. Returns
+        the command's id, or None when the host could not be sent it."""
+        if entry.proc is None:  # it died while the command waited for its turn
+            if callback is not None:
+                self._decide(job, error(protocol.HARNESS_ERROR, "the task host is gone"))
+            return None
         entry.next_id += 1
         command_id = entry.next_id
         if callback is not None:
-            entry.pending[command_id] = (job, callback, wants_fds)
+            entry.pending[command_id] = (job, callback, wants_fds, stepped)
             entry.sent_at[command_id] = time.monotonic()
             entry.proc.deadline = min(entry.sent_at.values()) + self._host_timeout(entry)
         if not entry.proc.send(dict(command, id=command_id)):
@@ -536,6 +587,7 @@ class Server:
         entry.proc = None
         limits = {"timeout_s": self._host_timeout(entry)}
         if entry.facts is None:
+            self.turns.done(entry)  # its start ended
             if proc.timed_out:
                 result = error(protocol.TASK_ERROR,
                                f"the task's reference did not finish within the wall-clock limit "
@@ -555,7 +607,7 @@ class Server:
         what = ("did not answer within its limit" if proc.timed_out
                 else death_text(proc, status, None, ""))
         tail = log_tail(os.path.join(proc.workdir, "log.txt"))[-1000:]
-        for job, _, _ in pending.values():
+        for job, _, _, _ in pending.values():
             if not job.finished:
                 self._decide(job, error(protocol.TASK_ERROR if proc.timed_out else protocol.HARNESS_ERROR,
                                         f"the task host {what}; its log ends with: {tail}"))
@@ -570,6 +622,11 @@ class Server:
     # ---- a job with its host ready ----
 
     def _host_ready_for(self, job):
+        if job.internal is None:
+            # Its need, known now rather than with its verdict: kforge's admission charged
+            # a task it had not seen the most any task needed, and now lets others in
+            # beside it (PROTOCOL.md, "Need lines").
+            self._respond({"id": job.id, "need_mb": self._need_mb(job.entry)})
         if job.internal is not None or job.action == "compile":
             self._open_session(job)
             return
@@ -650,6 +707,7 @@ class Server:
         proc.owner, job.proc = job, proc
         proc.started = time.monotonic()
         proc.deadline = proc.started + float(job.request["limits"]["timeout_s"])
+        self.turns.begin(job)  # its set-up, until it is ready
         if not proc.send({"job": self._candidate_job(job, proc.workdir)}, fds):
             self._decide(job, error(protocol.HARNESS_ERROR, "the candidate's child is gone"))
         self._refill_standby()
@@ -732,10 +790,12 @@ class Server:
             self._decide(job, self._candidate_failure(message["failed"], job.language()))
         elif message.get("ready") is True and not job.ready:
             job.ready = True
+            self.turns.done(job)
             self._candidate_ready(job)
         elif isinstance(message.get("weights"), dict):
             self._candidate_weights(job, message["weights"])
         elif "trial" in message:
+            self.turns.done(job)
             self._candidate_trial(job, message)
         elif job.loop is not None and message.get("prepared") is True and not job.loop.prepared:
             job.loop.prepared = True
@@ -777,6 +837,7 @@ class Server:
             self._decide(job, result)
             return
         seed, _ = job.trials[job.next_trial]
+        self.turns.begin(job)  # the trial, until its report
         job.proc.send({"go": job.next_trial, "slot": job.next_trial % 2, "inputs": result["inputs"],
                        "output": result["output"], "seed": seed})
 
@@ -891,6 +952,20 @@ class Server:
                 self._decide(waiter, failure)
 
     def _start_loop(self, job, label):
+        """Runs `job`'s `label` loop once it has the device alone (turns.py)."""
+        asked, paused = time.monotonic(), job.paused_s
+
+        def start():
+            waited = time.monotonic() - asked
+            job.turn_wait_s += waited
+            if job.proc is not None and job.reference_wait_from is None:
+                # (A job stopped for its reference's timing has its wait counted there.)
+                job.proc.deadline += max(0.0, waited - (job.paused_s - paused))
+            self._run_loop(job, label)
+
+        self.turns.alone(job, start)
+
+    def _run_loop(self, job, label):
         if job.reference_wait_from is not None:
             job.proc.deadline += time.monotonic() - job.reference_wait_from
             job.reference_wait_from = None
@@ -910,6 +985,33 @@ class Server:
             job.flags.append("outputs_copied_in_child")
         self._continue(job.proc)
         job.proc.send({"time": {"label": label, "compile": label == "compiled"}})
+
+    def _pause_neighbours(self, owner):
+        """`owner`'s loop has the device: the other jobs' candidate processes stop until
+        it ends (whatever threads of their own would run beside it), their wall-clock
+        limits suspended. Those stopped for their own timing stay as they are."""
+        for job in self.jobs:
+            if job is owner or job.proc is None or job.action == "check" or job.decided is not None or \
+                    job.reference_wait_from is not None or job.freezing is not None:
+                continue
+            if job.proc.cgroup is not None:
+                job.proc.cgroup.start_freeze()
+            else:
+                signal_tree(job.proc.pid, signal.SIGSTOP)
+            job.paused_left = job.proc.deadline - time.monotonic()
+            job.proc.deadline = math.inf
+            self.paused.append((job, time.monotonic()))
+
+    def _resume_neighbours(self, owner):
+        paused, self.paused = self.paused, []
+        now = time.monotonic()
+        for job, since in paused:
+            job.paused_s += now - since
+            left, job.paused_left = job.paused_left, None
+            if job.finished or job.decided is not None:
+                continue
+            job.proc.deadline = now + left
+            self._continue(job.proc)
 
     def _freeze_then(self, job, then):
         """Stops the candidate's processes between timed calls, then calls then(job): at
@@ -1114,6 +1216,7 @@ class Server:
 
     def _loop_done(self, job):
         loop = job.loop
+        self.turns.release(job)
         if job.internal is not None:
             self._reference_loop_done(job)
             return
@@ -1267,6 +1370,7 @@ class Server:
             self._finish(job, result)
             return
         job.decided = result
+        self.turns.forget(job)
         self._continue(job.proc)
         if stop:
             kill_group(job.proc.pid)
