@@ -122,6 +122,8 @@ class Harness:
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.flush()
         response = self._read_line(timeout=600)
+        while "status" not in response:  # a need line before the answer (PROTOCOL.md)
+            response = self._read_line(timeout=600)
         return time.perf_counter() - started, response
 
     def close(self):

@@ -235,8 +235,9 @@ class HarnessServer::Process {
   }
 
   // Registers the request and writes it; nullopt (with `error`) when the server is gone.
+  // `on_need` hears the request's need line, if one comes (PROTOCOL.md).
   std::optional<std::future<HarnessResponse>> submit(const std::string& id, const std::string& line,
-                                                     std::string& error) {
+                                                     std::function<void(double)> on_need, std::string& error) {
     std::future<HarnessResponse> answer;
     {
       std::lock_guard lock(mutex_);
@@ -245,6 +246,7 @@ class HarnessServer::Process {
         return std::nullopt;
       }
       answer = pending_[id].get_future();
+      if (on_need) need_listeners_[id] = std::move(on_need);
     }
     std::lock_guard write_lock(write_mutex_);
     size_t sent = 0;
@@ -265,6 +267,7 @@ class HarnessServer::Process {
   void forget(const std::string& id) {
     std::lock_guard lock(mutex_);
     pending_.erase(id);
+    need_listeners_.erase(id);
   }
 
   // EOF on stdin: the server finishes the requests it has and exits.
@@ -425,6 +428,18 @@ class HarnessServer::Process {
     }
     std::string id;
     if (auto it = body.find("id"); it != body.end()) id = it->is_string() ? it->get<std::string>() : it->dump();
+    if (!body.contains("status")) {
+      // A need line, told to whoever waits for the answer; nothing else comes without
+      // a status.
+      const auto need = body.find("need_mb");
+      std::function<void(double)> listener;
+      {
+        std::lock_guard lock(mutex_);
+        if (auto it = need_listeners_.find(id); it != need_listeners_.end()) listener = it->second;
+      }
+      if (listener && need != body.end() && need->is_number() && need->get<double>() >= 0) listener(need->get<double>());
+      return;
+    }
     std::promise<HarnessResponse> waiter;
     {
       std::lock_guard lock(mutex_);
@@ -432,6 +447,7 @@ class HarnessServer::Process {
       if (it == pending_.end()) return;  // its caller gave up waiting
       waiter = std::move(it->second);
       pending_.erase(it);
+      need_listeners_.erase(id);
     }
     waiter.set_value(HarnessResponse::from_json(body));
   }
@@ -546,6 +562,7 @@ class HarnessServer::Process {
       }
       message = failure_;
       orphans.swap(pending_);
+      need_listeners_.clear();
       finished_ = true;
     }
     for (auto& [id, waiter] : orphans) {
@@ -597,6 +614,7 @@ class HarnessServer::Process {
   json ready_;
   std::optional<SlurmStep> step_;
   std::map<std::string, std::promise<HarnessResponse>> pending_;
+  std::map<std::string, std::function<void(double)>> need_listeners_;  // by request id
 };
 
 HarnessServer::HarnessServer(HarnessServerSpec spec)
@@ -757,7 +775,7 @@ std::shared_ptr<HarnessServer::Process> HarnessServer::running_process(Clock::ti
   }
 }
 
-HarnessResponse HarnessServer::call(json request, const CallBudget& budget) {
+HarnessResponse HarnessServer::call(json request, const CallBudget& budget, std::function<void(double)> on_need) {
   ++load_;
   struct LoadGuard {
     std::atomic<int>& load;
@@ -797,7 +815,7 @@ HarnessResponse HarnessServer::call(json request, const CallBudget& budget) {
   request["id"] = id;
   request["limits"]["timeout_s"] = timing->child_timeout_seconds;
   const std::string line = request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  auto answer = process->submit(id, line, error);
+  auto answer = process->submit(id, line, std::move(on_need), error);
   if (!answer) return HarnessResponse::harness_error(error);
   const auto answer_deadline = deadline_after(timing->wait_seconds);
   while (answer->wait_until(std::min(answer_deadline, Clock::now() + kCancelPoll)) != std::future_status::ready) {

@@ -104,7 +104,10 @@ class HarnessServer {
 
   // Sends `request` (its "id" and limits.timeout_s are filled in here, the latter from
   // `budget`) and waits for the answer, starting the server first when none runs.
-  HarnessResponse call(nlohmann::json request, const CallBudget& budget);
+  // `on_need` (called on the reader thread) hears the request's need line: the device
+  // memory its job holds, known before its answer (PROTOCOL.md).
+  HarnessResponse call(nlohmann::json request, const CallBudget& budget,
+                       std::function<void(double)> on_need = {});
 
   const HarnessServerSpec& spec() const { return spec_; }
   // Requests sent or waiting for a slot: how loaded this server is.

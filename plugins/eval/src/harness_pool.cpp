@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <regex>
@@ -190,17 +191,20 @@ double metric_or(const HarnessResponse& response, const char* name, double fallb
 
 }  // namespace
 
-std::optional<double> HarnessPool::budget_mb(const std::string& gate) const {
+DeviceGate::Budget HarnessPool::budget_rule(const std::string& gate) const {
   const MemoryBudget& memory = settings_.memory;
   const std::string device = gate.substr(0, gate.find('#'));
-  std::optional<double> total;
   if (memory.memory_gb > 0) {
-    total = memory.memory_gb * 1024;
-  } else if (device != kDeviceCpu) {
-    total = device_gate(gate).memory_mb().value_or(0);
+    DeviceGate::Budget budget(memory.memory_gb * 1024);
+    budget.headroom_mb = memory.headroom_gb * 1024;
+    return budget;
   }
-  if (!total) return std::nullopt;
-  return std::max(0.0, *total - memory.headroom_gb * 1024);
+  if (device != kDeviceCpu) return DeviceGate::Budget::of_detected_memory(memory.headroom_gb * 1024);
+  return DeviceGate::Budget(std::nullopt);
+}
+
+std::optional<double> HarnessPool::budget_mb(const std::string& gate) const {
+  return device_gate(gate).budget_now(budget_rule(gate));
 }
 
 // One request on `server`, through its device's gate as `use` says.
@@ -215,23 +219,36 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
     if (auto it = too_big_.find(too_big_key); it != too_big_.end()) return it->second;
   }
   DeviceGate& gate = device_gate(gate_name);
-  const std::optional<double> memory_budget = budget_mb(gate_name);
+  // Found at each look, not now: a device's memory is learnt from the first answer.
+  const DeviceGate::Budget memory_budget = budget_rule(gate_name);
   bool retried = false;
-  DeviceGate::Use gate_use = use == DeviceUse::Exclusive ? DeviceGate::Use::Exclusive : DeviceGate::Use::Shared;
-  // The time this job waited for its device (a timing run has it alone): part of its
-  // stage time that is no work of its own, shown as a metric.
+  DeviceGate::Use gate_use = use == DeviceUse::Timed ? DeviceGate::Use::Timed : DeviceGate::Use::Shared;
+  // Jobs of one server share the device with its timed ones: the server takes turns.
+  const std::string server_id = std::to_string(reinterpret_cast<std::uintptr_t>(&server));
+  // The time this job waited for its device (for another server's timed jobs, or room):
+  // part of its stage time that is no work of its own, shown as a metric (the server's
+  // own turns show as turn_wait_seconds).
   double waited_s = 0;
   while (true) {
     const auto asked = std::chrono::steady_clock::now();
-    const auto pass = gate.enter(gate_use, task, settings_.memory.per_job_mb, memory_budget, budget.stage_deadline);
+    const auto admitted =
+        gate.enter(gate_use, task, settings_.memory.per_job_mb, memory_budget, budget.stage_deadline, server_id);
     waited_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
-    if (!pass) {
+    if (!admitted) {
       return HarnessResponse::harness_error("the stage timeout passed while waiting for device " + device +
-                                            " (a timing run, or a job of unknown memory need, has its device to "
-                                            "itself; jobs are admitted while their memory needs fit)");
+                                            " (another harness server's timed jobs, or a job of unknown memory "
+                                            "need, had it; jobs are admitted while their memory needs fit)");
     }
+    // Shared with the need line's listener, which may outlive this call by a moment.
+    const auto pass = std::make_shared<DeviceGate::Pass>(*admitted);
     if (pass->share_mb > 0) request["limits"]["device_memory_mb"] = pass->share_mb;
-    HarnessResponse response = server.call(request, budget);
+    const double per_job_mb = settings_.memory.per_job_mb;
+    HarnessResponse response = server.call(request, budget, [&gate, pass, task, memory_budget, per_job_mb](double need) {
+      // Known before the verdict: later jobs of the task are charged it, and this one
+      // from now on (it may have been charged the most any task needed, or run alone).
+      if (!task.empty()) gate.record_need(task, need);
+      gate.recharge(*pass, need + per_job_mb, memory_budget);
+    });
     // Learnt before leaving, so that the jobs admitted next are charged what it measured.
     if (const double peak = metric_or(response, "task_peak_mb", -1); peak >= 0 && !task.empty()) {
       gate.record_need(task, peak);

@@ -56,7 +56,9 @@ inline constexpr int kNodeFailureLimit = 3;
 // has its own GPUs wherever it runs: "cuda:0#slurm3#<its spec's hash>".
 std::string gate_of(const HarnessServerSpec& spec);
 
-enum class DeviceUse { None, Shared, Exclusive };
+// How a request uses its server's device: not at all (a static check), shared with other
+// jobs, or timed (its timing loops have the device alone: device_gate.hpp).
+enum class DeviceUse { None, Shared, Timed };
 
 class HarnessPool {
  public:
@@ -88,6 +90,8 @@ class HarnessPool {
   // accelerator (0 until known: its first jobs run alone), less the headroom; nullopt on
   // a cpu without memory_gb (no admission by memory).
   std::optional<double> budget_mb(const std::string& gate) const;
+  // The same as the gate finds it at each admission.
+  DeviceGate::Budget budget_rule(const std::string& gate) const;
 
   // What judges on these servers, for the verdict cache's key: the distinct ready lines
   // (versions, device, environment) less pid, host and GPU UUID, so that alike machines

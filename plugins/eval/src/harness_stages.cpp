@@ -268,7 +268,7 @@ StageResult RunStage::process(const EvalJob& job) const {
     // A verdict cache can outlive the artifact cache; the harness then compiles itself.
     note = "compile.artifact " + *artifact + " no longer exists; the harness compiled the source itself\n";
   }
-  const DeviceUse use = options_.timing ? DeviceUse::Exclusive : DeviceUse::Shared;
+  const DeviceUse use = options_.timing ? DeviceUse::Timed : DeviceUse::Shared;
   const HarnessResponse response = pool_->call(request, use, call_budget(job, options_.limits), admission_key(job));
   StageResult result = result_from_response(response);
   if (!response.device.empty()) result.attributes.emplace_back(kAttrRunDevice, response.device);

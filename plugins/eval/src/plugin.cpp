@@ -704,7 +704,8 @@ class Run : public kforge::sdk::Stage {
       "_p90, _mean, _std, _min, _max and candidate_timing_trials, reference_timing_trials (the timed calls "
       "those describe), speedup, suspicious_speedup, task_peak_mb, reference_computed, reference_age_s, "
       "retried_alone, infra_retries (sent again after its harness server was lost), device_wait_seconds (the "
-      "time it waited for its device: a timing run has it alone).";
+      "time it waited for its device: another server's timed jobs, room for its memory), turn_wait_seconds (the "
+      "time its work waited for other jobs' timing loops, which have the device alone).";
   static constexpr uint32_t kFlags = kHarnessStageFlags;
   static std::vector<Param> params() {
     auto params = concat(concat(server_params<Options>(eval::kDeviceCpu), limit_params<Options>("60s")),
@@ -732,7 +733,8 @@ class Run : public kforge::sdk::Stage {
               "coarse_rtol (numbers or per-dtype maps)."}
             .bind(&Options::rule),
         Param{"timing", KF_PARAM_BOOL, "false", false,
-              "Time candidate and reference after a correct run (the device is then held exclusively)."}
+              "Time candidate and reference after a correct run (each timing loop has the device alone; the "
+              "jobs' other work shares it)."}
             .bind(&Options::timing),
         Param{"warmup", KF_PARAM_INT, "3", false, "Untimed calls before timing."}.at_least(0).bind(&Options::warmup),
         Param{"timing_trials", KF_PARAM_INT, "20", false,

@@ -104,11 +104,11 @@ TEST(Admission, AJobsWaitForItsDeviceIsAMetric) {
   ASSERT_EQ(first.status, KF_VERDICT_PASS) << first.message;
   EXPECT_GE(first.metric("device_wait_seconds"), 0);
 
-  // A timing run holds the device alone for 1.5 s: the job admitted after it waited at
-  // least that long, and says so.
+  // Another harness server's timed job holds the device for 1.5 s: the job admitted after
+  // it waited at least that long, and says so.
   DeviceGate& gate = device_gate("cpu");
-  const auto timing = gate.enter(DeviceGate::Use::Exclusive, "timing", 0, pool->budget_mb("cpu"),
-                                 std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  const auto timing = gate.enter(DeviceGate::Use::Timed, "timing", 0, pool->budget_mb("cpu"),
+                                 std::chrono::steady_clock::now() + std::chrono::seconds(5), "another server");
   ASSERT_TRUE(timing);
   auto verdict = std::async(std::launch::async, [&] { return run_stage(pool).process(relu); });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));

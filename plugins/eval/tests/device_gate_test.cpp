@@ -88,7 +88,7 @@ TEST(DeviceGate, AWaitingJobIsChargedWhatWasLearntWhileItWaited) {
   EXPECT_TRUE(gate.enter(Use::Shared, "task", 0, 1000.0, soon()));  // a second one fits beside
 }
 
-TEST(DeviceGate, WithoutABudgetOnlyTimingIsAlone) {
+TEST(DeviceGate, WithoutABudgetNothingIsAlone) {
   DeviceGate gate;
   const auto a = gate.enter(Use::Shared, "x", 0, nullopt, soon());
   const auto b = gate.enter(Use::Shared, "y", 0, nullopt, soon());
@@ -98,7 +98,8 @@ TEST(DeviceGate, WithoutABudgetOnlyTimingIsAlone) {
   gate.leave(*b);
 }
 
-TEST(DeviceGate, TimingWaitsForIdleDeviceAndHoldsOthersBack) {
+// A job retried after running out of memory beside others.
+TEST(DeviceGate, ExclusiveWaitsForIdleDeviceAndHoldsOthersBack) {
   DeviceGate gate;
   const auto a = gate.enter(Use::Shared, "x", 0, nullopt, soon());
   const auto b = gate.enter(Use::Shared, "x", 0, nullopt, soon());  // correctness work shares
@@ -115,6 +116,82 @@ TEST(DeviceGate, TimingWaitsForIdleDeviceAndHoldsOthersBack) {
   EXPECT_FALSE(gate.enter(Use::Shared, "x", 0, nullopt, soon()));
   gate.leave(*timed);
   EXPECT_TRUE(gate.enter(Use::Shared, "x", 0, nullopt, soon()));
+}
+
+// A timed job's server takes turns on the device itself (turns.py): its own jobs share
+// with it, no other server's job runs beside it.
+TEST(DeviceGate, TimedSharesOnlyWithItsOwnServer) {
+  DeviceGate gate;
+  const auto timed = gate.enter(Use::Timed, "x", 0, nullopt, soon(), "server-1");
+  ASSERT_TRUE(timed);
+  EXPECT_FALSE(timed->alone);
+  const auto own = gate.enter(Use::Shared, "y", 0, nullopt, soon(), "server-1");
+  const auto own_timed = gate.enter(Use::Timed, "z", 0, nullopt, soon(), "server-1");
+  ASSERT_TRUE(own && own_timed);
+  EXPECT_FALSE(gate.enter(Use::Shared, "y", 0, nullopt, soon(), "server-2"));
+  gate.leave(*timed);
+  gate.leave(*own_timed);
+  // No timed job left: another server's correctness work shares again, and a timed job of
+  // the first server then waits for it.
+  const auto other = gate.enter(Use::Shared, "y", 0, nullopt, soon(), "server-2");
+  ASSERT_TRUE(other);
+  auto second = std::async(std::launch::async, [&] { return gate.enter(Use::Timed, "x", 0, nullopt, later(), "server-1"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(second.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  gate.leave(*other);
+  const auto admitted = second.get();
+  ASSERT_TRUE(admitted);
+  gate.leave(*admitted);
+  gate.leave(*own);
+}
+
+TEST(DeviceGate, TimedJobsAreAdmittedByMemoryToo) {
+  DeviceGate gate;
+  gate.record_need("task", 500);
+  const auto a = gate.enter(Use::Timed, "task", 100, 1000.0, soon(), "s");
+  ASSERT_TRUE(a);
+  EXPECT_FALSE(gate.enter(Use::Timed, "task", 100, 1000.0, soon(), "s"));  // 600 + 600 > 1000
+  gate.leave(*a);
+}
+
+TEST(DeviceGate, ARunningJobsNeedLetsOthersInBesideIt) {
+  DeviceGate gate;
+  const auto first = gate.enter(Use::Shared, "new", 0, 1000.0, soon());  // nothing known: alone
+  ASSERT_TRUE(first && first->alone);
+  EXPECT_FALSE(gate.enter(Use::Shared, "other", 0, 1000.0, soon()));
+  auto pass = *first;
+  gate.record_need("new", 300);
+  gate.recharge(pass, 300, 1000.0);  // its need line
+  EXPECT_FALSE(pass.alone);
+  // Unknown, "other" is charged the most any task needs (300): it fits beside.
+  const auto other = gate.enter(Use::Shared, "other", 0, 1000.0, soon());
+  ASSERT_TRUE(other);
+  EXPECT_DOUBLE_EQ(other->share_mb, 700);
+  gate.leave(pass);
+  gate.recharge(pass, 900, 1000.0);  // too late: it left, nothing changes
+  const auto third = gate.enter(Use::Shared, "other", 0, 1000.0, soon());
+  EXPECT_TRUE(third);
+  gate.leave(*other);
+  gate.leave(*third);
+}
+
+TEST(DeviceGate, ADetectedBudgetIsReadWhenAJobIsLookedAtNotWhenItBeganToWait) {
+  DeviceGate gate;
+  const auto detected = DeviceGate::Budget::of_detected_memory(0);
+  const auto first = gate.enter(Use::Shared, "a", 0, detected, soon());  // memory unknown: alone
+  ASSERT_TRUE(first && first->alone);
+  auto second = std::async(std::launch::async, [&] { return gate.enter(Use::Shared, "b", 0, detected, later()); });
+  auto third = std::async(std::launch::async, [&] { return gate.enter(Use::Shared, "c", 0, detected, later()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  gate.record_need("a", 100);
+  gate.record_memory(1000);  // learnt from the first answer
+  gate.leave(*first);
+  const auto b = second.get();
+  const auto c = third.get();
+  ASSERT_TRUE(b && c);  // both beside each other, charged 100 each
+  EXPECT_FALSE(b->alone || c->alone);
+  gate.leave(*b);
+  gate.leave(*c);
 }
 
 TEST(DeviceGate, AdmitsInArrivalOrderSoABigJobIsNotStarved) {

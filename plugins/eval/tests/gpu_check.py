@@ -75,6 +75,8 @@ class HarnessClient:
                 body = json.loads(line)
             except ValueError:
                 continue
+            if "status" not in body:  # a need line before the answer (PROTOCOL.md)
+                continue
             with self.lock:
                 future = self.pending.pop(str(body.get("id")), None)
             if future is not None:

@@ -63,6 +63,20 @@ TEST(HarnessServer, StartsSaysReadyAndAnswers) {
   EXPECT_TRUE(response.metrics.contains("max_abs_diff"));
 }
 
+TEST(HarnessServer, ARunsNeedIsToldBeforeItsAnswer) {
+  KFORGE_REQUIRE_TORCH();
+  HarnessServer server(cpu_spec());
+  const EvalJob job = bundled_task_job("001_relu");
+  std::vector<double> needs;
+  const auto response = server.call(harness_request("run", job, job.language, ChildLimits{60, 4096, 300}),
+                                    CallBudget::of(60, std::numeric_limits<double>::infinity()),
+                                    [&](double need) { needs.push_back(need); });
+  ASSERT_EQ(response.status, "pass") << response.message << response.log_tail;
+  ASSERT_EQ(needs.size(), 1u);  // a need line, not taken for the answer
+  EXPECT_GT(needs[0], 0);
+  EXPECT_DOUBLE_EQ(needs[0], response.metrics.value("task_peak_mb", -1.0));
+}
+
 TEST(HarnessServer, NotReadyNamesWhatIsMissingAndIsNotRetried) {
   KFORGE_REQUIRE_TORCH();
   HarnessServerSpec spec = cpu_spec();

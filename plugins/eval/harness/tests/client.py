@@ -79,6 +79,7 @@ class Server:
              "--mode", mode, "--max-children", str(max_children), *store],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
         self.pending = b""
+        self.needs = {}  # request id -> the need line's need_mb
         # Read with os.read only: a buffered readline could swallow later responses.
         self.ready = self.receive(1, timeout=60)[0]
 
@@ -101,7 +102,14 @@ class Server:
                 raise EOFError(f"server closed stdout after {len(responses)} responses")
             self.pending += chunk
             *lines, self.pending = self.pending.split(b"\n")
-            responses += [strict_json(line) for line in lines if line.strip()]
+            for line in lines:
+                if not line.strip():
+                    continue
+                answer = strict_json(line)
+                if "status" not in answer and "need_mb" in answer:  # a need line (PROTOCOL.md)
+                    self.needs[answer["id"]] = answer["need_mb"]
+                else:
+                    responses.append(answer)
         return responses
 
     def ask(self, *requests, timeout=120):
