@@ -1,0 +1,86 @@
+"""redteam10: attacks on the device turn-taking of the harness server (server/turns.py,
+DeviceTurns, and how server.py pauses and continues neighbours), through a real server on
+the CPU. Each test asserts the SECURE outcome: a test that fails is a hole. Run them one
+by one (`-m unittest tests.test_attacks_redteam10.Class.test`): the VM is noisy, and the
+suite's servers must not run beside another suite's."""
+
+import re
+import unittest
+
+from tests import client
+from tests.test_attacks_forged import show
+
+TIMING = {"enabled": True, "warmup": 3, "trials": 1500, "baseline": "eager"}
+
+
+def _timed(request_id, candidate, timeout_s, trials=2, timing=TIMING, task="relu"):
+    return client.request(request_id, "run", task, candidate, language="python",
+                          options={"trials": trials, "timing": timing},
+                          limits={"timeout_s": timeout_s})
+
+
+def _stamps(log, tag):
+    """(call or start, time) pairs of the lines `tag` a candidate wrote to its log."""
+    return [(float(a), float(b)) for a, b in re.findall(rf"^{tag} (\S+) (\S+)$", log, re.M)]
+
+
+class WaitForATurnIsNotTheCandidatesTime(unittest.TestCase):
+    """A neighbour's trial that takes long (slow_trial: 45 s, a sleep, inside its own limit
+    of 120 s) is a step in flight: no timing loop starts until it is answered. The victim
+    (an honest ReLU, limit 25 s) finishes its trials in a few seconds and asks for its
+    reference's timing; it is frozen meanwhile (reference_wait_from), but its deadline is
+    only moved on in _run_loop, once the loop has started, and _enforce_deadlines kills it
+    first. The internal reference job has the victim's limit too and runs out likewise.
+    Before this change the timed job had the device from admission to verdict: no
+    neighbour's trial could hold up its loops. Secure: the victim passes (its wait for a
+    turn is no part of its limit)."""
+
+    def test_a_slow_neighbour_does_not_time_the_victim_out(self):
+        server = client.Server(mode="fork", max_children=2)
+        try:
+            slow = _timed("slow", "redteam10/slow_trial", 120, timing={"enabled": False})
+            victim = _timed("victim", None, 25)
+            responses = server.ask(slow, victim, timeout=200)
+        finally:
+            server.close()
+        show("victim (the reference as its own candidate)", "relu", responses["victim"])
+        show("slow_trial", "relu", responses["slow"])
+        self.assertEqual(responses["slow"]["status"], "pass", responses["slow"])
+        self.assertEqual(responses["victim"]["status"], "pass", responses["victim"])
+
+
+class ADecidedNeighbourIsStoppedToo(unittest.TestCase):
+    """A `compile` request (linger_after_verdict) passes at once, at its child's `ready`;
+    the server closes its commands and waits for the child to exit by itself. The
+    candidate keeps two threads of work going for 40 s more. _decide forgot its turns and
+    _pause_neighbours skips a decided job: it runs beside the honest job's timing loops
+    (loop_stamps writes when its calls ran). Before this change a timed job had the device
+    alone until its verdict, and no request of the same server ran beside it. Secure: no
+    call of the honest job's loops runs while the decided neighbour works."""
+
+    def test_no_loop_call_while_a_decided_neighbour_works(self):
+        server = client.Server(mode="fork", max_children=2)
+        try:
+            lingering = client.request("linger", "compile", "relu", "redteam10/linger_after_verdict",
+                                       language="python", limits={"timeout_s": 120})
+            honest = _timed("honest", "redteam10/loop_stamps", 120)
+            responses = server.ask(lingering, honest, timeout=300)
+        finally:
+            server.close()
+        linger, honest = responses["linger"], responses["honest"]
+        show("linger_after_verdict (compile)", "relu", linger)
+        show("loop_stamps", "relu", honest)
+        self.assertEqual(honest["status"], "pass", honest)
+        spans = _stamps(linger["log_tail"], "LINGER")
+        self.assertTrue(spans, linger["log_tail"][-2000:])
+        start, end = spans[-1]
+        calls = [(n, t) for n, t in _stamps(honest["log_tail"], "STAMP") if n > 2]  # loop calls only
+        beside = [(n, t) for n, t in calls if start <= t <= end]
+        print(f"  lingered {start:.3f}..{end:.3f} ({end - start:.1f} s); honest loop calls "
+              f"stamped: {len(calls)}, of them while the neighbour worked: {len(beside)}"
+              + (f" ({beside[0][1]:.3f}..{beside[-1][1]:.3f})" if beside else ""), flush=True)
+        self.assertEqual(beside, [], "loop calls ran beside a decided neighbour's work")
+
+
+if __name__ == "__main__":
+    unittest.main()
