@@ -4,7 +4,10 @@ the CPU. Each test asserts the SECURE outcome: a test that fails is a hole. Run 
 by one (`-m unittest tests.test_attacks_redteam10.Class.test`): the VM is noisy, and the
 suite's servers must not run beside another suite's."""
 
+import os
 import re
+import tempfile
+import time
 import unittest
 
 from tests import client
@@ -80,6 +83,54 @@ class ADecidedNeighbourIsStoppedToo(unittest.TestCase):
               f"stamped: {len(calls)}, of them while the neighbour worked: {len(beside)}"
               + (f" ({beside[0][1]:.3f}..{beside[-1][1]:.3f})" if beside else ""), flush=True)
         self.assertEqual(beside, [], "loop calls ran beside a decided neighbour's work")
+
+
+class ADecidedJobsHostStepStillCounts(unittest.TestCase):
+    """A job ended while one of its task host's steps is in flight: turns.forget() drops
+    the step, and a loop that waits for it starts while the host still works. Here the
+    neighbour (forged_failure, on fill_spin_relu: the reference recomputed for its second
+    trial's fill keeps both cores busy for 14 s in its task host) writes a forged failure 8
+    s into that fill; the honest job (loop_stamps, relu, its reference's record already
+    stored by a first job) is waiting for its loop by then. Secure: no call of the honest
+    job's loop runs while the neighbour's task host works on the step it was sent."""
+
+    def test_no_loop_call_beside_a_forgotten_host_step(self):
+        spin_log = os.path.join(tempfile.mkdtemp(prefix="rt10-"), "spin.txt")
+        server = client.Server(mode="fork", max_children=2, store_mb=0,
+                               extra_env={"RT10_SPIN_LOG": spin_log})
+        try:
+            first = _timed("first", None, 120)  # the relu reference's record, stored
+            self.assertEqual(server.ask(first, timeout=200)["first"]["status"], "pass")
+            forged = client.request("forged", "run", "redteam10/fill_spin_relu",
+                                    "redteam10/forged_failure", language="python",
+                                    options={"trials": 2, "timing": {"enabled": False}},
+                                    limits={"timeout_s": 120})
+            server.send(forged)
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:  # the neighbour's fill has begun
+                if os.path.exists(spin_log):
+                    with open(spin_log, encoding="utf-8") as handle:
+                        if "start" in handle.read():
+                            break
+                time.sleep(0.1)
+            honest = _timed("honest", "redteam10/loop_stamps", 120)
+            server.send(honest)
+            responses = {r["id"]: r for r in server.receive(2, timeout=200)}
+        finally:
+            server.close()
+        with open(spin_log, encoding="utf-8") as handle:
+            spins = [(float(a), float(b)) for a, b in
+                     re.findall(r"^SPIN (\S+) (\d\S*)$", handle.read(), re.M)]
+        show("forged_failure", "fill_spin_relu", responses["forged"])
+        show("loop_stamps", "relu", responses["honest"])
+        self.assertEqual(responses["honest"]["status"], "pass", responses["honest"])
+        self.assertTrue(spins)
+        calls = [(n, t) for n, t in _stamps(responses["honest"]["log_tail"], "STAMP") if n > 2]
+        beside = [(n, t) for n, t in calls if any(a <= t <= b for a, b in spins)]
+        print(f"  host spins {spins}; honest loop calls stamped: {len(calls)}, of them while the "
+              f"neighbour's host step ran: {len(beside)}"
+              + (f" ({beside[0][1]:.3f}..{beside[-1][1]:.3f})" if beside else ""), flush=True)
+        self.assertEqual(beside, [], "loop calls ran beside a forgotten host step")
 
 
 if __name__ == "__main__":
