@@ -133,5 +133,33 @@ class ADecidedJobsHostStepStillCounts(unittest.TestCase):
         self.assertEqual(beside, [], "loop calls ran beside a forgotten host step")
 
 
+class AConfirmationDoesNotPullTheRecordFromAWaitingLoop(unittest.TestCase):
+    """Two honest candidates of one task wait for the same reference timing. When it is
+    stored, both ask for their loops (_reference_timed); the first runs. Its speedup is
+    over confirm_speedup, so _loop_done releases the device and _time_reference_anew
+    deletes the stored record, while the loop's last host step still counts as in flight
+    (done() follows the callback): the second job's loop starts only afterwards, and
+    _run_loop reads entry.timings[key], which is gone (KeyError, raised out of the
+    server's main loop through turns.done()). Before this change the second job could not
+    be timed beside the first. Secure: both are answered, with a pass."""
+
+    def test_two_fast_candidates_of_one_task_both_pass(self):
+        server = client.Server(mode="fork", max_children=2)
+        try:
+            first = _timed("first", "redteam10/fast_relu", 120, task="redteam10/slow_relu")
+            second = _timed("second", "redteam10/fast_relu", 120, task="redteam10/slow_relu")
+            server.send(first, second)
+            try:
+                responses = {r["id"]: r for r in server.receive(2, timeout=200)}
+            except (EOFError, TimeoutError) as exc:
+                code = server.process.wait(timeout=30)
+                self.fail(f"the server ended ({code}) before answering both: {exc}")
+        finally:
+            server.close()
+        for name in ("first", "second"):
+            show(name, "slow_relu", responses[name])
+            self.assertEqual(responses[name]["status"], "pass", responses[name])
+
+
 if __name__ == "__main__":
     unittest.main()
