@@ -144,7 +144,13 @@ class AConfirmationDoesNotPullTheRecordFromAWaitingLoop(unittest.TestCase):
     be timed beside the first. Secure: both are answered, with a pass."""
 
     def test_two_fast_candidates_of_one_task_both_pass(self):
-        server = client.Server(mode="fork", max_children=2)
+        self._both_pass("fork")
+
+    def test_two_fast_candidates_of_one_task_both_pass_spawn(self):
+        self._both_pass("spawn")
+
+    def _both_pass(self, mode):
+        server = client.Server(mode=mode, max_children=2)
         try:
             first = _timed("first", "redteam10/fast_relu", 120, task="redteam10/slow_relu")
             second = _timed("second", "redteam10/fast_relu", 120, task="redteam10/slow_relu")
@@ -157,7 +163,7 @@ class AConfirmationDoesNotPullTheRecordFromAWaitingLoop(unittest.TestCase):
         finally:
             server.close()
         for name in ("first", "second"):
-            show(name, "slow_relu", responses[name])
+            show(f"{name} ({mode})", "slow_relu", responses[name])
             self.assertEqual(responses[name]["status"], "pass", responses[name])
 
 
