@@ -51,6 +51,26 @@ class WaitForATurnIsNotTheCandidatesTime(unittest.TestCase):
         self.assertEqual(responses["slow"]["status"], "pass", responses["slow"])
         self.assertEqual(responses["victim"]["status"], "pass", responses["victim"])
 
+    def test_a_slow_neighbour_does_not_time_out_a_victim_waiting_for_its_own_loop(self):
+        """The same with the reference's record stored by a first job: the victim waits
+        for its own loop (_start_loop), not frozen, its limit running until start()."""
+        server = client.Server(mode="fork", max_children=2)
+        try:
+            first = _timed("first", None, 120)
+            self.assertEqual(server.ask(first, timeout=200)["first"]["status"], "pass")
+            slow = _timed("slow", "redteam10/slow_trial", 120, timing={"enabled": False})
+            victim = _timed("victim", "redteam10/loop_stamps", 25)
+            server.send(slow)
+            time.sleep(3.0)  # the slow trial is under way
+            server.send(victim)
+            responses = {r["id"]: r for r in server.receive(2, timeout=200)}
+        finally:
+            server.close()
+        show("victim (loop_stamps)", "relu", responses["victim"])
+        show("slow_trial", "relu", responses["slow"])
+        self.assertEqual(responses["slow"]["status"], "pass", responses["slow"])
+        self.assertEqual(responses["victim"]["status"], "pass", responses["victim"])
+
 
 class ADecidedNeighbourIsStoppedToo(unittest.TestCase):
     """A `compile` request (linger_after_verdict) passes at once, at its child's `ready`;
