@@ -36,7 +36,12 @@ class WaitForATurnIsNotTheCandidatesTime(unittest.TestCase):
     first. The internal reference job has the victim's limit too and runs out likewise.
     Before this change the timed job had the device from admission to verdict: no
     neighbour's trial could hold up its loops. Secure: the victim passes (its wait for a
-    turn is no part of its limit)."""
+    turn is no part of its limit).
+    Seen at b44a824: victim fail/timeout "wall-clock limit of 25 s hit during candidate
+    forward" (it was waiting for a loop, not in a forward), child_seconds 25.11,
+    turn_wait_seconds 1.7e-05 (the wait is not even counted); slow_trial pass. The own-loop
+    variant: fail/timeout, child_seconds 25.08, turn_wait_seconds 2.5e-05, its log showing
+    its two trials and no loop call."""
 
     def test_a_slow_neighbour_does_not_time_the_victim_out(self):
         server = client.Server(mode="fork", max_children=2)
@@ -79,7 +84,11 @@ class ADecidedNeighbourIsStoppedToo(unittest.TestCase):
     _pause_neighbours skips a decided job: it runs beside the honest job's timing loops
     (loop_stamps writes when its calls ran). Before this change a timed job had the device
     alone until its verdict, and no request of the same server ran beside it. Secure: no
-    call of the honest job's loops runs while the decided neighbour works."""
+    call of the honest job's loops runs while the decided neighbour works.
+    Seen at b44a824: lingered 26270.191..26310.197 (40.0 s); all 60 stamped loop calls of
+    the honest job (26274.262..26278.222) inside it; honest pass at 0.7642x (the same job
+    alone: 0.9664x and 0.8052x, so no harm to its speedup is shown on this VM, only the
+    overlap)."""
 
     def test_no_loop_call_while_a_decided_neighbour_works(self):
         server = client.Server(mode="fork", max_children=2)
@@ -112,7 +121,10 @@ class ADecidedJobsHostStepStillCounts(unittest.TestCase):
     trial's fill keeps both cores busy for 14 s in its task host) writes a forged failure 8
     s into that fill; the honest job (loop_stamps, relu, its reference's record already
     stored by a first job) is waiting for its loop by then. Secure: no call of the honest
-    job's loop runs while the neighbour's task host works on the step it was sent."""
+    job's loop runs while the neighbour's task host works on the step it was sent.
+    Seen at b44a824: the host's fill ran 26490.810..26504.831; all 60 stamped loop calls of
+    the honest job (26498.970..26501.733) inside it; honest pass at 0.9905x; the neighbour
+    runtime_error "candidate forward: RuntimeError: forged"."""
 
     def test_no_loop_call_beside_a_forgotten_host_step(self):
         spin_log = os.path.join(tempfile.mkdtemp(prefix="rt10-"), "spin.txt")
@@ -161,7 +173,12 @@ class AConfirmationDoesNotPullTheRecordFromAWaitingLoop(unittest.TestCase):
     (done() follows the callback): the second job's loop starts only afterwards, and
     _run_loop reads entry.timings[key], which is gone (KeyError, raised out of the
     server's main loop through turns.done()). Before this change the second job could not
-    be timed beside the first. Secure: both are answered, with a pass."""
+    be timed beside the first. Secure: both are answered, with a pass.
+    Seen at b44a824, fork and spawn: the server exits with status 1 after 0 responses,
+    "KeyError: '[3122909051192894670, 3, 1500, true, \"eager\"]'" from _run_loop
+    (server.py:979) through turns.done() in _host_answer's finally. No attack is needed:
+    two honest candidates of one task faster than its reference do it; a hostile one can
+    end every job of its server so whenever another job of its task waits for a loop."""
 
     def test_two_fast_candidates_of_one_task_both_pass(self):
         self._both_pass("fork")
