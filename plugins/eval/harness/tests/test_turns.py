@@ -67,20 +67,30 @@ class DeviceTurnsTest(unittest.TestCase):
         self.assertEqual([e for e in r.events if e[0] == "loop"], [("loop", "a"), ("loop", "a")])
         self.assertEqual([e for e in r.events if e[0] == "alone"], [("alone", "a")])
 
-    def test_a_job_that_ends_gives_up_everything(self):
+    def test_a_job_that_ends_gives_up_what_it_waits_for_not_what_is_under_way(self):
         r = Recorder()
         r.step("b", "trial")
         r.alone("a")
         r.alone("c")
         r.step("b", "judge")  # held
-        r.turns.forget("b")  # b ended with its trial in flight: a goes, b's judge is dropped
+        r.turns.forget("b")  # b ended: its judge is dropped, its trial still runs
+        self.assertNotIn(("loop", "a"), r.events)
+        r.turns.done("b")  # the host answered it: now a goes
         self.assertEqual(r.events[-2:], [("alone", "a"), ("loop", "a")])
         r.turns.forget("a")  # the owner ended: the device goes to the next loop
         self.assertEqual(r.events[-3:], [("shared", "a"), ("alone", "c"), ("loop", "c")])
         r.turns.release("c")
         self.assertEqual(r.sent(), [("b", "trial")])
-        r.turns.done("b")  # a late answer of a forgotten job changes nothing
-        self.assertNotIn("b", r.turns.in_flight)
+
+    def test_a_process_gone_ends_its_steps(self):
+        r = Recorder()
+        r.turns.begin("child")  # a child's trial
+        r.alone("a")
+        self.assertNotIn(("loop", "a"), r.events)
+        r.turns.gone("child")  # it died mid-trial (killed, say): nothing of it runs
+        self.assertIn(("loop", "a"), r.events)
+        r.turns.done("child")  # a late word changes nothing
+        self.assertNotIn("child", r.turns.in_flight)
 
     def test_steps_of_one_job_count_one_by_one(self):
         r = Recorder()

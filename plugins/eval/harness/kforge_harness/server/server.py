@@ -118,8 +118,11 @@ class Job:
         self.timing_started = 0.0
         self.had_company = False
         self.turn_wait_s = 0.0  # time its steps and loops waited for other jobs' timing loops
-        self.paused_left = None  # while paused for another job's loop: its child's time left
-        self.paused_s = 0.0  # time paused so (its child's limit was suspended meanwhile)
+        # Its child's wall-clock limit is suspended while it waits for other jobs' loops
+        # (held, paused, or asking for its own turn): how many such waits, and the time
+        # that was left when the first began.
+        self.limit_holds = 0
+        self.limit_left = 0.0
         task = request.get("task") or {}
         self.seeds = RequestSeeds(request["options"]["seed"], task.get("id") or os.path.splitext(
             os.path.basename(task.get("path") or ""))[0])
@@ -412,7 +415,7 @@ class Server:
                 # The host's start (the reference built, its self-test) is device work:
                 # a step of the entry's, so that no job's end drops it.
                 entry.host_asked = True
-                self.turns.step(entry, lambda: self._start_host(entry, job))
+                self.turns.step(entry, self._guarded(job, lambda: self._start_host(entry, job)))
 
     # ---- task hosts ----
 
@@ -534,20 +537,21 @@ class Server:
         """Sends `command` to the entry's host as a step of `job`'s (turns.py: held while
         another job's timing loop waits or runs); callback(job, result) follows, or
         callback(job, result, fds) with the descriptors of its answer (`wants_fds`)."""
-        asked, paused = time.monotonic(), job.paused_s
+        asked, held = time.monotonic(), []
 
         def send():
-            waited = time.monotonic() - asked
-            job.turn_wait_s += waited
-            if job.proc is not None:  # the child's limit does not count the wait
-                job.proc.deadline += max(0.0, waited - (job.paused_s - paused))
+            job.turn_wait_s += time.monotonic() - asked
+            if held:
+                self._release_limit(job)
             if job.finished or job.decided is not None:
                 self.turns.done(job)
                 return
             if self._host_send(entry, job, command, callback, wants_fds, stepped=True) is None:
                 self.turns.done(job)
 
-        self.turns.step(job, send)
+        if not self.turns.step(job, self._guarded(job, send)):
+            held.append(True)
+            self._hold_limit(job)
 
     def _host_send(self, entry, job, command, callback, wants_fds=False, stepped=False):
         """Sends `command` to the entry's host now; callback as _host_command's. Returns
@@ -607,7 +611,9 @@ class Server:
         what = ("did not answer within its limit" if proc.timed_out
                 else death_text(proc, status, None, ""))
         tail = log_tail(os.path.join(proc.workdir, "log.txt"))[-1000:]
-        for job, _, _, _ in pending.values():
+        for job, _, _, stepped in pending.values():
+            if stepped:
+                self.turns.done(job)  # its host is gone: the step is over
             if not job.finished:
                 self._decide(job, error(protocol.TASK_ERROR if proc.timed_out else protocol.HARNESS_ERROR,
                                         f"the task host {what}; its log ends with: {tail}"))
@@ -625,7 +631,7 @@ class Server:
         if job.internal is None:
             # Its need, known now rather than with its verdict: kforge's admission charged
             # a task it had not seen the most any task needed, and now lets others in
-            # beside it (PROTOCOL.md, "Need lines").
+            # beside it (PROTOCOL.md: need lines).
             self._respond({"id": job.id, "need_mb": self._need_mb(job.entry)})
         if job.internal is not None or job.action == "compile":
             self._open_session(job)
@@ -639,7 +645,9 @@ class Server:
 
     def _planned(self, job, result):
         if "varied" not in result:
-            if result.get("error_class") == protocol.TASK_ERROR:  # nothing makes it vary
+            if result.get("error_class") == protocol.TASK_ERROR and "out_of_memory" not in (result.get("flags") or []):
+                # Nothing makes it vary: it never will. Out of memory beside other jobs,
+                # it may fit alone (kforge runs it again so).
                 job.entry.failure = result
             self._finish_or_decide(job, result)
             return
@@ -652,13 +660,25 @@ class Server:
         job.trials += [(seed, (scale, shift)) for seed, scale, shift in varied]
         if varied:
             job.flags.append("inputs_varied")
-        self._open_session(job)
+        self._open_when_reference_timed(job)
 
     def _finish_or_decide(self, job, result):
         if job.proc is not None:
             self._decide(job, result)
         else:
             self._finish(job, result)
+
+    def _open_when_reference_timed(self, job):
+        """A timed job's reference is timed before this job's own session and child exist,
+        where it has not been timed yet: the reference's buffers and child then never sit
+        on the device beside this job's own (at KernelBench's sizes an 80 GB card holds one
+        such pair, not two). Timed anew later (a confirmation), both pairs are there."""
+        timing = job.timing()
+        if timing is None or job.entry.facts.get("timing_refused") or \
+                job.entry.stored_timing(job.timing_key(), float(timing["reference_max_age_s"])) is not None:
+            self._open_session(job)
+            return
+        self._time_reference_for(job)
 
     def _open_session(self, job):
         self._host_command(job.entry, job, {"open": {}}, self._opened, wants_fds=True)
@@ -707,7 +727,7 @@ class Server:
         proc.owner, job.proc = job, proc
         proc.started = time.monotonic()
         proc.deadline = proc.started + float(job.request["limits"]["timeout_s"])
-        self.turns.begin(job)  # its set-up, until it is ready
+        self.turns.begin(proc)  # its set-up, until it is ready (or the child is gone)
         if not proc.send({"job": self._candidate_job(job, proc.workdir)}, fds):
             self._decide(job, error(protocol.HARNESS_ERROR, "the candidate's child is gone"))
         self._refill_standby()
@@ -790,12 +810,12 @@ class Server:
             self._decide(job, self._candidate_failure(message["failed"], job.language()))
         elif message.get("ready") is True and not job.ready:
             job.ready = True
-            self.turns.done(job)
+            self.turns.done(proc)
             self._candidate_ready(job)
         elif isinstance(message.get("weights"), dict):
             self._candidate_weights(job, message["weights"])
         elif "trial" in message:
-            self.turns.done(job)
+            self.turns.done(proc)
             self._candidate_trial(job, message)
         elif job.loop is not None and message.get("prepared") is True and not job.loop.prepared:
             job.loop.prepared = True
@@ -837,7 +857,7 @@ class Server:
             self._decide(job, result)
             return
         seed, _ = job.trials[job.next_trial]
-        self.turns.begin(job)  # the trial, until its report
+        self.turns.begin(job.proc)  # the trial, until its report (or the child is gone)
         job.proc.send({"go": job.next_trial, "slot": job.next_trial % 2, "inputs": result["inputs"],
                        "output": result["output"], "seed": seed})
 
@@ -923,6 +943,12 @@ class Server:
             self._start_loop(job, job.next_loop)  # timed for another job while it froze
             return
         job.reference_wait_from = time.monotonic()
+        self._hold_limit(job)
+        self._time_reference_for(job)
+
+    def _time_reference_for(self, job):
+        """`job` waits for its reference's timing: started now, unless already under way."""
+        key, entry = job.timing_key(), job.entry
         entry.timing_waiters.setdefault(key, []).append(job)
         if key not in entry.timing_job:
             job.paid_reference = True
@@ -942,33 +968,42 @@ class Server:
         if result.get("status") == "pass" and "record" in result:
             entry.timings[key] = result["record"]
             for waiter in waiting:
-                if not waiter.finished and waiter.decided is None:
+                if waiter.finished or waiter.decided is not None:
+                    continue
+                if waiter.session is None:  # timed before its own session (_open_when_reference_timed)
+                    self._open_session(waiter)
+                else:
                     self._start_loop(waiter, waiter.next_loop)
             return
         message = result.get("message", "")
-        failure = error(protocol.TASK_ERROR, f"the task's reference could not be timed: {message}")
+        if result.get("error_class") == protocol.OUT_OF_MEMORY or "out_of_memory" in (result.get("flags") or []):
+            # The reference ran at its self-test's size; out of memory now, it is the
+            # company's doing (other jobs, this one's own buffers), not the task's.
+            failure = error(protocol.HARNESS_ERROR, "the task's reference could not be timed beside the other "
+                                                    f"work on the device: {message}")
+            failure["flags"] = ["out_of_memory"]
+        else:
+            failure = error(protocol.TASK_ERROR, f"the task's reference could not be timed: {message}")
         for waiter in waiting:
             if not waiter.finished and waiter.decided is None:
                 self._decide(waiter, failure)
 
     def _start_loop(self, job, label):
         """Runs `job`'s `label` loop once it has the device alone (turns.py)."""
-        asked, paused = time.monotonic(), job.paused_s
+        asked = time.monotonic()
+        self._hold_limit(job)  # waiting for its turn is no part of its time
 
         def start():
-            waited = time.monotonic() - asked
-            job.turn_wait_s += waited
-            if job.proc is not None and job.reference_wait_from is None:
-                # (A job stopped for its reference's timing has its wait counted there.)
-                job.proc.deadline += max(0.0, waited - (job.paused_s - paused))
+            job.turn_wait_s += time.monotonic() - asked
+            self._release_limit(job)
             self._run_loop(job, label)
 
-        self.turns.alone(job, start)
+        self.turns.alone(job, self._guarded(job, start))
 
     def _run_loop(self, job, label):
         if job.reference_wait_from is not None:
-            job.proc.deadline += time.monotonic() - job.reference_wait_from
             job.reference_wait_from = None
+            self._release_limit(job)
             if not self._still_frozen(job):
                 self._decide(job, fail(protocol.CHEAT_DETECTED,
                                        "the candidate's processes ran while the reference was "
@@ -976,7 +1011,13 @@ class Server:
                                        "work beside the reference's loop that slows it"))
                 return
         if label in ("timing", "confirm"):  # what the loop is judged against, kept with it
-            job.reference = job.entry.timings[job.timing_key()]
+            job.reference = job.entry.timings.get(job.timing_key())
+            if job.reference is None:
+                # Dropped while this job waited for its turn (another job's confirmation
+                # times the reference anew): it waits for that timing too.
+                self.turns.release(job)
+                self._start_timing(job)
+                return
         job.loop = timing_plan.Loop(label, job.timing())
         if self.outputs_unread is None:
             job.loop.read_from = job.proc.worker
@@ -988,30 +1029,58 @@ class Server:
 
     def _pause_neighbours(self, owner):
         """`owner`'s loop has the device: the other jobs' candidate processes stop until
-        it ends (whatever threads of their own would run beside it), their wall-clock
-        limits suspended. Those stopped for their own timing stay as they are."""
+        it ends (whatever threads of their own would run beside it; a decided job's too,
+        until its child is gone), their wall-clock limits suspended. Those stopped for
+        their own timing stay as they are."""
         for job in self.jobs:
-            if job is owner or job.proc is None or job.action == "check" or job.decided is not None or \
+            if job is owner or job.proc is None or job.action == "check" or \
                     job.reference_wait_from is not None or job.freezing is not None:
                 continue
             if job.proc.cgroup is not None:
                 job.proc.cgroup.start_freeze()
             else:
                 signal_tree(job.proc.pid, signal.SIGSTOP)
-            job.paused_left = job.proc.deadline - time.monotonic()
-            job.proc.deadline = math.inf
-            self.paused.append((job, time.monotonic()))
+            self._hold_limit(job)
+            self.paused.append(job)
 
     def _resume_neighbours(self, owner):
         paused, self.paused = self.paused, []
-        now = time.monotonic()
-        for job, since in paused:
-            job.paused_s += now - since
-            left, job.paused_left = job.paused_left, None
-            if job.finished or job.decided is not None:
+        for job in paused:
+            if job.finished:
                 continue
-            job.proc.deadline = now + left
+            self._release_limit(job)
             self._continue(job.proc)
+
+    @staticmethod
+    def _hold_limit(job):
+        """Suspends `job`'s child's wall-clock limit while it waits for other jobs' loops
+        (nested waits count; the limit runs again when the last ends)."""
+        if job.proc is None:
+            return
+        if job.limit_holds == 0:
+            job.limit_left = job.proc.deadline - time.monotonic()
+            job.proc.deadline = math.inf
+        job.limit_holds += 1
+
+    @staticmethod
+    def _release_limit(job):
+        if job.proc is None or job.limit_holds == 0:
+            return
+        job.limit_holds -= 1
+        if job.limit_holds == 0:
+            job.proc.deadline = time.monotonic() + job.limit_left
+
+    def _guarded(self, job, step):
+        """`step` as the turns call it, later and from whichever handler frees the
+        device: a bug of the server's own there decides `job`, never ends the loop."""
+        def run():
+            try:
+                step()
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
+                self._decide(job, error(protocol.HARNESS_ERROR, "the harness failed: " +
+                                        traceback.format_exc(limit=3)))
+        return run
 
     def _freeze_then(self, job, then):
         """Stops the candidate's processes between timed calls, then calls then(job): at
@@ -1378,6 +1447,7 @@ class Server:
             job.proc.close_commands()
 
     def _candidate_done(self, proc, status):
+        self.turns.gone(proc)  # whatever it was doing is over
         job = proc.owner
         if job is None:  # a standby that died before it got a job (its log says why)
             return

@@ -8,10 +8,13 @@ serial with every other's timing; here only the loops are.
 
 The unit is a step: a command the server sends to a task host or a candidate's child,
 from the moment it is sent to its answer (a child's set-up ends at its `ready`, a trial
-at its `trial` report). A loop starts once no other job has a step in flight; while a
-loop waits or runs, other jobs' new steps are held, in order, so that a stream of trials
-cannot starve it; they go once no loop waits. A job's own steps always go while its loop
-runs: the loop is made of them.
+at its `trial` report), counted under whoever does the work until it is answered or the
+process doing it is gone: a host command under its job, a child's work under the child,
+a host's start under its task entry. A job that ends leaves its steps in flight counted:
+the work goes on until the host answers or the child dies. A loop starts once nothing
+but its own job has a step in flight; while a loop waits or runs, other jobs' new steps
+are held, in order, so that a stream of trials cannot starve it; they go once no loop
+waits. A job's own steps always go while its loop runs: the loop is made of them.
 
 The server pauses the neighbours' candidate processes while a loop runs (an idle child
 that runs threads of its own would otherwise run them beside the loop), and suspends
@@ -32,14 +35,15 @@ class DeviceTurns:
 
     def step(self, job, send):
         """Runs send() now (and counts it as in flight until done(job)), or once no loop
-        waits or runs."""
+        waits or runs. True when it went now."""
         if self.owner is job or (self.owner is None and not self.waiting):
             self._go(job, send)
-        else:
-            self.held.append((job, send))
+            return True
+        self.held.append((job, send))
+        return False
 
     def done(self, job):
-        """One of `job`'s steps was answered."""
+        """One of the steps counted under `job` was answered."""
         left = self.in_flight.get(job, 0) - 1
         if left > 0:
             self.in_flight[job] = left
@@ -63,13 +67,18 @@ class DeviceTurns:
             self._advance()
 
     def forget(self, job):
-        """`job` ended: whatever it held, waited for or had in flight is given up."""
+        """`job` ended: its held steps and its wait for the device are dropped, the device
+        given back if it had it. Its steps in flight stay counted (gone())."""
         self.waiting = [(j, s) for j, s in self.waiting if j is not job]
         self.held = [(j, s) for j, s in self.held if j is not job]
-        self.in_flight.pop(job, None)
         if self.owner is job:
             self.release(job)
         else:
+            self._advance()
+
+    def gone(self, key):
+        """The process doing the steps counted under `key` is gone: they are over."""
+        if self.in_flight.pop(key, None) is not None:
             self._advance()
 
     def begin(self, job):
