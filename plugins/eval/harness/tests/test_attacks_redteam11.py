@@ -8,6 +8,7 @@ import glob
 import os
 import re
 import tempfile
+import threading
 import time
 import unittest
 
@@ -84,6 +85,121 @@ class ADuplicateTrialReportLeavesAStepInFlight(unittest.TestCase):
         self.assertIn("victim", responses, "the victim was never answered: the server's loops are stuck")
         self.assertEqual(responses["victim"]["status"], "pass", responses["victim"])
         self.assertIn("attacker", responses, "the attacker ran past its limit, unanswered")
+
+
+def _cgroup_root(server_pid):
+    """The server's directory of candidate cgroups (freezer.Freezer.open)."""
+    from kforge_harness.server import freezer
+    mount, own = freezer._cgroup2_mount(), freezer._own_cgroup()
+    return os.path.join(mount, own.lstrip("/"), f"kforge-{server_pid}")
+
+
+class _CgroupSampler(threading.Thread):
+    """Samples every candidate cgroup of a server every PERIOD_S: (time, freeze asked,
+    frozen, CPU used in µs), per group."""
+
+    PERIOD_S = 0.01
+
+    def __init__(self, root):
+        super().__init__(daemon=True)
+        self.root, self.samples, self.stop = root, {}, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            for path in glob.glob(os.path.join(self.root, "child-*")):
+                try:
+                    with open(os.path.join(path, "cgroup.freeze")) as handle:
+                        asked = handle.read().strip() == "1"
+                    with open(os.path.join(path, "cgroup.events")) as handle:
+                        frozen = "frozen 1" in handle.read()
+                    with open(os.path.join(path, "cpu.stat")) as handle:
+                        used = int(re.search(r"usage_usec (\d+)", handle.read()).group(1))
+                except (OSError, AttributeError):
+                    continue
+                self.samples.setdefault(os.path.basename(path), []).append(
+                    (time.monotonic(), asked, frozen, used))
+            time.sleep(self.PERIOD_S)
+
+    def episodes(self, name):
+        """Each stretch of group `name` asked to be frozen: (asked at, frozen at or None,
+        asked until, CPU µs used while asked)."""
+        found, current = [], None
+        for t, asked, frozen, used in self.samples.get(name, []):
+            if asked and current is None:
+                current = [t, None, t, used, used]
+            if asked:
+                current[2], current[4] = t, used
+                if frozen and current[1] is None:
+                    current[1] = t
+            elif current is not None:
+                found.append((current[0], current[1], current[2], current[4] - current[3]))
+                current = None
+        if current is not None:
+            found.append((current[0], current[1], current[2], current[4] - current[3]))
+        return found
+
+    def worked_while_asked_frozen(self, name):
+        """(start, end, CPU µs) of each stretch between two samples of group `name`, both
+        asking for a freeze, in which its processes used CPU."""
+        found, samples = [], self.samples.get(name, [])
+        for (t0, a0, _, u0), (t1, a1, _, u1) in zip(samples, samples[1:]):
+            if a0 and a1 and u1 > u0:
+                found.append((t0, t1, u1 - u0))
+        return found
+
+
+class APauseDoesNotWaitForTheFreeze(unittest.TestCase):
+    """A decided neighbour (kernel_linger, a `compile` request) works after its verdict in
+    two threads, each in long system calls (an mmap with MAP_POPULATE of 1 GB: seconds in
+    the kernel). _pause_neighbours asks its cgroup to freeze (start_freeze) and the loop
+    starts at once; a task freezes only when it leaves the kernel, so its work goes on
+    beside the honest job's loops (its reference's, then its own) until the call returns.
+    The server's own freeze between timed calls waits for the group (frozen_within, with
+    FREEZE_PATIENCE_S, then calls it the candidate's cheat); the pause of a neighbour does
+    not look. Sampled from outside: the neighbour's cgroup (cgroup.freeze, cgroup.events,
+    cpu.stat) every 10 ms. Secure: while the server asks the neighbour's group to be frozen,
+    it uses no CPU, and no call of the honest job's loop runs while it works."""
+
+    def test_no_neighbour_work_while_paused(self):
+        server = client.Server(mode="fork", max_children=2)
+        sampler = _CgroupSampler(_cgroup_root(server.process.pid))
+        sampler.start()
+        try:
+            lingering = client.request("linger", "compile", "relu", "redteam11/kernel_linger",
+                                       language="python", limits={"timeout_s": 120})
+            honest = _timed("honest", "redteam10/loop_stamps", 120,
+                            timing={"enabled": True, "warmup": 3, "trials": 1500, "baseline": "eager"})
+            server.send(lingering)
+            time.sleep(3.0)  # its verdict is decided and its threads are in the kernel
+            server.send(honest)
+            responses = {r["id"]: r for r in server.receive(2, timeout=110)}
+        finally:
+            sampler.stop.set()
+            server.close()
+        linger, honest = responses["linger"], responses["honest"]
+        show("kernel_linger (compile)", "relu", linger)
+        show("loop_stamps", "relu", honest)
+        self.assertEqual(honest["status"], "pass", honest)
+        calls = [float(t) for n, t in re.findall(r"^STAMP (\S+) (\S+)$", honest["log_tail"], re.M)
+                 if float(n) > 2]
+        # The neighbour's group: the one that used the most CPU (its threads' kernel work).
+        groups = {name: s[-1][3] - s[0][3] for name, s in sampler.samples.items() if s}
+        neighbour = max(groups, key=groups.get)
+        stretches = sampler.worked_while_asked_frozen(neighbour)
+        used_ms = sum(u for _, _, u in stretches) / 1e3
+        beside = [t for t in calls if any(a <= t <= b for a, b, _ in stretches)]
+        for asked, frozen, until, used in sampler.episodes(neighbour):
+            print(f"  paused {asked:.3f}..{until:.3f}: frozen "
+                  + (f"after {frozen - asked:.3f} s" if frozen is not None else "never")
+                  + f", {used / 1e3:.0f} ms of CPU used meanwhile", flush=True)
+        print(f"  neighbour group {neighbour}: {used_ms:.0f} ms of CPU in {len(stretches)} sampled "
+              f"stretches while asked to be frozen"
+              + (f" ({stretches[0][0]:.3f}..{stretches[-1][1]:.3f})" if stretches else "")
+              + f"; honest loop calls stamped: {len(calls)}"
+              + (f" ({calls[0]:.3f}..{calls[-1]:.3f})" if calls else "")
+              + f", of them while the paused neighbour worked: {len(beside)}", flush=True)
+        self.assertEqual(beside, [], "loop calls ran beside a paused neighbour's kernel work")
+        self.assertLess(used_ms, 50.0, "a paused neighbour kept working")
 
 
 if __name__ == "__main__":
