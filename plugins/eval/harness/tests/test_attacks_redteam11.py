@@ -46,14 +46,19 @@ class ADuplicateTrialReportLeavesAStepInFlight(unittest.TestCase):
     """double_report writes its first trial's report twice in one write. Both pass
     _candidate_trial's check (next_trial is still 0 until a judge answers), so two judges
     go, two fills for "the next trial" follow, and two `go`s for trial 2 are sent, each a
-    step of the child's in flight (turns.begin(proc)); the child answers one. After its
-    trials the job asks for the device alone (its reference's timing, here none stored:
-    an internal job's loop); DeviceTurns._advance waits for every key but the job itself,
-    and its child's Proc is another key: that loop never starts. The job's wall-clock
-    limit is suspended while it waits for its reference (_await_reference_timing), so
-    nothing ends the wait. The victim (an honest ReLU of the same task, sent 4 s later)
-    then waits too: every new step of any job is held while a loop waits. Secure: the
-    victim is answered (with a pass), and the attacker within about its own limit."""
+    step of the child's in flight (turns.begin(proc)); the child answers one (trial 1 is
+    never run nor judged). Its reference was timed before it opened its session
+    (_open_when_reference_timed), so after its trials _start_timing finds the record and
+    asks for its own loop at once, not frozen (_start_loop), its wall-clock limit
+    suspended. DeviceTurns._advance waits for every key in flight but the job itself, and
+    its child's Proc is another key: the loop never starts, and nothing ends the wait.
+    The victim (an honest ReLU of the same task, sent 4 s later) waits too: every new step
+    of any job is held while a loop waits. Secure: the victim is answered (with a pass),
+    and the attacker within about its own limit.
+    Seen at 8fa5a59 (server debug prints, not committed: in_flight at _start_timing was
+    {attacker's child Proc: 1, attacker: 1}, then _start_loop(attacker, "timing"), never
+    started): no response in 70 s; the attacker's child (limit 15 s) wrote ALIVE for
+    73.0 s (74 lines), running the whole time."""
 
     ATTACKER_LIMIT_S = 15
 
@@ -158,7 +163,13 @@ class APauseDoesNotWaitForTheFreeze(unittest.TestCase):
     FREEZE_PATIENCE_S, then calls it the candidate's cheat); the pause of a neighbour does
     not look. Sampled from outside: the neighbour's cgroup (cgroup.freeze, cgroup.events,
     cpu.stat) every 10 ms. Secure: while the server asks the neighbour's group to be frozen,
-    it uses no CPU, and no call of the honest job's loop runs while it works."""
+    it uses no CPU, and no call of the honest job's loop runs while it works.
+    Seen at 8fa5a59: (1) 1665 ms of the neighbour's CPU in 358 sampled stretches while it
+    was asked to be frozen (29004.472..29014.538, its reference's loop and the start of
+    its own), 1 of 60 stamped loop calls inside; honest pass at 0.5603x. (2) paused
+    29067.801..29074.308 (the reference's loop): frozen after 0.234 s, 113 ms of CPU used
+    meanwhile; paused 29074.563..29081.235 (the honest loop): frozen after 0.719 s, 332 ms
+    used; 5 of 60 stamped loop calls (every 25th call) inside; honest pass at 0.8123x."""
 
     def test_no_neighbour_work_while_paused(self):
         server = client.Server(mode="fork", max_children=2)

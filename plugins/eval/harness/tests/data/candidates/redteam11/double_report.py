@@ -6,11 +6,12 @@ advances next_trial and asks for the next trial's fill. Two fills answered for "
 next trial" make two `go`s for trial 2 (trial 1 is never run, nor judged), each counted
 by turns.begin(proc) as a step of the child's in flight. The child answers only the
 second (its slot then holds trial 2's inputs), so one step of its child stays counted
-until the child is gone. When the job then asks for the device alone (its own loop, or
-its reference's through an internal job), DeviceTurns._advance sees a key that is not
-the job (its child's Proc) in flight, and waits; the job's wall-clock limit is suspended
-meanwhile (_start_loop, _await_reference_timing), so the child is never killed: no loop
-of the server ever starts again, and every other job's new steps are held behind it.
+until the child is gone. When the job then asks for the device alone (its own loop: its
+reference was timed before its session opened; or its reference's, through an internal
+job, where none is stored), DeviceTurns._advance sees a key that is not the job (its
+child's Proc) in flight, and waits; the job's wall-clock limit is suspended meanwhile
+(_start_loop, _await_reference_timing), so the child is never killed: no loop of the
+server ever starts again, and every other job's new steps are held behind it.
 
 After its trials it writes ALIVE lines (CLOCK_MONOTONIC) to its log every second: a
 child that has run past its own wall-clock limit."""
