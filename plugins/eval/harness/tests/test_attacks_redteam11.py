@@ -58,18 +58,27 @@ class ADuplicateTrialReportLeavesAStepInFlight(unittest.TestCase):
     Seen at 8fa5a59 (server debug prints, not committed: in_flight at _start_timing was
     {attacker's child Proc: 1, attacker: 1}, then _start_loop(attacker, "timing"), never
     started): no response in 70 s; the attacker's child (limit 15 s) wrote ALIVE for
-    73.0 s (74 lines), running the whole time."""
+    73.0 s (74 lines), running the whole time. Spawn mode with the victim a softmax job
+    (another task, its own task host): the same, no response in 70 s, ALIVE for 73.0 s."""
 
     ATTACKER_LIMIT_S = 15
 
     def test_the_server_keeps_answering(self):
+        self._keeps_answering("fork", "relu")
+
+    def test_the_server_keeps_answering_spawn_another_task(self):
+        """The same in spawn mode, the victim a job of another task (softmax): the turns
+        are the server's, every task waits."""
+        self._keeps_answering("spawn", "softmax")
+
+    def _keeps_answering(self, mode, victim_task):
         scratch = tempfile.mkdtemp(prefix="rt11-")
-        server = client.Server(mode="fork", max_children=2, extra_env={"TMPDIR": scratch})
+        server = client.Server(mode=mode, max_children=2, extra_env={"TMPDIR": scratch})
         responses = {}
         try:
             server.send(_timed("attacker", "redteam11/double_report", self.ATTACKER_LIMIT_S))
-            time.sleep(4.0)
-            server.send(_timed("victim", None, 60))
+            time.sleep(6.0 if mode == "spawn" else 4.0)
+            server.send(_timed("victim", None, 60, task=victim_task))
             started = time.monotonic()
             try:
                 for response in server.receive(2, timeout=70):
@@ -82,11 +91,11 @@ class ADuplicateTrialReportLeavesAStepInFlight(unittest.TestCase):
             _kill(server)
             server.close()
         alive = [float(t) for text in logs.values() for t in re.findall(r"^ALIVE (\S+)$", text, re.M)]
-        print(f"\n  answered after {waited:.1f} s: {sorted(responses)}; the attacker's child "
+        print(f"\n  {mode}: answered after {waited:.1f} s: {sorted(responses)}; the attacker's child "
               f"(limit {self.ATTACKER_LIMIT_S} s) wrote ALIVE for "
               f"{(max(alive) - min(alive)) if alive else 0:.1f} s ({len(alive)} lines)", flush=True)
         for name, response in responses.items():
-            show(name, "relu", response)
+            show(name, victim_task if name == "victim" else "relu", response)
         self.assertIn("victim", responses, "the victim was never answered: the server's loops are stuck")
         self.assertEqual(responses["victim"]["status"], "pass", responses["victim"])
         self.assertIn("attacker", responses, "the attacker ran past its limit, unanswered")
