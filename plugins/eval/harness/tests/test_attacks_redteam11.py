@@ -101,6 +101,29 @@ class ADuplicateTrialReportLeavesAStepInFlight(unittest.TestCase):
         self.assertIn("attacker", responses, "the attacker ran past its limit, unanswered")
 
 
+class ADuplicateReportIsNotTheHarnesssFailure(unittest.TestCase):
+    """double_last_report reports its next-to-last trial twice (one write): two judges,
+    the second moves next_trial past the last trial, which is never run nor judged; the
+    job goes on to its timing, and the last trial's fill, answered after, makes
+    _trial_filled read job.trials[5] of 5: IndexError in the server, caught, and the job is
+    decided as harness_error ("the harness failed"). After the marker whatever goes wrong
+    in a child is the candidate's: a candidate must not be able to make its verdict the
+    harness's (kforge would not count it against the candidate, or would run it again).
+    Secure: the job is not a harness_error (a failure of the candidate's, or a pass).
+    Seen at 8fa5a59: status=error error_class=harness_error, "the harness failed: ...
+    _trial_filled ... seed, _ = job.trials[job.next_trial] ... IndexError: list index out
+    of range". (Untimed, the same double report passes at once, the last trial never run.)"""
+
+    def test_the_verdict_is_not_the_harnesss(self):
+        server = client.Server(mode="fork", max_children=1)
+        try:
+            response = server.ask(_timed("late", "redteam11/double_last_report", 60), timeout=110)["late"]
+        finally:
+            server.close()
+        show("double_last_report", "relu", response)
+        self.assertNotEqual(response.get("error_class"), "harness_error", response)
+
+
 def _cgroup_root(server_pid):
     """The server's directory of candidate cgroups (freezer.Freezer.open)."""
     from kforge_harness.server import freezer
