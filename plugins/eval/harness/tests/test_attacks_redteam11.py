@@ -112,7 +112,8 @@ class ADuplicateReportIsNotTheHarnesssFailure(unittest.TestCase):
     Secure: the job is not a harness_error (a failure of the candidate's, or a pass).
     Seen at 8fa5a59: status=error error_class=harness_error, "the harness failed: ...
     _trial_filled ... seed, _ = job.trials[job.next_trial] ... IndexError: list index out
-    of range". (Untimed, the same double report passes at once, the last trial never run.)"""
+    of range". In a side run untimed (timing disabled, not a test here): status pass,
+    metrics trials=5, though the fifth trial was never run: the fourth was judged twice."""
 
     def test_the_verdict_is_not_the_harnesss(self):
         server = client.Server(mode="fork", max_children=1)
