@@ -7,6 +7,7 @@ the VM is noisy, and the suite's servers must not run beside another suite's."""
 import glob
 import os
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -90,6 +91,7 @@ class ADuplicateTrialReportLeavesAStepInFlight(unittest.TestCase):
         finally:
             _kill(server)
             server.close()
+            shutil.rmtree(scratch, ignore_errors=True)  # a killed server leaves its directory
         alive = [float(t) for text in logs.values() for t in re.findall(r"^ALIVE (\S+)$", text, re.M)]
         print(f"\n  {mode}: answered after {waited:.1f} s: {sorted(responses)}; the attacker's child "
               f"(limit {self.ATTACKER_LIMIT_S} s) wrote ALIVE for "
