@@ -204,7 +204,10 @@ class APauseDoesNotWaitForTheFreeze(unittest.TestCase):
     its own), 1 of 60 stamped loop calls inside; honest pass at 0.5603x. (2) paused
     29067.801..29074.308 (the reference's loop): frozen after 0.234 s, 113 ms of CPU used
     meanwhile; paused 29074.563..29081.235 (the honest loop): frozen after 0.719 s, 332 ms
-    used; 5 of 60 stamped loop calls (every 25th call) inside; honest pass at 0.8123x."""
+    used; 5 of 60 stamped loop calls (every 25th call) inside; honest pass at 0.8123x.
+    Closed: a loop starts once the neighbours stopped for it are seen frozen
+    (_advance_pause), and one not frozen within a freeze's patience is ended; the work
+    while the freeze lands is before the loop."""
 
     def test_no_neighbour_work_while_paused(self):
         server = client.Server(mode="fork", max_children=2)
@@ -245,7 +248,10 @@ class APauseDoesNotWaitForTheFreeze(unittest.TestCase):
               + (f" ({calls[0]:.3f}..{calls[-1]:.3f})" if calls else "")
               + f", of them while the paused neighbour worked: {len(beside)}", flush=True)
         self.assertEqual(beside, [], "loop calls ran beside a paused neighbour's kernel work")
-        self.assertLess(used_ms, 50.0, "a paused neighbour kept working")
+        # It may work while its freeze lands (the loop waits for that); not once the honest
+        # job's loop runs.
+        during = sum(u for a, b, u in stretches if calls and b >= calls[0] and a <= calls[-1]) / 1e3
+        self.assertLess(during, 50.0, "a paused neighbour kept working through the loop")
 
 
 if __name__ == "__main__":

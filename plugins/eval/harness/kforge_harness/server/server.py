@@ -101,6 +101,7 @@ class Job:
         self.decided = None
         self.trials = []  # (input seed, transform or None)
         self.next_trial = 0
+        self.trial_sent = False  # a trial's `go` sent, its report not yet read: one report per go
         self.trial_metrics = []
         self.loop = None
         self.first_loop = None  # (loop, summary, reference) once a confirmation follows it
@@ -178,6 +179,7 @@ class Server:
         # paused meanwhile.
         self.turns = DeviceTurns(self._pause_neighbours, self._resume_neighbours)
         self.paused = []
+        self.pausing = None  # (the loop's start, deadline) until the paused are seen stopped
         self.stdin_open = True
         self.stdin_buffer = bytearray()
         # poll, not epoll: epoll refuses a regular file as stdin (requests from a file).
@@ -231,6 +233,8 @@ class Server:
                 self._watch_memory()
                 for job in list(self.freezing):
                     self._advance_freeze(job)
+                if self.pausing is not None:
+                    self._advance_pause()
         finally:
             for proc in list(self.procs.values()):
                 self._continue(proc)
@@ -247,8 +251,8 @@ class Server:
         deadlines = [p.deadline for p in self.procs.values() if not p.timed_out]
         if self.memory_watch is not None and any(j.proc is not None and j.marker for j in self.jobs):
             deadlines.append(self.next_watch)
-        if self.freezing:
-            return 0.0  # each freeze is looked at once per pass (_advance_freeze)
+        if self.freezing or self.pausing is not None:
+            return 0.0  # each freeze is looked at once per pass (_advance_freeze, _advance_pause)
         if not deadlines or min(deadlines) == math.inf:
             return None
         return max(0.0, min(deadlines) - time.monotonic())
@@ -815,6 +819,11 @@ class Server:
         elif isinstance(message.get("weights"), dict):
             self._candidate_weights(job, message["weights"])
         elif "trial" in message:
+            if not job.trial_sent:
+                self._decide(job, fail(protocol.RUNTIME_ERROR,
+                                       "the candidate's process reported a trial it was not asked for"))
+                return
+            job.trial_sent = False
             self.turns.done(proc)
             self._candidate_trial(job, message)
         elif job.loop is not None and message.get("prepared") is True and not job.loop.prepared:
@@ -858,6 +867,7 @@ class Server:
             return
         seed, _ = job.trials[job.next_trial]
         self.turns.begin(job.proc)  # the trial, until its report (or the child is gone)
+        job.trial_sent = True
         job.proc.send({"go": job.next_trial, "slot": job.next_trial % 2, "inputs": result["inputs"],
                        "output": result["output"], "seed": seed})
 
@@ -994,11 +1004,15 @@ class Server:
         self._hold_limit(job)  # waiting for its turn is no part of its time
 
         def start():
+            if job.finished or job.decided is not None:  # ended while its neighbours stopped
+                return
             job.turn_wait_s += time.monotonic() - asked
             self._release_limit(job)
             self._run_loop(job, label)
 
-        self.turns.alone(job, self._guarded(job, start))
+        # Once the neighbours the turn stopped are seen stopped (_advance_pause).
+        self.turns.alone(job, lambda: self._after_neighbours_stop(self._guarded(job, start)),
+                         own=(job.proc,) if job.proc is not None else ())
 
     def _run_loop(self, job, label):
         if job.reference_wait_from is not None:
@@ -1042,6 +1056,29 @@ class Server:
                 signal_tree(job.proc.pid, signal.SIGSTOP)
             self._hold_limit(job)
             self.paused.append(job)
+
+    def _after_neighbours_stop(self, then):
+        self.pausing = (then, time.monotonic() + freezer.FREEZE_PATIENCE_S)
+        self._advance_pause()
+
+    def _advance_pause(self):
+        """Starts the loop once every neighbour stopped for it is seen stopped (a task in a
+        long system call freezes only when it leaves it); one that has not stopped within
+        a freeze's patience is ended: it worked beside another job's timed calls."""
+        then, deadline = self.pausing
+        moving = [job for job in self.paused
+                  if not job.finished and job.proc.cgroup is not None and not job.proc.cgroup.frozen()]
+        if moving and time.monotonic() <= deadline:
+            return
+        self.pausing = None
+        for job in moving:
+            if job.decided is None:
+                self._decide(job, fail(protocol.CHEAT_DETECTED,
+                                       "its processes did not stop while another job's timing loop "
+                                       "had the device: work beside other jobs' timed calls"))
+            else:
+                kill_group(job.proc.pid)  # after its verdict: it is only stopped for good
+        then()
 
     def _resume_neighbours(self, owner):
         paused, self.paused = self.paused, []

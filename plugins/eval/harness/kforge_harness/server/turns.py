@@ -30,7 +30,7 @@ class DeviceTurns:
         self.on_shared = on_shared
         self.owner = None
         self.in_flight = {}  # job -> its steps sent and not answered yet
-        self.waiting = []  # (job, start) for the device alone, in order of asking
+        self.waiting = []  # (job, start, own keys) for the device alone, in order of asking
         self.held = []  # (job, send): steps waiting for the loops to end
 
     def step(self, job, send):
@@ -51,13 +51,14 @@ class DeviceTurns:
             self.in_flight.pop(job, None)
         self._advance()
 
-    def alone(self, job, start):
+    def alone(self, job, start, own=()):
         """Calls start() once `job` has the device alone (at once if it has it already);
-        release(job) gives it back."""
+        release(job) gives it back. Steps counted under `own` (its child) are its own:
+        they do not hold its loop back."""
         if self.owner is job:
             start()
             return
-        self.waiting.append((job, start))
+        self.waiting.append((job, start, tuple(own)))
         self._advance()
 
     def release(self, job):
@@ -69,7 +70,7 @@ class DeviceTurns:
     def forget(self, job):
         """`job` ended: its held steps and its wait for the device are dropped, the device
         given back if it had it. Its steps in flight stay counted (gone())."""
-        self.waiting = [(j, s) for j, s in self.waiting if j is not job]
+        self.waiting = [w for w in self.waiting if w[0] is not job]
         self.held = [(j, s) for j, s in self.held if j is not job]
         if self.owner is job:
             self.release(job)
@@ -94,8 +95,8 @@ class DeviceTurns:
     def _advance(self):
         while self.owner is None:
             if self.waiting:
-                job, start = self.waiting[0]
-                if any(other is not job for other in self.in_flight):
+                job, start, own = self.waiting[0]
+                if any(other is not job and other not in own for other in self.in_flight):
                     return  # the steps in flight end first
                 self.waiting.pop(0)
                 self.owner = job
