@@ -80,6 +80,7 @@ class Server:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd)
         self.pending = b""
         self.needs = {}  # request id -> the need line's need_mb
+        self.unclaimed = []  # responses that arrived while ask() waited for others
         # Read with os.read only: a buffered readline could swallow later responses.
         self.ready = self.receive(1, timeout=60)[0]
 
@@ -89,8 +90,8 @@ class Server:
         self.process.stdin.flush()
 
     def receive(self, count, timeout=120):
-        """The next `count` responses, in arrival order."""
-        responses = []
+        """The next `count` responses, in arrival order (those ask() set aside first)."""
+        responses, self.unclaimed = self.unclaimed, []
         deadline = time.monotonic() + timeout
         fd = self.process.stdout.fileno()
         while len(responses) < count:
@@ -113,9 +114,24 @@ class Server:
         return responses
 
     def ask(self, *requests, timeout=120):
-        """Sends requests, returns {id: response}."""
+        """Sends requests, returns {id: response} once each of them is answered. Answers
+        to requests sent earlier (a neighbour that finishes first) are set aside for the
+        next receive()."""
         self.send(*requests)
-        return {r["id"]: r for r in self.receive(len(requests), timeout)}
+        wanted = {r["id"] for r in requests}
+        answered, others = {}, []
+        deadline = time.monotonic() + timeout
+        while wanted - answered.keys():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"got {len(answered)} of {len(wanted)} responses")
+            for response in self.receive(1, left):
+                if response.get("id") in wanted:
+                    answered[response["id"]] = response
+                else:
+                    others.append(response)
+        self.unclaimed = others + self.unclaimed
+        return answered
 
     def close(self):
         try:

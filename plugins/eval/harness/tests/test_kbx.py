@@ -255,8 +255,9 @@ class HandOverTest(unittest.TestCase):
         self.addCleanup(mapping.close)
         for view, copy in zip(handover.views(mapping, unit.layout, arrays=False), unit.copies):
             handover.fill(view, copy)
-        return unit, kbx_calls.LentUnit(mapping, json.loads(json.dumps(unit.describe())),
-                                        torch.device("cpu"))
+        lent = kbx_calls.LentUnit(mapping, json.loads(json.dumps(unit.describe())), torch.device("cpu"))
+        lent.fill(torch.Tensor.copy_)
+        return unit, lent
 
     def test_every_plain_kind_of_argument_crosses_as_it_was(self):
         x = torch.randn(6, 5)

@@ -86,14 +86,12 @@ class TimingGuardsTest(unittest.TestCase):
                 self.assertEqual(response["error_class"], "cheat_detected", response)
                 self.assertIn(words, response["message"])
 
-    def test_work_hidden_from_the_events_is_timed_by_the_servers_clock(self):
-        # A finalizer does the call's work after the child's events closed: the gap is
-        # beyond its bound, twice (measured again), so the server's clock times it, and
-        # the speedup it reports is the clock's (not a rejection: load can do the same).
+    def test_work_in_a_finalizer_of_the_output_gains_nothing(self):
+        # A finalizer of each output sleeps 30 ms when the harness drops the output: in
+        # the next call's preparation, once the output was read and before the next
+        # inputs are in the slot, where work helps no call. The calls are the ReLU's.
         response = self.responses["finalizer_work"]
         self.assertEqual(response["status"], "pass", response)
-        self.assertIn("timing_by_clock", response["flags"])
-        self.assertIn("timed by the server's clock: timing: the server's clock saw", response["message"])
         self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
 
     def test_a_spot_check_names_the_call(self):
@@ -308,7 +306,7 @@ class SettleTest(unittest.TestCase):
     def setUp(self):
         import torch
         self.torch = torch
-        self.clock = timing.Clock(types.SimpleNamespace(is_accelerator=False, type="cpu"), False)
+        self.clock = timing.Clock(types.SimpleNamespace(is_accelerator=False, type="cpu"))
 
     def test_views_are_made_dense_and_dense_outputs_are_left_as_they_are(self):
         torch = self.torch

@@ -13,15 +13,18 @@ What it sends (protocol.reporter.Channel, JSON lines), all of it data:
 - {"trial": t, "facts": {...}} or {"trial": t, "mismatch": {"error_class", "message"}}:
   trial t's outputs are in the output buffer (or could not go there);
 - {"compiled": true} (compile action);
-- a timed loop's {"prepared": true} and {"called": k, "ms", "tail_ms", "mismatch"?,
-  "facts"?} (facts: a kernelbenchx unit's results' names and inline values);
+- a timed loop's {"prepared": true}, per call {"prepared_for": k} and {"called": k, "ms",
+  "tail_ms", "mismatch"?, "facts"?} (facts: a kernelbenchx unit's results' names and
+  inline values);
 - {"failed": {"stage", "trial", "types", "text", "where"}}: the candidate's code raised.
 
 Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); then
 {"build": true} once the server has counted this process's threads; then per trial
 {"go": t, "slot", "inputs", "output", "seed"}; per timed loop {"time": {...}} and per call
-{"call": k, "slot", "inputs", "output", "seed"}. EOF ends it. Between a timed loop's calls
-the server stops this process (SIGSTOP): nothing here runs between calls."""
+{"prepare": k, "slot", "inputs", "output", "read"} (no clock runs, the slot does not hold
+the call's inputs yet) then {"call": k, "seed"} (inside the server's bracket). EOF ends
+it. Between those commands the server stops this process (the cgroup freezer, or
+SIGSTOP): nothing here runs but what answers them."""
 
 import contextlib
 import os
@@ -59,7 +62,7 @@ class CandidateChild:
         self.channel = channel
         self.options = job["options"]
         self.candidate_path = None
-        self._read_outputs = None  # a timed call's outputs, until the task host read them
+        self._kept = None  # a timed call's outputs and inputs, freed once no clock runs
         # The runtime guards' handle once a candidate's code is imported; the task's
         # reference as its own candidate runs unguarded.
         self.guard = types.SimpleNamespace(violations=list,
@@ -100,7 +103,7 @@ class CandidateChild:
         torch.ones(1 << 20).add_(1)
         # What the timed loop calls, bound now, before the candidate is imported: a class
         # attribute it rebinds later (Clock.call, Channel.send) is not what runs here.
-        self.clock = Clock(self.device, flush_l2=True)
+        self.clock = Clock(self.device)
         self._time_call = self.clock.call
         self._send = self.channel.send
         self._command = self.channel.command
@@ -182,9 +185,15 @@ class CandidateChild:
         buffer (a kernelbenchx trial's test run), made here from the seed."""
         if command.get("inputs") is None:
             return self.session.make_inputs(command["seed"])
+        return self._lend(command)(command["seed"], self.clock.copy)
+
+    def _lend(self, command):
+        """What takes a call's inputs out of its slot, made before they are there
+        (TaskSession.lend_inputs); None where they are made here from the seed."""
+        if command.get("inputs") is None:
+            return None
         # No slot where nothing crosses in one (a kernelbenchx unit of scalars only).
-        return self.session.lent_inputs(self.buffers.get(f"input{command['slot']}"), command["inputs"],
-                                        command["seed"])
+        return self.session.lend_inputs(self.buffers.get(f"input{command['slot']}"), command["inputs"])
 
     def _hand_over(self, out, command, located=None):
         """Copies the outputs into the output buffer, in the reference's layout; returns
@@ -194,8 +203,7 @@ class CandidateChild:
         tensor) is appended to it instead."""
         if command.get("output") is None:
             return None
-        layout = handover.Layout.from_json(command["output"])
-        expected = [leaf for leaf in layout.leaves if leaf.kind == "tensor"]
+        expected, views = command.get("output_views") or self._output_views(command["output"])
         try:
             leaves = self.session.output_leaves(out)
         except CannotCross as exc:
@@ -209,7 +217,6 @@ class CandidateChild:
             return {"error_class": "shape_mismatch",
                     "message": f"the candidate returns {len(leaves)} output(s), the reference "
                                f"{len(expected)}"}
-        views = [v for v in handover.views(self.buffers["output"], layout) if isinstance(v, torch.Tensor)]
         names = self.session.tensor_names() or [f"output #{i}" for i in range(len(leaves))]
         for name, value, leaf, view in zip(names, leaves, expected, views):
             if type(value) not in _PLAIN:
@@ -237,6 +244,12 @@ class CandidateChild:
                 located.append((tensor.data_ptr(), tensor))
         return None
 
+    def _output_views(self, described):
+        """The output layout's tensor leaves and the output buffer's views of them."""
+        layout = handover.Layout.from_json(described)
+        return ([leaf for leaf in layout.leaves if leaf.kind == "tensor"],
+                [v for v in handover.views(self.buffers["output"], layout) if isinstance(v, torch.Tensor)])
+
     def _trial(self, model, command):
         inputs = model.feed(self._inputs(command))
         language = self.job["candidate"]["language"] if self.job["candidate"]["code"] else None
@@ -251,37 +264,65 @@ class CandidateChild:
         return report
 
     def _timed_loop(self, model):
-        """One timed loop: each call on the inputs the task host filled just before it,
-        timed by the clock (bound before the candidate was imported), its outputs handed
-        over inside the server's bracket. Returns the first command that is not a call."""
+        """One timed loop. Each call comes in two commands. {"prepare": k, ...} comes while
+        no clock runs and before the call's inputs are in their slot (its seed is not
+        sent yet): the harness's own work around a call is done here (the last call's
+        outputs freed, the layouts parsed, the views made). {"call": k, "seed"} comes
+        inside the server's bracket: the forward, timed by the clock (bound before the
+        candidate was imported), its outputs handed over. What the reference's loop
+        spends in the bracket beyond its forward (its gap, refunded to every candidate)
+        is then only what any loop must spend there, so a candidate's loop that replaces
+        this code gains little by leaving the harness's work out. Returns the first
+        command that is neither."""
         self._send({"prepared": True})
+        prepared = None
         while True:
             command = self._command()
-            self._read_outputs = None
-            if command is None or "call" not in command:
+            self._kept = None
+            if command is None:
+                return None
+            if "prepare" in command:
+                prepared = self._guarded("timing", lambda: self._prepare_call(command))
+                self._send({"prepared_for": command["prepare"]})
+            elif "call" in command and prepared is not None:
+                call, prepared = dict(prepared, call=command["call"], seed=command["seed"]), None
+                self._send(self._timed_call(model, call))
+            else:
                 return command
-            # Outside the call's clock, but the candidate's code may run (a hook of its
-            # own): its failure is the candidate's.
-            inputs = self._guarded("timing", lambda: model.feed(self._inputs(command)))
-            out, event_ms, tail_ms = self._guarded(
-                "timing", lambda: self._time_call(lambda: model(inputs)))
-            located = [] if command.get("read") else None
-            mismatch = self._guarded("timing", lambda: self._hand_over(out, command, located))
-            self._guarded("timing", lambda: self.session.release_inputs(inputs, self.clock.copy))
-            self.clock.synchronize()
-            report = {"called": command["call"], "ms": event_ms, "tail_ms": tail_ms}
-            if located is not None:
-                # Read by the task host once this process is stopped: kept alive until
-                # the next command, which comes after the read.
-                report["outputs_at"] = [address for address, _ in located]
-                self._read_outputs = (out, located)
-            facts = self.session.output_facts()
-            if facts:  # a kernelbenchx unit's results: their names and inline values
-                report["facts"] = facts
-            if mismatch is not None:
-                report["mismatch"] = mismatch
-            out = inputs = located = None
-            self._send(report)
+
+    def _prepare_call(self, command):
+        """A call's command as the hand-over reads it, its inputs' taker and its outputs'
+        views made now."""
+        prepared = {key: command.get(key) for key in ("slot", "inputs", "output", "read")}
+        prepared["lend"] = self._lend(prepared)
+        if prepared["output"] is not None:
+            prepared["output_views"] = self._output_views(prepared["output"])
+        return prepared
+
+    def _timed_call(self, model, call):
+        # Outside the call's clock, but the candidate's code may run (a hook of its own):
+        # its failure is the candidate's.
+        lend = call["lend"]
+        inputs = self._guarded("timing", lambda: model.feed(
+            self.session.make_inputs(call["seed"]) if lend is None else lend(call["seed"], self.clock.copy)))
+        out, event_ms, tail_ms = self._guarded("timing", lambda: self._time_call(lambda: model(inputs)))
+        located = [] if call.get("read") else None
+        mismatch = self._guarded("timing", lambda: self._hand_over(out, call, located))
+        self._guarded("timing", lambda: self.session.release_inputs(inputs, self.clock.copy))
+        self.clock.synchronize()
+        report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms}
+        if located is not None:
+            # Read by the task host once this process is stopped.
+            report["outputs_at"] = [address for address, _ in located]
+        facts = self.session.output_facts()
+        if facts:  # a kernelbenchx unit's results: their names and inline values
+            report["facts"] = facts
+        if mismatch is not None:
+            report["mismatch"] = mismatch
+        # Kept until the next command: freed outside the bracket, and alive while the
+        # task host reads the outputs out of this process.
+        self._kept = (out, inputs)
+        return report
 
 
 def run(job, buffers, device, workdir, channel):

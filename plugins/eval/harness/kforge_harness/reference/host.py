@@ -72,6 +72,9 @@ from kforge_harness.tasks.runner import (MissingFramework, all_finite, nan_count
                                          weight_tensors)
 
 INPUT_SLOTS = 2
+# Larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB): writing it evicts the
+# inputs and weights an earlier call left in the cache.
+L2_FLUSH_BYTES = 256 * 1024 * 1024
 
 
 def _tensor_shapes(unit):
@@ -133,6 +136,7 @@ class Host:
         self.keep_bytes = int(job.get("keep_bytes", 0))
         self.session = None
         self.reference = None
+        self.l2_flush = None  # the buffer publish() writes to flush a GPU's L2, once timed
         self.peak = PeakMemory(device)
         self.kept = {}  # input_key -> {"outputs": [contiguous tensors], "facts": {...}}
         self.kept_bytes = 0
@@ -608,12 +612,22 @@ class Host:
 
     def publish(self, request):
         """A timed call's staged inputs into its slot (the module's docstring): the server
-        asks once the call's bracket is open, before the child is continued."""
+        asks once the call's bracket is open, before the child is continued. With
+        "flush_l2" on a GPU, the L2 cache is flushed after them (L2_FLUSH_BYTES written):
+        the call starts with neither its inputs nor anyone's weights cached. Done here,
+        not in the child, so that no loop of a candidate's can leave it out: its time is
+        in every call's bracket, the reference's as the candidates'."""
         session = self._session(request)
         slot = int(request["slot"])
         nbytes = session.staged.pop(slot, 0)
         if nbytes:
             session.inputs[slot].raw[:nbytes].copy_(session.staging.raw[:nbytes])
+        flush = bool(request.get("flush_l2")) and self.device.type == "cuda"
+        if flush:
+            if self.l2_flush is None:
+                self.l2_flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=self.device.name)
+            self.l2_flush.zero_()
+        if nbytes or flush:
             self.device.synchronize(torch)
         return {"published": True}
 

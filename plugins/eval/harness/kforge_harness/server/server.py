@@ -829,6 +829,13 @@ class Server:
         elif job.loop is not None and message.get("prepared") is True and not job.loop.prepared:
             job.loop.prepared = True
             self._freeze_then(job, self._loop_fill)
+        elif job.loop is not None and "prepared_for" in message:
+            if message["prepared_for"] != job.loop.preparing or job.loop.preparing is None:
+                self._decide(job, fail(protocol.RUNTIME_ERROR, "the candidate's process reported "
+                                       "a timed call's preparation it was not asked for"))
+                return
+            job.loop.preparing = None
+            self._freeze_then(job, self._loop_open)
         elif job.loop is not None and "called" in message:
             self._loop_called(job, message, now)
 
@@ -1194,32 +1201,48 @@ class Server:
         # trip with a process costs on this machine at this moment (trusted on both ends).
         loop.exchange_now = max(0.0, (time.monotonic() - loop.fill_sent) * 1e3 -
                                 (host_ms if isinstance(host_ms, (int, float)) else 0.0))
-        command = {"call": call, "slot": call % 2, "inputs": result["inputs"],
-                   "output": result["output"], "seed": loop.seeds[call],
-                   "read": loop.read_from is not None}
         if not self._still_frozen(job):
             self._decide(job, fail(protocol.CHEAT_DETECTED,
                                    f"{loop.label}: the candidate's processes ran between timed "
                                    "calls (one ended or was continued while they were stopped): "
                                    "work that no clock brackets"))
             return
+        # The call's preparation (candidate.py's _timed_loop): the harness's work in the
+        # child around the call, done while no clock runs, so that the bracket holds none
+        # of it. The child learns the layouts only: the slot does not hold the call's
+        # inputs yet, and the seed they were made from comes with the call.
+        loop.preparing = call
+        self._thaw(job)
+        job.proc.send({"prepare": call, "slot": call % 2, "inputs": result["inputs"],
+                       "output": result["output"], "read": loop.read_from is not None})
+
+    def _loop_open(self, job):
+        """The child prepared its call and is stopped again: the call's bracket opens."""
+        loop = job.loop
+        call = loop.next_call
+        command = {"call": call, "seed": loop.seeds[call]}
         # The call's bracket opens before its inputs reach the slot the child maps (the
         # task host staged them: host.py's `publish`) and before the child is continued:
         # whatever works on them from then on (a handler of SIGCONT, a thread that was
         # waiting, a kernel that outlived an earlier call) is the call's time.
         loop.commanded_at = time.monotonic()
-        self._host_command(job.entry, job, {"publish": {"session": job.session, "slot": command["slot"]}},
+        self._host_command(job.entry, job, {"publish": {"session": job.session, "slot": call % 2,
+                                                            "flush_l2": bool(loop.timing["flush_l2"])}},
                            lambda job, result: self._loop_published(job, command, result))
 
     def _loop_published(self, job, command, result):
         if result.get("published") is not True:
             self._decide(job, result)
             return
+        self._thaw(job)
+        job.proc.send(command)
+
+    def _thaw(self, job):
+        """Continues the child's processes that _freeze_then stopped."""
         if job.proc.cgroup is not None:
             job.proc.cgroup.thaw()
         else:
             continue_tree(job.frozen)  # every call follows _frozen()
-        job.proc.send(command)
 
     def _loop_called(self, job, message, now):
         # The call's bracket closes once the task host holds a copy of its outputs (host.py's

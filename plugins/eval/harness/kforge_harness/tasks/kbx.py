@@ -362,13 +362,18 @@ class KbxSession(TaskSession):
 
     # ---- timing: the child's side ----
 
-    def lent_inputs(self, mapping, described, seed):
-        """A timed unit's calls over the slot the task host filled (kbx_calls.LentUnit),
-        the random generators seeded with the unit's seed, as the task host does before
-        it checks the same unit."""
+    def lend_inputs(self, mapping, described):
+        """A timed unit's calls over the slot the task host fills (kbx_calls.LentUnit),
+        rebuilt now; taken, its copies filled from the slot and the random generators
+        seeded with the unit's seed, as the task host does before it checks the same
+        unit."""
         unit = kbx_calls.LentUnit(mapping, described, self.torch_device)
-        seed_everything(seed)
-        return unit
+
+        def take(seed, copy):
+            unit.fill(copy)
+            seed_everything(seed)
+            return unit
+        return take
 
     def output_leaves(self, out):
         """The tensor leaves of a trial's test_results (already flat), or of what a

@@ -368,9 +368,11 @@ class Arguments:
 
 class LentUnit:
     """The child's side of a unit: its calls rebuilt over the input slot the task host
-    filled. An argument the call takes where the slot is not (a CPU tensor of a GPU task,
-    a NumPy array from device memory) is a copy, written back into the slot after the
-    unit (`write_back`), so that the host sees what the calls did to their arguments."""
+    fills, before the slot holds the unit's arguments (a timed call's, while no clock
+    runs). An argument the call takes where the slot is not (a CPU tensor of a GPU task,
+    a NumPy array from device memory) is a copy, made now, filled from the slot once it
+    holds them (`fill`) and written back into the slot after the unit (`write_back`), so
+    that the host sees what the calls did to their arguments."""
 
     def __init__(self, mapping, described, device):
         layout = handover.Layout.from_json(described["layout"])
@@ -385,7 +387,7 @@ class LentUnit:
             wanted = torch.device("cpu") if placement == "cpu" else device
             value = view
             if view.device != wanted:
-                value = view.to(wanted)
+                value = torch.empty_like(view, device=wanted)
                 self.copied.append((view, value))
             if array:
                 value = value.numpy()
@@ -399,6 +401,12 @@ class LentUnit:
             first = int(call["first"])
             self.calls.append(decode(call["nodes"], lambda k, p, g, first=first: leaf(first + k, p, g), device))
             self.indices.append(int(call["index"]))
+
+    def fill(self, copy):
+        """The copies filled from the slot, with `copy` (the clock's bound copy)."""
+        with torch.no_grad():
+            for view, value in self.copied:
+                copy(value, view)
 
     def write_back(self, copy):
         """The copies' values back into the slot, with `copy` (the clock's bound copy)."""

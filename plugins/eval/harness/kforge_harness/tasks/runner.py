@@ -219,10 +219,13 @@ class TaskSession:
         """What the last forward's outputs carry beyond their leaves (kbx: leaf names)."""
         return {}
 
-    def lent_inputs(self, mapping, described, seed):
-        """(child) A trial's or timed call's inputs over the slot the task host filled:
-        `described` is the layout it sent."""
-        return handover.views(mapping, handover.Layout.from_json(described))
+    def lend_inputs(self, mapping, described):
+        """(child) What takes a trial's or timed call's inputs out of the slot the task host
+        fills (`described` is the layout it sent): made before the inputs are there (a
+        timed call's, while no clock runs), called as take(seed, copy) once they are,
+        inside the call's bracket. Here: views of the slot, made now."""
+        views = handover.views(mapping, handover.Layout.from_json(described))
+        return lambda seed, copy: views
 
     def output_leaves(self, out):
         """(child) A forward's outputs as the flat list that is handed over."""

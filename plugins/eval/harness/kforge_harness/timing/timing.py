@@ -2,8 +2,9 @@
 reference's own timing child (the same code times both, so identical code times the
 same).
 
-Per call: the L2 cache is flushed (256 MB written) and the whole device is idle before
-the clock starts; the call is bracketed by device events on the device's default stream
+Per call: the whole device is idle before the clock starts (the task host flushed the
+L2 cache when it published the call's inputs: reference/host.py's `publish`, work no
+loop of a candidate's can leave out); the call is bracketed by device events on the device's default stream
 (KernelBench's measure); then the host waits for the end event, and after it for the
 whole device (all streams): work hidden on a private stream, or left running past the
 call, shows as the "tail" between the two. On the CPU the time is time.perf_counter_ns
@@ -22,27 +23,21 @@ import time
 import numpy as np
 import torch
 
-# Larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB): writing it evicts the
-# inputs and weights the previous call left in the cache.
-L2_FLUSH_BYTES = 256 * 1024 * 1024
-
 _TensorBase = getattr(torch._C, "TensorBase", None) or torch._C._TensorBase  # torch 1.x names it _TensorBase
 
 
 class Clock:
     """One device's timed call, and the copies the harness makes in the child."""
 
-    def __init__(self, device, flush_l2):
+    def __init__(self, device):
         self.accelerator = device.is_accelerator
         self._perf = time.perf_counter_ns
         self._copy = _TensorBase.copy_
-        self._zero = _TensorBase.zero_
         self._dense = (_TensorBase.is_contiguous, _TensorBase.is_neg, _TensorBase.is_conj)
         self._densify = (_TensorBase.contiguous, _TensorBase.resolve_neg, _TensorBase.resolve_conj)
         self._dense_array = np.ascontiguousarray
         self._no_dispatch = torch._C._DisableTorchDispatch
         self._no_torch_function = torch._C.DisableTorchFunction
-        self.flush_buffer = None
         if device.type == "cuda":
             events = torch._C._CudaEventBase
             self._record = events.record
@@ -52,9 +47,6 @@ class Clock:
             self._stream = torch.cuda.default_stream(torch.device(device.name))
             self._start = torch.cuda.Event(enable_timing=True)
             self._end = torch.cuda.Event(enable_timing=True)
-            if flush_l2:
-                self.flush_buffer = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8,
-                                                device=device.name)
         elif self.accelerator:  # an NPU: its module's own primitives, bound now too
             module = device.module(torch)
             self._device_sync = module.synchronize
@@ -120,14 +112,12 @@ class Clock:
                 del guard
 
     def call(self, call):
-        """(outputs, event ms, tail ms) of call(), its outputs settled, after the L2 flush
-        and an idle device."""
+        """(outputs, event ms, tail ms) of call(), its outputs settled, after an idle
+        device."""
         if not self.accelerator:
             start = self._perf()
             out = self.settle(call())
             return out, (self._perf() - start) / 1e6, 0.0
-        if self.flush_buffer is not None:
-            self._zero(self.flush_buffer)
         self._device_sync()
         if self._stream is not None:
             self._record(self._start, self._stream)

@@ -3,16 +3,21 @@ clock, draws the calls it checks, and judges what the child reported against wha
 The candidate's loop and the reference's own timing loop run the same code (candidate.py
 in a sandboxed child forked from the zygote, the task host filling inputs), so identical
 code times the same, and what a call costs beyond its kernel (the exchange, the flush,
-the hand-over of its outputs) is measured on the reference's loop: the slack no candidate
-controls.
+the hand-over of its outputs) is measured on the reference's loop and refunded to the
+candidates' (charged()). A candidate's process can replace the child's loop, so that
+refund holds only what no loop can leave out: the harness's own work in the child (the
+layouts parsed, the views made, the last call's outputs freed) is done before the
+bracket opens, and the L2 flush is the task host's.
 
 One call k (server, task host H, child C):
     H: make call k's inputs (a seed drawn now) in its own staging buffer, poison the
-       output buffer
-    server: clock starts; H copies the inputs into C's slot; C's processes thawed
-       (SIGCONT without a cgroup); {"call": k} -> C
-    C: flush L2, idle device, events around forward, its outputs into the buffer,
-       whole-device sync -> {"called": k, "ms", "tail_ms"}
+       output buffer; returns the layouts
+    server: C's processes thawed; {"prepare": k, layouts} -> C; C makes its views of
+       the slot (which holds older inputs) and answers; its processes frozen again
+    server: clock starts; H copies the inputs into C's slot (and, on a GPU, flushes
+       L2); C's processes thawed (SIGCONT without a cgroup); {"call": k, "seed"} -> C
+    C: idle device, events around forward, its outputs into the buffer, whole-device
+       sync -> {"called": k, "ms", "tail_ms"}
     H: copies the outputs out of the buffer (`take`); clock stops when the copy is done:
        what is judged is that copy, and all of it was written inside the bracket
        (on the CPU: C copies nothing and reports where its outputs lie, the server
@@ -74,6 +79,7 @@ class Loop:
         self.fill_sent = 0.0
         self.checked = []
         self.prepared = False
+        self.preparing = None  # the call whose preparation the child was asked for
         self.commanded_at = None
         # The child's worker process the task host reads each call's outputs out of
         # (handover/read.py), or None where they cross by the child's copy.

@@ -3,9 +3,9 @@ change): honest relu, plus
 - a memo of every input it was given (trials and timed calls), keyed by the bytes'
   digest: a timed call whose inputs were seen before (a trial's seed reused, a slot
   left holding the next call's inputs) would be answered from it; hits are counted;
-- at each timed call, before computing, the *other* input slot and the output slot are
-  read: if the other slot already held this call's inputs (published early) or
-  anything but an earlier call's inputs, that is counted;
+- at each timed call's preparation (awake, no clock running), the input slots are
+  read: if either already held the next call's inputs (published early) or anything but
+  an earlier call's inputs, that is counted;
 - the descriptors and the memfd mappings of its process are listed (a staging buffer
   lent by mistake would show as a fifth "kforge-buffer").
 Everything it learns goes to its log (the response's log_tail); its outputs are honest."""
@@ -23,28 +23,34 @@ import kforge_harness.candidate.candidate as _child
 _seen = {}
 _stats = {"calls": 0, "memo_hits": 0, "other_slot_new": 0, "other_slot_old": 0}
 _child_ref = {}
-_orig_inputs = _child.CandidateChild._inputs
+_orig_prepare = _child.CandidateChild._prepare_call
 
 
 def _digest(t):
     return hashlib.sha256(t.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
 
 
-def _inputs(self, command):
+def _probe(self, slot):
+    buffer = self.buffers.get(f"input{slot}")
+    if buffer is None:
+        return
+    n = 512 * 1024 * 4
+    key = hashlib.sha256(bytes(buffer.raw[:min(n, buffer.nbytes)].numpy())).hexdigest()
+    _stats["other_slot_old" if key in _seen else "other_slot_new"] += 1
+
+
+def _prepare_call(self, command):
+    # Each timed call's preparation (no clock runs, the child is awake): the other slot
+    # holds the previous call's inputs, and the slot being prepared an earlier call's
+    # (from the third call on), unless the next inputs reached either early.
     _child_ref["self"] = self
-    if "call" in command:
-        other = self.buffers.get(f"input{1 - command['slot']}")
-        if other is not None:
-            n = 512 * 1024 * 4
-            key = hashlib.sha256(bytes(other.raw[:min(n, other.nbytes)].numpy())).hexdigest()
-            if key in _seen:
-                _stats["other_slot_old"] += 1
-            else:
-                _stats["other_slot_new"] += 1
-    return _orig_inputs(self, command)
+    _probe(self, 1 - command["slot"])
+    if command["prepare"] >= 2:
+        _probe(self, command["slot"])
+    return _orig_prepare(self, command)
 
 
-_child.CandidateChild._inputs = _inputs
+_child.CandidateChild._prepare_call = _prepare_call
 
 
 def _loads(line, *args, **kwargs):

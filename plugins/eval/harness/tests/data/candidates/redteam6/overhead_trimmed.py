@@ -1,19 +1,21 @@
 """Honest ReLU whose child-side harness work is trimmed and whose reported time is cut by
-what was trimmed. The child's own code around the events (CandidateChild._inputs:
-Layout.from_json and views over the slot; _hand_over: the layout again, the output's
-leaves, type, shape and dtype checks, the copy) runs in the candidate's process, and
-the reference's loop pays all of it in its gap, which timing_plan.charged subtracts
-from the server's clock. Here both are replaced by versions that parse each layout once
-and keep the views, and the clock (the instance's `_time_call`) reports a tenth of the
-event time: the server's clock allows what the trimmed overhead freed. Tiny calls
-(relu 64 x 256, about 10 us of work) make that overhead most of a call."""
+what was trimmed. The child's own code around the events that runs inside the call's
+bracket (_hand_over: the layout's leaves, the output's type, shape and dtype checks, the
+copy) runs in the candidate's process, and the reference's loop pays all of it in its
+gap, which timing_plan.charged subtracts from the server's clock. Here it is replaced by
+a version that checks nothing, and the clock (the instance's `_time_call`, replaced when
+a call is prepared) reports a tenth of the event time: the server's clock allows what
+the trimmed overhead freed. Tiny calls (relu 64 x 256, about 10 us of work) make that
+overhead most of a call. (Written when the layouts were also parsed and the views made
+inside the bracket, which `_inputs` then kept per slot; the harness now does that while
+preparing the call, outside it.)"""
 import torch
 
 from kforge_harness import handover
 import kforge_harness.candidate.candidate as _child
 
 _views = {}
-_original_inputs = _child.CandidateChild._inputs
+_original_prepare = _child.CandidateChild._prepare_call
 
 
 def _time_call(call):
@@ -23,14 +25,9 @@ def _time_call(call):
     return out, (time.perf_counter_ns() - start) / 1e7, 0.0
 
 
-def _inputs(self, command):
-    if "call" not in command:
-        return _original_inputs(self, command)
+def _prepare_call(self, command):
     self._time_call = _time_call
-    key = ("in", command["slot"])
-    if key not in _views:
-        _views[key] = _original_inputs(self, command)
-    return _views[key]
+    return _original_prepare(self, command)
 
 
 def _hand_over(self, out, command, located=None):
@@ -48,7 +45,7 @@ def _hand_over(self, out, command, located=None):
     return None
 
 
-_child.CandidateChild._inputs = _inputs
+_child.CandidateChild._prepare_call = _prepare_call
 _child.CandidateChild._hand_over = _hand_over
 
 

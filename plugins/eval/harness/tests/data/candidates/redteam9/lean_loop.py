@@ -4,14 +4,17 @@ The candidate replaces CandidateChild._timed_loop (a class attribute, looked up 
 child's command loop reaches a {"time": ...} command) with a lean loop of its own: the
 input slots' views made once per slot and kept (the layout is the same every call), the
 ReLU computed straight into one output kept across calls (nothing allocated or freed),
-no hand-over checks, a minimal report with "ms": 0 (its events say nothing; the server's
-clock alone times it). The ReLU is honest: every call's outputs are the ReLU of that
-call's inputs, read by the task host where the report says they lie.
+no feed, no hand-over checks, no synchronisation, a minimal report with "ms": 0 (its
+events say nothing; the server's clock alone times it), the outputs read by the task
+host (the CPU's read hand-over). The ReLU is honest: every call's outputs are the ReLU
+of that call's inputs, read by the task host where the report says they lie.
 
-What the reference's loop spends around its calls in its child's Python (layouts parsed
-from JSON, views made, the hand-over's checks, the report, the previous output freed) is
-its gap, refunded to every candidate by charged(); what this loop does not spend there is
-the same amount of the ReLU's time that no clock charges."""
+What the reference's loop spends around its calls in its child's Python inside the
+bracket is its gap, refunded to every candidate by charged(); what this loop does not
+spend there is the same amount of the ReLU's time that no clock charges. Written first
+against c95cb44, when the layouts were parsed, the views made and the previous output
+freed inside the bracket; rewritten for the prepared calls (the `prepare` command),
+which moved that work out of it."""
 import torch
 
 import kforge_harness.candidate.candidate as _child
@@ -22,26 +25,26 @@ _kept = {}
 
 def _lean_loop(self, model):
     self._send({"prepared": True})
+    slot = None
     while True:
         command = self._command()
-        if command is None or "call" not in command:
+        if command is None:
+            return None
+        if "prepare" in command:
+            slot = command["slot"]
+            if slot not in _views:
+                _views[slot] = self.session.lend_inputs(self.buffers.get(f"input{slot}"),
+                                                        command["inputs"])(None, None)[0]
+            self._send({"prepared_for": command["prepare"]})
+            continue
+        if "call" not in command:
             return command
-        slot = command["slot"]
-        x = _views.get(slot)
-        if x is None:
-            x = _views[slot] = self.session.lent_inputs(self.buffers.get(f"input{slot}"),
-                                                        command["inputs"], command["seed"])[0]
+        x = _views[slot]
         out = _kept.get("out")
         if out is None:
             out = _kept["out"] = torch.empty_like(x)
         torch.clamp(x, min=0.0, out=out)
-        report = {"called": command["call"], "ms": 0.0, "tail_ms": 0.0}
-        if command.get("read"):
-            report["outputs_at"] = [out.data_ptr()]
-        else:
-            self.clock.copy(_child.handover.views(self.buffers["output"],
-                                                  _child.handover.Layout.from_json(command["output"]))[0], out)
-        self._send(report)
+        self._send({"called": command["call"], "ms": 0.0, "tail_ms": 0.0, "outputs_at": [out.data_ptr()]})
 
 
 _child.CandidateChild._timed_loop = _lean_loop
