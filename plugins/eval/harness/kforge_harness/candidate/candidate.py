@@ -83,7 +83,9 @@ class CandidateChild:
             model = self._build()
             self.channel.send({"ready": True})
             if "weights" in self.buffers:
-                self.channel.send({"weights": self._guarded("init", lambda: self._load_weights(model))})
+                loaded = self._guarded("init", lambda: self._load_weights(model))
+                self.clock.synchronize()  # the copy is done on the device: the set-up step ends
+                self.channel.send({"weights": loaded})
             self._commands(model)
         except _Failed:
             pass

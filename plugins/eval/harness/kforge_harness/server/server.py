@@ -98,6 +98,7 @@ class Job:
         self.marker = False
         self.harness_failed = None
         self.ready = False
+        self.weights_loaded = False
         self.decided = None
         self.trials = []  # (input seed, transform or None)
         self.next_trial = 0
@@ -814,9 +815,16 @@ class Server:
             self._decide(job, self._candidate_failure(message["failed"], job.language()))
         elif message.get("ready") is True and not job.ready:
             job.ready = True
-            self.turns.done(proc)
+            if not self._weights_follow(job):
+                self.turns.done(proc)
             self._candidate_ready(job)
-        elif isinstance(message.get("weights"), dict):
+        elif isinstance(message.get("weights"), dict) and job.ready and not job.weights_loaded:
+            # The child's set-up step ends here where the reference's weights are copied
+            # into ModelNew after its `ready`: that copy is device work (synchronised
+            # before this line), which no neighbour's loop may share the device with.
+            job.weights_loaded = True
+            if self._weights_follow(job):
+                self.turns.done(proc)
             self._candidate_weights(job, message["weights"])
         elif "trial" in message:
             if not job.trial_sent:
@@ -850,6 +858,11 @@ class Server:
                 self._decide(job, {"status": "pass"}, stop=False)
         else:
             self._next_trial(job)
+
+    @staticmethod
+    def _weights_follow(job):
+        """Whether the child copies the reference's weights after its `ready`."""
+        return job.weights is not None
 
     @staticmethod
     def _candidate_weights(job, report):
