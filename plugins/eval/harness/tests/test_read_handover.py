@@ -55,16 +55,17 @@ class ReadTest(unittest.TestCase):
                 outputs_read.read_regions(proc.pid, [(ctypes.addressof(copy), remote, size)])
 
 
-def run(name, task="relu", sizes=HUGE):
+def run(name, task="relu", sizes=HUGE, candidate=None):
     server = client.Server(mode="fork", max_children=2)
+    candidate = candidate or (f"read_handover/{name}" if name else None)
     try:
-        req = client.request(name or "reference", "run", task, f"read_handover/{name}" if name else None,
+        req = client.request(name or candidate or "reference", "run", task, candidate,
                              language="python", options={"trials": 2, "timing": {"enabled": True}},
                              limits={"timeout_s": TIMEOUT_S}, sizes=sizes)
         response = server.ask(req, timeout=TIMEOUT_S + 200)[req["id"]]
     finally:
         server.close()
-    show(name or "the reference", task, response)
+    show(name or candidate or "the reference", task, response)
     return response
 
 
@@ -104,6 +105,14 @@ class HandOverThroughTheServerTest(unittest.TestCase):
         response = run(None, task="unreadable_outputs", sizes=None)
         self.assertEqual(response["status"], "pass", response)
         self.assertIn("outputs_copied_in_child", response["flags"], response)
+
+    def test_an_output_slot_written_while_the_call_was_prepared_does_not_hide_unwritten_outputs(self):
+        # prepared/prefilled_output, where the outputs are copied into the slot: every
+        # timed call leaves half its output unwritten, the slot zeroed in its preparation.
+        response = run(None, task="unreadable_outputs", sizes=None,
+                       candidate="prepared/prefilled_output")
+        self.assertEqual((response["status"], response["error_class"]), ("fail", "cheat_detected"), response)
+        self.assertIn("were not written when the candidate reported the call done", response["message"])
 
     def test_outputs_finished_after_the_report_are_not_judged_as_finished(self):
         response = run("computed_after_report")

@@ -13,12 +13,13 @@ the reference's own timing child) it serves a session:
   sealed memfd elsewhere): two input slots, one output slot, and the reference's weights.
 - `fill`: a trial's or a timed call's inputs made by the task's get_inputs() from a seed
   the child never learns, written into a slot (a trial's, with their digest kept) or,
-  for a timed call, into this process's own staging buffer; the output slot poisoned
-  (every byte 0xFF: NaN for floating types). A kernelbenchx timed call's inputs are the
+  for a timed call, into this process's own staging buffer; a trial's output slot
+  poisoned (every byte 0xFF: NaN for floating types). A kernelbenchx timed call's inputs are the
   arguments of the function's calls that a run of the test code on the seed makes
   (kbx_calls.Unit, kept for `after`); a kernelbenchx trial's are made in the child.
-- `publish`: a timed call's staged inputs copied into its slot, once the server's
-  bracket around the call has opened. Until then no memory the child maps holds them:
+- `publish`: a timed call's output slot poisoned (unless its outputs are read out of the
+  child) and its staged inputs copied into its slot, once the server's bracket around the
+  call has opened. Until then no memory the child maps holds them:
   whatever of the candidate's runs while its processes are frozen (a kernel that
   outlives its call runs on the device, frozen or not; a process that escaped a stop
   signal) finds the previous call's inputs, so work on a call's inputs is always inside
@@ -451,7 +452,11 @@ class Host:
             # for the calls that are not).
             session.digests[slot] = buffers.digests(views) if request.get("trial") else None
             session.layouts[slot] = layout
-        buffers.poison(session.output)
+        if request.get("trial"):
+            # A timed call's output slot is poisoned when its inputs are published, inside
+            # its bracket (publish): the child is awake between this fill and the bracket
+            # (the call's preparation), and GPU work it queued runs whenever it likes.
+            buffers.poison(session.output)
         session.output_layout = output_layout
         self.device.synchronize(torch)
         # Its own time, so that the server can tell its exchange with this process (the
@@ -612,13 +617,16 @@ class Host:
 
     def publish(self, request):
         """A timed call's staged inputs into its slot (the module's docstring): the server
-        asks once the call's bracket is open, before the child is continued. With
+        asks once the call's bracket is open, before the child is continued. The output
+        slot is poisoned first, unless the outputs are read out of the child ("read"). With
         "flush_l2" on a GPU, the L2 cache is flushed after them (L2_FLUSH_BYTES written):
         the call starts with neither its inputs nor anyone's weights cached. Done here,
         not in the child, so that no loop of a candidate's can leave it out: its time is
         in every call's bracket, the reference's as the candidates'."""
         session = self._session(request)
         slot = int(request["slot"])
+        if not request.get("read"):  # the outputs will be copied into the output slot
+            buffers.poison(session.output)
         nbytes = session.staged.pop(slot, 0)
         if nbytes:
             session.inputs[slot].raw[:nbytes].copy_(session.staging.raw[:nbytes])
@@ -627,8 +635,7 @@ class Host:
             if self.l2_flush is None:
                 self.l2_flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=self.device.name)
             self.l2_flush.zero_()
-        if nbytes or flush:
-            self.device.synchronize(torch)
+        self.device.synchronize(torch)
         return {"published": True}
 
     def step(self, request):

@@ -1239,8 +1239,9 @@ class Server:
         # whatever works on them from then on (a handler of SIGCONT, a thread that was
         # waiting, a kernel that outlived an earlier call) is the call's time.
         loop.commanded_at = time.monotonic()
-        self._host_command(job.entry, job, {"publish": {"session": job.session, "slot": call % 2,
-                                                            "flush_l2": bool(loop.timing["flush_l2"])}},
+        self._host_command(job.entry, job, {"publish": {
+            "session": job.session, "slot": call % 2, "read": loop.read_from is not None,
+            "flush_l2": bool(loop.timing["flush_l2"])}},
                            lambda job, result: self._loop_published(job, command, result))
 
     def _loop_published(self, job, command, result):
