@@ -1,0 +1,54 @@
+"""redteam12: attacks on the timing boundary at 86919ad, where every timed call is
+prepared outside any clock (server._loop_filled sends {"prepare": k, slot, inputs,
+output, read} to an awake child; candidate._prepare_call answers it; only then does the
+bracket open). Each test asserts the SECURE outcome (the attack gains nothing: speedup
+at most tests.test_attacks.NO_GAIN, or it is caught); a test that fails is a hole. Run
+them one by one by name (`-m unittest tests.test_attacks_redteam12.Class.test`): the VM
+is noisy, and the suite's servers must not run beside another suite's."""
+
+import unittest
+
+from tests import client
+from tests.test_attacks import NO_GAIN
+from tests.test_attacks_forged import show
+
+RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
+WAVE = "redteam12/scalar_wave"  # a kernelbenchx function of two random floats only
+
+
+class PreparedKbxUnitTest(unittest.TestCase):
+    """A kernelbenchx unit's non-tensor arguments travel in the tape the prepare command
+    carries (kbx_calls.Unit.describe), so the child knows them before the bracket opens;
+    the harness's own LentUnit decodes them there."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def run_timed(self, candidate, task=WAVE, **timing):
+        request = client.request(candidate, "run", task, f"redteam12/{candidate}", language="python",
+                                 task_format="kernelbenchx", limits={"timeout_s": 300},
+                                 options={"rule": RULE, "timing": {"enabled": True, **timing}})
+        response = self.server.ask(request, timeout=900)[candidate]
+        show(candidate, task, response)
+        return response
+
+    def test_honest_control(self):
+        response = self.run_timed("wave_honest")
+        self.assertEqual(response["status"], "pass", response)
+        self.assertLessEqual(response["metrics"]["speedup"], 2.0, response)
+
+    def test_unit_computed_in_the_prepare_window_gains_nothing(self):
+        response = self.run_timed("wave_prepared", spot_check_rate=1.0)
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "cheat_detected", response)
+
+
+if __name__ == "__main__":
+    unittest.main()
