@@ -50,5 +50,42 @@ class PreparedKbxUnitTest(unittest.TestCase):
             self.assertEqual(response["error_class"], "cheat_detected", response)
 
 
+
+SCALAR_INPUT = "redteam12/scalar_input_wave"  # KernelBench: x and a random float from get_inputs()
+
+
+class PreparedScalarInputTest(unittest.TestCase):
+    """A KernelBench task's non-tensor inputs are inline values of the inputs layout, which
+    the prepare command carries before the bracket opens."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def run_timed(self, candidate, **timing):
+        request = client.request(candidate, "run", SCALAR_INPUT, f"redteam12/{candidate}", language="python",
+                                 limits={"timeout_s": 300},
+                                 options={"rule": RULE, "timing": {"enabled": True, **timing}})
+        response = self.server.ask(request, timeout=900)[candidate]
+        show(candidate, SCALAR_INPUT, response)
+        return response
+
+    def test_honest_control(self):
+        response = self.run_timed("scalar_input_honest")
+        self.assertEqual(response["status"], "pass", response)
+        self.assertLessEqual(response["metrics"]["speedup"], 2.0, response)
+
+    def test_scalar_part_computed_in_the_prepare_window_gains_nothing(self):
+        response = self.run_timed("scalar_input_prepared", spot_check_rate=1.0)
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "cheat_detected", response)
+
+
 if __name__ == "__main__":
     unittest.main()
