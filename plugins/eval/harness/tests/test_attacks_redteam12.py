@@ -87,5 +87,52 @@ class PreparedScalarInputTest(unittest.TestCase):
             self.assertEqual(response["error_class"], "cheat_detected", response)
 
 
+
+RELU16 = "redteam12/relu_16mb"  # KernelBench: ReLU over 16 MB (1024 x 4096 float32)
+
+
+class WakeInPublishTest(unittest.TestCase):
+    """Under the signal freezer a process can continue itself (a POSIX timer whose signal is
+    SIGCONT) after the post-prepare freeze held: nothing checks it stays stopped until the
+    thaw, so it can work while the host publishes and the server thaws, time the
+    reference's gap refunds."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def run_timed(self, candidate, **timing):
+        language = "cpp" if candidate.endswith("_cpp") else "python"
+        request = client.request(candidate, "run", RELU16, f"redteam12/{candidate}", language=language,
+                                 limits={"timeout_s": 300},
+                                 options={"timing": {"enabled": True, **timing}})
+        response = self.server.ask(request, timeout=900)[candidate]
+        show(candidate, RELU16, response)
+        return response
+
+    def test_control_kept_output(self):
+        response = self.run_timed("relu_kept_out")
+        self.assertEqual(response["status"], "pass", response)
+
+    def test_control_kept_output_cpp(self):
+        response = self.run_timed("relu_kept_out_cpp")
+        self.assertEqual(response["status"], "pass", response)
+
+    def test_work_woken_during_publish_gains_nothing_cpp(self):
+        self.test_work_woken_during_publish_gains_nothing("wake_in_publish_cpp")
+
+    def test_work_woken_during_publish_gains_nothing(self, candidate="wake_in_publish"):
+        response = self.run_timed(candidate)
+        print("log:", response.get("log_tail", "")[-400:])
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertEqual(response["error_class"], "cheat_detected", response)
+
+
 if __name__ == "__main__":
     unittest.main()
