@@ -134,5 +134,48 @@ class WakeInPublishTest(unittest.TestCase):
             self.assertEqual(response["error_class"], "cheat_detected", response)
 
 
+
+class OutOfTurnTest(unittest.TestCase):
+    """Messages out of turn around the prepare step: the candidate's fault, never the
+    harness's, never a pass."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def run_timed(self, candidate, **timing):
+        request = client.request(candidate, "run", "relu", f"redteam12/{candidate}", language="python",
+                                 limits={"timeout_s": 120}, options={"timing": {"enabled": True, **timing}})
+        response = self.server.ask(request, timeout=600)[candidate]
+        show(candidate, "relu", response)
+        return response
+
+    def assert_candidates_fault(self, response):
+        self.assertEqual(response["status"], "fail", response)
+        self.assertIn(response["error_class"], ("runtime_error", "cheat_detected"), response)
+
+    def test_prepared_for_twice(self):
+        self.assert_candidates_fault(self.run_timed("prepared_twice"))
+
+    def test_called_before_call(self):
+        self.assert_candidates_fault(self.run_timed("called_before_call"))
+
+    def test_called_early_with_fresh_outputs_unchecked(self):
+        # spot_check_rate 0: what the bracket accounting alone does with a report that
+        # came before the call's command (the default rate, 0.25, catches it per call).
+        response = self.run_timed("called_early_fresh", spot_check_rate=0.0)
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        else:
+            self.assertNotIn(response["error_class"], ("harness_error", "task_error"), response)
+
+    def test_called_early_with_fresh_outputs(self):
+        self.assert_candidates_fault(self.run_timed("called_early_fresh"))
+
+
 if __name__ == "__main__":
     unittest.main()
