@@ -4,7 +4,18 @@ output, read} to an awake child; candidate._prepare_call answers it; only then d
 bracket open). Each test asserts the SECURE outcome (the attack gains nothing: speedup
 at most tests.test_attacks.NO_GAIN, or it is caught); a test that fails is a hole. Run
 them one by one by name (`-m unittest tests.test_attacks_redteam12.Class.test`): the VM
-is noisy, and the suite's servers must not run beside another suite's."""
+is noisy, and the suite's servers must not run beside another suite's.
+
+Seen on the shared 2-core VM (one run each unless said):
+- PreparedKbxUnitTest.test_unit_computed_in_the_prepare_window_gains_nothing: HOLE, pass at
+  2948x and 211.6x (two runs), 23 of 23 units spot-checked, timing_charged_ms 0 / 0.315;
+- PreparedScalarInputTest.test_scalar_part_computed_in_the_prepare_window_gains_nothing:
+  HOLE, pass at 14.85x and 7.99x (two runs), 23 of 23 calls spot-checked;
+- WakeInPublishTest (cpp): the process does wake inside the bracket before its thaw (68%
+  of the ReLU done when the call came) but gained nothing here (1.064x, 1.003x);
+- OutOfTurnTest: the candidate is blamed (runtime_error, cheat_detected).
+The honest controls passed at 1.798x (noise: a reference loop of std 37 ms), 1.0,
+0.986 and 1.0."""
 
 import unittest
 
