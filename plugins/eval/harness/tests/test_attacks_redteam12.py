@@ -15,13 +15,33 @@ Seen on the shared 2-core VM (one run each unless said):
   of the ReLU done when the call came) but gained nothing here (1.064x, 1.003x);
 - OutOfTurnTest: the candidate is blamed (runtime_error, cheat_detected).
 The honest controls passed at 1.798x (noise: a reference loop of std 37 ms), 1.0,
-0.986 and 1.0."""
+0.986 and 1.0.
+
+After the fixes (main, same VM): the kbx unit's and the scalar input's descriptions go
+with the call (the task host says `inputs_seeded`): wave_prepared pass 1.437 with its
+work charged by the clock (candidate_ms 68.57, reference 98.56 on a noisy loop),
+scalar_input_prepared pass 0.71; a report before the call's command is the candidate's
+runtime_error; a process continued while the inputs are published is cheat_detected
+(server._loop_published; wake_in_publish_cpp was not caught by it in one run, pass 1.0)."""
 
 import unittest
 
 from tests import client
 from tests.test_attacks import NO_GAIN
 from tests.test_attacks_forged import show
+
+def assert_work_charged(test, response):
+    """The attack's verdict: caught, or charged at least most of the work it hid. The work
+    is the reference's (its results are computed honestly), so a candidate median under
+    0.8 of the reference's fastest call is work no clock saw; a speedup is not the test
+    here, because these tasks' references swing between 60 and 180 ms a call on this VM
+    (an honest control passed at 1.8x once)."""
+    if response["status"] != "pass":
+        test.assertEqual(response["error_class"], "cheat_detected", response)
+        return
+    metrics = response["metrics"]
+    test.assertGreaterEqual(metrics["candidate_ms"], 0.8 * metrics["reference_ms_min"], response)
+
 
 RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
 WAVE = "redteam12/scalar_wave"  # a kernelbenchx function of two random floats only
@@ -54,11 +74,11 @@ class PreparedKbxUnitTest(unittest.TestCase):
         self.assertLessEqual(response["metrics"]["speedup"], 2.0, response)
 
     def test_unit_computed_in_the_prepare_window_gains_nothing(self):
-        response = self.run_timed("wave_prepared", spot_check_rate=1.0)
-        if response["status"] == "pass":
-            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
-        else:
-            self.assertEqual(response["error_class"], "cheat_detected", response)
+        # Seen at 86919ad (inputs described in the prepare command): pass at 2948x and
+        # 211.6x. Closed after: a description holding values made from the seed goes with
+        # the call; seen then: pass at 1.437 (timing_by_clock, candidate_ms 68.57 charged
+        # by the clock, reference 98.56 on a noisy loop).
+        assert_work_charged(self, self.run_timed("wave_prepared", spot_check_rate=1.0))
 
 
 
@@ -91,6 +111,8 @@ class PreparedScalarInputTest(unittest.TestCase):
         self.assertLessEqual(response["metrics"]["speedup"], 2.0, response)
 
     def test_scalar_part_computed_in_the_prepare_window_gains_nothing(self):
+        # Seen at 86919ad: pass at 14.85x and 7.99x. Closed after: inputs described with
+        # values made from the seed go with the call; seen then: pass at 0.71.
         response = self.run_timed("scalar_input_prepared", spot_check_rate=1.0)
         if response["status"] == "pass":
             self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)

@@ -86,13 +86,14 @@ class TimingGuardsTest(unittest.TestCase):
                 self.assertEqual(response["error_class"], "cheat_detected", response)
                 self.assertIn(words, response["message"])
 
-    def test_work_in_a_finalizer_of_the_output_gains_nothing(self):
+    def test_work_in_a_finalizer_of_the_output_is_timed_with_the_call(self):
         # A finalizer of each output sleeps 30 ms when the harness drops the output: in
-        # the next call's preparation, once the output was read and before the next
-        # inputs are in the slot, where work helps no call. The calls are the ReLU's.
+        # the next call's preparation, outside the bracket. The preparation is timed by
+        # the server's clock too, and what it takes beyond the reference's is the call's.
         response = self.responses["finalizer_work"]
         self.assertEqual(response["status"], "pass", response)
-        self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+        self.assertGreater(response["metrics"]["timing_prepare_ms"], 25.0, response)
+        self.assertLess(response["metrics"]["speedup"], 0.5, response)
 
     def test_a_spot_check_names_the_call(self):
         message = self.responses["global_cache"]["message"]
@@ -189,8 +190,9 @@ def _loop(label="timing", trials=20, warmup=3, rate=0.25, **timing_options):
     return timing_plan.Loop(label, options)
 
 
-def _run(loop, events, walls, tails=None):
+def _run(loop, events, walls, tails=None, preparations=None):
     for k, (event, wall) in enumerate(zip(events, walls)):
+        loop.preparation_done(0.0, (preparations or [0.1] * len(events))[k] / 1e3)
         loop.commanded_at = 0.0
         loop.called({"called": k, "ms": event, "tail_ms": (tails or [0.0] * len(events))[k]}, wall)
     return loop
@@ -251,6 +253,16 @@ class LoopTest(unittest.TestCase):
         # What the server saw agrees with the child's numbers: nothing charged.
         honest = _run(_loop(), [0.5] * 23, [0.7] * 23)
         self.assertAlmostEqual(timing_plan.charged(honest, reference)["charged_ms"], 0.0, places=9)
+
+    def test_a_preparation_longer_than_the_references_is_the_calls(self):
+        reference = self._reference(event=1.0, gap=0.2)  # its preparations: 0.1 ms each
+        # The child says 0.5 ms and the bracket agrees, but each call's preparation (outside
+        # the bracket) took 3 ms more than the reference's: work moved there counts.
+        moved = timing_plan.charged(_run(_loop(), [0.5] * 23, [0.7] * 23, preparations=[3.1] * 23), reference)
+        self.assertAlmostEqual(moved["ms"], 3.5 - 0.05 - 0.1, places=6)
+        # A preparation shorter than the reference's (its harness work left out) refunds nothing.
+        lean = timing_plan.charged(_run(_loop(), [0.5] * 23, [0.7] * 23, preparations=[0.0] * 23), reference)
+        self.assertAlmostEqual(lean["ms"], 0.5, places=6)
 
     def test_a_charge_beyond_the_noise_is_measured_again(self):
         reference = self._reference(event=1.0, gap=0.2)

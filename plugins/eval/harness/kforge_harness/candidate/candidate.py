@@ -21,8 +21,9 @@ What it sends (protocol.reporter.Channel, JSON lines), all of it data:
 Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); then
 {"build": true} once the server has counted this process's threads; then per trial
 {"go": t, "slot", "inputs", "output", "seed"}; per timed loop {"time": {...}} and per call
-{"prepare": k, "slot", "inputs", "output", "read"} (no clock runs, the slot does not hold
-the call's inputs yet) then {"call": k, "seed"} (inside the server's bracket). EOF ends
+{"prepare": k, "slot", "inputs"?, "output", "read"} (no clock runs, the slot does not hold
+the call's inputs yet) then {"call": k, "seed", "inputs"?} (inside the server's bracket;
+"inputs" comes here instead where their description holds values made from the seed). EOF ends
 it. Between those commands the server stops this process (the cgroup freezer, or
 SIGSTOP): nothing here runs but what answers them."""
 
@@ -287,16 +288,19 @@ class CandidateChild:
                 prepared = self._guarded("timing", lambda: self._prepare_call(command))
                 self._send({"prepared_for": command["prepare"]})
             elif "call" in command and prepared is not None:
-                call, prepared = dict(prepared, call=command["call"], seed=command["seed"]), None
+                call, prepared = dict(prepared, **command), None
                 self._send(self._timed_call(model, call))
             else:
                 return command
 
     def _prepare_call(self, command):
-        """A call's command as the hand-over reads it, its inputs' taker and its outputs'
-        views made now."""
-        prepared = {key: command.get(key) for key in ("slot", "inputs", "output", "read")}
-        prepared["lend"] = self._lend(prepared)
+        """A call's command as the hand-over reads it, its inputs' taker (unless their
+        description comes with the call: it holds values made from the call's seed) and
+        its outputs' views made now."""
+        prepared = {key: command.get(key) for key in ("slot", "output", "read")}
+        if "inputs" in command:
+            prepared["inputs"] = command["inputs"]
+            prepared["lend"] = self._lend(prepared)
         if prepared["output"] is not None:
             prepared["output_views"] = self._output_views(prepared["output"])
         return prepared
@@ -304,7 +308,7 @@ class CandidateChild:
     def _timed_call(self, model, call):
         # Outside the call's clock, but the candidate's code may run (a hook of its own):
         # its failure is the candidate's.
-        lend = call["lend"]
+        lend = call["lend"] if "lend" in call else self._guarded("timing", lambda: self._lend(call))
         inputs = self._guarded("timing", lambda: model.feed(
             self.session.make_inputs(call["seed"]) if lend is None else lend(call["seed"], self.clock.copy)))
         out, event_ms, tail_ms = self._guarded("timing", lambda: self._time_call(lambda: model(inputs)))

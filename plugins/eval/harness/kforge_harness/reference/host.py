@@ -461,9 +461,17 @@ class Host:
         self.device.synchronize(torch)
         # Its own time, so that the server can tell its exchange with this process (the
         # machine's load at that moment) from the work.
-        return {"inputs": described,
+        return {"inputs": described, "inputs_seeded": self._seeded(layout),
                 "output": output_layout.to_json() if output_layout.leaves else None,
                 "host_ms": (time.perf_counter() - started) * 1e3}
+
+    def _seeded(self, layout):
+        """Whether the inputs' description holds values made from the call's seed (a
+        number get_inputs() returns, a kernelbenchx unit's arguments): then the child
+        gets it with the call, inside its bracket, not while the call is prepared."""
+        if self.session.replays_calls:
+            return True
+        return layout is not None and any(leaf.kind != "tensor" for leaf in layout.leaves)
 
     def _same_shapes(self):
         if self.session.replays_calls:

@@ -845,6 +845,13 @@ class Server:
             job.loop.preparing = None
             self._freeze_then(job, self._loop_open)
         elif job.loop is not None and "called" in message:
+            if not job.loop.call_sent:
+                # Sent while its processes were to be stopped (before its thaw): what it
+                # reports there is no call of the bracket's.
+                self._decide(job, fail(protocol.RUNTIME_ERROR, "the candidate's process reported "
+                                       "a timed call before it was commanded"))
+                return
+            job.loop.call_sent = False
             self._loop_called(job, message, now)
 
     def _candidate_ready(self, job):
@@ -1225,15 +1232,24 @@ class Server:
         # of it. The child learns the layouts only: the slot does not hold the call's
         # inputs yet, and the seed they were made from comes with the call.
         loop.preparing = call
+        loop.prepare_sent = time.monotonic()
+        prepare = {"prepare": call, "slot": call % 2, "output": result["output"],
+                   "read": loop.read_from is not None}
+        # Inputs described by values made from the call's seed (a number among them, a
+        # kernelbenchx unit's arguments) are the call's inputs themselves: they go with
+        # the call, inside its bracket.
+        loop.call_inputs = {"inputs": result["inputs"]} if result.get("inputs_seeded") else {}
+        if not loop.call_inputs:
+            prepare["inputs"] = result["inputs"]
         self._thaw(job)
-        job.proc.send({"prepare": call, "slot": call % 2, "inputs": result["inputs"],
-                       "output": result["output"], "read": loop.read_from is not None})
+        job.proc.send(prepare)
 
     def _loop_open(self, job):
         """The child prepared its call and is stopped again: the call's bracket opens."""
         loop = job.loop
         call = loop.next_call
-        command = {"call": call, "seed": loop.seeds[call]}
+        loop.preparation_done(loop.prepare_sent, time.monotonic())
+        command = {"call": call, "seed": loop.seeds[call], **loop.call_inputs}
         # The call's bracket opens before its inputs reach the slot the child maps (the
         # task host staged them: host.py's `publish`) and before the child is continued:
         # whatever works on them from then on (a handler of SIGCONT, a thread that was
@@ -1248,7 +1264,16 @@ class Server:
         if result.get("published") is not True:
             self._decide(job, result)
             return
+        if not self._still_frozen(job):
+            # Continued while the inputs were published (a timer's SIGCONT, where the
+            # processes are stopped by signals): work on them before its thaw.
+            self._decide(job, fail(protocol.CHEAT_DETECTED,
+                                   f"{job.loop.label}: the candidate's processes ran while the "
+                                   "call's inputs were published, before the call: work that "
+                                   "its command does not start"))
+            return
         self._thaw(job)
+        job.loop.call_sent = True
         job.proc.send(command)
 
     def _thaw(self, job):

@@ -77,9 +77,16 @@ class Loop:
         self.exchange_ms = []
         self.exchange_now = 0.0
         self.fill_sent = 0.0
+        # Per call, its preparation on the server's clock (from `prepare` sent to the
+        # child's processes frozen again), less the trusted exchange: candidate code runs
+        # there too (a finalizer of the last outputs, a thread), so it is bracketed.
+        self.prepare_ms = []
+        self.prepare_sent = None
         self.checked = []
         self.prepared = False
         self.preparing = None  # the call whose preparation the child was asked for
+        self.call_sent = False  # the call's command sent, its report not taken yet
+        self.call_inputs = {}  # what the call's command carries of its inputs' description
         self.commanded_at = None
         # The child's worker process the task host reads each call's outputs out of
         # (handover/read.py), or None where they cross by the child's copy.
@@ -135,10 +142,22 @@ class Loop:
         return [w - e - x for w, e, x in zip(self.timed(self.wall_ms), self.timed(self.event_ms),
                                                self.timed(self.exchange_ms))]
 
-    def seen(self):
+    def preparation_done(self, sent, now):
+        """Call k's preparation ended at `now` (its processes frozen again)."""
+        self.prepare_ms.append(max(0.0, (now - sent) * 1e3 - self.exchange_now))
+
+    def seen(self, reference=None):
         """Per timed call: the server's bracket less the trusted exchange measured just
-        before it, the call as the server's clock sees it."""
-        return [w - x for w, x in zip(self.timed(self.wall_ms), self.timed(self.exchange_ms))]
+        before it, the call as the server's clock sees it; with a `reference` record,
+        plus what this loop's preparations took beyond the reference's (their medians,
+        less the noise of both), the same for every call."""
+        seen = [w - x for w, x in zip(self.timed(self.wall_ms), self.timed(self.exchange_ms))]
+        if reference is None:
+            return seen
+        preparations = self.timed(self.prepare_ms)
+        noise = 3 * (reference["prepare_mad"] + mad(preparations)) / math.sqrt(max(1, len(preparations)))
+        beyond = max(0.0, statistics.median(preparations) - reference["prepare_ms"] - noise)
+        return [s + beyond for s in seen]
 
     def record(self, measured_at):
         """What a reference loop leaves for the candidates' loops to be judged against."""
@@ -146,6 +165,8 @@ class Loop:
         return {"summary": summarise(self.timed(self.event_ms)), "gap_ms": statistics.median(gaps),
                 "gap_mad": mad(gaps), "seen_mad": mad(self.seen()),
                 "tail_ms": statistics.median(self.timed(self.tail_ms)),
+                "prepare_ms": statistics.median(self.timed(self.prepare_ms)),
+                "prepare_mad": mad(self.timed(self.prepare_ms)),
                 "wall_ms": statistics.median(self.timed(self.wall_ms)), "measured_at": measured_at}
 
     def metrics(self, prefix):
@@ -153,6 +174,7 @@ class Loop:
         return {f"{prefix}_wall_ms": statistics.median(self.timed(self.wall_ms)),
                 f"{prefix}_gap_ms": statistics.median(gaps),
                 f"{prefix}_tail_ms": statistics.median(self.timed(self.tail_ms)),
+                f"{prefix}_prepare_ms": statistics.median(self.timed(self.prepare_ms)),
                 f"{prefix}_spot_checks": len(self.checked), f"{prefix}_calls": self.calls}
 
 
@@ -184,9 +206,11 @@ def charged(loop, reference):
     up to the reference's speed (seen on an H200: an honest candidate's gap 0.1 to 0.18 ms
     above the reference loop's, which the noise alone did not cover).
     Spreading its own calls only widens the noise the candidate is charged up to the
-    reference's median, never the allowance beyond it."""
+    reference's median, never the allowance beyond it. The calls' preparations (outside
+    their brackets) taking longer than the reference's is the calls' time too: work
+    moved there is seen."""
     measured = summarise(loop.timed(loop.event_ms))
-    seen = loop.seen()
+    seen = loop.seen(reference)
     root_n = math.sqrt(max(1, len(seen)))
     noise = 3 * (reference["gap_mad"] + mad(seen)) / root_n
     clock_ms = statistics.median(seen) - reference["gap_ms"]
