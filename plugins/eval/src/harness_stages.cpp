@@ -11,11 +11,9 @@ namespace {
 using nlohmann::json;
 
 
-json dtype_table(double fp32, double fp16, double bf16) {
-  return {{"float64", fp32}, {"float32", fp32}, {"float16", fp16}, {"bfloat16", bf16}};
+json dtype_table(double fp32, double low_precision) {
+  return {{"float64", fp32}, {"float32", fp32}, {"float16", low_precision}, {"bfloat16", low_precision}};
 }
-
-json dtype_table(double fp32, double low_precision) { return dtype_table(fp32, low_precision, low_precision); }
 
 std::string findings_text(const json& findings) {
   std::string text;
@@ -40,7 +38,7 @@ json tolerance_rule(const std::string& preset) {
     return {{"kind", "allclose"},
             {"atol", dtype_table(1e-4, 1e-2)},
             {"rtol", dtype_table(3e-4, 1e-2)},
-            {"max_rel_l2", dtype_table(5e-4, 1e-3, 1e-2)},
+            {"max_rel_l2", {{"float64", 1e-11}, {"float32", 5e-4}, {"float16", 1e-3}, {"bfloat16", 1e-2}}},
             {"max_centered_rel_error", 0.25},
             {"max_coarse_share", 0.01}};
   }

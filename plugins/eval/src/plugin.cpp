@@ -720,7 +720,7 @@ class Run : public kforge::sdk::Stage {
             .bind(&Options::seed),
         Param{"tolerance", KF_PARAM_STRING, "default", false,
               "Comparison preset: default (allclose atol=1e-4 rtol=3e-4 fp32, 1e-2 fp16/bf16; whole output: "
-              "||c - r|| <= 5e-4 of ||r|| fp32 (1e-3 fp16, 1e-2 bf16), <= 1% of elements beyond the coarse "
+              "||c - r|| <= 5e-4 of ||r|| fp32 (1e-11 fp64, 1e-3 fp16, 1e-2 bf16), <= 1% of elements beyond the coarse "
               "bound), seed000 (max abs diff < 1e-3), kernelbench-v0 (allclose 1e-2), kernelbenchx (allclose "
               "atol=rtol=1e-5 fp32/fp64, 5e-3 fp16/bf16). Every preset also checks that the output "
               "reproduces how the reference's varies (max_centered_rel_error 0.25)."}

@@ -326,8 +326,9 @@ class CandidateChild:
         if mismatch is not None:
             report["mismatch"] = mismatch
         # Kept until the next command: freed outside the bracket, and alive while the
-        # task host reads the outputs out of this process.
-        self._kept = (out, inputs)
+        # task host reads the outputs out of this process (`located` holds the tensors
+        # read, which a hand-over may have made apart from `out`).
+        self._kept = (out, inputs, located)
         return report
 
 
