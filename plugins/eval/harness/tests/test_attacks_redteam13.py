@@ -1,0 +1,146 @@
+"""redteam13: attacks on the timing boundary at 948eaee, where each timed call is prepared
+outside its bracket ({"prepare": k, ...}; its duration beyond the reference's is charged)
+and inputs described with values made from the seed go with the call's command. Each
+test asserts the SECURE outcome (no gain: speedup at most tests.test_attacks.NO_GAIN, or
+the hidden work charged, or caught); a test that fails is a hole. Run them one by one by
+name (`-m unittest tests.test_attacks_redteam13.Class.test`): the VM is noisy, and the
+suite's servers must not run beside another suite's.
+
+The attacks, by what they use:
+- HarnessWorkInBracketTest: the harness's own work inside the reference's bracket, outside
+  its events (its gap, refunded to every candidate), which a candidate's loop does faster
+  or not at all, doing its forward there instead, outside its events: a kernelbenchx
+  unit's decode (LentUnit, inside the bracket since the unit's description goes with the
+  call), a KernelBench layout with a number (views made inside the bracket), and the
+  feed (to_torch) of a prepared call's many inputs.
+- PausedNeighbourTest: a neighbour paused by SIGSTOP for another job's loop continues
+  itself (a SIGCONT timer) and loads the machine beside that loop.
+"""
+
+import statistics
+import time
+import unittest
+
+from tests import client
+from tests.test_attacks import NO_GAIN
+
+RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
+KEYS = ("speedup", "candidate_ms", "reference_ms", "reference_ms_min", "timing_charged_ms",
+        "timing_gap_ms", "reference_gap_ms", "timing_prepare_ms", "timing_wall_ms",
+        "confirm_gap_ms", "confirm_prepare_ms", "timing_spot_checks", "timing_measured_again")
+
+
+def show(name, task, response):
+    metrics = response.get("metrics") or {}
+    print(f"\n[{name} on {task}] status={response.get('status')} "
+          f"error_class={response.get('error_class')} flags={response.get('flags')}\n  "
+          + " ".join(f"{k}={metrics[k]:.4g}" if isinstance(metrics.get(k), float) else f"{k}={metrics.get(k)}"
+                     for k in KEYS)
+          + f"\n  message={str(response.get('message'))[:600]!r}", flush=True)
+
+
+def assert_no_gain(test, response):
+    """Caught (the candidate's fault), or no speedup beyond NO_GAIN: the candidates of
+    this module do the reference's own work, only elsewhere."""
+    if response["status"] != "pass":
+        test.assertIn(response["error_class"], ("cheat_detected", "runtime_error"), response)
+        return
+    test.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
+
+
+class HarnessWorkInBracketTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def run_timed(self, candidate, task, task_format=None, **timing):
+        request = client.request(candidate, "run", task, f"redteam13/{candidate}", language="python",
+                                 task_format=task_format, limits={"timeout_s": 400},
+                                 options={"rule": RULE, "timing": {"enabled": True, **timing}})
+        response = self.server.ask(request, timeout=900)[candidate]
+        show(candidate, task, response)
+        return response
+
+    # -- kernelbenchx: a unit with a list of 60000 floats (60003 tape nodes) --
+
+    def test_kbx_list_honest_control(self):
+        response = self.run_timed("list_wave_honest", "redteam13/list_wave", "kernelbenchx")
+        self.assertEqual(response["status"], "pass", response)
+        self.assertLessEqual(response["metrics"]["speedup"], 2.0, response)
+
+    def test_kbx_unit_computed_in_the_decode_gains_nothing(self):
+        assert_no_gain(self, self.run_timed("list_wave_lean", "redteam13/list_wave", "kernelbenchx"))
+
+    # -- KernelBench, 1024 tensors and a float: the layout goes with the call --
+
+    def test_seeded_many_inputs_honest_control(self):
+        response = self.run_timed("many_inputs_honest", "redteam13/many_inputs_scale")
+        self.assertEqual(response["status"], "pass", response)
+        self.assertLessEqual(response["metrics"]["speedup"], 2.0, response)
+
+    def test_seeded_forward_in_cached_views_gains_nothing(self):
+        assert_no_gain(self, self.run_timed("many_inputs_cached_views", "redteam13/many_inputs_scale"))
+
+    # -- KernelBench, 1024 tensors only: prepared views, the feed in the bracket --
+
+    def test_prepared_many_inputs_honest_control(self):
+        response = self.run_timed("many_inputs_sum_honest", "redteam13/many_inputs_sum")
+        self.assertEqual(response["status"], "pass", response)
+        self.assertLessEqual(response["metrics"]["speedup"], 2.0, response)
+
+    def test_prepared_forward_in_feed_gains_nothing(self):
+        assert_no_gain(self, self.run_timed("many_inputs_sum_feed", "redteam13/many_inputs_sum"))
+
+
+RELU16 = "redteam12/relu_16mb"
+
+
+class PausedNeighbourTest(unittest.TestCase):
+    """An honest job's speedup with and without a neighbour that keeps working while it
+    is paused for the honest job's loops (paused_burner: a SIGCONT timer of its own)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=2)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def honest(self, request_id):
+        return client.request(request_id, "run", RELU16, "redteam13/relu_honest", language="python",
+                              limits={"timeout_s": 400}, options={"timing": {"enabled": True}})
+
+    def test_an_honest_neighbour_is_not_misjudged(self):
+        alone = self.server.ask(self.honest("alone"), timeout=900)["alone"]
+        show("relu_honest alone", RELU16, alone)
+        self.assertEqual(alone["status"], "pass", alone)
+        burner = client.request("burner", "run", "relu", "redteam13/paused_burner", language="python",
+                                limits={"timeout_s": 600}, options={"trials": 400})
+        started = time.monotonic()
+        self.server.send(burner)
+        time.sleep(15)  # the burner in its trial phase
+        beside = self.server.ask(self.honest("beside"), timeout=900)["beside"]
+        show("relu_honest beside paused_burner", RELU16, beside)
+        print(f"  beside answered {time.monotonic() - started:.1f} s after the burner was sent", flush=True)
+        responses = []
+        try:
+            responses = self.server.receive(1, 900)
+        except Exception as exc:  # noqa: BLE001
+            print("  burner: no response:", exc)
+        for response in responses:
+            show(response.get("id"), "relu", response)
+            print("  burner log:", str(response.get("log_tail", ""))[-1500:], flush=True)
+        self.assertEqual(beside["status"], "pass", beside)
+        ratio = beside["metrics"]["speedup"] / alone["metrics"]["speedup"]
+        print(f"  speedup beside / alone: {ratio:.3f}", flush=True)
+        self.assertGreaterEqual(ratio, 1 / NO_GAIN, (alone["metrics"], beside["metrics"]))
+        self.assertLessEqual(ratio, NO_GAIN, (alone["metrics"], beside["metrics"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
