@@ -142,5 +142,40 @@ class PausedNeighbourTest(unittest.TestCase):
         self.assertLessEqual(ratio, NO_GAIN, (alone["metrics"], beside["metrics"]))
 
 
+
+try:
+    import torch as _torch
+    _HAS_CUDA = _torch.cuda.is_available()
+except ImportError:  # pragma: no cover
+    _HAS_CUDA = False
+
+
+@unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (written, not run on the CPU VM)")
+class OutputCopyInGapGpuTest(unittest.TestCase):
+    """On a GPU the child's hand-over copy of the outputs is in the reference's gap."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", device="cuda:0", max_children=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def run_timed(self, candidate):
+        request = client.request(candidate, "run", RELU16, f"redteam13/{candidate}", language="python",
+                                 limits={"timeout_s": 300}, options={"timing": {"enabled": True}})
+        response = self.server.ask(request, timeout=900)[candidate]
+        show(candidate, RELU16, response)
+        return response
+
+    def test_honest_control(self):
+        response = self.run_timed("relu_honest")
+        self.assertEqual(response["status"], "pass", response)
+
+    def test_relu_into_the_slot_before_the_events_gains_nothing(self):
+        assert_no_gain(self, self.run_timed("relu_in_slot_gpu"))
+
+
 if __name__ == "__main__":
     unittest.main()
