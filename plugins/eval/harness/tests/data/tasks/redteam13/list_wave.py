@@ -12,7 +12,7 @@ import torch
 
 def test_list_wave():
     results = {}
-    values = (torch.rand(60000) * 1000).round().div(1000).tolist()
+    values = [round(v, 3) for v in torch.rand(60000).tolist()]
     scale = round(float(torch.rand(1)) * 3.0, 4)
     results["test_case_1"] = list_wave(values, scale)
     return results
