@@ -75,6 +75,16 @@ class HarnessWorkInBracketTest(unittest.TestCase):
     def test_kbx_unit_computed_in_the_decode_gains_nothing(self):
         assert_no_gain(self, self.run_timed("list_wave_lean", "redteam13/list_wave", "kernelbenchx"))
 
+    # -- kernelbenchx: a unit with a list of 1000 small tensors and a float --
+
+    def test_kbx_tensor_list_honest_control(self):
+        response = self.run_timed("tensor_list_sum_honest", "redteam13/tensor_list_sum", "kernelbenchx")
+        self.assertEqual(response["status"], "pass", response)
+        self.assertLessEqual(response["metrics"]["speedup"], 2.0, response)
+
+    def test_kbx_tensor_list_computed_in_the_decode_gains_nothing(self):
+        assert_no_gain(self, self.run_timed("tensor_list_sum_lean", "redteam13/tensor_list_sum", "kernelbenchx"))
+
     # -- KernelBench, 1024 tensors and a float: the layout goes with the call --
 
     def test_seeded_many_inputs_honest_control(self):
