@@ -26,7 +26,7 @@ WAIT_S = 0.15
 SLEEP_S = 0.15
 PERIOD_NS = 2_000_000
 
-_libc = ctypes.CDLL(None, use_errno=True)
+_libc = ctypes.pythonapi  # dlopen(NULL) made when ctypes was first imported: libc's symbols too
 
 
 class _Timespec(ctypes.Structure):
@@ -51,11 +51,11 @@ def _start_timer():
     sev.sigev_signo = 18  # SIGCONT
     sev.sigev_notify = 0  # SIGEV_SIGNAL
     if _libc.timer_create(1, ctypes.byref(sev), ctypes.byref(_timer)) != 0:
-        _state["timer"] = f"timer_create failed, errno {ctypes.get_errno()}"
+        _state["timer"] = "timer_create failed"
         return
     spec = _Itimerspec(_Timespec(0, PERIOD_NS), _Timespec(0, PERIOD_NS))
     rc = _libc.timer_settime(_timer, 0, ctypes.byref(spec), None)
-    _state["timer"] = "armed" if rc == 0 else f"timer_settime failed, errno {ctypes.get_errno()}"
+    _state["timer"] = "armed" if rc == 0 else "timer_settime failed"
 
 
 _original_command = reporter.Channel.command
