@@ -1,0 +1,9 @@
+"""Control: the task's own forward (speedup about 1)."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, *args):
+        *xs, alpha = args
+        return torch.stack(xs).sum(0) * alpha

@@ -1,0 +1,8 @@
+"""Control and victim: the task's own forward (ReLU), nothing else."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
