@@ -18,7 +18,7 @@ The honest controls passed at 1.798x (noise: a reference loop of std 37 ms), 1.0
 0.986 and 1.0.
 
 After the fixes (main, same VM): the kbx unit's and the scalar input's descriptions go
-with the call (the task host says `inputs_seeded`): wave_prepared pass 1.437 with its
+with the call (the task host keeps them apart: `input_values`): wave_prepared pass 1.437 with its
 work charged by the clock (candidate_ms 68.57, reference 98.56 on a noisy loop),
 scalar_input_prepared pass 0.71; a report before the call's command is the candidate's
 runtime_error; a process continued while the inputs are published is cheat_detected

@@ -255,7 +255,10 @@ class HandOverTest(unittest.TestCase):
         self.addCleanup(mapping.close)
         for view, copy in zip(handover.views(mapping, unit.layout, arrays=False), unit.copies):
             handover.fill(view, copy)
-        lent = kbx_calls.LentUnit(mapping, json.loads(json.dumps(unit.describe())), torch.device("cpu"))
+        described = json.loads(json.dumps(unit.describe()))
+        layout = handover.Layout.from_json(described["layout"])
+        lent = kbx_calls.LentUnit(handover.views(mapping, layout, arrays=False), layout, described["calls"],
+                                  torch.device("cpu"))
         lent.fill(torch.Tensor.copy_)
         return unit, lent
 

@@ -21,9 +21,9 @@ What it sends (protocol.reporter.Channel, JSON lines), all of it data:
 Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); then
 {"build": true} once the server has counted this process's threads; then per trial
 {"go": t, "slot", "inputs", "output", "seed"}; per timed loop {"time": {...}} and per call
-{"prepare": k, "slot", "inputs"?, "output", "read"} (no clock runs, the slot does not hold
-the call's inputs yet) then {"call": k, "seed", "inputs"?} (inside the server's bracket;
-"inputs" comes here instead where their description holds values made from the seed). EOF ends
+{"prepare": k, "slot", "inputs", "output", "read"} (no clock runs, the slot does not hold
+the call's inputs yet) then {"call": k, "seed", "input_values"?} (inside the server's
+bracket; the values made from the seed, which the description sent before leaves out). EOF ends
 it. Between those commands the server stops this process (the cgroup freezer, or
 SIGSTOP): nothing here runs but what answers them."""
 
@@ -294,13 +294,10 @@ class CandidateChild:
                 return command
 
     def _prepare_call(self, command):
-        """A call's command as the hand-over reads it, its inputs' taker (unless their
-        description comes with the call: it holds values made from the call's seed) and
-        its outputs' views made now."""
-        prepared = {key: command.get(key) for key in ("slot", "output", "read")}
-        if "inputs" in command:
-            prepared["inputs"] = command["inputs"]
-            prepared["lend"] = self._lend(prepared)
+        """A call's command as the hand-over reads it, its inputs' taker and its outputs'
+        views made now (the values made from the call's seed come with the call)."""
+        prepared = {key: command.get(key) for key in ("slot", "inputs", "output", "read")}
+        prepared["lend"] = self._lend(prepared)
         if prepared["output"] is not None:
             prepared["output_views"] = self._output_views(prepared["output"])
         return prepared
@@ -308,9 +305,10 @@ class CandidateChild:
     def _timed_call(self, model, call):
         # Outside the call's clock, but the candidate's code may run (a hook of its own):
         # its failure is the candidate's.
-        lend = call["lend"] if "lend" in call else self._guarded("timing", lambda: self._lend(call))
+        lend = call["lend"]
         inputs = self._guarded("timing", lambda: model.feed(
-            self.session.make_inputs(call["seed"]) if lend is None else lend(call["seed"], self.clock.copy)))
+            self.session.make_inputs(call["seed"]) if lend is None
+            else lend(call["seed"], self.clock.copy, call.get("input_values"))))
         out, event_ms, tail_ms = self._guarded("timing", lambda: self._time_call(lambda: model(inputs)))
         located = [] if call.get("read") else None
         mismatch = self._guarded("timing", lambda: self._hand_over(out, call, located))

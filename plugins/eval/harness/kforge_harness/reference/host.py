@@ -461,17 +461,25 @@ class Host:
         self.device.synchronize(torch)
         # Its own time, so that the server can tell its exchange with this process (the
         # machine's load at that moment) from the work.
-        return {"inputs": described, "inputs_seeded": self._seeded(layout),
+        values = None
+        if not request.get("trial"):
+            described, values = self._seeded_apart(described, layout)
+        return {"inputs": described, **({"input_values": values} if values is not None else {}),
                 "output": output_layout.to_json() if output_layout.leaves else None,
                 "host_ms": (time.perf_counter() - started) * 1e3}
 
-    def _seeded(self, layout):
-        """Whether the inputs' description holds values made from the call's seed (a
-        number get_inputs() returns, a kernelbenchx unit's arguments): then the child
-        gets it with the call, inside its bracket, not while the call is prepared."""
+    def _seeded_apart(self, described, layout):
+        """A timed call's inputs' description without the values made from its seed (a
+        number get_inputs() returns, a kernelbenchx unit's calls), and those values
+        (None where there are none): the description goes to the child while the call
+        is prepared, outside its bracket; the values with the call."""
         if self.session.replays_calls:
-            return True
-        return layout is not None and any(leaf.kind != "tensor" for leaf in layout.leaves)
+            return {"layout": described["layout"], "calls": None}, described["calls"]
+        if layout is None or all(leaf.kind == "tensor" for leaf in layout.leaves):
+            return described, None
+        public = handover.Layout([handover.Leaf("value") if leaf.kind == "value" else leaf
+                                  for leaf in layout.leaves])
+        return public.to_json(), [leaf.value for leaf in layout.leaves if leaf.kind == "value"]
 
     def _same_shapes(self):
         if self.session.replays_calls:

@@ -1233,16 +1233,14 @@ class Server:
         # inputs yet, and the seed they were made from comes with the call.
         loop.preparing = call
         loop.prepare_sent = time.monotonic()
-        prepare = {"prepare": call, "slot": call % 2, "output": result["output"],
-                   "read": loop.read_from is not None}
-        # Inputs described by values made from the call's seed (a number among them, a
-        # kernelbenchx unit's arguments) are the call's inputs themselves: they go with
-        # the call, inside its bracket.
-        loop.call_inputs = {"inputs": result["inputs"]} if result.get("inputs_seeded") else {}
-        if not loop.call_inputs:
-            prepare["inputs"] = result["inputs"]
+        # Values made from the call's seed (a number among its inputs, a kernelbenchx
+        # unit's calls) are the call's inputs themselves: the task host keeps them out
+        # of the description (`input_values`), and they go with the call, inside its
+        # bracket.
+        loop.call_inputs = {"input_values": result["input_values"]} if "input_values" in result else {}
         self._thaw(job)
-        job.proc.send(prepare)
+        job.proc.send({"prepare": call, "slot": call % 2, "inputs": result["inputs"],
+                       "output": result["output"], "read": loop.read_from is not None})
 
     def _loop_open(self, job):
         """The child prepared its call and is stopped again: the call's bracket opens."""

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from kforge_harness.anticheat import buffers, observe
-from kforge_harness import protocol
+from kforge_harness import handover, protocol
 from kforge_harness.tasks import kbx_calls
 from kforge_harness.tasks.kbx_calls import CannotCross
 from kforge_harness.tasks.runner import NoEntry, TaskSession, seed_everything
@@ -363,13 +363,17 @@ class KbxSession(TaskSession):
     # ---- timing: the child's side ----
 
     def lend_inputs(self, mapping, described):
-        """A timed unit's calls over the slot the task host fills (kbx_calls.LentUnit),
-        rebuilt now; taken, its copies filled from the slot and the random generators
-        seeded with the unit's seed, as the task host does before it checks the same
-        unit."""
-        unit = kbx_calls.LentUnit(mapping, described, self.torch_device)
+        """A timed unit's calls over the slot the task host fills (kbx_calls.LentUnit):
+        the slot's views made now; taken, the calls rebuilt over them (`calls`, where
+        given: a timed unit's, which its description sent ahead leaves out), their
+        copies filled from the slot and the random generators seeded with the unit's
+        seed, as the task host does before it checks the same unit."""
+        layout = handover.Layout.from_json(described["layout"])
+        views = handover.views(mapping, layout, arrays=False)
 
-        def take(seed, copy):
+        def take(seed, copy, calls=None):
+            unit = kbx_calls.LentUnit(views, layout, described["calls"] if calls is None else calls,
+                                      self.torch_device)
             unit.fill(copy)
             seed_everything(seed)
             return unit

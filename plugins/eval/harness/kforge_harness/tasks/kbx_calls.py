@@ -367,16 +367,15 @@ class Arguments:
 
 
 class LentUnit:
-    """The child's side of a unit: its calls rebuilt over the input slot the task host
-    fills, before the slot holds the unit's arguments (a timed call's, while no clock
-    runs). An argument the call takes where the slot is not (a CPU tensor of a GPU task,
-    a NumPy array from device memory) is a copy, made now, filled from the slot once it
-    holds them (`fill`) and written back into the slot after the unit (`write_back`), so
-    that the host sees what the calls did to their arguments."""
+    """The child's side of a unit: its calls rebuilt over the views of the input slot the
+    task host filled. An argument the call takes where the slot is not (a CPU tensor of a
+    GPU task, a NumPy array from device memory) is a copy, filled from the slot (`fill`)
+    and written back into it after the unit (`write_back`), so that the host sees what
+    the calls did to their arguments."""
 
-    def __init__(self, mapping, described, device):
-        layout = handover.Layout.from_json(described["layout"])
-        views = handover.views(mapping, layout, arrays=False)
+    def __init__(self, views, layout, calls, device):
+        """`views`: the slot's views of `layout` (handover.views, arrays=False); `calls`:
+        the description's calls (Unit.describe)."""
         self.copied = []  # (the slot's view, the copy the calls were given)
         made = {}
 
@@ -397,7 +396,7 @@ class LentUnit:
             return value
 
         self.calls, self.indices = [], []
-        for call in described["calls"]:
+        for call in calls:
             first = int(call["first"])
             self.calls.append(decode(call["nodes"], lambda k, p, g, first=first: leaf(first + k, p, g), device))
             self.indices.append(int(call["index"]))

@@ -222,10 +222,24 @@ class TaskSession:
     def lend_inputs(self, mapping, described):
         """(child) What takes a trial's or timed call's inputs out of the slot the task host
         fills (`described` is the layout it sent): made before the inputs are there (a
-        timed call's, while no clock runs), called as take(seed, copy) once they are,
-        inside the call's bracket. Here: views of the slot, made now."""
-        views = handover.views(mapping, handover.Layout.from_json(described))
-        return lambda seed, copy: views
+        timed call's, while no clock runs), called as take(seed, copy, values) once they
+        are, inside the call's bracket; `values`, where given, are the description's
+        inline values, which a timed call's description sent ahead leaves out. Here:
+        views of the slot, made now."""
+        layout = handover.Layout.from_json(described)
+        views = handover.views(mapping, layout)
+        places = [i for i, leaf in enumerate(layout.leaves) if leaf.kind == "value"]
+
+        def take(seed, copy, values=None):
+            if values is None:
+                return views
+            if len(values) != len(places):
+                raise ValueError(f"{len(values)} input values for the {len(places)} the layout leaves out")
+            taken = list(views)
+            for place, value in zip(places, values):
+                taken[place] = value
+            return taken
+        return take
 
     def output_leaves(self, out):
         """(child) A forward's outputs as the flat list that is handed over."""

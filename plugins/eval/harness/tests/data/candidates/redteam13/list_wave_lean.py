@@ -31,10 +31,10 @@ def _compute(v, scale):
 
 
 class _Lean(_Original):
-    def __init__(self, mapping, described, device):
+    def __init__(self, views, layout, calls, device):
         try:
             calls, indices = [], []
-            for call in described["calls"]:
+            for call in calls:
                 nodes = call["nodes"]
                 last = nodes[-1]
                 if last[0] != "call" or len(last[1]) != 2 or last[2]:
@@ -52,7 +52,7 @@ class _Lean(_Original):
                 indices.append(int(call["index"]))
         except Exception:  # noqa: BLE001 - a tape it did not expect: the harness's decode
             _kept.clear()
-            _Original.__init__(self, mapping, described, device)
+            _Original.__init__(self, views, layout, calls, device)
             return
         self.copied = []
         self.calls, self.indices = calls, indices

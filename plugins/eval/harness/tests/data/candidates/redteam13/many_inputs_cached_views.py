@@ -12,14 +12,15 @@ The candidate replaces TaskSession.lend_inputs (a class attribute) with one that
 the views it made per slot (the tensor leaves are the same at every call) and takes only
 the number out of the description; with the time saved it computes the forward right
 there, outside its events, and ModelNew returns the kept result. Every output is the
-honest one; only the time moved."""
+honest one; only the time moved. (Rewritten for main after the fix: the views are made
+while the call is prepared and only the number comes with the call; the forward is then
+computed inside the bracket, in the harness's take, where the clock sees it.)"""
 import torch
 import torch.nn as nn
 
 from kforge_harness.tasks import runner
 
 _original = runner.TaskSession.lend_inputs
-_views = {}
 _kept = {}
 
 
@@ -28,16 +29,13 @@ def _forward(xs, alpha):
 
 
 def _lend_inputs(self, mapping, described):
-    take = _original(self, mapping, described) if id(mapping) not in _views else None
-    if take is not None:
-        _views[id(mapping)] = (len(described), take(None, None))
-    count, views = _views[id(mapping)]
-    last = described[-1]
-    if count != len(described) or last.get("kind") != "value":
-        return _original(self, mapping, described)
-    inputs = [*views[:-1], last.get("value")]
+    take = _original(self, mapping, described)
+    views = take(None, None)
 
-    def lend(seed, copy):
+    def lend(seed, copy, values=None):
+        if values is None or len(values) != 1:
+            return take(seed, copy, values)
+        inputs = [*views[:-1], values[0]]
         _kept[id(inputs)] = _forward(inputs[:-1], inputs[-1])
         return inputs
     return lend
