@@ -113,11 +113,9 @@ class PreparedScalarInputTest(unittest.TestCase):
     def test_scalar_part_computed_in_the_prepare_window_gains_nothing(self):
         # Seen at 86919ad: pass at 14.85x and 7.99x. Closed after: inputs described with
         # values made from the seed go with the call; seen then: pass at 0.71.
-        response = self.run_timed("scalar_input_prepared", spot_check_rate=1.0)
-        if response["status"] == "pass":
-            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
-        else:
-            self.assertEqual(response["error_class"], "cheat_detected", response)
+        # The reference's loop on this task swings too (28 to 52 ms a call here), so the
+        # test asks for the work charged, not a speedup bound.
+        assert_work_charged(self, self.run_timed("scalar_input_prepared", spot_check_rate=1.0))
 
 
 
