@@ -181,11 +181,14 @@ class ConfirmationTest(_Asserts):
         each in a fresh server (tasks/redteam6/relu_twice: about 12x honestly here)."""
         kwargs = {"python": server_python} if server_python else {}
         speedups = {}
-        for name in (control, attack):
+        # The control before and after the attack, the larger counting: in full ctest runs
+        # the first server's candidate measured half its speed (controls 5.65 and 5.51
+        # against the attack's 11.4 and 11.2; 10.0 and 9.4 run alone).
+        for name in (control, attack, control + " again"):
             server = client.Server(mode="fork", max_children=2, **kwargs)
             try:
                 print(f"\nfreezer: {server.ready.get('environment', {}).get('freezer')}", flush=True)
-                response = run(name, task, language="cpp", server=server)
+                response = run(name.split()[0], task, language="cpp", server=server)
             finally:
                 server.close()
             if name == attack and response["status"] == "fail":
@@ -197,7 +200,8 @@ class ConfirmationTest(_Asserts):
             self.assertEqual(response["status"], "pass", response)
             speedups[name] = response["metrics"]["speedup"]
         print(f"\nspeedups: {speedups}", flush=True)
-        self.assertLessEqual(speedups[attack], speedups[control] * RUN_SPREAD, speedups)
+        control_speedup = max(speedups[control], speedups[control + " again"])
+        self.assertLessEqual(speedups[attack], control_speedup * RUN_SPREAD, speedups)
 
     def test_a_compute_bound_reference_beside_timer_continued_hogs(self):
         # Under the signal freezer, against matmul_eightfold (370-470 ms a call). Seen at
@@ -253,15 +257,17 @@ class ConfirmationTest(_Asserts):
         speedups = {}
         server = client.Server(mode="fork", max_children=2)
         try:
-            for name in ("relu_once_honest", "writeback_left_behind"):
-                response = run(name, "redteam6/relu_twice", server=server)
+            # The control before and after (the larger counts): see _hogs_against_control
+            # (full ctest runs: 6.55 and 4.71 first, against the attack's 10.4 and 11.9).
+            for name in ("relu_once_honest", "writeback_left_behind", "relu_once_honest again"):
+                response = run(name.split()[0], "redteam6/relu_twice", server=server)
                 self.assertEqual(response["status"], "pass", response)
                 speedups[name] = response["metrics"]["speedup"]
         finally:
             server.close()
         print(f"\nspeedups: {speedups}", flush=True)
-        self.assertLessEqual(speedups["writeback_left_behind"], speedups["relu_once_honest"] * RUN_SPREAD,
-                             speedups)
+        control = max(speedups["relu_once_honest"], speedups["relu_once_honest again"])
+        self.assertLessEqual(speedups["writeback_left_behind"], control * RUN_SPREAD, speedups)
 
     # Defended here: a relu call of 0.27 ms gets the CPU beside the hogs (the woken
     # reference child preempts them): honest alone 0.200, the hog 0.157, honest after it
