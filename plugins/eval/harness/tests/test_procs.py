@@ -9,7 +9,7 @@ import sys
 import time
 import unittest
 
-from kforge_harness.server.procs import continue_tree, cpu_used, descendants, freeze_tree, still_frozen
+from kforge_harness.server.procs import continue_tree, descendants, freeze_tree, settled_cpu_used, still_frozen
 
 # Two processes that continue each other as fast as they can: never all stopped at once.
 MUTUAL = """
@@ -74,19 +74,39 @@ class FreezeTest(unittest.TestCase):
             self.assertEqual({state(pid) for pid in frozen}, {b"T"}, "a frozen process ran")
             continue_tree(frozen)
 
-
-    def test_a_process_that_ran_and_stopped_itself_again_is_not_still_frozen(self):
-        # A timer sending SIGCONT, work, then SIGSTOP to itself: stopped again when the
-        # server looks, but the CPU time it used since the freeze shows.
+    def test_a_busy_process_stopped_anew_each_time_is_still_frozen(self):
+        # A thread stopped in the middle of its time on a CPU reads stopped before the
+        # kernel adds that stretch to its runtime (it does so as the thread leaves the
+        # CPU): a look taken in between must not make the stretch look like work done
+        # while frozen (seen: an honest reference blamed, 0.7 ms "run" while stopped).
         root = self.start(["sh", "-c", f"{sys.executable} -c 'while True: pass' & wait"])
+        self.spinner(root)
+        misses = 0
+        for _ in range(200):
+            frozen = freeze_tree(root.pid)
+            used = settled_cpu_used(frozen)
+            time.sleep(0.002)
+            misses += not still_frozen(root.pid, frozen, used)
+            continue_tree(frozen)
+            time.sleep(0.002)
+        self.assertEqual(misses, 0, "an honest stop looked like a run")
+
+    def spinner(self, root):
         self.wait_for(root, 1)
         spinner, = descendants(root.pid)
         deadline = time.monotonic() + 10
         while not comm(spinner).startswith("python"):  # forked by sh, not yet exec'd
             self.assertLess(time.monotonic(), deadline, "the spinner did not start")
             time.sleep(0.01)
+        return spinner
+
+    def test_a_process_that_ran_and_stopped_itself_again_is_not_still_frozen(self):
+        # A timer sending SIGCONT, work, then SIGSTOP to itself: stopped again when the
+        # server looks, but the CPU time it used since the freeze shows.
+        root = self.start(["sh", "-c", f"{sys.executable} -c 'while True: pass' & wait"])
+        spinner = self.spinner(root)
         frozen = freeze_tree(root.pid)
-        used = cpu_used(frozen)
+        used = settled_cpu_used(frozen)
         time.sleep(0.2)
         self.assertTrue(still_frozen(root.pid, frozen, used), "a tree left stopped")
         self.assertEqual(frozen, [spinner])
