@@ -50,7 +50,7 @@ from kforge_harness.sandbox.zygote import Zygote
 from kforge_harness.server import child, freezer
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
 from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_verdict, descendants,
-                                         cpu_used, error, fail, freeze_tree, kill_group, log_tail,
+                                         cpu_used, settled_cpu_used, error, fail, freeze_tree, kill_group, log_tail,
                                          sandbox_worker, set_nonblocking, signal_tree, still_frozen)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.server.turns import DeviceTurns
@@ -1019,6 +1019,10 @@ class Server:
             failure = error(protocol.HARNESS_ERROR, "the task's reference could not be timed beside the other "
                                                     f"work on the device: {message}")
             failure["flags"] = ["out_of_memory"]
+        elif result.get("error_class") == protocol.HARNESS_ERROR:
+            # The harness failed around the reference's loop (its own code raised, a task
+            # host's step broke): the task did nothing wrong.
+            failure = error(protocol.HARNESS_ERROR, f"the task's reference could not be timed: {message}")
         else:
             failure = error(protocol.TASK_ERROR, f"the task's reference could not be timed: {message}")
         for waiter in waiting:
@@ -1173,7 +1177,7 @@ class Server:
             job.frozen = freeze_tree(job.proc.pid, FREEZE_STEP_S)
             held = job.frozen is not None
             if held:
-                job.frozen_used = cpu_used(job.frozen)
+                job.frozen_used = settled_cpu_used(job.frozen)
         if held:
             job.freezing = None
             self.freezing.discard(job)
@@ -1270,9 +1274,15 @@ class Server:
                                    "call's inputs were published, before the call: work that "
                                    "its command does not start"))
             return
-        self._thaw(job)
+        # The call's command goes in while the child is still stopped, and the thaw comes
+        # last: the child finds it as it wakes. From the thaw to its clock's start the
+        # child's processes run beside none of the server's work, and that stretch (which
+        # the reference's loop spends too, refunded to every candidate, and which a thread
+        # of a candidate's can spend working on the published inputs) is only the child's
+        # own way from its wake to its clock.
         job.loop.call_sent = True
         job.proc.send(command)
+        self._thaw(job)
 
     def _thaw(self, job):
         """Continues the child's processes that _freeze_then stopped."""
