@@ -182,6 +182,20 @@ class HarnessOutOfMemoryTest(unittest.TestCase):
         self.assertIn("checks of the reference's outputs", response["message"])
 
 
+class HarnessFailureInReferenceTimingTest(unittest.TestCase):
+    def test_the_harness_failing_around_the_reference_loop_is_the_harness_error(self):
+        # The task did nothing wrong: its reference ran; the server's own code broke.
+        hooks = os.path.join(client.DATA, "hooks", "reference_record_fails")
+        hooked = client.Server(mode="fork", max_children=1,
+                               extra_env={"PYTHONPATH": f"{client.HARNESS_DIR}:{hooks}"})
+        self.addCleanup(hooked.close)
+        response = hooked.ask(request("timed", "run", "relu", options={"timing": {"enabled": True}}),
+                              timeout=300)["timed"]
+        self.assertEqual((response["status"], response["error_class"]), ("error", "harness_error"), response)
+        self.assertIn("the task's reference could not be timed", response["message"])
+        self.assertIn("a bug in the harness's record", response["message"])
+
+
 class ToolchainAttributionTest(unittest.TestCase):
     """A candidate's build that fails for want of a header of the toolchain is the
     machine's fault only when the header is really missing here."""
