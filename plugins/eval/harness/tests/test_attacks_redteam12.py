@@ -43,6 +43,30 @@ def assert_work_charged(test, response):
     test.assertGreaterEqual(metrics["candidate_ms"], 0.8 * metrics["reference_ms_min"], response)
 
 
+def assert_no_gain_over(test, run_timed, control, attack):
+    """The attack caught, or no faster than the reference beyond NO_GAIN, or charged no
+    less than its control's faster run over NO_GAIN (what a call costs as the server's
+    clock sees it, the same work done honestly in the call or beside the harness's own
+    steps): a hole fails both bounds, while the reference's swing between loops alone
+    (a speedup) or a charge raised to the reference's median against a control slower
+    than the reference (a candidate_ms) fails only one."""
+    controls = []
+    for name in (control, attack, control):
+        response = run_timed(name)
+        if name == attack:
+            print("log:", response.get("log_tail", "")[-400:])
+            if response["status"] != "pass":
+                test.assertEqual(response["error_class"], "cheat_detected", response)
+                return
+            charged, speedup = response["metrics"]["candidate_ms"], response["metrics"]["speedup"]
+        else:
+            test.assertEqual(response["status"], "pass", response)
+            controls.append(response["metrics"]["candidate_ms"])
+    print(f"\ncandidate_ms: controls {controls}, attack {charged} (speedup {speedup})", flush=True)
+    if speedup > NO_GAIN:
+        test.assertGreaterEqual(charged * NO_GAIN, min(controls), (controls, charged, speedup))
+
+
 RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
 WAVE = "redteam12/scalar_wave"  # a kernelbenchx function of two random floats only
 
@@ -126,7 +150,14 @@ class WakeInPublishTest(unittest.TestCase):
     """Under the signal freezer a process can continue itself (a POSIX timer whose signal is
     SIGCONT) after the post-prepare freeze held: nothing checks it stays stopped until the
     thaw, so it can work while the host publishes and the server thaws, time the
-    reference's gap refunds."""
+    reference's gap refunds. Under either freezer its thread runs from the thaw on, beside
+    the child's own way from its wake to its clock, which the reference's loop spends too.
+
+    Judged against the same ReLU computed honestly in the call (the control, before and
+    after the attack, in the same server against the same stored reference): a speedup
+    bound alone let the reference's own swing decide (CI at 6b9f0f1, under ctest -j2: the
+    C++ attack charged 1.563 ms a call against the control's 1.628, yet 1.191x against a
+    reference timed anew at 1.861 ms where the control's was 1.674)."""
 
     @classmethod
     def setUpClass(cls):
@@ -145,25 +176,14 @@ class WakeInPublishTest(unittest.TestCase):
         show(candidate, RELU16, response)
         return response
 
-    def test_control_kept_output(self):
-        response = self.run_timed("relu_kept_out")
-        self.assertEqual(response["status"], "pass", response)
+    def assert_no_gain_over(self, control, attack):
+        assert_no_gain_over(self, self.run_timed, control, attack)
 
-    def test_control_kept_output_cpp(self):
-        response = self.run_timed("relu_kept_out_cpp")
-        self.assertEqual(response["status"], "pass", response)
+    def test_work_woken_during_publish_gains_nothing(self):
+        self.assert_no_gain_over("relu_kept_out", "wake_in_publish")
 
     def test_work_woken_during_publish_gains_nothing_cpp(self):
-        self.test_work_woken_during_publish_gains_nothing("wake_in_publish_cpp")
-
-    def test_work_woken_during_publish_gains_nothing(self, candidate="wake_in_publish"):
-        response = self.run_timed(candidate)
-        print("log:", response.get("log_tail", "")[-400:])
-        if response["status"] == "pass":
-            self.assertLessEqual(response["metrics"]["speedup"], NO_GAIN, response)
-        else:
-            self.assertEqual(response["error_class"], "cheat_detected", response)
-
+        self.assert_no_gain_over("relu_kept_out_cpp", "wake_in_publish_cpp")
 
 
 class OutOfTurnTest(unittest.TestCase):
