@@ -1,5 +1,6 @@
 """Whose turn it is on the device (server/turns.py): a timing loop has it alone, the
 rest shares it."""
+import os
 import unittest
 
 from kforge_harness.server.turns import DeviceTurns
@@ -129,6 +130,27 @@ class NeighboursTest(unittest.TestCase):
         self.assertEqual(neighbour["error_class"], "runtime_error", neighbour)
         self.assertIn("stopped for", neighbour["message"])
         self.assertGreater(neighbour["metrics"]["turn_wait_seconds"], 1.0, neighbour)
+
+    def test_a_neighbour_continued_by_its_own_timer_is_caught(self):
+        # Under the signal freezer (a host without cgroup v2, simulated): stopped for the
+        # other job's loop, its timer continues it every 10 ms and its thread works beside
+        # that loop; the server looks again when the loop ends.
+        server = client.Server(mode="fork", max_children=2, python=SIGNAL_FREEZER)
+        try:
+            timed = _request("timed", None, trials=2,
+                             timing={"enabled": True, "warmup": 3, "trials": 300, "baseline": "eager"})
+            neighbour = client.request("neighbour", "run", "relu", "turns/timer_continued_neighbour",
+                                       language="cpp", options={"trials": 60}, limits={"timeout_s": 300})
+            responses = server.ask(timed, neighbour, timeout=600)
+        finally:
+            server.close()
+        timed, neighbour = responses["timed"], responses["neighbour"]
+        self.assertEqual(timed["status"], "pass", timed)
+        self.assertEqual(neighbour["error_class"], "cheat_detected", neighbour)
+        self.assertIn("while another job's timing loop had the device", neighbour["message"])
+
+
+SIGNAL_FREEZER = os.path.join(client.DATA, "candidates", "redteam6", "signal_freezer_python.sh")
 
 
 if __name__ == "__main__":

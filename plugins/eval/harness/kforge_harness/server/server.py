@@ -50,7 +50,7 @@ from kforge_harness.sandbox.zygote import Zygote
 from kforge_harness.server import child, freezer
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
 from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_verdict, descendants,
-                                         cpu_used, settled_cpu_used, error, fail, freeze_tree, kill_group, log_tail,
+                                         settled_cpu_used, error, fail, freeze_tree, kill_group, log_tail,
                                          sandbox_worker, set_nonblocking, signal_tree, still_frozen)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.server.turns import DeviceTurns
@@ -113,6 +113,10 @@ class Job:
         self.timed_by_clock = None  # why its events were not trusted, measured again
         self.frozen = None  # the child's processes, stopped between timed calls (freeze_tree)
         self.frozen_used = ()  # what they had run when they were seen stopped (cpu_used)
+        # Stopped by signals for another job's loop: the processes seen stopped, and what
+        # they had run then (still_frozen looks again when the loop ends).
+        self.paused_frozen = None
+        self.paused_used = ()
         self.freezing = None  # while they are being frozen: (what follows, deadline)
         self.cgroup = None  # or, where the machine gives one, the cgroup that freezes them
         self.paid_reference = False  # it ran the reference's timing or recomputed outputs
@@ -1085,20 +1089,37 @@ class Server:
                 job.proc.cgroup.start_freeze()
             else:
                 signal_tree(job.proc.pid, signal.SIGSTOP)
+                job.paused_frozen = None
             self._hold_limit(job)
             self.paused.append(job)
 
     def _after_neighbours_stop(self, then):
-        self.pausing = (then, time.monotonic() + freezer.FREEZE_PATIENCE_S)
+        signals = any(job.proc.cgroup is None for job in self.paused)
+        patience = SIGNAL_FREEZE_PATIENCE_S if signals else freezer.FREEZE_PATIENCE_S
+        self.pausing = (then, time.monotonic() + patience)
         self._advance_pause()
 
     def _advance_pause(self):
         """Starts the loop once every neighbour stopped for it is seen stopped (a task in a
         long system call freezes only when it leaves it); one that has not stopped within
-        a freeze's patience is ended: it worked beside another job's timed calls."""
+        a freeze's patience is ended: it worked beside another job's timed calls. One
+        stopped by signals can continue itself (a timer whose signal is SIGCONT): what it
+        has run is noted once it is seen stopped, and looked at again when the loop ends
+        (_resume_neighbours)."""
         then, deadline = self.pausing
-        moving = [job for job in self.paused
-                  if not job.finished and job.proc.cgroup is not None and not job.proc.cgroup.frozen()]
+        moving = []
+        for job in self.paused:
+            if job.finished:
+                continue
+            if job.proc.cgroup is not None:
+                if not job.proc.cgroup.frozen():
+                    moving.append(job)
+            elif job.paused_frozen is None:
+                frozen = freeze_tree(job.proc.pid, FREEZE_STEP_S)
+                if frozen is None:
+                    moving.append(job)
+                else:
+                    job.paused_frozen, job.paused_used = frozen, settled_cpu_used(frozen)
         if moving and time.monotonic() <= deadline:
             return
         self.pausing = None
@@ -1117,6 +1138,14 @@ class Server:
             if job.finished:
                 continue
             self._release_limit(job)
+            frozen, job.paused_frozen = job.paused_frozen, None
+            if frozen is not None and job.decided is None and \
+                    not still_frozen(job.proc.pid, frozen, job.paused_used):
+                self._decide(job, fail(protocol.CHEAT_DETECTED,
+                                       "its processes ran while another job's timing loop had the "
+                                       "device (stopped for it, one was continued or ended): work "
+                                       "beside other jobs' timed calls"))
+                continue
             self._continue(job.proc)
 
     @staticmethod
