@@ -7,6 +7,8 @@ while its processes are frozen) finds the previous call's inputs, and what it wr
 the output slot afterwards is not judged. A trial's inputs are written at once (no clock
 times a trial)."""
 
+import os
+import select
 import time
 import unittest
 
@@ -30,6 +32,11 @@ def _host():
     host = Host(job, Device("cpu"), channel=None)
     host.start()
     return host, request["options"]["rule"]
+
+
+def rang(session):
+    """The session's bell, if it rang (the host's serve loop waits on it the same way)."""
+    return select.select([session.doorbell.read_fd], [], [], 0)[0]
 
 
 class PublishTest(unittest.TestCase):
@@ -90,6 +97,30 @@ class PublishTest(unittest.TestCase):
         output.copy_(torch.relu(self.host._make_inputs(6, None)[0]))  # too late
         verdict = self.after(1, 6)
         self.assertEqual((verdict["status"], verdict["error_class"]), ("fail", "cheat_detected"))
+
+    def test_a_ring_takes_the_outputs_then_and_take_answers_with_that_moment(self):
+        output = self.timed_call(0, 8)
+        session = self.host.sessions[self.session]
+        output.copy_(torch.relu(self.host._make_inputs(8, None)[0]))  # the child's call
+        os.write(session.doorbell.fd, b"\x01")  # its ring
+        self.assertEqual(rang(session), [session.doorbell.read_fd])
+        self.host._answer_ring(session)  # what the host's serve loop does on a ring
+        rung = time.monotonic()
+        output.fill_(float("nan"))  # written after the ring: not judged
+        time.sleep(0.01)
+        taken = self.host.take({"session": self.session})
+        self.assertLessEqual(taken["taken_at"], rung)
+        self.assertEqual(self.after(0, 8)["status"], "pass")
+
+    def test_rings_before_the_publish_are_not_the_calls(self):
+        session = self.host.sessions[self.session]
+        os.write(session.doorbell.fd, b"\x01")  # rung in the preparation, say
+        output = self.timed_call(1, 9)
+        self.assertEqual(rang(session), [])
+        output.copy_(torch.relu(self.host._make_inputs(9, None)[0]))
+        before = time.monotonic()
+        self.assertGreaterEqual(self.host.take({"session": self.session})["taken_at"], before)
+        self.assertEqual(self.after(1, 9)["status"], "pass")
 
 
 if __name__ == "__main__":

@@ -110,6 +110,8 @@ class CandidateChild:
         self._time_call = self.clock.call
         self._send = self.channel.send
         self._command = self.channel.command
+        bell = self.buffers.get("doorbell")
+        self._ring = bell.ring if bell is not None else (lambda: None)
 
     # ---- the candidate's part ----
 
@@ -314,6 +316,10 @@ class CandidateChild:
         mismatch = self._guarded("timing", lambda: self._hand_over(out, call, located))
         self._guarded("timing", lambda: self.session.release_inputs(inputs, self.clock.copy))
         self.clock.synchronize()
+        if located is None:
+            # The outputs are in the slot and the device is idle: the task host copies
+            # them out now (handover/doorbell.py), while the report goes to the server.
+            self._ring()
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms}
         if located is not None:
             # Read by the task host once this process is stopped.

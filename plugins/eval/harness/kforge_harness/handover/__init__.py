@@ -164,6 +164,9 @@ def open_buffer(description, fd, torch_device):
     """The child's side of describe(): maps the received descriptor `fd` (owned by the
     returned mapping, or closed). `torch_device`: the device as the child names it."""
     nbytes = int(description["nbytes"])
+    if description["kind"] == "doorbell":
+        from kforge_harness.handover.doorbell import BellRope
+        return BellRope(fd)
     if description["kind"] == DEVICE:
         from kforge_harness.handover.cuda import DeviceMapping
         return DeviceMapping.open(fd, nbytes, int(description["size"]), torch_device)

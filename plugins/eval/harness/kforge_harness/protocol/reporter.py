@@ -9,6 +9,7 @@ the candidate child it trusts nothing that child sends after the marker
 import collections
 import json
 import os
+import select
 import socket
 import stat
 
@@ -57,6 +58,16 @@ class Channel:
             self.pending += chunk
         line, self.pending = self.pending.split(b"\n", 1)
         return json.loads(line)
+
+    def wait_for(self, fds):
+        """Blocks until a command can be read or one of `fds` is readable; returns those of
+        `fds` that are (every one of them first, a command waiting or not)."""
+        source = self.command_socket.fileno() if self.command_socket is not None else self.command_fd
+        if b"\n" in self.pending:  # a command read already: only the rings there are now
+            ready, _, _ = select.select(list(fds), [], [], 0)
+            return ready
+        ready, _, _ = select.select([*fds, source], [], [])
+        return [fd for fd in ready if fd != source]
 
     def take_fds(self, count):
         """The `count` descriptors that came with the last command (SCM_RIGHTS keeps them

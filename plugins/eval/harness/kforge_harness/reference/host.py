@@ -29,8 +29,10 @@ the reference's own timing child) it serves a session:
   request's rule; the input slot's digest must be unchanged (unless the reference's own
   forward changes that input).
 - `take`: a timed call's outputs copied out of the slot into this process's own buffer,
-  as soon as the child reported the call; the server's bracket around the call closes
-  when the copy is done. What is judged is that copy: whatever the candidate writes into
+  as soon as the child rang the session's doorbell (handover/doorbell.py: between
+  commands, the host watches the bells of the calls it published), or, where it did not,
+  when the server asks; the server's bracket around the call closes when the copy is
+  done. What is judged is that copy: whatever the candidate writes into
   the slot afterwards (a kernel that outlived its report, in a context of its own) is
   neither judged nor timed, and work it finished before the copy is inside the bracket.
 - `after` (or `step`: `after`, then the next call's `fill`): a timed call, on the outputs
@@ -62,6 +64,7 @@ import torch
 
 from kforge_harness import handover, protocol
 from kforge_harness.handover import read as outputs_read
+from kforge_harness.handover.doorbell import Doorbell
 from kforge_harness.anticheat import buffers, observe
 from kforge_harness.judge import compare
 from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dtype_name
@@ -91,11 +94,15 @@ class HostFailure(Exception):
 class Session:
     """One child's buffers: input slots, the output slot, the weights."""
 
-    def __init__(self, number, inputs, output, weights):
+    def __init__(self, number, inputs, output, weights, doorbell):
         self.number = number
         self.inputs = inputs
         self.output = output
         self.weights = weights
+        self.doorbell = doorbell  # rung by the child when a timed call's outputs are in the slot
+        self.listening = False  # a timed call published, its outputs to be copied when it rings
+        self.rung_at = None  # or the moment they were copied, the bell having rung
+        self.ring_failed = None  # or why that copy failed (raised by the next `take`)
         self.digests = [None] * len(inputs)  # per slot: the digests of what was filled
         self.layouts = [None] * len(inputs)  # per slot: the input layout filled
         self.output_layout = None  # the layout of the outputs expected of the last fill
@@ -108,7 +115,7 @@ class Session:
         self.taken = None  # the last timed call's outputs as `take` copied them
 
     def mappings(self):
-        return [m for m in (*self.inputs, self.output, self.weights) if m is not None]
+        return [m for m in (*self.inputs, self.output, self.weights, self.doorbell) if m is not None]
 
     def close(self):
         self.staging = self.taken = None
@@ -369,11 +376,12 @@ class Host:
                 view.copy_(value)
             self.device.synchronize(torch)
         self.next_session += 1
-        session = Session(self.next_session, inputs, output, weights)
+        session = Session(self.next_session, inputs, output, weights, Doorbell())
         self.sessions[session.number] = session
         buffers = [handover.describe(m, role) for m, role in
                    [*((m, f"input{i}") for i, m in enumerate(inputs)), (output, "output"),
-                    *([(weights, "weights")] if weights is not None else [])]]
+                    *([(weights, "weights")] if weights is not None else []),
+                    (session.doorbell, "doorbell")]]
         return ({"session": session.number, "buffers": buffers,
                  "weights": self.weights_layout.to_json() if weights is not None else None},
                 session.mappings())
@@ -508,18 +516,43 @@ class Host:
         its outputs lie (handover/read.py); returns when the copy is done, with that moment
         on the clock the server's bracket reads. A read that fails is {"unread": why}."""
         session = self._session(request)
-        if session.taken is None:
-            session.taken = PrivateBuffer(session.output.nbytes, self.device)
         reading = request.get("read")
         if reading is not None:
             why = self._read_outputs(session, reading)
             if why is not None:
                 return {"unread": why}
             return {"taken_at": time.monotonic()}
+        session.listening = False
+        if session.ring_failed is not None:
+            failure, session.ring_failed = session.ring_failed, None
+            raise failure
+        if session.rung_at is not None:  # copied when the child rang (handover/doorbell.py)
+            taken_at, session.rung_at = session.rung_at, None
+            return {"taken_at": taken_at}
+        return {"taken_at": self._copy_out(session)}
+
+    def _copy_out(self, session):
+        """The output slot into this process's own copy; the moment the copy is done."""
         nbytes = session.output_layout.nbytes
-        session.taken.raw[:nbytes].copy_(session.output.raw[:nbytes])
+        self._taken(session).raw[:nbytes].copy_(session.output.raw[:nbytes])
         self.device.synchronize(torch)
-        return {"taken_at": time.monotonic()}
+        return time.monotonic()
+
+    def _answer_ring(self, session):
+        """The child rang: its timed call's outputs are copied now, and `take` returns
+        when that was done."""
+        session.listening = False
+        session.doorbell.silence()
+        try:
+            session.rung_at = self._copy_out(session)
+        except Exception as exc:  # noqa: BLE001 - answered by the `take` that follows
+            session.ring_failed = exc
+
+    def _taken(self, session):
+        """The buffer of this process's own that a timed call's outputs are copied into."""
+        if session.taken is None:
+            session.taken = PrivateBuffer(session.output.nbytes, self.device)
+        return session.taken
 
     def _read_outputs(self, session, reading):
         tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
@@ -528,7 +561,7 @@ class Host:
                 or not all(type(a) is int and 0 <= a < 1 << 64 for a in addresses)):
             return (f"its process reported {addresses!r:.200} as where its "
                     f"{len(tensors)} output(s) lie, not an address for each")
-        local = session.taken.raw.data_ptr()
+        local = self._taken(session).raw.data_ptr()
         try:
             outputs_read.read_regions(int(reading["pid"]), [
                 (local + leaf.offset, address, leaf.nbytes) for leaf, address in zip(tensors, addresses)])
@@ -643,6 +676,10 @@ class Host:
         slot = int(request["slot"])
         if not request.get("read"):  # the outputs will be copied into the output slot
             buffers.poison(session.output)
+            # Rings before this (the child was frozen since its preparation) are not
+            # this call's.
+            session.doorbell.silence()
+            session.listening, session.rung_at, session.ring_failed = True, None, None
         nbytes = session.staged.pop(slot, 0)
         if nbytes:
             session.inputs[slot].raw[:nbytes].copy_(session.staging.raw[:nbytes])
@@ -768,6 +805,13 @@ class Host:
                     "judge": self.judge, "after": self.after, "step": self.step,
                     "publish": self.publish, "take": self.take, "plan": self.plan}
         while True:
+            listening = {s.doorbell.read_fd: s for s in self.sessions.values() if s.listening}
+            if listening:
+                rang = self.channel.wait_for(list(listening))
+                for fd in rang:
+                    self._answer_ring(listening[fd])
+                if rang:
+                    continue
             command = self.channel.command()
             if command is None:
                 return
