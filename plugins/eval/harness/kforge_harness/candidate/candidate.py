@@ -17,6 +17,9 @@ What it sends (protocol.reporter.Channel, JSON lines), all of it data:
   "tail_ms", "mismatch"?, "facts"?} (facts: a kernelbenchx unit's results' names and
   inline values);
 - {"failed": {"stage", "trial", "types", "text", "where"}}: the candidate's code raised.
+Beside them, per timed call whose outputs it copies into the slot, one byte on the task
+host's doorbell (handover/doorbell.py) once they are there and the device is idle, before
+its {"called": k} report.
 
 Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); then
 {"build": true} once the server has counted this process's threads; then per trial
