@@ -190,18 +190,42 @@ def _loop(label="timing", trials=20, warmup=3, rate=0.25, **timing_options):
     return timing_plan.Loop(label, options)
 
 
-def _run(loop, events, walls, tails=None, preparations=None):
+def _run(loop, events, walls, tails=None, preparations=None, harness=0.0):
     for k, (event, wall) in enumerate(zip(events, walls)):
         loop.preparation_done(0.0, (preparations or [0.1] * len(events))[k] / 1e3)
         loop.commanded_at = 0.0
-        loop.called({"called": k, "ms": event, "tail_ms": (tails or [0.0] * len(events))[k]}, wall)
+        loop.called({"called": k, "ms": event, "tail_ms": (tails or [0.0] * len(events))[k],
+                     "harness_ms": harness}, wall)
     return loop
 
 
 class LoopTest(unittest.TestCase):
-    def _reference(self, event=1.0, gap=0.2, tail=0.01):
+    def _reference(self, event=1.0, gap=0.2, tail=0.01, harness=0.0):
         calls = 23
-        return _run(_loop(), [event] * calls, [event + gap] * calls, [tail] * calls).record(time.time())
+        return _run(_loop(), [event] * calls, [event + gap] * calls, [tail] * calls,
+                    harness=harness).record(time.time())
+
+    def test_the_harness_work_of_the_references_child_is_refunded_up_to_a_bound(self):
+        # The reference's child spent 2.0 of its 2.2 ms gap on the harness's own work
+        # beside the forward (2048 outputs checked and handed over, say): refunded up to
+        # max_harness_refund_ms (0.25), the rest is the candidate's to pay.
+        reference = self._reference(event=1.0, gap=2.2, harness=2.0)
+        self.assertAlmostEqual(reference["harness_ms"], 2.0)
+        self.assertAlmostEqual(timing_plan.refunded_gap(_loop().timing, reference), 0.45, places=6)
+        # A loop of its own that leaves that work out (a forward of 1.0 ms, its bracket
+        # 0.2 ms beyond it) gains at most the bound: the clock sees its 1.2 ms less the
+        # 0.45 refunded.
+        lean = timing_plan.charged(_run(_loop(), [0.05] * 23, [1.2] * 23), reference)
+        self.assertAlmostEqual(lean["ms"], 0.75, places=6)
+        # An honest candidate that does it pays the rest of it: 1.0 + 1.75 ms.
+        honest = timing_plan.charged(_run(_loop(), [1.0] * 23, [3.2] * 23, harness=2.0), reference)
+        self.assertGreater(honest["ms"], 2.5)
+        # Within the bound, as a call of a few leaves spends, the whole gap is refunded.
+        few = self._reference(event=1.0, gap=0.2, harness=0.08)
+        self.assertAlmostEqual(timing_plan.refunded_gap(_loop().timing, few), 0.2, places=6)
+        # A candidate's own word about its harness work is never read.
+        self.assertAlmostEqual(timing_plan.charged(_run(_loop(), [0.05] * 23, [1.2] * 23, harness=5.0),
+                                                   reference)["ms"], 0.75, places=6)
 
     def test_a_record_describes_the_timed_calls_and_their_gaps(self):
         loop = _run(_loop(), [5.0] * 3 + [1.0] * 20, [5.2] * 3 + [1.3] * 20)
@@ -379,14 +403,19 @@ class SettleTest(unittest.TestCase):
         self.assertFalse([op for op in seen if "copy_" in op], seen)
         self.assertTrue([op for op in seen if "add_" in op], seen)
 
-    def test_a_timed_call_on_the_cpu_includes_its_outputs_settling(self):
+    def test_a_timed_call_on_the_cpu_settles_its_outputs_after_its_clock(self):
+        # The harness's work per output leaf is not in the call's events (a loop of a
+        # candidate's own would leave it out of its own); what settling costs is told
+        # apart, and the server's clock, which brackets it, charges it.
         torch = self.torch
         x = torch.randn(2048, 2048)
-        lazy = [self.clock.call(lambda: x.t())[1] for _ in range(5)]
-        dense = [self.clock.call(lambda: x)[1] for _ in range(5)]
-        self.assertTrue(self.clock.call(lambda: x.t())[0].is_contiguous())
-        # The transpose of 16 MB is work (milliseconds), returning x is not (microseconds).
-        self.assertGreater(min(lazy), 10 * max(dense))
+        lazy = [self.clock.call(lambda: x.t()) for _ in range(5)]
+        self.assertTrue(lazy[0][0].is_contiguous())
+        # The transpose of 16 MB is work (milliseconds) done settling, after the events
+        # (microseconds: returning a view).
+        self.assertGreater(min(r[3] for r in lazy), 10 * max(r[1] for r in lazy))
+        dense = [self.clock.call(lambda: x) for _ in range(5)]
+        self.assertLess(max(r[3] for r in dense), min(r[3] for r in lazy) / 10)
 
 
 class CheckDrawTest(unittest.TestCase):

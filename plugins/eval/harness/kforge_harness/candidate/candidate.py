@@ -14,8 +14,9 @@ What it sends (protocol.reporter.Channel, JSON lines), all of it data:
   trial t's outputs are in the output buffer (or could not go there);
 - {"compiled": true} (compile action);
 - a timed loop's {"prepared": true}, per call {"prepared_for": k} and {"called": k, "ms",
-  "tail_ms", "mismatch"?, "facts"?} (facts: a kernelbenchx unit's results' names and
-  inline values);
+  "tail_ms", "harness_ms", "mismatch"?, "facts"?} (facts: a kernelbenchx unit's results'
+  names and inline values; harness_ms: the harness's own work in the call beside the
+  forward);
 - {"failed": {"stage", "trial", "types", "text", "where"}}: the candidate's code raised.
 Beside them, per timed call whose outputs it copies into the slot, one byte on the task
 host's doorbell (handover/doorbell.py) once they are there and the device is idle, before
@@ -33,6 +34,7 @@ SIGSTOP): nothing here runs but what answers them."""
 import contextlib
 import os
 import sys
+import time
 import traceback
 import types
 
@@ -111,6 +113,7 @@ class CandidateChild:
         # attribute it rebinds later (Clock.call, Channel.send) is not what runs here.
         self.clock = Clock(self.device)
         self._time_call = self.clock.call
+        self._perf = time.perf_counter_ns
         self._send = self.channel.send
         self._command = self.channel.command
         bell = self.buffers.get("doorbell")
@@ -310,11 +313,15 @@ class CandidateChild:
     def _timed_call(self, model, call):
         # Outside the call's clock, but the candidate's code may run (a hook of its own):
         # its failure is the candidate's.
+        began = self._perf()
         lend = call["lend"]
         inputs = self._guarded("timing", lambda: model.feed(
             self.session.make_inputs(call["seed"]) if lend is None
             else lend(call["seed"], self.clock.copy, call.get("input_values"))))
-        out, event_ms, tail_ms = self._guarded("timing", lambda: self._time_call(lambda: model(inputs)))
+        fed = self._perf()
+        out, event_ms, tail_ms, settle_ms = self._guarded(
+            "timing", lambda: self._time_call(lambda: model(inputs)))
+        timed = self._perf()
         located = [] if call.get("read") else None
         mismatch = self._guarded("timing", lambda: self._hand_over(out, call, located))
         self._guarded("timing", lambda: self.session.release_inputs(inputs, self.clock.copy))
@@ -323,7 +330,12 @@ class CandidateChild:
             # The outputs are in the slot and the device is idle: the task host copies
             # them out now (handover/doorbell.py), while the report goes to the server.
             self._ring()
-        report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms}
+        # The harness's own work in this call beside the forward (its inputs fed, its
+        # outputs settled, checked and handed over), which the server refunds only up to
+        # `max_harness_refund_ms` (timing_plan.charged): believed of the reference's
+        # own loop alone.
+        harness_ms = (fed - began + self._perf() - timed) / 1e6 + settle_ms
+        report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms, "harness_ms": harness_ms}
         if located is not None:
             # Read by the task host once this process is stopped.
             report["outputs_at"] = [address for address, _ in located]

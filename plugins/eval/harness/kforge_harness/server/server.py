@@ -1503,6 +1503,7 @@ class Server:
                        speedup=reference["summary"]["ms"] / cand_ms if cand_ms > 0 else math.inf,
                        reference_age_s=time.time() - reference["measured_at"],
                        reference_gap_ms=reference["gap_ms"],
+                       reference_harness_ms=reference.get("harness_ms", 0.0),
                        timing_charged_ms=measured.get("charged_ms", 0.0),
                        timing_measured_again=int(job.asked_again))
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:

@@ -2,7 +2,8 @@
 reference's own timing child (the same code times both, so identical code times the
 same).
 
-Per call: the whole device is idle before the clock starts (the task host flushed the
+Per call (nothing of the harness's own per-leaf work inside the events: the outputs are
+settled after them): the whole device is idle before the clock starts (the task host flushed the
 L2 cache when it published the call's inputs: reference/host.py's `publish`, work no
 loop of a candidate's can leave out); the call is bracketed by device events on the device's default stream
 (KernelBench's measure); then the host waits for the end event, and after it for the
@@ -71,10 +72,11 @@ class Clock:
     def settle(self, out):
         """`out` with every leaf the hand-over will read made dense: a plain tensor
         contiguous with its negative and conjugate bits resolved, a NumPy array
-        C-contiguous. A call's outputs are settled inside its clock, so that work a
-        candidate leaves to the hand-over's copy (a transpose as strides, a negation as a
-        bit, a broadcast as zero strides) is timed as its own; a dense output (the
-        reference's, as a rule) costs nothing here. Containers are read as
+        C-contiguous. A call's outputs are settled right after its events, inside the
+        server's bracket, so that work a candidate leaves to the hand-over's copy (a
+        transpose as strides, a negation as a bit, a broadcast as zero strides) is seen
+        by the server's clock as its own; a dense output (the reference's, as a rule)
+        costs nothing here. Containers are read as
         outputs.flat_leaves reads them, through tuple's, list's and dict's own methods (no
         method of a subclass runs): a tuple comes back a plain tuple, a list's items are
         replaced in place (a list of the harness's own, kbx's Replayed, keeps its type)."""
@@ -112,28 +114,38 @@ class Clock:
                 del guard
 
     def call(self, call):
-        """(outputs, event ms, tail ms) of call(), its outputs settled, after an idle
-        device."""
+        """(outputs, event ms, tail ms, settle ms) of call() after an idle device, its
+        outputs settled once its clock stopped: the harness's own work per output leaf,
+        which the reference's time must not hold (a candidate's loop of its own leaves it
+        out). What settling does for a candidate (a transpose left as strides made
+        dense) is outside its events: on a GPU in its tail, and on either device inside
+        the server's bracket, whose clock charges it (timing_plan.charged). `settle ms`
+        is the host's time spent settling."""
         if not self.accelerator:
             start = self._perf()
-            out = self.settle(call())
-            return out, (self._perf() - start) / 1e6, 0.0
+            out = call()
+            ended = self._perf()
+            out = self.settle(out)
+            return out, (ended - start) / 1e6, 0.0, (self._perf() - ended) / 1e6
         self._device_sync()
         if self._stream is not None:
             self._record(self._start, self._stream)
         else:
             self._record(self._start)
-        out = self.settle(call())
+        out = call()
         if self._stream is not None:
             self._record(self._end, self._stream)
         else:
             self._record(self._end)
+        settling = self._perf()
+        out = self.settle(out)
+        settled = self._perf()
         self._event_sync(self._end)
         stream_done = self._perf()
         # The whole device, every stream: what the call left running counts here.
         self._device_sync()
         tail = (self._perf() - stream_done) / 1e6
-        return out, self._elapsed(self._start, self._end), tail
+        return out, self._elapsed(self._start, self._end), tail, (settled - settling) / 1e6
 
 
 def summarise(samples):

@@ -21,7 +21,7 @@ _child = _harness_child()
 
 
 def _negative(call):
-    return call(), -1.0, float("nan")
+    return call(), -1.0, float("nan"), 0.0
 
 
 _child._time_call = _negative

@@ -25,8 +25,8 @@ _real_call = _child._time_call
 
 
 def _instant(call):
-    out, _, _ = _real_call(call)
-    return out, 1e-6, 0.0
+    out, _, _, settle_ms = _real_call(call)
+    return out, 1e-6, 0.0, settle_ms
 
 
 _child._time_call = _instant

@@ -22,8 +22,8 @@ _real_call = _child._time_call
 
 
 def _call(call):
-    out, event_ms, tail_ms = _real_call(call)
-    return out, event_ms / 1000.0, tail_ms
+    out, event_ms, tail_ms, settle_ms = _real_call(call)
+    return out, event_ms / 1000.0, tail_ms, settle_ms
 
 
 _child._time_call = _call

@@ -22,7 +22,7 @@ def _time_call(call):
     import time
     start = time.perf_counter_ns()
     out = call()
-    return out, (time.perf_counter_ns() - start) / 1e7, 0.0
+    return out, (time.perf_counter_ns() - start) / 1e7, 0.0, 0.0
 
 
 def _prepare_call(self, command):

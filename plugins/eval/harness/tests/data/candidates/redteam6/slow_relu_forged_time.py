@@ -15,7 +15,7 @@ _original = _child.CandidateChild._prepare_call
 
 
 def _fake_time_call(call):
-    return call(), 0.001, 0.0
+    return call(), 0.001, 0.0, 0.0
 
 
 def _prepare_call(self, command):
