@@ -69,6 +69,7 @@ class CandidateChild:
         self.options = job["options"]
         self.candidate_path = None
         self._kept = None  # a timed call's outputs and inputs, freed once no clock runs
+        self._copy_ns = 0  # a timed call's time spent copying its outputs into the slot
         # The runtime guards' handle once a candidate's code is imported; the task's
         # reference as its own candidate runs unguarded.
         self.guard = types.SimpleNamespace(violations=list,
@@ -250,7 +251,9 @@ class CandidateChild:
                         "message": f"{name} has dtype {dtype_name(tensor.dtype)}, the "
                                    f"reference's {leaf.dtype}"}
             if located is None:
+                copying = self._perf()
                 self.clock.copy(view, tensor)
+                self._copy_ns += self._perf() - copying
             else:
                 located.append((tensor.data_ptr(), tensor))
         return None
@@ -314,6 +317,7 @@ class CandidateChild:
         # Outside the call's clock, but the candidate's code may run (a hook of its own):
         # its failure is the candidate's.
         began = self._perf()
+        self._copy_ns = 0
         lend = call["lend"]
         inputs = self._guarded("timing", lambda: model.feed(
             self.session.make_inputs(call["seed"]) if lend is None
@@ -325,16 +329,18 @@ class CandidateChild:
         located = [] if call.get("read") else None
         mismatch = self._guarded("timing", lambda: self._hand_over(out, call, located))
         self._guarded("timing", lambda: self.session.release_inputs(inputs, self.clock.copy))
+        handed = self._perf()
         self.clock.synchronize()
         if located is None:
             # The outputs are in the slot and the device is idle: the task host copies
             # them out now (handover/doorbell.py), while the report goes to the server.
             self._ring()
-        # The harness's own work in this call beside the forward (its inputs fed, its
-        # outputs settled, checked and handed over), which the server refunds only up to
-        # `max_harness_refund_ms` (timing_plan.charged): believed of the reference's
-        # own loop alone.
-        harness_ms = (fed - began + self._perf() - timed) / 1e6 + settle_ms
+        # The harness's own work in this call beside the forward and the copy of its
+        # outputs (its inputs fed, its outputs settled and checked, leaf by leaf), which
+        # the server refunds only up to `max_harness_refund_ms` (timing_plan.refunded_gap):
+        # believed of the reference's own loop alone. The copy, which grows with the
+        # outputs' bytes, stays refunded whole (README, "What it does not protect").
+        harness_ms = (fed - began + handed - timed - self._copy_ns) / 1e6 + settle_ms
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms, "harness_ms": harness_ms}
         if located is not None:
             # Read by the task host once this process is stopped.
