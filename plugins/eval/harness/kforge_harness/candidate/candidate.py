@@ -32,6 +32,7 @@ it. Between those commands the server stops this process (the cgroup freezer, or
 SIGSTOP): nothing here runs but what answers them."""
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -43,7 +44,7 @@ import torch
 
 from kforge_harness import handover
 from kforge_harness.anticheat import guards
-from kforge_harness.judge.outputs import as_tensor, dtype_name
+from kforge_harness.judge.outputs import as_tensor, dtype_name, torch_dtype
 from kforge_harness.protocol import errors
 from kforge_harness.tasks import tasks
 from kforge_harness.tasks.kbx_calls import CannotCross
@@ -53,6 +54,15 @@ from kforge_harness.timing.timing import Clock
 
 # What an output may be: plain values (a subclass runs code of its own when read).
 _PLAIN = (torch.Tensor, np.ndarray, bool, int, float)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Expected:
+    """An output leaf of the reference's layout as the hand-over checks a candidate's
+    against it."""
+    dtype: str
+    shape: torch.Size
+    torch_dtype: torch.dtype
 
 
 class _Failed(Exception):
@@ -69,7 +79,7 @@ class CandidateChild:
         self.options = job["options"]
         self.candidate_path = None
         self._kept = None  # a timed call's outputs and inputs, freed once no clock runs
-        self._copy_ns = 0  # a timed call's time spent copying its outputs into the slot
+        self._copy_ns = 0  # a timed call's time spent in the harness's copies (_copy)
         # The runtime guards' handle once a candidate's code is imported; the task's
         # reference as its own candidate runs unguarded.
         self.guard = types.SimpleNamespace(violations=list,
@@ -229,8 +239,14 @@ class CandidateChild:
             return {"error_class": "shape_mismatch",
                     "message": f"the candidate returns {len(leaves)} output(s), the reference "
                                f"{len(expected)}"}
-        names = self.session.tensor_names() or [f"output #{i}" for i in range(len(leaves))]
-        for name, value, leaf, view in zip(names, leaves, expected, views):
+        names = self.session.tensor_names()
+        for index, (value, leaf, view) in enumerate(zip(leaves, expected, views)):
+            if type(value) is torch.Tensor and value.dtype is leaf.torch_dtype and value.shape == leaf.shape:
+                # The common case, checked in the fewest steps: the harness's work per
+                # output leaf is refunded only up to a bound (timing_plan.refunded_gap).
+                self._place(value, view, located)
+                continue
+            name = names[index] if names else f"output #{index}"
             if type(value) not in _PLAIN:
                 # A subclass runs its own code when read: it could do its work in the
                 # hand-over, after the call's clock stopped.
@@ -250,19 +266,32 @@ class CandidateChild:
                 return {"error_class": "dtype_mismatch",
                         "message": f"{name} has dtype {dtype_name(tensor.dtype)}, the "
                                    f"reference's {leaf.dtype}"}
-            if located is None:
-                copying = self._perf()
-                self.clock.copy(view, tensor)
-                self._copy_ns += self._perf() - copying
-            else:
-                located.append((tensor.data_ptr(), tensor))
+            self._place(tensor, view, located)
         return None
 
+    def _place(self, tensor, view, located):
+        """One output leaf handed over: copied into its view of the slot, or its address
+        noted for the task host's read (`located`)."""
+        if located is None:
+            self._copy(view, tensor)
+        else:
+            located.append((tensor.data_ptr(), tensor))
+
+    def _copy(self, target, source):
+        """target <- source with the clock's bound copy, its time counted apart from the
+        harness's other work in a timed call (`harness_ms`): a copy grows with the bytes,
+        not with the leaves."""
+        copying = self._perf()
+        self.clock.copy(target, source)
+        self._copy_ns += self._perf() - copying
+
     def _output_views(self, described):
-        """The output layout's tensor leaves and the output buffer's views of them."""
+        """The output layout's tensor leaves as they are checked and the output buffer's
+        views of them."""
         layout = handover.Layout.from_json(described)
-        return ([leaf for leaf in layout.leaves if leaf.kind == "tensor"],
-                [v for v in handover.views(self.buffers["output"], layout) if isinstance(v, torch.Tensor)])
+        expected = [_Expected(leaf.dtype, torch.Size(leaf.shape), torch_dtype(leaf.dtype))
+                    for leaf in layout.leaves if leaf.kind == "tensor"]
+        return (expected, [v for v in handover.views(self.buffers["output"], layout) if isinstance(v, torch.Tensor)])
 
     def _trial(self, model, command):
         inputs = model.feed(self._inputs(command))
@@ -321,25 +350,26 @@ class CandidateChild:
         lend = call["lend"]
         inputs = self._guarded("timing", lambda: model.feed(
             self.session.make_inputs(call["seed"]) if lend is None
-            else lend(call["seed"], self.clock.copy, call.get("input_values"))))
+            else lend(call["seed"], self._copy, call.get("input_values"))))
         fed = self._perf()
         out, event_ms, tail_ms, settle_ms = self._guarded(
             "timing", lambda: self._time_call(lambda: model(inputs)))
         timed = self._perf()
         located = [] if call.get("read") else None
         mismatch = self._guarded("timing", lambda: self._hand_over(out, call, located))
-        self._guarded("timing", lambda: self.session.release_inputs(inputs, self.clock.copy))
+        self._guarded("timing", lambda: self.session.release_inputs(inputs, self._copy))
         handed = self._perf()
         self.clock.synchronize()
         if located is None:
             # The outputs are in the slot and the device is idle: the task host copies
             # them out now (handover/doorbell.py), while the report goes to the server.
             self._ring()
-        # The harness's own work in this call beside the forward and the copy of its
-        # outputs (its inputs fed, its outputs settled and checked, leaf by leaf), which
-        # the server refunds only up to `max_harness_refund_ms` (timing_plan.refunded_gap):
-        # believed of the reference's own loop alone. The copy, which grows with the
-        # outputs' bytes, stays refunded whole (README, "What it does not protect").
+        # The harness's own work in this call beside the forward and its copies (its
+        # inputs fed, its outputs settled and checked, leaf by leaf), which the server
+        # refunds only up to `max_harness_refund_ms` (timing_plan.refunded_gap): believed
+        # of the reference's own loop alone. The copies (the outputs into the slot, a
+        # kernelbenchx unit's inputs), which grow with the bytes, stay refunded whole
+        # (README, "What it does not protect").
         harness_ms = (fed - began + handed - timed - self._copy_ns) / 1e6 + settle_ms
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms, "harness_ms": harness_ms}
         if located is not None:

@@ -119,7 +119,7 @@ DEFAULT_RULE = {
 DEFAULT_TIMING = {"enabled": True, "warmup": 3, "trials": 20, "flush_l2": True,
                   "baseline": "eager", "reference_max_age_s": 600.0, "spot_check_rate": 0.25,
                   "max_sync_gap_ms": 0.1, "max_wall_gap_ms": 0.05, "max_gap_share": 0.1,
-                  "max_harness_refund_ms": 0.25, "confirm_speedup": 1.0}
+                  "max_harness_refund_ms": 0.1, "confirm_speedup": 1.0}
 _TIMING_INTEGERS = ("warmup", "trials")
 _TIMING_NUMBERS = ("reference_max_age_s", "spot_check_rate", "max_sync_gap_ms",
                    "max_wall_gap_ms", "max_gap_share", "max_harness_refund_ms", "confirm_speedup")
