@@ -9,7 +9,8 @@ import sys
 import time
 import unittest
 
-from kforge_harness.server.procs import continue_tree, descendants, freeze_tree, settled_cpu_used, still_frozen
+from kforge_harness.server.procs import (_ran_since, continue_tree, descendants, freeze_tree, settled_cpu_used,
+                                         still_frozen)
 
 # Two processes that continue each other as fast as they can: never all stopped at once.
 MUTUAL = """
@@ -90,6 +91,16 @@ class FreezeTest(unittest.TestCase):
             continue_tree(frozen)
             time.sleep(0.002)
         self.assertEqual(misses, 0, "an honest stop looked like a run")
+
+    def test_a_stopped_trees_late_charged_stretch_is_not_a_run(self):
+        # cpu_used entries: (pid, 0, ticks) per process, (pid, tid, ns) per thread.
+        before = ((10, 0, 5), (10, 10, 53_016_081), (10, 11, 1_000))
+        self.assertFalse(_ran_since(before, ((10, 0, 5), (10, 10, 53_713_807), (10, 11, 1_000))),
+                         "0.7 ms charged late to a stopping thread (seen) is no run")
+        self.assertFalse(_ran_since(before, ((10, 0, 5), (10, 10, 53_016_081))), "a thread that was exiting")
+        self.assertTrue(_ran_since(before, ((10, 0, 7), (10, 10, 83_016_081), (10, 11, 1_000))),
+                        "30 ms of work is a run")
+        self.assertTrue(_ran_since(before, before + ((10, 12, 1),)), "a thread born is a run")
 
     def spinner(self, root):
         self.wait_for(root, 1)

@@ -1303,15 +1303,12 @@ class Server:
                                    "call's inputs were published, before the call: work that "
                                    "its command does not start"))
             return
-        # The call's command goes in while the child is still stopped, and the thaw comes
-        # last: the child finds it as it wakes. From the thaw to its clock's start the
-        # child's processes run beside none of the server's work, and that stretch (which
-        # the reference's loop spends too, refunded to every candidate, and which a thread
-        # of a candidate's can spend working on the published inputs) is only the child's
-        # own way from its wake to its clock.
+        # Thawed first: a call's command can outgrow the socket's buffer (a kernelbenchx
+        # unit's calls), and a stopped child does not read (sent before the thaw, a unit
+        # of 60000 floats held the server in its write for good).
+        self._thaw(job)
         job.loop.call_sent = True
         job.proc.send(command)
-        self._thaw(job)
 
     def _thaw(self, job):
         """Continues the child's processes that _freeze_then stopped."""

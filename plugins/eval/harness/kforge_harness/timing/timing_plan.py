@@ -15,8 +15,7 @@ One call k (server, task host H, child C):
     server: C's processes thawed; {"prepare": k, layouts} -> C; C makes its views of
        the slot (which holds older inputs) and answers; its processes frozen again
     server: clock starts; H copies the inputs into C's slot (and, on a GPU, flushes
-       L2); {"call": k, "seed"} -> C, still stopped; C's processes thawed (SIGCONT
-       without a cgroup): the command is there as C wakes
+       L2); C's processes thawed (SIGCONT without a cgroup); {"call": k, "seed"} -> C
     C: idle device, events around forward, its outputs into the buffer, whole-device
        sync -> {"called": k, "ms", "tail_ms"}
     H: copies the outputs out of the buffer (`take`); clock stops when the copy is done:
