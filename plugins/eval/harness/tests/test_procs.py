@@ -9,7 +9,7 @@ import sys
 import time
 import unittest
 
-from kforge_harness.server.procs import (_ran_since, continue_tree, descendants, freeze_tree, settled_cpu_used,
+from kforge_harness.server.procs import (_ran_since, continue_tree, descendants, freeze_tree, cpu_used,
                                          still_frozen)
 
 # Two processes that continue each other as fast as they can: never all stopped at once.
@@ -85,7 +85,7 @@ class FreezeTest(unittest.TestCase):
         misses = 0
         for _ in range(200):
             frozen = freeze_tree(root.pid)
-            used = settled_cpu_used(frozen)
+            used = cpu_used(frozen)
             time.sleep(0.002)
             misses += not still_frozen(root.pid, frozen, used)
             continue_tree(frozen)
@@ -117,7 +117,7 @@ class FreezeTest(unittest.TestCase):
         root = self.start(["sh", "-c", f"{sys.executable} -c 'while True: pass' & wait"])
         spinner = self.spinner(root)
         frozen = freeze_tree(root.pid)
-        used = settled_cpu_used(frozen)
+        used = cpu_used(frozen)
         time.sleep(0.2)
         self.assertTrue(still_frozen(root.pid, frozen, used), "a tree left stopped")
         self.assertEqual(frozen, [spinner])

@@ -284,27 +284,6 @@ def _ran_since(before, after):
 FROZEN_SLACK_NS = 5_000_000
 
 
-def settled_cpu_used(pids):
-    """cpu_used(pids) of processes just seen stopped, once it holds still. A thread's
-    runtime is brought up to date when it leaves a CPU, and a stopping thread reads
-    stopped a moment before it does: a look in between misses its last stretch on the
-    CPU (up to a scheduler tick, seen 0.7 ms), which a later look would count as work
-    done while frozen. Two looks alike, one after the other, are past every such
-    moment (reading /proc takes longer than a stopping thread's way off the CPU)."""
-    used = cpu_used(pids)
-    for _ in range(SETTLE_LOOKS):
-        again = cpu_used(pids)
-        if again == used:
-            return used
-        used = again
-    return used
-
-
-# More looks than a stop takes to settle on the most loaded machine seen: a value still
-# moving after them is a process running (still_frozen says so).
-SETTLE_LOOKS = 20
-
-
 def cpu_used(pids):
     """What the processes `pids` have run, to tell whether they ran since: per process
     its CPU time in clock ticks (user and system, its ended threads included:

@@ -50,7 +50,7 @@ from kforge_harness.sandbox.zygote import Zygote
 from kforge_harness.server import child, freezer
 from kforge_harness.server.hosts import Hosts, entry_key, timing_key
 from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_verdict, descendants,
-                                         settled_cpu_used, error, fail, freeze_tree, kill_group, log_tail,
+                                         cpu_used, error, fail, freeze_tree, kill_group, log_tail,
                                          sandbox_worker, set_nonblocking, signal_tree, still_frozen)
 from kforge_harness.server.seeds import RequestSeeds
 from kforge_harness.server.turns import DeviceTurns
@@ -1119,7 +1119,7 @@ class Server:
                 if frozen is None:
                     moving.append(job)
                 else:
-                    job.paused_frozen, job.paused_used = frozen, settled_cpu_used(frozen)
+                    job.paused_frozen, job.paused_used = frozen, cpu_used(frozen)
         if moving and time.monotonic() <= deadline:
             return
         self.pausing = None
@@ -1206,7 +1206,7 @@ class Server:
             job.frozen = freeze_tree(job.proc.pid, FREEZE_STEP_S)
             held = job.frozen is not None
             if held:
-                job.frozen_used = settled_cpu_used(job.frozen)
+                job.frozen_used = cpu_used(job.frozen)
         if held:
             job.freezing = None
             self.freezing.discard(job)
