@@ -70,6 +70,24 @@ class PublishTest(unittest.TestCase):
             self.assertTrue(torch.equal(view, value))
         self.assertTrue(torch.equal(self.slots[0].raw, before[0]), "the other slot changed")
 
+    def test_unchanged_layouts_are_not_sent_again(self):
+        """The fill's reply is the trusted round trip the server takes off the next
+        call's bracket (`exchange_now`): its size must not grow with the task's leaves."""
+        def fill(slot, known):
+            return self.host.fill({"session": self.session, "slot": slot, "seed": 5, "trial": False,
+                                   "known": known})
+        first = fill(0, True)
+        self.assertIn("inputs", first)
+        self.assertIn("output", first)
+        again = fill(0, True)
+        self.assertTrue(again.get("layouts_unchanged"), again)
+        self.assertNotIn("inputs", again)
+        self.assertNotIn("output", again)
+        # The other slot's layouts were never sent; a server that says its child lacks
+        # them (a new child, say) is sent them again.
+        self.assertIn("inputs", fill(1, True))
+        self.assertIn("inputs", fill(0, False))
+
     def test_publishing_again_changes_nothing(self):
         filled = self.host.fill({"session": self.session, "slot": 0, "seed": 5, "trial": False})
         self.host.publish({"session": self.session, "slot": 0})

@@ -80,6 +80,7 @@ class CandidateChild:
         self.candidate_path = None
         self._kept = None  # a timed call's outputs and inputs, freed once no clock runs
         self._copy_ns = 0  # a timed call's time spent in the harness's copies (_copy)
+        self._prepared_slots = {}  # per input slot: its last timed call's preparation
         # The runtime guards' handle once a candidate's code is imported; the task's
         # reference as its own candidate runs unguarded.
         self.guard = types.SimpleNamespace(violations=list,
@@ -335,11 +336,18 @@ class CandidateChild:
 
     def _prepare_call(self, command):
         """A call's command as the hand-over reads it, its inputs' taker and its outputs'
-        views made now (the values made from the call's seed come with the call)."""
+        views made now (the values made from the call's seed come with the call), or kept
+        from the slot's last timed call where the task host's layouts are unchanged."""
+        slot = command.get("slot")
+        if command.get("layouts_unchanged"):
+            if slot not in self._prepared_slots:
+                raise RuntimeError(f"the timed call's layouts for slot {slot} were never sent")
+            return dict(self._prepared_slots[slot], read=command.get("read"))
         prepared = {key: command.get(key) for key in ("slot", "inputs", "output", "read")}
         prepared["lend"] = self._lend(prepared)
         if prepared["output"] is not None:
             prepared["output_views"] = self._output_views(prepared["output"])
+        self._prepared_slots[slot] = prepared
         return prepared
 
     def _timed_call(self, model, call):

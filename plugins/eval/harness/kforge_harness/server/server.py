@@ -94,6 +94,9 @@ class Job:
         self.session = None  # the task host's session number
         self.buffers = None  # its buffers' descriptions
         self.weights = None  # the weights' layout
+        # The input slots whose timed call's layouts the child was sent: the task host
+        # sends them again only when they change (host.py's `fill`).
+        self.layouts_sent = set()
         self.host_seconds = 0.0  # time the job waited for its host's answers
         self.marker = False
         self.harness_failed = None
@@ -1239,12 +1242,16 @@ class Server:
         loop = job.loop
         seed = loop.seed_for_next()
         loop.fill_sent = time.monotonic()
-        self._host_command(job.entry, job, {"fill": {
-            "session": job.session, "slot": loop.next_call % 2, "seed": seed, "trial": False}},
-            self._loop_filled)
+        self._host_command(job.entry, job, {"fill": self._timed_fill(job, seed)}, self._loop_filled)
+
+    @staticmethod
+    def _timed_fill(job, seed):
+        slot = job.loop.next_call % 2
+        return {"session": job.session, "slot": slot, "seed": seed, "trial": False,
+                "known": slot in job.layouts_sent}
 
     def _loop_filled(self, job, result, host_ms=None):
-        if "inputs" not in result:
+        if "inputs" not in result and not result.get("layouts_unchanged"):
             self._decide(job, result)
             return
         loop = job.loop
@@ -1272,8 +1279,13 @@ class Server:
         # bracket.
         loop.call_inputs = {"input_values": result["input_values"]} if "input_values" in result else {}
         self._thaw(job)
-        job.proc.send({"prepare": call, "slot": call % 2, "inputs": result["inputs"],
-                       "output": result["output"], "read": loop.read_from is not None})
+        prepare = {"prepare": call, "slot": call % 2, "read": loop.read_from is not None}
+        if result.get("layouts_unchanged"):
+            prepare["layouts_unchanged"] = True
+        else:
+            prepare.update(inputs=result["inputs"], output=result["output"])
+            job.layouts_sent.add(call % 2)
+        job.proc.send(prepare)
 
     def _loop_open(self, job):
         """The child prepared its call and is stopped again: the call's bracket opens."""
@@ -1398,9 +1410,8 @@ class Server:
         # The call's checks and the next call's inputs in one exchange with the host.
         seed = loop.seed_for_next()
         loop.fill_sent = time.monotonic()
-        self._host_command(job.entry, job, {"step": {"after": after, "fill": {
-            "session": job.session, "slot": loop.next_call % 2, "seed": seed, "trial": False}}},
-            self._loop_stepped)
+        self._host_command(job.entry, job, {"step": {"after": after, "fill": self._timed_fill(job, seed)}},
+                           self._loop_stepped)
 
     def _loop_after(self, job, result):
         if result.get("status") != "pass":
