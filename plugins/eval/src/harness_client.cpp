@@ -237,7 +237,7 @@ class HarnessServer::Process {
   // Registers the request and writes it; nullopt (with `error`) when the server is gone.
   // `on_need` hears the request's need line, if one comes (PROTOCOL.md).
   std::optional<std::future<HarnessResponse>> submit(const std::string& id, const std::string& line,
-                                                     std::function<void(double)> on_need, std::string& error) {
+                                                     NeedListener on_need, std::string& error) {
     std::future<HarnessResponse> answer;
     {
       std::lock_guard lock(mutex_);
@@ -432,12 +432,18 @@ class HarnessServer::Process {
       // A need line, told to whoever waits for the answer; nothing else comes without
       // a status.
       const auto need = body.find("need_mb");
-      std::function<void(double)> listener;
+      NeedListener listener;
       {
         std::lock_guard lock(mutex_);
         if (auto it = need_listeners_.find(id); it != need_listeners_.end()) listener = it->second;
       }
-      if (listener && need != body.end() && need->is_number() && need->get<double>() >= 0) listener(need->get<double>());
+      if (!listener || need == body.end() || !need->is_number() || need->get<double>() < 0) return;
+      Need told{need->get<double>(), std::nullopt};
+      if (const auto memory = body.find("device_memory_mb");
+          memory != body.end() && memory->is_number() && memory->get<double>() > 0) {
+        told.device_memory_mb = memory->get<double>();
+      }
+      listener(told);
       return;
     }
     std::promise<HarnessResponse> waiter;
@@ -614,7 +620,7 @@ class HarnessServer::Process {
   json ready_;
   std::optional<SlurmStep> step_;
   std::map<std::string, std::promise<HarnessResponse>> pending_;
-  std::map<std::string, std::function<void(double)>> need_listeners_;  // by request id
+  std::map<std::string, NeedListener> need_listeners_;  // by request id
 };
 
 HarnessServer::HarnessServer(HarnessServerSpec spec)
@@ -775,7 +781,7 @@ std::shared_ptr<HarnessServer::Process> HarnessServer::running_process(Clock::ti
   }
 }
 
-HarnessResponse HarnessServer::call(json request, const CallBudget& budget, std::function<void(double)> on_need) {
+HarnessResponse HarnessServer::call(json request, const CallBudget& budget, NeedListener on_need) {
   ++load_;
   struct LoadGuard {
     std::atomic<int>& load;

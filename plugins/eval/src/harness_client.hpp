@@ -95,6 +95,14 @@ struct RequestBudget {
 std::optional<RequestBudget> request_budget(double child_timeout_seconds, double stage_seconds_left,
                                             int children = 1);
 
+// A request's need line (PROTOCOL.md): the device memory its job holds, and the device's
+// memory as the server sees it (absent on a CPU).
+struct Need {
+  double need_mb = 0;
+  std::optional<double> device_memory_mb;
+};
+using NeedListener = std::function<void(const Need&)>;
+
 class HarnessServer {
  public:
   explicit HarnessServer(HarnessServerSpec spec);
@@ -105,9 +113,9 @@ class HarnessServer {
   // Sends `request` (its "id" and limits.timeout_s are filled in here, the latter from
   // `budget`) and waits for the answer, starting the server first when none runs.
   // `on_need` (called on the reader thread) hears the request's need line: the device
-  // memory its job holds, known before its answer (PROTOCOL.md).
-  HarnessResponse call(nlohmann::json request, const CallBudget& budget,
-                       std::function<void(double)> on_need = {});
+  // memory its job holds, known before its answer, and the device's memory where the
+  // server has an accelerator (PROTOCOL.md).
+  HarnessResponse call(nlohmann::json request, const CallBudget& budget, NeedListener on_need = {});
 
   const HarnessServerSpec& spec() const { return spec_; }
   // Requests sent or waiting for a slot: how loaded this server is.

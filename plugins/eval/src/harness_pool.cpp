@@ -243,11 +243,15 @@ HarnessResponse HarnessPool::call_through_gate(HarnessServer& server, nlohmann::
     const auto pass = std::make_shared<DeviceGate::Pass>(*admitted);
     if (pass->share_mb > 0) request["limits"]["device_memory_mb"] = pass->share_mb;
     const double per_job_mb = settings_.memory.per_job_mb;
-    HarnessResponse response = server.call(request, budget, [&gate, pass, task, memory_budget, per_job_mb](double need) {
+    HarnessResponse response = server.call(request, budget, [&gate, pass, task, memory_budget, per_job_mb,
+                                                             accelerator = device != kDeviceCpu](const Need& told) {
       // Known before the verdict: later jobs of the task are charged it, and this one
       // from now on (it may have been charged the most any task needed, or run alone).
-      if (!task.empty()) gate.record_need(task, need);
-      gate.recharge(*pass, need + per_job_mb, memory_budget);
+      // The device's memory comes with it: the first job of a run runs alone until
+      // that is known (its budget is 0 before), then others fit beside it.
+      if (accelerator && told.device_memory_mb) gate.record_memory(*told.device_memory_mb);
+      if (!task.empty()) gate.record_need(task, told.need_mb);
+      gate.recharge(*pass, told.need_mb + per_job_mb, memory_budget);
     });
     // Learnt before leaving, so that the jobs admitted next are charged what it measured.
     if (const double peak = metric_or(response, "task_peak_mb", -1); peak >= 0 && !task.empty()) {

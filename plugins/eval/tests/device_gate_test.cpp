@@ -194,6 +194,28 @@ TEST(DeviceGate, ADetectedBudgetIsReadWhenAJobIsLookedAtNotWhenItBeganToWait) {
   gate.leave(*c);
 }
 
+TEST(DeviceGate, TheDevicesMemoryToldWithTheFirstNeedLineLetsOthersInBesideIt) {
+  DeviceGate gate;
+  const auto detected = DeviceGate::Budget::of_detected_memory(0);
+  const auto first = gate.enter(Use::Shared, "a", 0, detected, soon());  // memory unknown: alone
+  ASSERT_TRUE(first && first->alone);
+  auto second = std::async(std::launch::async, [&] { return gate.enter(Use::Shared, "b", 0, detected, later()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The first job's need line, with the device's memory (harness_pool.cpp's listener),
+  // long before its answer: the second job runs beside it.
+  auto pass = *first;
+  gate.record_memory(1000);
+  gate.record_need("a", 100);
+  gate.recharge(pass, 100, detected);
+  EXPECT_FALSE(pass.alone);
+  const auto b = second.get();
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(b->alone);
+  EXPECT_DOUBLE_EQ(b->share_mb, 900);
+  gate.leave(pass);
+  gate.leave(*b);
+}
+
 TEST(DeviceGate, AdmitsInArrivalOrderSoABigJobIsNotStarved) {
   DeviceGate gate;
   gate.record_need("small", 300);

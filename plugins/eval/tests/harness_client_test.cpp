@@ -70,7 +70,10 @@ TEST(HarnessServer, ARunsNeedIsToldBeforeItsAnswer) {
   std::vector<double> needs;
   const auto response = server.call(harness_request("run", job, job.language, ChildLimits{60, 4096, 300}),
                                     CallBudget::of(60, std::numeric_limits<double>::infinity()),
-                                    [&](double need) { needs.push_back(need); });
+                                    [&](const Need& told) {
+                                      needs.push_back(told.need_mb);
+                                      EXPECT_FALSE(told.device_memory_mb);  // a CPU server's
+                                    });
   ASSERT_EQ(response.status, "pass") << response.message << response.log_tail;
   ASSERT_EQ(needs.size(), 1u);  // a need line, not taken for the answer
   EXPECT_GT(needs[0], 0);

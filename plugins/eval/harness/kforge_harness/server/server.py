@@ -643,8 +643,12 @@ class Server:
         if job.internal is None:
             # Its need, known now rather than with its verdict: kforge's admission charged
             # a task it had not seen the most any task needed, and now lets others in
-            # beside it (PROTOCOL.md: need lines).
-            self._respond({"id": job.id, "need_mb": self._need_mb(job.entry)})
+            # beside it (PROTOCOL.md: need lines). The device's memory goes with it: until
+            # a client knows it, it cannot tell whether anything fits beside this job.
+            line = {"id": job.id, "need_mb": self._need_mb(job.entry)}
+            if self.device.is_accelerator:
+                line["device_memory_mb"] = job.entry.facts["device_memory_mb"] - self._hosts_mb(job.entry)
+            self._respond(line)
         if job.internal is not None or job.action == "compile":
             self._open_session(job)
             return
