@@ -60,3 +60,27 @@ class DerivationTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SeedEverythingTest(unittest.TestCase):
+    """runner.seed_everything seeds what torch.manual_seed does (less the backends absent
+    here): inputs and weights made after it are KernelBench's own."""
+
+    def test_the_same_draws_as_torch_manual_seed(self):
+        import random
+
+        import numpy as np
+        import torch
+
+        from kforge_harness.tasks.runner import seed_everything
+
+        for seed in (0, 12345, 2**40 + 7, 2**63 + 5):
+            torch.manual_seed(seed)
+            random.seed(seed)
+            np.random.seed(seed % 2**32)
+            expected = (torch.randn(8), random.random(), np.random.rand())
+            torch.manual_seed(seed + 1)  # whatever came before
+            seed_everything(seed)
+            got = (torch.randn(8), random.random(), np.random.rand())
+            self.assertTrue(torch.equal(expected[0], got[0]), seed)
+            self.assertEqual(expected[1:], got[1:])

@@ -5,6 +5,7 @@ decided here: the reference worker (reference.py) and the candidate child (candi
 each wrap them in their own terms."""
 
 import contextlib
+import functools
 import random
 import sys
 
@@ -20,7 +21,26 @@ from kforge_harness.judge.outputs import as_tensor, flat_leaves, pieces, surely_
 def seed_everything(seed):
     random.seed(seed)
     np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)  # seeds every device's generator too
+    # What torch.manual_seed seeds, less the backends this machine lacks: for each of those
+    # (xpu on a CUDA host, say) torch 2.x queues a lazy call holding its formatted stack,
+    # 2 ms a call (a third of a task host's work between timed calls on an H200) and a
+    # queue that grows with every seed.
+    torch.default_generator.manual_seed(int(seed))
+    for backend in _seeded_backends():
+        if not getattr(backend, "_is_in_bad_fork", lambda: False)():  # as torch.manual_seed
+            backend.manual_seed_all(int(seed))
+
+
+@functools.cache
+def _seeded_backends():
+    """The accelerator modules of torch that have a device here (cuda, xpu, mps, npu)."""
+    found = []
+    for name in ("cuda", "xpu", "mps", "npu"):
+        backend = getattr(torch, name, None)
+        available = getattr(backend, "is_available", None)
+        if available is not None and hasattr(backend, "manual_seed_all") and available():
+            found.append(backend)
+    return tuple(found)
 
 
 def to_torch(obj, device=None):
