@@ -44,8 +44,9 @@ constexpr std::string_view kPassedNames[] = {
     "CC", "CXX", "CUDAHOSTCXX", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"};
 // Families of toolchain and device settings (CUDA_HOME, CUDA_VISIBLE_DEVICES,
 // TRITON_PTXAS_PATH, TORCH_CUDA_ARCH_LIST, TORCHINDUCTOR_CACHE_DIR, ASCEND_HOME_PATH...).
+// KFORGE_HARNESS_: the harness's own settings (KFORGE_HARNESS_TRACE, its timeline).
 constexpr std::string_view kPassedPrefixes[] = {"LC_", "CUDA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_",
-                                                "ASCEND_"};
+                                                "ASCEND_", "KFORGE_HARNESS_"};
 
 std::vector<char*> c_strings(std::vector<std::string>& items) {
   std::vector<char*> out;

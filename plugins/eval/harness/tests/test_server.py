@@ -383,5 +383,32 @@ def _alive(pid):
         return False
 
 
+class TraceTest(unittest.TestCase):
+    """KFORGE_HARNESS_TRACE=FILE: a timeline of the server's work (server/trace.py), which
+    bench/trace_summary.py reads."""
+
+    def test_a_timed_job_leaves_its_timeline(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            path = os.path.join(scratch, "trace.jsonl")
+            server = client.Server(max_children=1, extra_env={"KFORGE_HARNESS_TRACE": path})
+            try:
+                response = server.ask(client.request("traced", "run", "relu", None,
+                                                     options={"timing": {"enabled": True, "trials": 5}}),
+                                      timeout=300)["traced"]
+            finally:
+                server.close()
+            self.assertEqual(response["status"], "pass", response)
+            with open(path, encoding="utf-8") as handle:
+                events = [json.loads(line) for line in handle]
+        mine = [e["what"] for e in events if e["job"] == "traced"]
+        for what in ("start", "host_start", "host_ready", "child_start", "host_sent", "host_answered",
+                     "loop_asked", "loop_started", "loop_done", "finish"):
+            self.assertIn(what, mine)
+        self.assertLess(mine.index("start"), mine.index("loop_started"))
+        self.assertLess(mine.index("loop_done"), mine.index("finish"))
+        ts = [e["t"] for e in events]
+        self.assertEqual(ts, sorted(ts))  # one clock, written in order
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -53,6 +53,7 @@ from kforge_harness.server.procs import (Proc, continue_tree, death_text, death_
                                          cpu_used, error, fail, freeze_tree, kill_group, log_tail,
                                          sandbox_worker, set_nonblocking, signal_tree, still_frozen)
 from kforge_harness.server.seeds import RequestSeeds
+from kforge_harness.server.trace import Trace
 from kforge_harness.server.turns import DeviceTurns
 from kforge_harness.tasks.tasks import read_task_source
 from kforge_harness.timing import timing_plan
@@ -186,6 +187,7 @@ class Server:
         # Timing loops have the device alone, the rest shares it (turns.py); the jobs
         # paused meanwhile.
         self.turns = DeviceTurns(self._pause_neighbours, self._resume_neighbours)
+        self.trace = Trace()
         self.paused = []
         self.pausing = None  # (the loop's start, deadline) until the paused are seen stopped
         self.stdin_open = True
@@ -310,6 +312,7 @@ class Server:
         its candidate child."""
         if job.finished:
             return
+        self.trace(job, "finish", status=result.get("status"))
         job.finished = True
         self.jobs.discard(job)
         self.turns.forget(job)
@@ -386,6 +389,7 @@ class Server:
     # ---- jobs ----
 
     def _start(self, job):
+        self.trace(job, "start", action=job.action)
         for other in self.jobs:
             other.had_company = True
         job.had_company = bool(self.jobs)
@@ -432,6 +436,7 @@ class Server:
     # ---- task hosts ----
 
     def _start_host(self, entry, job):
+        self.trace(job, "host_start")
         entry.host_asked = False
         request = job.request
         host_job = {"task": dict(request["task"], source=job.source),
@@ -465,6 +470,7 @@ class Server:
         if entry.proc is not proc:  # a retired host's last words
             return
         if "ready" in message and entry.facts is None and isinstance(message["ready"], dict):
+            self.trace(entry.starter, "host_ready")
             self.turns.done(entry)
             entry.facts = message["ready"]
             proc.deadline = math.inf
@@ -485,6 +491,7 @@ class Server:
     def _host_answer(self, entry, proc, message):
         command_id = message.get("id")
         job, callback, wants_fds, stepped = entry.pending.pop(command_id, (None, None, False, False))
+        self.trace(job, "host_answered", host=proc.pid, command=command_id)
         try:
             self._host_answered(entry, proc, message, command_id, job, callback, wants_fds)
         finally:
@@ -550,6 +557,8 @@ class Server:
         another job's timing loop waits or runs); callback(job, result) follows, or
         callback(job, result, fds) with the descriptors of its answer (`wants_fds`)."""
         asked, held = time.monotonic(), []
+        verb = next(iter(command), None)
+        self.trace(job, "host_asked", verb=verb)
 
         def send():
             job.turn_wait_s += time.monotonic() - asked
@@ -578,6 +587,7 @@ class Server:
             entry.pending[command_id] = (job, callback, wants_fds, stepped)
             entry.sent_at[command_id] = time.monotonic()
             entry.proc.deadline = min(entry.sent_at.values()) + self._host_timeout(entry)
+        self.trace(job, "host_sent", verb=next(iter(command), None), host=entry.proc.pid, command=command_id)
         if not entry.proc.send(dict(command, id=command_id)):
             if callback is not None:
                 entry.pending.pop(command_id, None)
@@ -741,6 +751,7 @@ class Server:
             self._finish(job, error(protocol.HARNESS_ERROR, f"cannot start a child process: {exc}"))
             return
         proc.owner, job.proc = job, proc
+        self.trace(job, "child_start")
         proc.started = time.monotonic()
         proc.deadline = proc.started + float(job.request["limits"]["timeout_s"])
         self.turns.begin(proc)  # its set-up, until it is ready (or the child is gone)
@@ -797,6 +808,8 @@ class Server:
     def _candidate_message(self, proc, message):
         now = time.monotonic()  # a timed call's end, as the server's clock sees it
         job = proc.owner
+        if self.trace:
+            self.trace(job, "child", message=next(iter(message), None))
         if job is None or job.decided is not None or job.finished:
             return
         if not job.marker:  # still the harness's own code in that child: trusted
@@ -1044,10 +1057,12 @@ class Server:
         """Runs `job`'s `label` loop once it has the device alone (turns.py)."""
         asked = time.monotonic()
         self._hold_limit(job)  # waiting for its turn is no part of its time
+        self.trace(job, "loop_asked", label=label)
 
         def start():
             if job.finished or job.decided is not None:  # ended while its neighbours stopped
                 return
+            self.trace(job, "loop_started", label=label)
             job.turn_wait_s += time.monotonic() - asked
             self._release_limit(job)
             self._run_loop(job, label)
@@ -1433,6 +1448,7 @@ class Server:
 
     def _loop_done(self, job):
         loop = job.loop
+        self.trace(job, "loop_done", label=loop.label)
         self.turns.release(job)
         if job.internal is not None:
             self._reference_loop_done(job)
@@ -1700,7 +1716,7 @@ class Server:
             signal.set_wakeup_fd(-1)
             for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)
-            parent_fds = own_parent_fds + [self.wake_r, self.wake_w]
+            parent_fds = own_parent_fds + [self.wake_r, self.wake_w, self.trace.fileno()]
             if self.zygote is not None:
                 parent_fds.append(self.zygote.socket.fileno())
             for proc in self.procs.values():
