@@ -711,9 +711,8 @@ class SpotCheckTest(V2Fixture):
         checked = []
         for _ in range(loops):
             loop = timing_plan.Loop("timing", timing)
-            for _ in range(calls):
-                loop.event_ms.append(0.0)
-                loop.check_drawn()
+            for call in range(calls):
+                loop.check_drawn(call)
             checked.append(set(loop.checked))
         for position in range(calls):
             hits = sum(position in drawn for drawn in checked)

@@ -140,6 +140,32 @@ class PublishTest(unittest.TestCase):
         self.assertGreaterEqual(self.host.take({"session": self.session})["taken_at"], before)
         self.assertEqual(self.after(1, 9)["status"], "pass")
 
+    def test_a_step_takes_the_outputs_then_checks_them_then_fills_the_next_call(self):
+        output = self.timed_call(0, 12)
+        output.copy_(torch.relu(self.host._make_inputs(12, None)[0]))  # the child's call
+        before = time.monotonic()
+        stepped = self.host.step({
+            "take": {"session": self.session},
+            "after": {"session": self.session, "slot": 0, "seed": 12, "check": True, "label": "call",
+                      "rule": self.rule},
+            "fill": {"session": self.session, "slot": 1, "seed": 13, "trial": False, "known": False}})
+        self.assertGreaterEqual(stepped["taken"]["taken_at"], before)
+        self.assertEqual(stepped["after"]["status"], "pass")
+        self.assertIn("inputs", stepped["filled"])
+        self.assertGreater(stepped["host_ms"], 0)
+
+    def test_a_step_whose_outputs_cannot_be_taken_does_nothing_else(self):
+        self.timed_call(0, 14)
+        unread = {"pid": os.getpid(), "addresses": [0]}  # nothing lies there
+        stepped = self.host.step({
+            "take": {"session": self.session, "read": unread},
+            "after": {"session": self.session, "slot": 0, "seed": 14, "check": True, "label": "call",
+                      "rule": self.rule},
+            "fill": {"session": self.session, "slot": 1, "seed": 15, "trial": False}})
+        self.assertIn("unread", stepped["taken"])
+        self.assertNotIn("after", stepped)
+        self.assertNotIn("filled", stepped)
+
 
 if __name__ == "__main__":
     unittest.main()

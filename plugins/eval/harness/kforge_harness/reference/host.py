@@ -709,12 +709,18 @@ class Host:
         return {"published": True}
 
     def step(self, request):
-        """A timed call's checks (`after`) and, when they pass, the next call's inputs
-        (`fill`): one exchange with the server per call."""
+        """A timed call's outputs taken (`take`), its checks (`after`) and, when they pass
+        and another call follows, the next call's inputs (`fill`): one exchange with the
+        server per call. Returns {"taken", "after", "filled", "host_ms"}; without a copy
+        of the outputs (`taken` holds no "taken_at") nothing else is done."""
         started = time.perf_counter()
+        taken = self.take(request["take"])
+        if "taken_at" not in taken:
+            return {"taken": taken, "host_ms": (time.perf_counter() - started) * 1e3}
         after = self.after(request["after"])
-        filled = self.fill(request["fill"]) if after.get("status") == "pass" else None
-        return {"after": after, "filled": filled, "host_ms": (time.perf_counter() - started) * 1e3}
+        filled = self.fill(request["fill"]) if after.get("status") == "pass" and request.get("fill") else None
+        return {"taken": taken, "after": after, "filled": filled,
+                "host_ms": (time.perf_counter() - started) * 1e3}
 
     def plan(self, request):
         """What the reference's outputs tell under `rule` (compare.OutputInformation): per

@@ -1264,8 +1264,9 @@ class Server:
         self._host_command(job.entry, job, {"fill": self._timed_fill(job, seed)}, self._loop_filled)
 
     @staticmethod
-    def _timed_fill(job, seed):
-        slot = job.loop.next_call % 2
+    def _timed_fill(job, seed, call=None):
+        """The `fill` of timed call `call` (the loop's next one unless given)."""
+        slot = (job.loop.next_call if call is None else call) % 2
         return {"session": job.session, "slot": slot, "seed": seed, "trial": False,
                 "known": slot in job.layouts_sent}
 
@@ -1352,55 +1353,61 @@ class Server:
         # The call's bracket closes once the task host holds a copy of its outputs (host.py's
         # `take`), not at the child's word: what the candidate finishes after reporting (a
         # kernel in a context of its own runs on) is inside the bracket if the copy has it,
-        # and is not judged if it does not.
+        # and is not judged if it does not. The child's processes are stopped first; the
+        # copy, the call's checks and the next call's inputs are then one exchange with
+        # the host (its `step`).
         if job.loop.read_from is not None:
             # Read out of the child once its processes are stopped (handover/read.py): a copy
             # nobody in them can skip, shorten or work beside. The bracket closes when they
             # are all stopped: nothing of the candidate runs after that, and the read's own
             # cost (which depends on how the candidate's pages are mapped) is no one's time.
-            self._freeze_then(job, lambda job: self._read_frozen(job, message, time.monotonic()))
+            self._freeze_then(job, lambda job: self._loop_close(job, message, {
+                "session": job.session, "read": {"pid": job.loop.read_from,
+                                                 "addresses": message.get("outputs_at")}},
+                time.monotonic()))
             return
-        self._host_command(job.entry, job, {"take": {"session": job.session}},
-                           lambda job, result: self._loop_taken(job, message, result))
+        # Copied when the child rang (handover/doorbell.py), or now by `take`: the bracket
+        # closes at that copy.
+        self._freeze_then(job, lambda job: self._loop_close(job, message, {"session": job.session}, None))
 
-    def _read_frozen(self, job, message, frozen_at):
-        self._host_command(job.entry, job, {"take": {"session": job.session, "read": {
-            "pid": job.loop.read_from, "addresses": message.get("outputs_at")}}},
-            lambda job, result: self._loop_read(job, message, result, frozen_at))
-
-    def _loop_read(self, job, message, result, frozen_at):
-        if "unread" in result:
-            call = job.loop.label_of(job.loop.next_call)
-            if job.internal is None:
-                self._decide(job, fail(protocol.CHEAT_DETECTED, f"{call}: {result['unread']}"))
-            elif self.outputs_unread is None:
-                # The reference's own child could not be read: something on this machine
-                # (a security module's ptrace rule) forbids what available() found allowed.
-                # Outputs cross by the child's copy from now on; this loop starts again so.
-                self.outputs_unread = f"the reference's {result['unread']}"
-                print(f"kforge: {call}: the reference's {result['unread']}; timed outputs "
-                      "are copied by the child from now on", file=sys.stderr, flush=True)
-                self._start_loop(job, job.loop.label)
-            else:
-                self._decide(job, error(protocol.HARNESS_ERROR, f"{call}: the reference's {result['unread']}"))
-            return
-        if "taken_at" not in result:
-            self._decide(job, result)
-            return
-        self._loop_judge_call(job, message, frozen_at)
-
-    def _loop_taken(self, job, message, result):
-        taken_at = result.get("taken_at")
-        if not isinstance(taken_at, (int, float)) or isinstance(taken_at, bool):
-            self._decide(job, result)
-            return
-        self._freeze_then(job, lambda job: self._loop_judge_call(job, message, taken_at))
-
-    def _loop_judge_call(self, job, message, ended):
+    def _loop_close(self, job, message, take, frozen_at):
+        """The host's `step` for the call just reported: its outputs taken (`take`), its
+        checks, and the next call's inputs where one follows."""
         loop = job.loop
-        commanded = loop.commanded_at
+        call = loop.next_call
+        last = call + 1 == loop.calls
+        after = {"session": job.session, "slot": call % 2, "seed": loop.seeds[call],
+                 "check": loop.check_drawn(call), "label": loop.label_of(call),
+                 "rule": job.request["options"]["rule"]}
+        step = {"take": take, "after": after}
+        if isinstance(message.get("facts"), dict) and job.entry.facts.get("timed_unit"):
+            # A kernelbenchx unit's results, named (no other task's calls report any). The
+            # next call's inputs are then asked for apart: the exchange that measures a
+            # round trip's cost (`exchange_now`, taken off the next call's bracket) carries
+            # nothing the candidate wrote, whose size would make it whatever it wants.
+            after["report"] = message["facts"]
+        elif not last:
+            loop.fill_sent = time.monotonic()
+            step["fill"] = self._timed_fill(job, loop.seed_for_next(), call + 1)
+        self._host_command(job.entry, job, {"step": step},
+                           lambda job, result: self._loop_stepped(job, message, result, frozen_at))
+
+    def _loop_stepped(self, job, message, result, frozen_at):
+        taken = result.get("taken")
+        if not isinstance(taken, dict):
+            self._decide(job, result)
+            return
+        if "unread" in taken:
+            self._loop_unread(job, taken["unread"])
+            return
+        taken_at = taken.get("taken_at")
+        if not isinstance(taken_at, (int, float)) or isinstance(taken_at, bool):
+            self._decide(job, taken)
+            return
+        loop = job.loop
+        ended = frozen_at if frozen_at is not None else taken_at
         try:
-            loop.called(message, (ended - commanded) * 1e3 if commanded is not None else math.nan)
+            loop.called(message, (ended - loop.commanded_at) * 1e3 if loop.commanded_at is not None else math.nan)
         except ValueError as exc:
             self._decide(job, fail(protocol.RUNTIME_ERROR, str(exc)))
             return
@@ -1408,29 +1415,31 @@ class Server:
         if mismatch is not None:
             self._decide(job, fail(mismatch[0], f"{loop.label_of(loop.next_call - 1)}: {mismatch[1]}"))
             return
-        call = loop.next_call - 1
-        after = {"session": job.session, "slot": call % 2, "seed": loop.seeds[call],
-                 "check": loop.check_drawn(), "label": loop.label_of(call),
-                 "rule": job.request["options"]["rule"]}
-        if isinstance(message.get("facts"), dict) and job.entry.facts.get("timed_unit"):
-            # A kernelbenchx unit's results, named (no other task's calls report any).
-            after["report"] = message["facts"]
+        after, filled = result.get("after"), result.get("filled")
+        if not isinstance(after, dict) or after.get("status") != "pass":
+            self._loop_after(job, after if isinstance(after, dict) else result)
+            return
         if loop.finished:
-            self._host_command(job.entry, job, {"after": after}, self._loop_after)
-            return
-        if "report" in after:
-            # Not in the exchange that measures a round trip's cost (`exchange_now`, taken
-            # off the next call's bracket): the report is the candidate's, and its size
-            # would make that trusted cost whatever the candidate wants.
-            self._host_command(job.entry, job, {"after": after},
-                               lambda job, result: self._loop_fill(job) if result.get("status") == "pass"
-                               else self._loop_after(job, result))
-            return
-        # The call's checks and the next call's inputs in one exchange with the host.
-        seed = loop.seed_for_next()
-        loop.fill_sent = time.monotonic()
-        self._host_command(job.entry, job, {"step": {"after": after, "fill": self._timed_fill(job, seed)}},
-                           self._loop_stepped)
+            self._loop_done(job)
+        elif filled is None:  # a kernelbenchx unit's call: its inputs apart (_loop_close)
+            self._loop_fill(job)
+        else:
+            self._loop_filled(job, filled, result.get("host_ms"))
+
+    def _loop_unread(self, job, why):
+        call = job.loop.label_of(job.loop.next_call)
+        if job.internal is None:
+            self._decide(job, fail(protocol.CHEAT_DETECTED, f"{call}: {why}"))
+        elif self.outputs_unread is None:
+            # The reference's own child could not be read: something on this machine
+            # (a security module's ptrace rule) forbids what available() found allowed.
+            # Outputs cross by the child's copy from now on; this loop starts again so.
+            self.outputs_unread = f"the reference's {why}"
+            print(f"kforge: {call}: the reference's {why}; timed outputs "
+                  "are copied by the child from now on", file=sys.stderr, flush=True)
+            self._start_loop(job, job.loop.label)
+        else:
+            self._decide(job, error(protocol.HARNESS_ERROR, f"{call}: the reference's {why}"))
 
     def _loop_after(self, job, result):
         if result.get("status") != "pass":
@@ -1438,13 +1447,6 @@ class Server:
                                                         **(result.get("metrics") or {}))))
             return
         self._loop_done(job)
-
-    def _loop_stepped(self, job, result):
-        after, filled = result.get("after"), result.get("filled")
-        if not isinstance(after, dict) or after.get("status") != "pass":
-            self._loop_after(job, after if isinstance(after, dict) else result)
-            return
-        self._loop_filled(job, filled if isinstance(filled, dict) else result, result.get("host_ms"))
 
     def _loop_done(self, job):
         loop = job.loop

@@ -108,11 +108,12 @@ class Loop:
         self.seeds.append(draw_seed())
         return self.seeds[-1]
 
-    def check_drawn(self):
-        """Whether the call just done is checked: drawn now, after it ran."""
+    def check_drawn(self, call):
+        """Whether `call` is checked: drawn once it ran (its report in, its processes
+        stopped), so nothing of the candidate's can know it."""
         checked = self.rate > 0 and secrets.randbelow(1 << 30) < self.rate * (1 << 30)
         if checked:
-            self.checked.append(len(self.event_ms) - 1)
+            self.checked.append(call)
         return checked
 
     def label_of(self, call):
