@@ -21,10 +21,10 @@ from kforge_harness.judge.outputs import as_tensor, flat_leaves, pieces, surely_
 def seed_everything(seed):
     random.seed(seed)
     np.random.seed(seed % 2**32)
-    # What torch.manual_seed seeds, less the backends this machine lacks: for each of those
-    # (xpu on a CUDA host, say) torch 2.x queues a lazy call holding its formatted stack,
-    # 2 ms a call (a third of a task host's work between timed calls on an H200) and a
-    # queue that grows with every seed.
+    # What torch.manual_seed seeds, less the backends this torch is built without: for
+    # each of those (xpu in a CUDA build, say) torch 2.x queues a lazy call holding its
+    # formatted stack, 2 ms a call (a third of a task host's work between timed calls on an
+    # H200) and a queue that grows with every seed.
     torch.default_generator.manual_seed(int(seed))
     for backend in _seeded_backends():
         if not getattr(backend, "_is_in_bad_fork", lambda: False)():  # as torch.manual_seed
@@ -33,12 +33,17 @@ def seed_everything(seed):
 
 @functools.cache
 def _seeded_backends():
-    """The accelerator modules of torch that have a device here (cuda, xpu, mps, npu)."""
+    """torch's accelerator modules built into this torch (cuda, xpu, npu). Asked whether
+    they are built, not whether a device is there: that would initialise the driver in a
+    process that may fork, and a backend not initialised yet is seeded lazily, as
+    torch.manual_seed does."""
     found = []
-    for name in ("cuda", "xpu", "mps", "npu"):
+    for name in ("cuda", "xpu", "npu"):
         backend = getattr(torch, name, None)
-        available = getattr(backend, "is_available", None)
-        if available is not None and hasattr(backend, "manual_seed_all") and available():
+        if not hasattr(backend, "manual_seed_all"):
+            continue
+        built = getattr(backend, "_is_compiled", None)  # torch_npu's module has none
+        if built() if built is not None else backend.is_available():
             found.append(backend)
     return tuple(found)
 
