@@ -184,6 +184,36 @@ class IdenticalCodeTest(unittest.TestCase):
         self.assertLess(response["metrics"]["speedup"], 2.0)
 
 
+class SpeedupWithinNoiseTest(unittest.TestCase):
+    """Only a confirmed speedup counts above 1: one above 1 and not above confirm_speedup
+    (so not measured again) counts as 1.0, the loop's own kept as measured_speedup."""
+
+    def test_an_unconfirmed_speedup_counts_as_one(self):
+        # ReLU once against a reference that does it twice (tasks/redteam6/relu_twice):
+        # several times faster, honestly. With confirm_speedup out of reach, that speedup
+        # is "within the noise" by the option's definition; with the default, confirmed.
+        server = client.Server(mode="fork", max_children=1)
+        try:
+            requests = [client.request(name, "run", "redteam6/relu_twice", "redteam6/relu_once_honest",
+                                       language="python", sizes={"batch_size": 512, "dim": 1024},
+                                       options={"timing": dict(TIMED, **options)})
+                        for name, options in (("unconfirmed", {"confirm_speedup": 1e9}),
+                                              ("confirmed", {}))]
+            responses = server.ask(*requests, timeout=600)
+        finally:
+            server.close()
+        unconfirmed, confirmed = responses["unconfirmed"], responses["confirmed"]
+        self.assertEqual(unconfirmed["status"], "pass", unconfirmed)
+        self.assertEqual(unconfirmed["metrics"]["speedup"], 1.0, unconfirmed)
+        self.assertGreater(unconfirmed["metrics"]["measured_speedup"], 1.0, unconfirmed)
+        self.assertIn("speedup_within_noise", unconfirmed["flags"])
+        self.assertNotIn("confirm_wall_ms", unconfirmed["metrics"])
+        self.assertEqual(confirmed["status"], "pass", confirmed)
+        self.assertIn("speedup_confirmed", confirmed["flags"])
+        self.assertGreater(confirmed["metrics"]["speedup"], 1.02, confirmed)
+        self.assertNotIn("speedup_within_noise", confirmed["flags"])
+
+
 def _loop(label="timing", trials=20, warmup=3, rate=0.25, **timing_options):
     options = dict(protocol.DEFAULT_TIMING, warmup=warmup, trials=trials,
                    spot_check_rate=rate, **timing_options)
