@@ -1,6 +1,6 @@
 """A timed call's bracket around what the child's memory holds (reference/host.py): its
 inputs reach the slot the child maps only when the server publishes them, inside the
-bracket (`fill` stages them in the task host's own buffer, `publish` copies them), and
+bracket (`fill` keeps them in the task host's own memory, `publish` copies them), and
 its outputs are judged from the copy `take` makes as the bracket closes. Whatever of the
 candidate's runs outside the bracket (a kernel that outlived its call runs on the device
 while its processes are frozen) finds the previous call's inputs, and what it writes into
@@ -11,11 +11,13 @@ import os
 import select
 import time
 import unittest
+from unittest import mock
 
 import torch
 
 from kforge_harness import handover, protocol
 from kforge_harness.devices import Device
+from kforge_harness.reference import host as host_module
 from kforge_harness.reference.host import Host
 from tests import client
 
@@ -61,14 +63,21 @@ class PublishTest(unittest.TestCase):
                                 "label": "call", "rule": self.rule})
 
     def test_a_timed_calls_inputs_reach_the_slot_only_when_published(self):
-        before = [slot.raw.clone() for slot in self.slots]
-        filled = self.host.fill({"session": self.session, "slot": 1, "seed": 99, "trial": False})
-        for slot, raw in zip(self.slots, before):
-            self.assertTrue(torch.equal(slot.raw, raw), "a staged input reached a slot")
-        self.assertEqual(self.host.publish({"session": self.session, "slot": 1}), {"published": True})
-        for view, value in zip(self.slot_inputs(1, filled), self.host._make_inputs(99, None)):
-            self.assertTrue(torch.equal(view, value))
-        self.assertTrue(torch.equal(self.slots[0].raw, before[0]), "the other slot changed")
+        # Kept as get_inputs() made them (few tensors), or in the staging buffer (many).
+        for kept in (host_module.MAX_TENSORS_KEPT, 0):
+            with self.subTest(max_tensors_kept=kept), \
+                    mock.patch.object(host_module, "MAX_TENSORS_KEPT", kept):
+                seed = 99 + kept
+                before = [slot.raw.clone() for slot in self.slots]
+                filled = self.host.fill({"session": self.session, "slot": 1, "seed": seed, "trial": False,
+                                         "known": False})
+                self.assertEqual(isinstance(self.host.sessions[self.session].staged[1], list), kept > 0)
+                for slot, raw in zip(self.slots, before):
+                    self.assertTrue(torch.equal(slot.raw, raw), "a staged input reached a slot")
+                self.assertEqual(self.host.publish({"session": self.session, "slot": 1}), {"published": True})
+                for view, value in zip(self.slot_inputs(1, filled), self.host._make_inputs(seed, None)):
+                    self.assertTrue(torch.equal(view, value))
+                self.assertTrue(torch.equal(self.slots[0].raw, before[0]), "the other slot changed")
 
     def test_unchanged_layouts_are_not_sent_again(self):
         """The fill's reply is the trusted round trip the server takes off the next

@@ -115,10 +115,17 @@ def span(shape, strides):
 def fill(view, value):
     """view <- value, where `view` may be expanded (stride 0): an expanded dimension holds
     one element, which is all that is written of it (value's are equal along it)."""
+    target, source = writable(view, value)
+    target.copy_(source)
+
+
+def writable(view, value):
+    """(target, source): `view` and `value` narrowed to what fill() writes, for a copy
+    made later (a timed call's inputs, published inside its bracket)."""
     for dim, (size, stride) in enumerate(zip(view.shape, view.stride())):
         if stride == 0 and size > 1:
             view, value = view.narrow(dim, 0, 1), value.narrow(dim, 0, 1)
-    view.copy_(value)
+    return view, value
 
 
 _device_kind = {}

@@ -13,7 +13,8 @@ the reference's own timing child) it serves a session:
   sealed memfd elsewhere): two input slots, one output slot, and the reference's weights.
 - `fill`: a trial's or a timed call's inputs made by the task's get_inputs() from a seed
   the child never learns, written into a slot (a trial's, with their digest kept) or,
-  for a timed call, into this process's own staging buffer; a trial's output slot
+  for a timed call, kept in this process's own memory (as made, or in a staging
+  buffer where they are many tensors: MAX_TENSORS_KEPT); a trial's output slot
   poisoned (every byte 0xFF: NaN for floating types). A kernelbenchx timed call's inputs are the
   arguments of the function's calls that a run of the test code on the seed makes
   (kbx_calls.Unit, kept for `after`); a kernelbenchx trial's are made in the child.
@@ -76,6 +77,13 @@ from kforge_harness.tasks.runner import (MissingFramework, all_finite, nan_count
                                          weight_tensors)
 
 INPUT_SLOTS = 2
+# A timed call's inputs of at most this many tensors wait for `publish` as get_inputs()
+# made them, each copied into its slot there; more wait in a staging buffer, copied
+# into the slot at once (the copies are inside the call's bracket: one per tensor would
+# cost a kernelbenchx unit of thousands of arguments milliseconds a call). Kept as made,
+# a call's inputs cross the device's memory twice less (for level 1's matrix-vector
+# task, 8 GiB of inputs a call).
+MAX_TENSORS_KEPT = 16
 # Larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB): writing it evicts the
 # inputs and weights an earlier call left in the cache.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -110,8 +118,10 @@ class Session:
         self.held = None  # (input key, record) of a trial's outputs beyond the budget
         self.units = {}  # per slot: the kernelbenchx unit filled there (kbx_calls.Unit)
         self.sampler = buffers.Sampler()  # which output elements the fingerprints read
-        self.staging = None  # a timed call's inputs until published (made at the first)
-        self.staged = {}  # per slot: the bytes staged for it and not yet published
+        self.staging = None  # a timed call's inputs until published, where not kept as made
+        # Per slot, a timed call's inputs not yet published: the bytes staged for it, or
+        # the (slot view, tensor) pairs of inputs kept as get_inputs() made them.
+        self.staged = {}
         self.taken = None  # the last timed call's outputs as `take` copied them
         # Per slot: the layouts a timed call's fill last sent (the child keeps what it made
         # of them), and the reference's outputs the timed calls' output layout was made of.
@@ -451,16 +461,26 @@ class Host:
             raise protocol.task_error(f"get_inputs() made inputs for {label} of other kinds than "
                                       f"for the first trial's seed: {self._same_shapes()}")
         if layout is not None and layout.leaves:
+            kept = (not request.get("trial") and
+                    sum(leaf.kind == "tensor" for leaf in layout.leaves) <= MAX_TENSORS_KEPT)
             target = session.inputs[slot]
-            if not request.get("trial"):
+            if not request.get("trial") and not kept:
                 if session.staging is None:
                     session.staging = PrivateBuffer(session.inputs[slot].nbytes, self.device)
                 target = session.staging
                 session.staged[slot] = layout.nbytes
             views = handover.views(target, layout, arrays=False)
-            for view, value in zip(views, inputs):
-                if isinstance(view, torch.Tensor):
-                    handover.fill(view, as_tensor(value))
+            if kept:
+                # This process's own tensors, which no candidate maps, until `publish`;
+                # on the slot's device already (made on the host, they would cross to it
+                # inside the bracket).
+                session.staged[slot] = [handover.writable(view, as_tensor(value).to(view.device))
+                                        for view, value in zip(views, inputs)
+                                        if isinstance(view, torch.Tensor)]
+            else:
+                for view, value in zip(views, inputs):
+                    if isinstance(view, torch.Tensor):
+                        handover.fill(view, as_tensor(value))
             # A trial's inputs are checked by digest after it; a timed call's, when it is
             # checked, against the same seed's inputs made again (no pass over the inputs
             # for the calls that are not).
@@ -697,9 +717,12 @@ class Host:
             # this call's.
             session.doorbell.silence()
             session.listening, session.rung_at, session.ring_failed = True, None, None
-        nbytes = session.staged.pop(slot, 0)
-        if nbytes:
-            session.inputs[slot].raw[:nbytes].copy_(session.staging.raw[:nbytes])
+        staged = session.staged.pop(slot, 0)
+        if isinstance(staged, list):
+            for target, source in staged:
+                target.copy_(source)
+        elif staged:
+            session.inputs[slot].raw[:staged].copy_(session.staging.raw[:staged])
         flush = bool(request.get("flush_l2")) and self.device.type == "cuda"
         if flush:
             if self.l2_flush is None:

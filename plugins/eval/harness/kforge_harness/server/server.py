@@ -373,9 +373,9 @@ class Server:
         return 2 * entry.facts["peak_mb"] + self._session_mb(entry)
 
     def _session_mb(self, entry):
-        """A child's buffers in its task host: two input slots, the staging buffer a timed
-        loop's inputs wait in until published, the output slot and the copy of a timed
-        call's outputs that is judged (reference/host.py)."""
+        """A child's buffers in its task host: two input slots, a timed call's inputs kept
+        until published, the output slot and the copy of a timed call's outputs that is
+        judged (reference/host.py)."""
         facts = entry.facts
         return (3 * facts["input_bytes"] + 2 * facts["output_bytes"]) / (1 << 20)
 

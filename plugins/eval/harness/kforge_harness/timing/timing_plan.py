@@ -10,7 +10,7 @@ layouts parsed, the views made, the last call's outputs freed) is done before th
 bracket opens, and the L2 flush is the task host's.
 
 One call k (server, task host H, child C):
-    H: make call k's inputs (a seed drawn now) in its own staging buffer, poison the
+    H: make call k's inputs (a seed drawn now) and keep them in its own memory, poison the
        output buffer; returns the layouts
     server: C's processes thawed; {"prepare": k, layouts} -> C; C makes its views of
        the slot (which holds older inputs) and answers; its processes frozen again
