@@ -60,6 +60,10 @@ class StaleLayoutsTest(_Timed):
         the output's: no output allocated (16 MB of fresh pages a call)."""
         assert_no_gain_over(self, self.run_timed, "relu_honest", "alias_inplace")
 
+    def test_lean_liar_one_big_output(self):
+        """The reference's work in a lean timed call of its own, reporting 0.05 ms."""
+        assert_no_gain_over(self, self.run_timed, "relu_honest", "lean_liar")
+
     def test_half_the_rows_stale(self):
         """After the warm-up, half the rows computed, the rest the last full call's."""
         response = self.run_timed("stale_half")
@@ -131,3 +135,23 @@ class TraceTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CheckOracleTest(_Timed):
+    """Whether a timed call was checked, read by the child off its own clock (the time it
+    is stopped between calls holds the host's step, and a checked call's step remakes its
+    inputs and runs the reference). Known only after the draw; the test records how well
+    the child knows, and asserts that it cannot (a failure here is the leak, which the
+    design says is worth nothing: each call's draw is independent)."""
+
+    def test_child_cannot_tell_checked_calls(self):
+        response = self.run_timed("check_oracle")
+        self.assertEqual(response["status"], "pass", response)
+        log = response.get("log_tail", "")
+        lines = [line for line in log.splitlines() if line.startswith("RT16ORACLE")]
+        print("\n".join(lines))
+        self.assertTrue(lines, log)
+        inferred = [int(m) for m in re.findall(r"count=(\d+)", lines[0])]
+        # Calls 0..21 are what the child can judge (the last call's step ends the loop);
+        # the server counts all 23. Secure: no call's stop stands out (twice the median).
+        self.assertEqual(inferred[0], 0, (lines, response["metrics"]["timing_spot_checks"]))
