@@ -5,7 +5,28 @@ candidate's process, and KFORGE_HARNESS_TRACE. Each test asserts the SECURE outc
 test that fails is a hole. Run them one by one, by name (the VM has 2 cores, and the
 attack suites' servers cross-talk when run beside each other).
 
-Results seen are in the report of this red team (and the docstrings of the tests)."""
+Seen on this VM (2 cores, CPU, cgroup v2 freezer, outputs read out of the child):
+- alias_inplace (ReLU in place on the slot's input view, its address reported as the
+  output's): caught, cheat_detected at warm-up call 3 (a checked call: input changed).
+- stale_half (own output buffer kept across calls, half the rows computed after the
+  warm-up, address reported directly): caught, cheat_detected, spot check of timed call 4.
+- lean_liar (reference's work, own lean timed call, 0.05 ms reported): speedup 1.0,
+  charged 1.874 ms up to the reference's median 1.924 (controls 1.924 / 1.924).
+- secret_scan (native scan of every readable mapping for the run's secret, decimal and
+  little-endian): not found (0 mappings, before and after the trials); the model seed,
+  the sanity check, found in 1 mapping.
+- trace_reader: the trace's path is found in the child's own memory (the Trace object
+  is made before the zygote's fork). In /tmp: not visible in the sandbox (ENOENT).
+  Beside the harness (a 0755 directory under the harness's checkout, which the sandbox
+  binds read-only): READ by the candidate while the server writes it (12 lines: every
+  job's events), not writable (EACCES). HOLE (information only; depends on where the
+  operator puts the trace).
+- check_oracle: the child's own clock tells which calls were checked (stopped ~25-36 ms
+  between calls, ~89-137 ms after a checked one: the step remakes the inputs and runs
+  the reference): inferred [3, 10, 16, 20] with timing_spot_checks=5 (the last call's
+  check is after its last clock), then [18, 20, 21] with timing_spot_checks=3. LEAK
+  (after the draw; no gain found, since each call's draw is independent).
+- honest controls (relu_honest, the reference's code): 0.92x, 1.0, 1.0, 1.0."""
 
 import os
 import re
