@@ -85,11 +85,29 @@ class StaleLayoutsTest(_Timed):
         """The reference's work in a lean timed call of its own, reporting 0.05 ms."""
         assert_no_gain_over(self, self.run_timed, "relu_honest", "lean_liar")
 
+    def test_cached_output_tensor(self):
+        """The reference's work, into one output tensor kept and returned at every call."""
+        assert_no_gain_over(self, self.run_timed, "relu_honest", "cached_out")
+
     def test_half_the_rows_stale(self):
         """After the warm-up, half the rows computed, the rest the last full call's."""
         response = self.run_timed("stale_half")
         self.assertNotEqual(response["status"], "pass", response)
         self.assertEqual(response["error_class"], "cheat_detected", response)
+
+
+class InputsMadeInTheChildTest(_Timed):
+    """A task whose inputs cannot cross by buffer (a list among them): every timed call's
+    inputs are made in the child from the seed, inside the call's bracket, which the
+    reference's child counts as the harness's own work (harness_ms), refunded only up to
+    max_harness_refund_ms. Not an attack: the reference's own code as the candidate must
+    not be charged the making of its inputs (no gain, no loss beyond noise)."""
+
+    def test_reference_code_as_candidate_is_not_charged_its_inputs(self):
+        response = _ask(self.server, "listarg_honest", task="redteam16/relu_listarg",
+                        timing={"enabled": True})
+        self.assertEqual(response["status"], "pass", response)
+        self.assertGreater(response["metrics"]["speedup"], 0.8, response["metrics"])
 
 
 class SecretSeedTest(unittest.TestCase):
