@@ -110,6 +110,46 @@ class InputsMadeInTheChildTest(_Timed):
         self.assertGreater(response["metrics"]["speedup"], 0.8, response["metrics"])
 
 
+class KbxSeedAndTapeTest(unittest.TestCase):
+    """A kernelbenchx unit whose argument is a list of 60000 floats drawn right after
+    seeding (redteam16/coeff_scan): the call's command carries them as a tape of 60000
+    JSON nodes, inside the bracket, and the child is given the unit's seed, from which the
+    same list can be drawn again."""
+    RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def run_timed(self, candidate):
+        request = client.request(candidate, "run", "redteam16/coeff_scan", f"redteam16/{candidate}",
+                                 language="python", task_format="kernelbenchx",
+                                 limits={"timeout_s": 300},
+                                 options={"rule": self.RULE, "timing": {"enabled": True}})
+        response = self.server.ask(request, timeout=900)[candidate]
+        show(candidate, "redteam16/coeff_scan", response)
+        return response
+
+    def test_arguments_drawn_again_from_the_seed(self):
+        """The function ignores its list and draws it again from torch.initial_seed()."""
+        assert_no_gain_over(self, self.run_timed, "scan_honest", "scan_regen")
+
+    def test_lean_loop_never_parsing_the_tape(self):
+        """Its own loop: the command read as bytes, the seed found by rfind, the arguments
+        drawn again as a tensor; honest event times."""
+        assert_no_gain_over(self, self.run_timed, "scan_honest", "scan_lean_regen")
+
+    def test_lean_loop_never_parsing_the_tape_reporting_nothing(self):
+        """The same loop doing the reference function's work byte for byte, 0.05 ms
+        reported: charged what the clock vouches for, less the reference's gap (which
+        holds the child's parse of the tape)."""
+        assert_no_gain_over(self, self.run_timed, "scan_honest", "scan_lean_liar")
+
+
 class SecretSeedTest(unittest.TestCase):
     """The run's secret never reaches the candidate's process (seeds.py): looked for in
     its objects and all of its readable memory, before and after its trials."""
