@@ -26,7 +26,25 @@ Seen on this VM (2 cores, CPU, cgroup v2 freezer, outputs read out of the child)
   the reference): inferred [3, 10, 16, 20] with timing_spot_checks=5 (the last call's
   check is after its last clock), then [18, 20, 21] with timing_spot_checks=3. LEAK
   (after the draw; no gain found, since each call's draw is independent).
-- honest controls (relu_honest, the reference's code): 0.92x, 1.0, 1.0, 1.0."""
+- cached_out (the reference's ReLU into one output tensor kept and returned at every
+  call): no gain, 0.956x (candidate_ms 1.792 against controls 1.716 / 1.713).
+- kernelbenchx coeff_scan (a list of 60000 floats drawn right after seeding, a tape of
+  60000 nodes in each call's command): scan_regen (the list drawn again from
+  torch.initial_seed() inside the function) 1.0 (charged 0.564 ms to the reference's
+  median); scan_lean_regen (own loop, command never parsed, arguments drawn again as a
+  tensor, honest events) 1.0 and 0.873x; scan_lean_liar (same loop, the reference's
+  function byte for byte, 0.05 ms reported) 1.0 twice (charged 0.81-0.83 ms to the
+  reference's median, the first loop's speedup above 1 confirmed away). Its gap is
+  ~90 ms below the reference's (-106 to -140 ms against -20 to -46 ms: the child's
+  JSON parse of the tape, in the reference's gap, refunded whole), but the clock's
+  noise there (the fill's exchange carries the tape's JSON) is larger still.
+- InputsMadeInTheChildTest (not an attack; a list among get_inputs()'s values makes
+  every input in the child, inside the bracket): the reference's own code as candidate
+  is charged their making (harness_ms 13.6-16 ms a call, refunded up to 0.1 ms):
+  0.725x (charged 7.75 ms), 0.42x (charged 26.1 ms), 0.60x (charged 11.15 ms). A
+  fairness bug (honest candidates understated), not a gain for anyone.
+- honest controls (relu_honest, the reference's code): 0.92x, 1.0, 1.0, 1.0;
+  scan_honest 1.0, 0.856x, 0.77x, 1.0, 0.98x, 1.0, 0.916x."""
 
 import os
 import re
