@@ -14,7 +14,7 @@ What it sends (protocol.reporter.Channel, JSON lines), all of it data:
   trial t's outputs are in the output buffer (or could not go there);
 - {"compiled": true} (compile action);
 - a timed loop's {"prepared": true}, per call {"prepared_for": k} and {"called": k, "ms",
-  "tail_ms", "harness_ms", "mismatch"?, "facts"?} (facts: a kernelbenchx unit's results'
+  "tail_ms", "harness_ms", "inputs_ms", "mismatch"?, "facts"?} (facts: a kernelbenchx unit's results'
   names and inline values; harness_ms: the harness's own work in the call beside the
   forward);
 - {"failed": {"stage", "trial", "types", "text", "where"}}: the candidate's code raised.
@@ -379,7 +379,10 @@ class CandidateChild:
         # kernelbenchx unit's inputs), which grow with the bytes, stay refunded whole
         # (README, "What it does not protect").
         harness_ms = (fed - began + handed - timed - self._copy_ns) / 1e6 + settle_ms
-        report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms, "harness_ms": harness_ms}
+        report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms, "harness_ms": harness_ms,
+                  # Of harness_ms, the inputs made here from the call's seed (refunded whole
+                  # as the reference's loop spends it: timing_plan.refunded_gap).
+                  "inputs_ms": (fed - began) / 1e6 if lend is None else 0.0}
         if located is not None:
             # Read by the task host once this process is stopped.
             report["outputs_at"] = [address for address, _ in located]

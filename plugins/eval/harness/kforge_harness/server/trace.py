@@ -31,8 +31,15 @@ class Trace:
         if not self._path:
             return
         if self._file is None:
-            # Line-buffered: a server that is killed loses no event it wrote.
-            self._file = open(self._path, "a", buffering=1, encoding="utf-8")
+            # Line-buffered: a server that is killed loses no event it wrote. The server's
+            # own to read (0600): candidates learn the path (this object is in the
+            # zygote's memory) and, as another user, cannot open the file where their
+            # sandbox shows its directory (the harness's checkout, say). A candidate of
+            # the server's own user (a sandbox in a user namespace, unprivileged) can:
+            # keep the trace where no sandbox shows it (README, "The trace").
+            fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            os.fchmod(fd, 0o600)  # a file that was there before keeps its mode otherwise
+            self._file = os.fdopen(fd, "a", buffering=1, encoding="utf-8")
         job_id = getattr(job, "id", None) if job is not None else None
         self._file.write(json.dumps({"t": time.monotonic(), "job": job_id, "what": what, **fields},
                                     default=str) + "\n")
