@@ -16,7 +16,12 @@ import sys
 def summarise(lines):
     events = [json.loads(line) for line in lines if line.strip()]
     by_job = collections.defaultdict(list)
+    # Request ids are per server: with several servers in one file (one per device), a
+    # job is named by its server too.
+    several = len({event.get("server") for event in events}) > 1
     for event in events:
+        if several and event["job"] is not None:
+            event["job"] = f"{event.get('server')}/{event['job']}"
         by_job[event["job"]].append(event)
     sent = {}  # (host, command) -> (job, verb, t)
     work = collections.defaultdict(lambda: collections.defaultdict(float))

@@ -1,8 +1,8 @@
 """An opt-in timeline of the server's work, for finding where a run's time goes
 (docs/performance.md; bench/trace_summary.py reads it). With KFORGE_HARNESS_TRACE=FILE in
 the server's environment, each event is one JSON line appended to FILE:
-{"t": seconds on the server's monotonic clock, "job": the request's id or null, "what",
-...}. What is traced: a job's start and answer, each command to a task host (asked: held
+{"t": seconds on the server's monotonic clock, "server": its pid, "job": the request's id
+or null, "what", ...}. What is traced: a job's start and answer, each command to a task host (asked: held
 until its turn; sent; answered), each kind of message a candidate's child sends (its
 first key: "ready", "trial", "called", ...), a host's start and readiness, and each
 timing loop (asked for, started with the device alone, done). Without the variable
@@ -41,5 +41,8 @@ class Trace:
             os.fchmod(fd, 0o600)  # a file that was there before keeps its mode otherwise
             self._file = os.fdopen(fd, "a", buffering=1, encoding="utf-8")
         job_id = getattr(job, "id", None) if job is not None else None
-        self._file.write(json.dumps({"t": time.monotonic(), "job": job_id, "what": what, **fields},
+        # The server's pid: request ids are per client, so two servers (one per device)
+        # appending to one file number their jobs alike.
+        self._file.write(json.dumps({"t": time.monotonic(), "server": os.getpid(), "job": job_id,
+                                     "what": what, **fields},
                                     default=str) + "\n")
