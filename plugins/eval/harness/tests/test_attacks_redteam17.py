@@ -1,0 +1,72 @@
+"""redteam17: attacks on three changes to the timed loop: inputs_ms (the child's report of
+the inputs it made, refunded whole as the REFERENCE's loop spends it:
+timing_plan.refunded_gap), the within-noise band (server._loop_done: a first loop's
+speedup in (1, confirm_speedup] counts as 1.0 unconfirmed), and timed inputs kept as
+get_inputs() made them until `publish` (reference/host.py). Each test asserts the SECURE
+outcome; a test that fails is a hole. Run them one by one, by name.
+
+Seen on this VM: see the report of the session (numbers are printed by each test)."""
+
+import unittest
+
+from tests import client
+from tests.test_attacks_forged import show
+from tests.test_attacks_redteam12 import assert_no_gain_over
+
+RELU = "redteam16/relu_big"
+LISTARG = "redteam16/relu_listarg"  # a list among the inputs: made in the child (lend None)
+
+
+def _ask(server, candidate, task=RELU, timing=None, trials=2):
+    options = {"trials": trials, "timing": {"enabled": bool(timing), **(timing or {})}}
+    request = client.request(candidate.replace("/", "_"), "run", task, candidate, language="python",
+                             limits={"timeout_s": 300}, options=options)
+    response = server.ask(request, timeout=900)[candidate.replace("/", "_")]
+    show(candidate, task, response)
+    return response
+
+
+class _Timed(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=1)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+
+class InputsMsReportTest(_Timed):
+    """The child reports harness_ms and inputs_ms; Loop.called clamps inputs_ms to
+    harness_ms, and refunded_gap reads only the reference's record. A candidate's report
+    of both, inflated to 50 ms a call with its event time cut to 0.05 ms, must buy
+    nothing."""
+
+    def test_inflated_inputs_ms_buffer_inputs(self):
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, timing={"enabled": True}),
+                            "redteam16/relu_honest", "redteam17/inflated_report")
+
+    def test_inflated_inputs_ms_inputs_made_in_child(self):
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
+                                                    timing={"enabled": True}),
+                            "redteam16/listarg_honest", "redteam17/inflated_report")
+
+
+class WithinNoiseBandTest(_Timed):
+    """A first loop in (1, confirm_speedup] counts as 1.0. A report shaved 1.5% aims at
+    the band; whatever the loops give, a speedup above 1 must come with a confirmation
+    loop (flag speedup_confirmed), and one in the band unconfirmed must read 1.0."""
+
+    def test_no_unconfirmed_speedup_above_one(self):
+        for _ in range(2):
+            response = _ask(self.server, "redteam17/band_liar", timing={"enabled": True})
+            self.assertEqual(response["status"], "pass", response)
+            metrics, flags = response["metrics"], response.get("flags", [])
+            print("speedup", metrics["speedup"], "measured", metrics.get("measured_speedup"),
+                  "flags", flags, "charged", metrics.get("timing_charged_ms"), flush=True)
+            if metrics["speedup"] > 1.0:
+                self.assertIn("speedup_confirmed", flags, response)
+
+
+if __name__ == "__main__":
+    unittest.main()
