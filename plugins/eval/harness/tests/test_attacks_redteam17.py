@@ -68,5 +68,16 @@ class WithinNoiseBandTest(_Timed):
                 self.assertIn("speedup_confirmed", flags, response)
 
 
-if __name__ == "__main__":
-    unittest.main()
+
+
+
+
+class InputsMadeInChildMutatedTest(_Timed):
+    """Inputs made in the child (lend None): only the child holds them, so no task host
+    can check that a timed call left them unchanged. The forward in place on x in timed
+    calls only (no output allocated)."""
+
+    def test_in_place_on_child_made_inputs(self):
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
+                                                    timing={"enabled": True}),
+                            "redteam16/listarg_honest", "redteam17/inplace_child_inputs")
