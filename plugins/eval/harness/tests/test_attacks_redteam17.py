@@ -81,3 +81,9 @@ class InputsMadeInChildMutatedTest(_Timed):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
                                                     timing={"enabled": True}),
                             "redteam16/listarg_honest", "redteam17/inplace_child_inputs")
+
+    def test_in_place_always_on_child_made_inputs(self):
+        """The same forward in the trials as well (no behaviour switch)."""
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
+                                                    timing={"enabled": True}),
+                            "redteam16/listarg_honest", "redteam17/inplace_always")
