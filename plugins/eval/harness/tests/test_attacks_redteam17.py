@@ -87,3 +87,10 @@ class InputsMadeInChildMutatedTest(_Timed):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
                                                     timing={"enabled": True}),
                             "redteam16/listarg_honest", "redteam17/inplace_always")
+
+    def test_kept_output_buffer_inputs_unchanged(self):
+        """Control: the same saving of allocations without touching the inputs (one
+        output tensor of its own, kept across calls)."""
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
+                                                    timing={"enabled": True}),
+                            "redteam16/listarg_honest", "redteam17/listarg_kept_out")
