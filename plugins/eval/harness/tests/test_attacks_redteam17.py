@@ -89,8 +89,17 @@ class InputsMadeInChildMutatedTest(_Timed):
                             "redteam16/listarg_honest", "redteam17/inplace_always")
 
     def test_kept_output_buffer_inputs_unchanged(self):
-        """Control: the same saving of allocations without touching the inputs (one
-        output tensor of its own, kept across calls)."""
+        """Not an attack on the change: the same saving of allocations without touching
+        the inputs (one output tensor of its own, kept across calls). Seen 7.08x: most
+        of the in-place attacks' gain on this task is the reference's allocations, which
+        an honest kernel may skip; its failure is the task's, not a hole."""
         assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
                                                     timing={"enabled": True}),
                             "redteam16/listarg_honest", "redteam17/listarg_kept_out")
+
+    def test_in_place_over_the_kept_output_control(self):
+        """The in-place forward against the honest kernel that allocates nothing either:
+        what changing the child-made inputs buys beyond skipping the allocations."""
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
+                                                    timing={"enabled": True}),
+                            "redteam17/listarg_kept_out", "redteam17/inplace_always")
