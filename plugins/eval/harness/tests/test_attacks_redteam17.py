@@ -5,7 +5,22 @@ speedup in (1, confirm_speedup] counts as 1.0 unconfirmed), and timed inputs kep
 get_inputs() made them until `publish` (reference/host.py). Each test asserts the SECURE
 outcome; a test that fails is a hole. Run them one by one, by name.
 
-Seen on this VM: see the report of the session (numbers are printed by each test)."""
+Seen on this VM (2 cores, CPU, outputs read out of the child):
+- inflated_report (event time cut to 0.05 ms, harness_ms = inputs_ms = 50 ms reported):
+  relu_big speedup 1.0, charged 1.861 ms up to the reference's 1.911 (controls 2.118,
+  1.911); relu_listarg measured 1.006 -> 1.0 (speedup_within_noise, timing_by_clock,
+  charged 21.28 ms; controls 21.87, 21.09). Caught: the refund reads the reference's
+  record only.
+- band_liar (event time reported 1.5% short): 0.9516 and 0.9056, no unconfirmed
+  speedup above 1.
+- inplace_child_inputs / inplace_always (relu_listarg: inputs made in the child, the
+  forward in place on x): HOLE. 12.68x and 12.66x, speedup_confirmed, charged 0, passes.
+  host.after checks a checked call's inputs only where session.layouts[slot] is set
+  (never for inputs made in the child), and no trial caught it either.
+- listarg_kept_out (inputs untouched, one kept output tensor): 7.08x: most of that gain
+  is the reference's allocations on this task (its forward ~21 ms), not the mutation.
+  The in-place forward against it as control: 2.68 ms against 3.61 / 3.31 (1.24x more,
+  from changing the inputs)."""
 
 import unittest
 
