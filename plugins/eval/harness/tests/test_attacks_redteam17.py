@@ -13,14 +13,16 @@ Seen on this VM (2 cores, CPU, outputs read out of the child):
   record only.
 - band_liar (event time reported 1.5% short): 0.9516 and 0.9056, no unconfirmed
   speedup above 1.
-- inplace_child_inputs / inplace_always (relu_listarg: inputs made in the child, the
+- inplace_child_inputs (timed calls only; file not kept) / inplace_always (relu_listarg: inputs made in the child, the
   forward in place on x): HOLE. 12.68x and 12.66x, speedup_confirmed, charged 0, passes.
   host.after checks a checked call's inputs only where session.layouts[slot] is set
   (never for inputs made in the child), and no trial caught it either.
-- listarg_kept_out (inputs untouched, one kept output tensor): 7.08x: most of that gain
-  is the reference's allocations on this task (its forward ~21 ms), not the mutation.
-  The in-place forward against it as control: 2.68 ms against 3.61 / 3.31 (1.24x more,
-  from changing the inputs)."""
+- listarg_kept_out (inputs untouched, one kept output tensor, no test kept): 7.08x:
+  most of that gain is the reference's allocations on this task (its forward ~21 ms,
+  fresh pages every call), which an honest kernel may skip. The in-place forward against
+  it as control: 2.68 ms against 3.61 / 3.31 (1.24x more, from changing the inputs).
+  Kept as a test: the in-place candidate passes where it should be cheat_detected
+  (an expected failure, the hole still open)."""
 
 import unittest
 
@@ -89,32 +91,13 @@ class WithinNoiseBandTest(_Timed):
 
 class InputsMadeInChildMutatedTest(_Timed):
     """Inputs made in the child (lend None): only the child holds them, so no task host
-    can check that a timed call left them unchanged. The forward in place on x in timed
-    calls only (no output allocated)."""
+    checks that a call left them unchanged (host.after compares a checked call's inputs
+    only where they crossed by buffer, session.layouts[slot]). An expected failure: an
+    OPEN HOLE, README "What it does not protect". inplace_always computes the forward in
+    place on x in the trials and the timed calls alike; it should be cheat_detected as a
+    candidate changing buffer-crossed inputs is, and it passes."""
 
-    def test_in_place_on_child_made_inputs(self):
-        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
-                                                    timing={"enabled": True}),
-                            "redteam16/listarg_honest", "redteam17/inplace_child_inputs")
-
-    def test_in_place_always_on_child_made_inputs(self):
-        """The same forward in the trials as well (no behaviour switch)."""
-        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
-                                                    timing={"enabled": True}),
-                            "redteam16/listarg_honest", "redteam17/inplace_always")
-
-    def test_kept_output_buffer_inputs_unchanged(self):
-        """Not an attack on the change: the same saving of allocations without touching
-        the inputs (one output tensor of its own, kept across calls). Seen 7.08x: most
-        of the in-place attacks' gain on this task is the reference's allocations, which
-        an honest kernel may skip; its failure is the task's, not a hole."""
-        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
-                                                    timing={"enabled": True}),
-                            "redteam16/listarg_honest", "redteam17/listarg_kept_out")
-
-    def test_in_place_over_the_kept_output_control(self):
-        """The in-place forward against the honest kernel that allocates nothing either:
-        what changing the child-made inputs buys beyond skipping the allocations."""
-        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
-                                                    timing={"enabled": True}),
-                            "redteam17/listarg_kept_out", "redteam17/inplace_always")
+    @unittest.expectedFailure
+    def test_inputs_changed_in_place_are_caught(self):
+        response = _ask(self.server, "redteam17/inplace_always", task=LISTARG, timing={"enabled": True})
+        self.assertEqual(response["error_class"], "cheat_detected", response)
