@@ -148,11 +148,14 @@ class Server:
 
 
 class SharedServerTest(unittest.TestCase):
-    """Test cases sharing one fork-mode server with two children, started once."""
+    """Test cases sharing one fork-mode server with MAX_CHILDREN children, started once
+    (one: a timing attack and its controls run alone)."""
+
+    MAX_CHILDREN = 2
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(mode="fork", max_children=2)
+        cls.server = Server(mode="fork", max_children=cls.MAX_CHILDREN)
 
     @classmethod
     def tearDownClass(cls):

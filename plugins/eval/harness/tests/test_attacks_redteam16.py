@@ -12,10 +12,10 @@ Seen on this VM (2 cores, CPU, cgroup v2 freezer, outputs read out of the child)
   warm-up, address reported directly): caught, cheat_detected, spot check of timed call 4.
 - lean_liar (reference's work, own lean timed call, 0.05 ms reported): speedup 1.0,
   charged 1.874 ms up to the reference's median 1.924 (controls 1.924 / 1.924).
-- secret_scan (native scan of every readable mapping for the run's secret, decimal and
+- memory_scan, seeds (native scan of every readable mapping for the run's secret, decimal and
   little-endian): not found (0 mappings, before and after the trials); the model seed,
   the sanity check, found in 1 mapping.
-- trace_reader: the trace's path is found in the child's own memory (the Trace object
+- memory_scan, the trace: its path is found in the child's own memory (the Trace object
   is made before the zygote's fork). In /tmp: not visible in the sandbox (ENOENT).
   Beside the harness (a 0755 directory under the harness's checkout, which the sandbox
   binds read-only): READ by the candidate while the server writes it (12 lines: every
@@ -46,14 +46,14 @@ from tests.test_attacks_forged import show
 from tests.test_attacks_redteam12 import assert_no_gain_over
 
 TASK = "redteam16/relu_big"
-SECRET = 0x5EC12E7C0FFEE1  # candidates/redteam16/secret_scan.py looks for it
+SECRET = 0x5EC12E7C0FFEE1  # candidates/redteam16/memory_scan.py looks for it
 
 
 def _ask(server, candidate, task=TASK, timing=None, seed=None, trials=2):
     options = {"trials": trials, "timing": {"enabled": bool(timing), **(timing or {})}}
     if seed is not None:
         options["seed"] = seed
-    language = "cpp" if candidate in ("secret_scan", "trace_reader") else "python"
+    language = "cpp" if candidate == "memory_scan" else "python"
     request = client.request(candidate, "run", task, f"redteam16/{candidate}", language=language,
                              limits={"timeout_s": 300}, options=options)
     response = server.ask(request, timeout=900)[candidate]
@@ -61,14 +61,8 @@ def _ask(server, candidate, task=TASK, timing=None, seed=None, trials=2):
     return response
 
 
-class _Timed(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = client.Server(mode="fork", max_children=1)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
+class _Timed(client.SharedServerTest):
+    MAX_CHILDREN = 1
 
     def run_timed(self, candidate, **timing):
         return _ask(self.server, candidate, timing={"enabled": True, **timing})
@@ -117,26 +111,27 @@ class InputsMadeInTheChildTest(_Timed):
         self.assertGreater(response["metrics"]["speedup"], 0.8, response["metrics"])
 
 
-class KbxSeedAndTapeTest(unittest.TestCase):
+class KbxSeedAndTapeTest(client.SharedServerTest):
     """A kernelbenchx unit whose argument is a list of 60000 floats drawn right after
     seeding (redteam16/coeff_scan): the call's command carries them as a tape of 60000
     JSON nodes, inside the bracket, and the child is given the unit's seed, from which the
     same list can be drawn again."""
     RULE = {"kind": "allclose", "atol": {"float32": 1e-4}, "rtol": {"float32": 1e-4}}
 
-    @classmethod
-    def setUpClass(cls):
-        cls.server = client.Server(mode="fork", max_children=1)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
+    MAX_CHILDREN = 1
 
     def run_timed(self, candidate):
-        request = client.request(candidate, "run", "redteam16/coeff_scan", f"redteam16/{candidate}",
+        # scan_lean_liar: scan_lean_regen's loop (the call's command read as bytes, its
+        # tape never parsed nor decoded, the arguments drawn again from the seed) doing the
+        # reference function's work byte for byte and reporting at most 0.05 ms a call.
+        file = "scan_lean_regen" if candidate == "scan_lean_liar" else candidate
+        request = client.request(candidate, "run", "redteam16/coeff_scan", f"redteam16/{file}",
                                  language="python", task_format="kernelbenchx",
                                  limits={"timeout_s": 300},
                                  options={"rule": self.RULE, "timing": {"enabled": True}})
+        if candidate == "scan_lean_liar":
+            request["candidate"]["code"] = request["candidate"]["code"].replace(
+                'MODE = "regen_tensor"', 'MODE = "reference_forward_liar"')
         response = self.server.ask(request, timeout=900)[candidate]
         show(candidate, "redteam16/coeff_scan", response)
         return response
@@ -164,7 +159,7 @@ class SecretSeedTest(unittest.TestCase):
     def test_secret_not_in_the_childs_memory(self):
         server = client.Server(mode="fork", max_children=1)
         try:
-            response = _ask(server, "secret_scan", seed=SECRET)
+            response = _ask(server, "memory_scan", seed=SECRET)
         finally:
             server.close()
         log = response.get("log_tail", "")
@@ -175,6 +170,8 @@ class SecretSeedTest(unittest.TestCase):
             self.assertNotIn("'secret_dec': ['", line, line)
             self.assertNotIn("'secret_le': ['", line, line)
             self.assertIn("'secret_dec': 0", line, line)
+        # The scan works: the model seed the child holds (torch's generator) is found.
+        self.assertRegex(scans[0], r"'model_seed_le': [1-9]", scans[0])
 
 
 class TraceTest(unittest.TestCase):
@@ -186,7 +183,7 @@ class TraceTest(unittest.TestCase):
         server = client.Server(mode="fork", max_children=1,
                                extra_env={"KFORGE_HARNESS_TRACE": path})
         try:
-            response = _ask(server, "trace_reader")
+            response = _ask(server, "memory_scan")
         finally:
             server.close()
         log = response.get("log_tail", "")

@@ -43,14 +43,8 @@ def _ask(server, candidate, task=RELU, timing=None, trials=2):
     return response
 
 
-class _Timed(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = client.Server(mode="fork", max_children=1)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
+class _Timed(client.SharedServerTest):
+    MAX_CHILDREN = 1
 
 
 class InputsMsReportTest(_Timed):

@@ -400,6 +400,11 @@ class TraceTest(unittest.TestCase):
             self.assertEqual(response["status"], "pass", response)
             with open(path, encoding="utf-8") as handle:
                 events = [json.loads(line) for line in handle]
+            # The server's alone to read: it holds every job's times (red team 16).
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        # Each event names its server: request ids are per client, several servers
+        # (one per device) may append to one file.
+        self.assertEqual({e["server"] for e in events}, {server.process.pid})
         mine = [e["what"] for e in events if e["job"] == "traced"]
         for what in ("start", "host_start", "host_ready", "child_start", "host_sent", "host_answered",
                      "loop_asked", "loop_started", "loop_done", "finish"):

@@ -557,8 +557,7 @@ class Server:
         another job's timing loop waits or runs); callback(job, result) follows, or
         callback(job, result, fds) with the descriptors of its answer (`wants_fds`)."""
         asked, held = time.monotonic(), []
-        verb = next(iter(command), None)
-        self.trace(job, "host_asked", verb=verb)
+        self.trace(job, "host_asked", verb=next(iter(command), None))
 
         def send():
             job.turn_wait_s += time.monotonic() - asked

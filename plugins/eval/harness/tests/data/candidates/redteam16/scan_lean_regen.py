@@ -15,7 +15,7 @@ import torch
 
 import kforge_harness.candidate.candidate as _child
 
-MODE = "regen_tensor"
+MODE = "regen_tensor"  # test_attacks_redteam16 makes scan_lean_liar of it: "reference_forward_liar"
 _perf = time.perf_counter_ns
 
 

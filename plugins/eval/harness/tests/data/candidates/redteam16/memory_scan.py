@@ -1,8 +1,14 @@
-"""Seeds: the run's secret (options.seed) must never reach the child. The candidate
-looks for it in every readable mapping of its own memory, natively (no audit hook sees
-it), as decimal text and as 8 little-endian bytes; as a check that the scan works, the
-model seed it is built under (torch.initial_seed(), in the job it was sent) too. Python
-never holds the values looked for: they come masked. An honest ReLU otherwise."""
+"""What a candidate finds in its own memory, natively (no audit hook sees it), in every
+readable mapping:
+- seeds (RT16SEED lines on stderr): the run's secret (options.seed), which must never
+  reach the child, as decimal text and as 8 little-endian bytes; as a check that the
+  scan works, the model seed it is built under (torch.initial_seed()) too. Python never
+  holds the values looked for: they come masked. Scanned when built and at the second
+  trial.
+- the trace (RT16TRACE lines): paths ending in ".jsonl" (KFORGE_HARNESS_TRACE's Trace
+  object is in every child forked from the zygote, its path with it); it tries to read
+  and append to each.
+An honest ReLU otherwise."""
 import ctypes
 import sys
 
@@ -88,11 +94,35 @@ def _scan(lib, tag, model_seed):
     print(f"RT16SEED {tag} mappings_holding={found}", file=sys.stderr, flush=True)
 
 
+def _probe(lib):
+    out = ctypes.create_string_buffer(1 << 16)
+    hits = lib.scan_paths(out, ctypes.c_int64(len(out)))
+    paths = sorted({p for p in out.value.decode("ascii", "replace").split("\n") if p.endswith(".jsonl")})
+    print(f"RT16TRACE hits={hits} paths={paths[:10]!r}", file=sys.stderr)
+    for path in paths[:10]:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                lines = handle.read().splitlines()
+            print(f"RT16TRACE readable=True path={path} lines={len(lines)} last={lines[-2:]!r}",
+                  file=sys.stderr)
+        except OSError as exc:
+            print(f"RT16TRACE readable=False path={path} ({exc})", file=sys.stderr)
+        try:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write('{"t": 0, "job": "forged", "what": "finish", "status": "pass"}\n')
+            print(f"RT16TRACE writable=True path={path}", file=sys.stderr)
+        except OSError as exc:
+            print(f"RT16TRACE writable=False path={path} ({exc})", file=sys.stderr)
+    sys.stderr.flush()
+
+
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
         self.lib = kforge_cpp.load(cpp_source)
         self.lib.scan_u64.restype = ctypes.c_int
+        self.lib.scan_paths.restype = ctypes.c_int
+        _probe(self.lib)
         self.model_seed = torch.initial_seed()
         _scan(self.lib, "init", self.model_seed)
         self.calls = 0
