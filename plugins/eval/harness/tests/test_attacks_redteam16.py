@@ -105,10 +105,17 @@ class InputsMadeInTheChildTest(_Timed):
     not be charged the making of its inputs (no gain, no loss beyond noise)."""
 
     def test_reference_code_as_candidate_is_not_charged_its_inputs(self):
+        """What the clock charged is less than half of what making the inputs costs the
+        reference's loop (charged, it was all of it). Its speedup is not asserted near 1:
+        a 16 MB input made in the child every call leaves the forward's own time at the
+        mercy of this VM's memory (0.79x in CI with 2.6 ms charged, 21.3 ms of events
+        against the reference's 19.0)."""
         response = _ask(self.server, "listarg_honest", task="redteam16/relu_listarg",
                         timing={"enabled": True})
         self.assertEqual(response["status"], "pass", response)
-        self.assertGreater(response["metrics"]["speedup"], 0.8, response["metrics"])
+        metrics = response["metrics"]
+        self.assertGreater(metrics["reference_inputs_ms"], 1.0, metrics)
+        self.assertLess(metrics["timing_charged_ms"], metrics["reference_inputs_ms"] / 2, metrics)
 
 
 class KbxSeedAndTapeTest(client.SharedServerTest):

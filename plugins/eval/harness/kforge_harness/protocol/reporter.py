@@ -12,6 +12,7 @@ import os
 import select
 import socket
 import stat
+import time
 
 from kforge_harness import protocol
 
@@ -31,6 +32,9 @@ class Channel:
         self.result_fd = result_fd
         self.command_fd = command_fd
         self.pending = b""
+        # When the last command's line was whole (time.perf_counter_ns), before it was
+        # decoded: where the child's own work on that command begins.
+        self.command_read_ns = 0
         self.received_fds = collections.deque()
         self.command_socket = None
         if command_fd is not None and stat.S_ISSOCK(os.fstat(command_fd).st_mode):
@@ -57,6 +61,7 @@ class Channel:
                 return None
             self.pending += chunk
         line, self.pending = self.pending.split(b"\n", 1)
+        self.command_read_ns = time.perf_counter_ns()
         return json.loads(line)
 
     def wait_for(self, fds):

@@ -1539,6 +1539,7 @@ class Server:
                        reference_age_s=time.time() - reference["measured_at"],
                        reference_gap_ms=reference["gap_ms"],
                        reference_harness_ms=reference.get("harness_ms", 0.0),
+                       reference_inputs_ms=reference.get("inputs_ms", 0.0),
                        timing_charged_ms=measured.get("charged_ms", 0.0),
                        timing_measured_again=int(job.asked_again))
         if within_noise:

@@ -249,9 +249,9 @@ def charged(loop, reference):
 def refunded_gap(timing, reference):
     """What of the reference's gap the server's clock refunds to a candidate's calls: all
     of it but the harness's own work in the reference's child beyond
-    `max_harness_refund_ms` a call. That work (inputs fed, outputs settled, checked and
-    handed over, leaf by leaf) runs in the child's process, where a candidate's loop of
-    its own can leave it out; refunded whole, it was the speedup of a loop that did
+    `max_harness_refund_ms` a call. That work (the command decoded, inputs fed, outputs
+    settled, checked and handed over, leaf by leaf, the report made) runs in the child's
+    process, where a candidate's loop of its own can leave it out; refunded whole, it was the speedup of a loop that did
     (red team 15: 2048 outputs, 1.41x to 33x). Refunded up to a call's worth of a few
     leaves, such a loop gains at most that, and an honest candidate of many leaves is
     charged the rest of the harness's work as its own (its speedup understated by it).
