@@ -98,7 +98,8 @@ class StaleLayoutsTest(_Timed):
 
 
 class InputsMadeInTheChildTest(_Timed):
-    """A task whose inputs cannot cross by buffer (a list among them): every timed call's
+    """A task whose inputs cannot cross by buffer (an object of the task's own among them,
+    redteam16/relu_objarg; the red team's list crosses since): every timed call's
     inputs are made in the child from the seed, inside the call's bracket, which the
     reference's child counts as the harness's own work (harness_ms), refunded only up to
     max_harness_refund_ms. Not an attack: the reference's own code as the candidate must
@@ -110,7 +111,7 @@ class InputsMadeInTheChildTest(_Timed):
         a 16 MB input made in the child every call leaves the forward's own time at the
         mercy of this VM's memory (0.79x in CI with 2.6 ms charged, 21.3 ms of events
         against the reference's 19.0)."""
-        response = _ask(self.server, "listarg_honest", task="redteam16/relu_listarg",
+        response = _ask(self.server, "listarg_honest", task="redteam16/relu_objarg",
                         timing={"enabled": True})
         self.assertEqual(response["status"], "pass", response)
         metrics = response["metrics"]

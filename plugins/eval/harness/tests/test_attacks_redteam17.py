@@ -22,7 +22,12 @@ Seen on this VM (2 cores, CPU, outputs read out of the child):
   fresh pages every call), which an honest kernel may skip. The in-place forward against
   it as control: 2.68 ms against 3.61 / 3.31 (1.24x more, from changing the inputs).
   Kept as a test: the in-place candidate passes where it should be cheat_detected
-  (an expected failure, the hole still open)."""
+  (an expected failure, the hole still open).
+- After the fix (lists, tuples and dicts of tensors and numbers cross by buffer,
+  handover/tree.py): inplace_always on relu_listarg cheat_detected at trial 1 ("changed
+  input #0 in place"); the same forward beside an object of the task's own (relu_objarg,
+  rows cut to 256 to keep its fresh pages from swamping the loops) still passes, 1.80x:
+  the hole narrowed to inputs no layout describes, flagged `inputs_unchecked`."""
 
 import unittest
 
@@ -31,7 +36,8 @@ from tests.test_attacks_forged import show
 from tests.test_attacks_redteam12 import assert_no_gain_over
 
 RELU = "redteam16/relu_big"
-LISTARG = "redteam16/relu_listarg"  # a list among the inputs: made in the child (lend None)
+LISTARG = "redteam16/relu_listarg"  # a list among the inputs: crosses by buffer (handover/tree.py)
+OBJARG = "redteam16/relu_objarg"  # an object of the task's own among them: made in the child
 
 
 def _ask(server, candidate, task=RELU, timing=None, trials=2):
@@ -58,7 +64,7 @@ class InputsMsReportTest(_Timed):
                             "redteam16/relu_honest", "redteam17/inflated_report")
 
     def test_inflated_inputs_ms_inputs_made_in_child(self):
-        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=LISTARG,
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, task=OBJARG,
                                                     timing={"enabled": True}),
                             "redteam16/listarg_honest", "redteam17/inflated_report")
 
@@ -83,15 +89,33 @@ class WithinNoiseBandTest(_Timed):
 
 
 
-class InputsMadeInChildMutatedTest(_Timed):
-    """Inputs made in the child (lend None): only the child holds them, so no task host
-    checks that a call left them unchanged (host.after compares a checked call's inputs
-    only where they crossed by buffer, session.layouts[slot]). An expected failure: an
-    OPEN HOLE, README "What it does not protect". inplace_always computes the forward in
-    place on x in the trials and the timed calls alike; it should be cheat_detected as a
-    candidate changing buffer-crossed inputs is, and it passes."""
+class InputsMutatedInPlaceTest(_Timed):
+    """inplace_always computes the forward in place on x, in the trials and the timed
+    calls alike, x given beside a list of scales (LISTARG) or an object of the task's own
+    (OBJARG). The list crosses by buffer since (handover/tree.py: x lies in the slot, the
+    list's numbers inline), so the task host checks x after every trial and checked
+    call; before, the whole input set was made in the child, which alone held x, and it
+    passed at 12.7x. The object still cannot cross: an OPEN HOLE there, README "What it
+    does not protect" (an expected failure)."""
+
+    def test_honest_inputs_beside_a_list_pass(self):
+        """The list's numbers are drawn anew for every seed: a timed call's travel with
+        its command (input_values), put back in the list in the child."""
+        response = _ask(self.server, "redteam16/listarg_honest", task=LISTARG, timing={"enabled": True})
+        self.assertEqual(response["status"], "pass", response)
+        self.assertNotIn("inputs_unchecked", response.get("flags", []), response)
+
+    def test_inputs_beside_a_list_changed_in_place_are_caught(self):
+        response = _ask(self.server, "redteam17/inplace_always", task=LISTARG, timing={"enabled": True})
+        self.assertEqual(response["error_class"], "cheat_detected", response)
+        self.assertIn("input #0", response["message"], response)
+
+    def test_inputs_beside_an_object_are_flagged_unchecked(self):
+        response = _ask(self.server, "redteam16/listarg_honest", task=OBJARG)
+        self.assertEqual(response["status"], "pass", response)
+        self.assertIn("inputs_unchecked", response.get("flags", []), response)
 
     @unittest.expectedFailure
-    def test_inputs_changed_in_place_are_caught(self):
-        response = _ask(self.server, "redteam17/inplace_always", task=LISTARG, timing={"enabled": True})
+    def test_inputs_beside_an_object_changed_in_place_are_caught(self):
+        response = _ask(self.server, "redteam17/inplace_always", task=OBJARG, timing={"enabled": True})
         self.assertEqual(response["error_class"], "cheat_detected", response)

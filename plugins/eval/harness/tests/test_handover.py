@@ -6,8 +6,16 @@ import unittest
 
 import torch
 
+import collections
+import json
+
+import numpy as np
+
 from kforge_harness import handover
+from kforge_harness.handover import tree
 from kforge_harness.handover.host import HostMapping
+from kforge_harness.reference.host import Host
+from kforge_harness.tasks.runner import TaskSession
 
 
 def _layout():
@@ -33,6 +41,65 @@ class LayoutTest(unittest.TestCase):
                 handover.views(owner, _layout())
         finally:
             owner.close()
+
+
+class NestedInputsTest(unittest.TestCase):
+    """Inputs nested in lists, tuples and dicts cross as flat leaves and a skeleton
+    (handover/tree.py): the tensors in the slot, where the task host checks them."""
+
+    def inputs(self):
+        return [torch.arange(6.0).reshape(2, 3), [1.5, torch.ones(4)],
+                (7, {"k": np.full(3, 2.0, dtype=np.float32), 2: None}), "mode"]
+
+    def test_the_child_gets_the_same_structure_over_the_slot(self):
+        inputs = self.inputs()
+        layout = Host.input_layout(inputs)
+        self.assertEqual([leaf.kind for leaf in layout.leaves],
+                         ["tensor", "value", "tensor", "value", "tensor", "value", "value"])
+        owner = HostMapping.allocate(layout.nbytes)
+        try:
+            for view, value in zip(handover.views(owner, layout, arrays=False), Host._leaves(inputs)):
+                if isinstance(view, torch.Tensor):
+                    handover.fill(view, torch.as_tensor(value))
+            # What the child is sent: JSON, a skeleton beside the leaves.
+            described = json.loads(json.dumps(layout.to_json()))
+            take = TaskSession.__new__(TaskSession).lend_inputs(owner, described)  # the child's side
+            got = take(0, None)
+            self.assertEqual(type(got[1]), list)
+            self.assertEqual(type(got[2]), tuple)
+            self.assertEqual(set(got[2][1]), {"k", 2})
+            self.assertTrue(torch.equal(got[0], inputs[0]))
+            self.assertEqual(got[1][0], 1.5)
+            self.assertTrue(torch.equal(got[1][1], torch.ones(4)))
+            self.assertIsInstance(got[2][1]["k"], np.ndarray)
+            self.assertEqual(got[3], "mode")
+            # The tensors are views of the slot: what the child writes, the host sees.
+            got[1][1].add_(1)
+            self.assertEqual(float(handover.views(owner, layout, arrays=False)[2][0]), 2.0)
+            # Every call gets containers of its own.
+            self.assertIsNot(take(0, None)[1], got[1])
+        finally:
+            owner.close()
+
+    def test_flat_inputs_keep_the_layout_they_always_had(self):
+        layout = Host.input_layout([torch.ones(2), 3])
+        self.assertIsNone(layout.tree)
+        self.assertIsInstance(layout.to_json(), list)
+
+    def test_what_no_layout_describes_is_made_in_the_child(self):
+        Point = collections.namedtuple("Point", "x y")
+        for opaque in (Point(1, 2), collections.OrderedDict(a=1), object(), {(1, 2): 3},
+                       torch.Size([2])):
+            self.assertIsNone(Host.input_layout([torch.ones(2), [opaque]]), opaque)
+
+    def test_a_changed_leaf_is_named_where_it_lies(self):
+        layout = Host.input_layout(self.inputs())
+        self.assertEqual(tree.where(layout.tree, 2), "input #1[1]")
+        self.assertEqual(tree.where(layout.tree, 4), "input #2[1]['k']")
+        self.assertEqual(tree.where(None, 1), "input #1")
+        # The reference changing input #2 in place allows every leaf in it.
+        self.assertEqual(tree.leaves_of(layout.tree, {2}), {3, 4, 5})
+        self.assertEqual(tree.leaves_of(None, {1}), {1})
 
 
 class StridedLeafTest(unittest.TestCase):

@@ -21,6 +21,7 @@ import secrets
 import torch
 
 from kforge_harness import protocol
+from kforge_harness.handover import tree as handover_tree
 from kforge_harness.judge.outputs import digest, surely_finite
 
 POISON_BYTE = 0xFF
@@ -40,13 +41,14 @@ def changed_inputs(views, before, allowed):
             if was is not None and i not in allowed and digest(view) != was]
 
 
-def inputs_verdict(label, changed, timed):
+def inputs_verdict(label, changed, timed, tree=None):
+    """`changed`: flat leaves of the inputs' layout; `tree` its skeleton (handover/tree.py)."""
     if not changed:
         return None
     during = " during a timed call" if timed else ""
     return fail(protocol.CHEAT_DETECTED,
-                f"{label}: the candidate changed input #{changed[0]} in place{during}; the "
-                "reference's forward leaves it unchanged")
+                f"{label}: the candidate changed {handover_tree.where(tree, changed[0])} in place"
+                f"{during}; the reference's forward leaves it unchanged")
 
 
 def differing(views, made, allowed):

@@ -49,7 +49,17 @@ def aliasing(outputs, others):
 
 
 def input_digests(inputs):
-    return [digest(value) for value in inputs]
+    return [_nested_digest(value) for value in inputs]
+
+
+def _nested_digest(value):
+    """A digest of an input, into the lists, tuples and dicts it nests tensors in: a
+    tensor changed inside a list is a changed input."""
+    if type(value) in (list, tuple):
+        return tuple(_nested_digest(item) for item in value)
+    if type(value) is dict:
+        return tuple((repr(key), _nested_digest(item)) for key, item in value.items())
+    return digest(value)
 
 
 def changed_inputs(before, after):

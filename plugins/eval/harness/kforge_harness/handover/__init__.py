@@ -68,10 +68,12 @@ def aligned(nbytes):
 
 
 class Layout:
-    """Leaves packed one after the other at aligned offsets."""
+    """Leaves packed one after the other at aligned offsets; `tree`, where inputs nest in
+    containers, the skeleton that puts the leaves back together (tree.py)."""
 
-    def __init__(self, leaves=()):
+    def __init__(self, leaves=(), tree=None):
         self.leaves = list(leaves)
+        self.tree = tree
 
     @property
     def nbytes(self):
@@ -79,30 +81,33 @@ class Layout:
         return aligned(max(ends, default=0))
 
     def to_json(self):
-        return [leaf.to_json() for leaf in self.leaves]
+        leaves = [leaf.to_json() for leaf in self.leaves]
+        return leaves if self.tree is None else {"leaves": leaves, "tree": self.tree}
 
     @staticmethod
     def from_json(data):
+        if isinstance(data, dict):
+            return Layout((Leaf.from_json(item) for item in data["leaves"]), data["tree"])
         return Layout(Leaf.from_json(item) for item in data)
 
     @staticmethod
-    def pack(described):
+    def pack(described, tree=None):
         """A layout for `described`: (kind, dtype, shape, nbytes, value, array) tuples in
         order (outputs.describe's facts), tensors at aligned offsets."""
         return Layout.pack_leaves(
-            Leaf("tensor", dtype, tuple(shape), nbytes=nbytes, array=array) if kind == "tensor"
-            else Leaf("value", value=value)
-            for kind, dtype, shape, nbytes, value, array in described)
+            (Leaf("tensor", dtype, tuple(shape), nbytes=nbytes, array=array) if kind == "tensor"
+             else Leaf("value", value=value)
+             for kind, dtype, shape, nbytes, value, array in described), tree)
 
     @staticmethod
-    def pack_leaves(leaves):
+    def pack_leaves(leaves, tree=None):
         """A layout of `leaves` in order, each tensor leaf given the next aligned offset."""
         leaves, offset = list(leaves), 0
         for leaf in leaves:
             if leaf.kind == "tensor":
                 leaf.offset = offset
                 offset += aligned(leaf.nbytes)
-        return Layout(leaves)
+        return Layout(leaves, tree)
 
 
 def span(shape, strides):

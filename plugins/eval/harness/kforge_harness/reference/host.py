@@ -64,7 +64,7 @@ import traceback
 import torch
 
 from kforge_harness import handover, protocol
-from kforge_harness.handover import read as outputs_read
+from kforge_harness.handover import read as outputs_read, tree
 from kforge_harness.handover.doorbell import Doorbell
 from kforge_harness.anticheat import buffers, observe
 from kforge_harness.judge import compare
@@ -211,9 +211,13 @@ class Host:
             raise task_error(self, "the harness's checks of the reference's outputs", exc) from None
         layout = self.input_layout(inputs)
         self.input_capacity = max(layout.nbytes if layout is not None else 0, self.input_capacity)
+        # Inputs made in the child (an object of the task's own among them) are held by
+        # the child alone: no one checks that a call left them unchanged (README, "What
+        # it does not protect"). A kernelbenchx unit checks its arguments itself.
+        unchecked = ["inputs_unchecked"] if layout is None and not self.session.replays_calls else []
         return {"task_sizes": self.session.sizes, "fitted": fitted,
                 "peak_mb": self.peak.peak_mb(), "device_memory_mb": self.peak.device_mb(),
-                "flags": list(self.session.flags),
+                "flags": list(self.session.flags) + unchecked,
                 "task_modules": task_modules.collect(imported_before),
                 "inputs_in_child": layout is None, "input_bytes": self.input_capacity,
                 "output_bytes": self.output_capacity, "handover": self.handover_kind,
@@ -353,21 +357,32 @@ class Host:
 
     @staticmethod
     def input_layout(inputs):
-        """The layout an input set crosses in, or None when it cannot cross by buffer
-        (a kernelbenchx test run, a nested or opaque value: the child makes such inputs
-        itself from the seed)."""
+        """The layout an input set crosses in (inputs nested in lists, tuples and dicts
+        as their flat leaves and a skeleton: handover/tree.py), or None when it cannot
+        cross by buffer (a kernelbenchx test run, an object of the task's own: the child
+        makes such inputs itself from the seed)."""
+        flat = tree.flatten(inputs)
+        if flat is None:
+            return None
         described = []
-        for value in inputs:
-            tensor = as_tensor(value) if not isinstance(value, (bool, int, float, str, type(None))) else None
-            if tensor is not None and not isinstance(value, (list, tuple)):
+        for value in flat.leaves:
+            if isinstance(value, tree.PLAIN):
+                described.append(("value", "", (), 0, value, False))
+            else:
+                tensor = as_tensor(value)
                 described.append(("tensor", dtype_name(tensor.dtype), tuple(tensor.shape),
                                   tensor.numel() * tensor.element_size(), None,
                                   not isinstance(value, torch.Tensor)))
-            elif isinstance(value, (bool, int, float, str, type(None))):
-                described.append(("value", "", (), 0, value, False))
-            else:
-                return None
-        return handover.Layout.pack(described)
+        return handover.Layout.pack(described, flat.tree)
+
+    @staticmethod
+    def _leaves(inputs):
+        """The leaves of inputs that cross by buffer, in their layout's order."""
+        return tree.flatten(inputs).leaves
+
+    def _mutated_leaves(self, layout):
+        """The leaves of `layout` the reference's own forward changes."""
+        return tree.leaves_of(layout.tree, self.mutated)
 
     @staticmethod
     def output_layout(tensors):
@@ -475,10 +490,10 @@ class Host:
                 # on the slot's device already (made on the host, they would cross to it
                 # inside the bracket).
                 session.staged[slot] = [handover.writable(view, as_tensor(value).to(view.device))
-                                        for view, value in zip(views, inputs)
+                                        for view, value in zip(views, self._leaves(inputs))
                                         if isinstance(view, torch.Tensor)]
             else:
-                for view, value in zip(views, inputs):
+                for view, value in zip(views, self._leaves(inputs)):
                     if isinstance(view, torch.Tensor):
                         handover.fill(view, as_tensor(value))
             # A trial's inputs are checked by digest after it; a timed call's, when it is
@@ -523,7 +538,7 @@ class Host:
         if layout is None or all(leaf.kind == "tensor" for leaf in layout.leaves):
             return described, None
         public = handover.Layout([handover.Leaf("value") if leaf.kind == "value" else leaf
-                                  for leaf in layout.leaves])
+                                  for leaf in layout.leaves], layout.tree)
         return public.to_json(), [leaf.value for leaf in layout.leaves if leaf.kind == "value"]
 
     def _same_shapes(self):
@@ -532,11 +547,14 @@ class Host:
                     "shapes at every seed (their buffers are lent sized by the first runs)")
         return "get_inputs() must make inputs of the same kinds and shapes for every seed"
 
-    def _changed_inputs(self, session, slot):
+    def _trial_inputs_verdict(self, session, slot, label):
+        """A trial's inputs against their digests taken when the slot was filled."""
         if not session.inputs or session.digests[slot] is None:
-            return []
-        views = handover.views(session.inputs[slot], session.layouts[slot], arrays=False)
-        return buffers.changed_inputs(views, session.digests[slot], self.mutated)
+            return None
+        layout = session.layouts[slot]
+        views = handover.views(session.inputs[slot], layout, arrays=False)
+        changed = buffers.changed_inputs(views, session.digests[slot], self._mutated_leaves(layout))
+        return buffers.inputs_verdict(label, changed, False, layout.tree)
 
     def _candidate_leaves(self, session, taken=False):
         """The child's outputs as compared: a trial's from the slot, each chunk copied as
@@ -614,7 +632,7 @@ class Host:
             handover.views(session.output, session.output_layout, arrays=False)))
         label, report = request["label"], request.get("report") or {}
         record = self._outputs(request["seed"], request.get("transform"), session=session)
-        verdict = buffers.inputs_verdict(label, self._changed_inputs(session, int(request["slot"])), False)
+        verdict = self._trial_inputs_verdict(session, int(request["slot"]), label)
         if verdict is not None:
             return verdict
         names = None
@@ -656,8 +674,10 @@ class Host:
         inputs = self._make_inputs(request["seed"], None)
         slot = int(request["slot"])
         if session.inputs and session.layouts[slot] is not None:
-            views = handover.views(session.inputs[slot], session.layouts[slot], arrays=False)
-            verdict = buffers.inputs_verdict(label, buffers.differing(views, inputs, self.mutated), True)
+            layout = session.layouts[slot]
+            views = handover.views(session.inputs[slot], layout, arrays=False)
+            verdict = buffers.inputs_verdict(label, buffers.differing(
+                views, self._leaves(inputs), self._mutated_leaves(layout)), True, layout.tree)
             if verdict is not None:
                 return verdict
         tensors, _ = self._forward(request["seed"], None, inputs, observed=False)

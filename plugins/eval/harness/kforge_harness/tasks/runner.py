@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from kforge_harness import handover
+from kforge_harness.handover import tree
 from kforge_harness.anticheat import observe
 from kforge_harness.tasks import task_modules, tasks
 from kforge_harness.judge.outputs import as_tensor, flat_leaves, pieces, surely_finite
@@ -256,14 +257,14 @@ class TaskSession:
         places = [i for i, leaf in enumerate(layout.leaves) if leaf.kind == "value"]
 
         def take(seed, copy, values=None):
-            if values is None:
-                return views
-            if len(values) != len(places):
-                raise ValueError(f"{len(values)} input values for the {len(places)} the layout leaves out")
-            taken = list(views)
-            for place, value in zip(places, values):
-                taken[place] = value
-            return taken
+            taken = views
+            if values is not None:
+                if len(values) != len(places):
+                    raise ValueError(f"{len(values)} input values for the {len(places)} the layout leaves out")
+                taken = list(views)
+                for place, value in zip(places, values):
+                    taken[place] = value
+            return taken if layout.tree is None else tree.rebuild(layout.tree, taken)
         return take
 
     def output_leaves(self, out):

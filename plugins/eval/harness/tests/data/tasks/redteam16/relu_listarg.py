@@ -3,8 +3,9 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """ReLU scaled by the first of a list of numbers: an input that cannot cross by
-    buffer (a list), so every input is made in the child from the seed."""
+    """ReLU scaled by the first of a list of numbers: the list crosses by buffer as
+    inline values beside x (handover/tree.py); made in the child from the seed before
+    that, nothing checked x after a call (red team 17)."""
 
     def __init__(self):
         super().__init__()
