@@ -375,9 +375,13 @@ class CandidateChild:
             # them out now (handover/doorbell.py), while the report goes to the server.
             self._ring()
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms,
-                  # Of harness_ms, the inputs made here from the call's seed (refunded whole
-                  # as the reference's loop spends it: timing_plan.refunded_gap).
-                  "inputs_ms": (fed - began) / 1e6 if lend is None else 0.0}
+                  # Of harness_ms, the call's inputs made here from its seed, or decoded
+                  # from its command and put in place (the numbers drawn from the seed,
+                  # `input_values`: a list of thousands of them decodes for milliseconds),
+                  # refunded whole as the reference's loop spends it
+                  # (timing_plan.refunded_gap); nothing where they all lie in the slot.
+                  "inputs_ms": (fed - read) / 1e6 if lend is None or call.get("input_values")
+                  else 0.0}
         if located is not None:
             # Read by the task host once this process is stopped.
             report["outputs_at"] = [address for address, _ in located]

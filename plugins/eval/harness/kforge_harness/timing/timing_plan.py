@@ -255,10 +255,11 @@ def refunded_gap(timing, reference):
     (red team 15: 2048 outputs, 1.41x to 33x). Refunded up to a call's worth of a few
     leaves, such a loop gains at most that, and an honest candidate of many leaves is
     charged the rest of the harness's work as its own (its speedup understated by it).
-    Making the call's inputs from its seed, where they are made in the child, is refunded
-    whole: no loop can leave it out and still compute the checked calls' outputs, and
-    charged, it was the reference's own code at 0.42x to 0.73x (red team 16). A loop that
-    makes the same inputs faster gains at most the reference's making of them."""
+    Making the call's inputs from its seed, where they are made in the child, or decoding
+    the numbers drawn from it that its command carries, is refunded whole: no loop can
+    leave it out and still compute the checked calls' outputs, and charged, it was the
+    reference's own code at 0.42x to 0.73x (red team 16). A loop that makes the same
+    inputs faster gains at most the reference's making of them."""
     beyond = max(0.0, float(reference.get("harness_ms", 0.0)) - float(reference.get("inputs_ms", 0.0))
                  - float(timing["max_harness_refund_ms"]))
     return reference["gap_ms"] - beyond
