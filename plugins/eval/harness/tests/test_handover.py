@@ -8,6 +8,7 @@ import torch
 
 import collections
 import json
+import math
 
 import numpy as np
 
@@ -80,6 +81,21 @@ class NestedInputsTest(unittest.TestCase):
             self.assertIsNot(take(0, None)[1], got[1])
         finally:
             owner.close()
+
+    def test_numbers_json_has_no_word_for_cross_exactly(self):
+        from kforge_harness import protocol
+        inputs = [torch.ones(2), [float("inf"), float("-inf"), float("nan"), -0.0, 2 ** 70]]
+        layout = Host.input_layout(inputs)
+        wire = json.loads(protocol.encode(layout.to_json()))
+        owner = HostMapping.allocate(layout.nbytes)
+        try:
+            got = TaskSession.__new__(TaskSession).lend_inputs(owner, wire)(0, None)[1]
+        finally:
+            owner.close()
+        self.assertEqual(got[:2], [float("inf"), float("-inf")])
+        self.assertTrue(math.isnan(got[2]))
+        self.assertEqual(repr(got[3]), "-0.0")
+        self.assertEqual(got[4], 2 ** 70)
 
     def test_flat_inputs_keep_the_layout_they_always_had(self):
         layout = Host.input_layout([torch.ones(2), 3])

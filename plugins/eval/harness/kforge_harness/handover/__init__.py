@@ -17,6 +17,7 @@ child cannot change what the owner reads, only the bytes, and the owner copies t
 before it compares (judge.compare's chunks)."""
 
 import dataclasses
+import math
 
 # Offsets of leaves inside a buffer: kernels may assume the alignment torch's allocator
 # gives (512 bytes on CUDA).
@@ -24,6 +25,20 @@ ALIGNMENT = 512
 
 HOST = "host"
 DEVICE = "device"
+
+
+def value_to_json(value):
+    """An inline value as JSON carries it exactly: a float that is not finite (which the
+    wire writes as null, protocol.encode) as {"float": "inf"}, "-inf" or "nan"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
+    return value
+
+
+def value_from_json(data):
+    if isinstance(data, dict):
+        return float(data["float"])
+    return data
 
 
 @dataclasses.dataclass
@@ -44,7 +59,7 @@ class Leaf:
 
     def to_json(self):
         if self.kind == "value":
-            return {"kind": "value", "value": self.value}
+            return {"kind": "value", "value": value_to_json(self.value)}
         data = {"kind": "tensor", "dtype": self.dtype, "shape": list(self.shape),
                 "offset": self.offset, "nbytes": self.nbytes, "array": self.array,
                 "name": self.name}
@@ -55,7 +70,7 @@ class Leaf:
     @staticmethod
     def from_json(data):
         if data.get("kind") == "value":
-            return Leaf("value", value=data.get("value"))
+            return Leaf("value", value=value_from_json(data.get("value")))
         strides = data.get("strides")
         return Leaf("tensor", dtype=data["dtype"], shape=tuple(int(x) for x in data["shape"]),
                     offset=int(data["offset"]), nbytes=int(data["nbytes"]),

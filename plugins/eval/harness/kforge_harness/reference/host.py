@@ -539,7 +539,8 @@ class Host:
             return described, None
         public = handover.Layout([handover.Leaf("value") if leaf.kind == "value" else leaf
                                   for leaf in layout.leaves], layout.tree)
-        return public.to_json(), [leaf.value for leaf in layout.leaves if leaf.kind == "value"]
+        return public.to_json(), [handover.value_to_json(leaf.value) for leaf in layout.leaves
+                                  if leaf.kind == "value"]
 
     def _same_shapes(self):
         if self.session.replays_calls:

@@ -263,7 +263,7 @@ class TaskSession:
                     raise ValueError(f"{len(values)} input values for the {len(places)} the layout leaves out")
                 taken = list(views)
                 for place, value in zip(places, values):
-                    taken[place] = value
+                    taken[place] = handover.value_from_json(value)
             return taken if layout.tree is None else tree.rebuild(layout.tree, taken)
         return take
 
