@@ -3,6 +3,7 @@
 draw, the freeze between calls. GPU classes (private streams, CUDA graphs, device
 memoizers) are in tests/test_attacks_gpu.py and plugins/eval/tests/gpu_check.py."""
 
+import math
 import os
 import secrets
 import signal
@@ -224,6 +225,16 @@ class SpeedupWithinNoiseTest(unittest.TestCase):
         self.assertNotIn("speedup_within_noise", confirmed["flags"])
         if confirmed["metrics"]["speedup"] > 1.0:
             self.assertIn("speedup_confirmed", confirmed["flags"])
+
+
+class SpeedupVsCompileTest(unittest.TestCase):
+    def test_within_the_noise_the_candidate_is_no_faster_than_the_reference(self):
+        reference = {"summary": {"ms": 1.0}, "compile_ms": 0.8}
+        self.assertAlmostEqual(timing_plan.speedup_vs_compile(reference, 0.99, True), 0.8)
+        self.assertAlmostEqual(timing_plan.speedup_vs_compile(reference, 0.99, False), 0.8 / 0.99)
+        # A slower candidate is charged its own time either way.
+        self.assertAlmostEqual(timing_plan.speedup_vs_compile(reference, 1.6, True), 0.5)
+        self.assertEqual(timing_plan.speedup_vs_compile(reference, 0.0, False), math.inf)
 
 
 def _loop(label="timing", trials=20, warmup=3, rate=0.25, **timing_options):

@@ -285,5 +285,14 @@ def counted(first, second):
     return second if speedup(second) <= speedup(first) else first
 
 
+def speedup_vs_compile(reference, candidate_ms, within_noise):
+    """torch.compile's time for the reference (`reference["compile_ms"]`) over the
+    candidate's. A speedup over the reference within the noise (unconfirmed, counted as
+    1.0) makes the candidate as fast as the reference, no faster: against torch.compile
+    too."""
+    counted = max(candidate_ms, reference["summary"]["ms"]) if within_noise else candidate_ms
+    return reference["compile_ms"] / counted if counted > 0 else math.inf
+
+
 def confirmation_needed(timing, speedup):
     return speedup > float(timing["confirm_speedup"])
