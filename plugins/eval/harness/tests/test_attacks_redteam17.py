@@ -27,7 +27,11 @@ Seen on this VM (2 cores, CPU, outputs read out of the child):
   handover/tree.py): inplace_always on relu_listarg cheat_detected at trial 1 ("changed
   input #0 in place"); the same forward beside an object of the task's own (relu_objarg,
   rows cut to 256 to keep its fresh pages from swamping the loops) still passes, 1.80x:
-  the hole narrowed to inputs no layout describes, flagged `inputs_unchecked`."""
+  the hole narrowed to inputs no layout describes, flagged `inputs_unchecked`.
+- Then values no layout describes became "made" nodes (the child makes them from the
+  seed and takes the rest from the slot): inplace_always beside the object
+  cheat_detected at trial 1 too; a tensor held inside the object (relu_held,
+  inplace_held) passes at 3.38x, speedup_confirmed: the hole left."""
 
 import unittest
 
@@ -92,11 +96,12 @@ class WithinNoiseBandTest(_Timed):
 class InputsMutatedInPlaceTest(_Timed):
     """inplace_always computes the forward in place on x, in the trials and the timed
     calls alike, x given beside a list of scales (LISTARG) or an object of the task's own
-    (OBJARG). The list crosses by buffer since (handover/tree.py: x lies in the slot, the
-    list's numbers inline), so the task host checks x after every trial and checked
-    call; before, the whole input set was made in the child, which alone held x, and it
-    passed at 12.7x. The object still cannot cross: an OPEN HOLE there, README "What it
-    does not protect" (an expected failure)."""
+    (OBJARG). x crosses by buffer since (handover/tree.py: the list's numbers inline, the
+    object made by the child from the seed), so the task host checks it after every
+    trial and checked call; before, the whole input set was made in the child, which
+    alone held x, and it passed at 12.7x. A tensor inside such an object is still the
+    child's alone: an OPEN HOLE, README "What it does not protect" (an expected
+    failure)."""
 
     def test_honest_inputs_beside_a_list_pass(self):
         """The list's numbers are drawn anew for every seed: a timed call's travel with
@@ -111,7 +116,7 @@ class InputsMutatedInPlaceTest(_Timed):
         self.assertIn("input #0", response["message"], response)
 
     def test_inputs_beside_an_object_are_flagged_unchecked(self):
-        response = _ask(self.server, "redteam16/listarg_honest", task=OBJARG)
+        response = _ask(self.server, "redteam16/listarg_honest", task=OBJARG, timing={"enabled": True})
         self.assertEqual(response["status"], "pass", response)
         self.assertIn("inputs_unchecked", response.get("flags", []), response)
 
@@ -127,7 +132,15 @@ class InputsMutatedInPlaceTest(_Timed):
         self.assertGreater(metrics["reference_inputs_ms"], 1.0, metrics)
         self.assertLess(metrics["timing_charged_ms"], metrics["reference_inputs_ms"] / 2, metrics)
 
-    @unittest.expectedFailure
     def test_inputs_beside_an_object_changed_in_place_are_caught(self):
+        """The object is made in the child from the seed (a "made" node); x beside it
+        lies in the slot."""
         response = _ask(self.server, "redteam17/inplace_always", task=OBJARG, timing={"enabled": True})
+        self.assertEqual(response["error_class"], "cheat_detected", response)
+
+    @unittest.expectedFailure
+    def test_a_tensor_held_by_an_object_changed_in_place_is_caught(self):
+        """x inside the object: made in the child, held by it alone. The OPEN HOLE."""
+        response = _ask(self.server, "redteam17/inplace_held", task="redteam17/relu_held",
+                        timing={"enabled": True})
         self.assertEqual(response["error_class"], "cheat_detected", response)

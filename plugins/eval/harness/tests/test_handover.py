@@ -106,7 +106,23 @@ class NestedInputsTest(unittest.TestCase):
         Point = collections.namedtuple("Point", "x y")
         for opaque in (Point(1, 2), collections.OrderedDict(a=1), object(), {(1, 2): 3},
                        torch.Size([2])):
-            self.assertIsNone(Host.input_layout([torch.ones(2), [opaque]]), opaque)
+            layout = Host.input_layout([torch.ones(2), [opaque]])
+            self.assertEqual(layout.tree, [0, {"list": [{"made": None}]}], opaque)
+            self.assertTrue(tree.makes(layout.tree))
+            # Nothing at all to lay out: the whole input set is made in the child.
+            self.assertIsNone(Host.input_layout([opaque]))
+        self.assertFalse(tree.makes(Host.input_layout(self.inputs()).tree))
+
+    def test_a_made_value_is_taken_from_the_inputs_the_child_made(self):
+        Point = collections.namedtuple("Point", "x y")
+        made = [torch.zeros(2), (Point(1, 2), 3.0)]  # what the child made from the seed
+        layout = Host.input_layout([torch.ones(2), (Point(1, 2), 3.0)])
+        slot = [torch.ones(2), 3.0]  # what it took from the slot
+        got = tree.rebuild(layout.tree, slot, made)
+        self.assertIs(got[0], slot[0])  # the slot's tensor, which the task host checks
+        self.assertIs(got[1][0], made[1][0])
+        with self.assertRaises(ValueError):
+            tree.rebuild(layout.tree, slot)
 
     def test_a_changed_leaf_is_named_where_it_lies(self):
         layout = Host.input_layout(self.inputs())

@@ -361,6 +361,7 @@ class CandidateChild:
             self.session.make_inputs(call["seed"]) if lend is None
             else lend(call["seed"], self._copy, call.get("input_values"))))
         fed = self._perf()
+        feeding_copies_ns = self._copy_ns
         out, event_ms, tail_ms, settle_ms = self._guarded(
             "timing", lambda: self._time_call(lambda: model(inputs)))
         timed = self._perf()
@@ -375,13 +376,14 @@ class CandidateChild:
             # them out now (handover/doorbell.py), while the report goes to the server.
             self._ring()
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms,
-                  # Of harness_ms, the call's inputs made here from its seed, or decoded
-                  # from its command and put in place (the numbers drawn from the seed,
+                  # Of harness_ms, the call's inputs made here from its seed (all of them,
+                  # or for values no layout describes: handover/tree.py), or decoded from
+                  # its command and put in place (the numbers drawn from the seed,
                   # `input_values`: a list of thousands of them decodes for milliseconds),
                   # refunded whole as the reference's loop spends it
                   # (timing_plan.refunded_gap); nothing where they all lie in the slot.
-                  "inputs_ms": (fed - read) / 1e6 if lend is None or call.get("input_values")
-                  else 0.0}
+                  "inputs_ms": (fed - read - feeding_copies_ns) / 1e6
+                  if lend is None or call.get("input_values") or lend.makes_inputs else 0.0}
         if located is not None:
             # Read by the task host once this process is stopped.
             report["outputs_at"] = [address for address, _ in located]

@@ -7,23 +7,23 @@ unchanged (red team 17: a forward computed in place on a tensor given beside a l
 scales passed at 12.7x, 1.24x over an honest kernel that allocates nothing). Laid out
 here, every tensor in such an input lies in the slot like any other, and every number
 in it crosses as an inline value: the task host fills them, and checks them after a
-checked call as it does a plain tensor input. What is left to the child is what no
-layout can describe (an object of the task's own class, a namedtuple, a kernelbenchx
-test run): README, "What it does not protect".
+checked call as it does a plain tensor input. A value no layout describes (an object of
+the task's own class, a namedtuple, an OrderedDict) is a "made" node: the child makes
+the call's inputs from its seed and takes that value from them, and everything else
+from the slot. Only what such a value holds goes unchecked (README, "What it does not
+protect"); inputs that are all such values (a kernelbenchx test run) are made in the
+child whole, as they always were.
 
 The skeleton is JSON: one node per top-level input, where a node is the index of a flat
-leaf, {"list": [nodes]}, {"tuple": [nodes]} or {"dict": [[key, node], ...]} (keys kept
-as they are: strings, numbers, booleans, None)."""
+leaf, {"list": [nodes]}, {"tuple": [nodes]}, {"dict": [[key, node], ...]} (keys kept
+as they are: strings, numbers, booleans, None) or {"made": null}."""
 
 import numpy as np
 import torch
 
 PLAIN = (bool, int, float, str, type(None))
 _CONTAINERS = {list: "list", tuple: "tuple", dict: "dict"}
-
-
-class Opaque(Exception):
-    """Something in the inputs that no layout can describe."""
+MADE = {"made": None}
 
 
 class Flat:
@@ -33,6 +33,68 @@ class Flat:
 
     def __init__(self, leaves, tree):
         self.leaves, self.tree = leaves, tree
+
+
+def _is_leaf(value):
+    return isinstance(value, PLAIN) or isinstance(value, (torch.Tensor, np.ndarray, np.generic))
+
+
+def flatten(inputs):
+    """The Flat of a forward's inputs, or None when nothing in them can cross by buffer."""
+    leaves = []
+
+    def node(value):
+        if _is_leaf(value):
+            leaves.append(value)
+            return len(leaves) - 1
+        # Exactly these types: a subclass (a namedtuple, an OrderedDict) would come back
+        # as its base, which a forward may tell apart.
+        kind = _CONTAINERS.get(type(value))
+        if kind == "dict" and all(isinstance(key, PLAIN) for key in value):
+            return {kind: [[key, node(item)] for key, item in value.items()]}
+        if kind in ("list", "tuple"):
+            return {kind: [node(item) for item in value]}
+        return dict(MADE)
+
+    tree = [node(value) for value in inputs]
+    if inputs and not leaves:
+        return None
+    if all(isinstance(item, int) for item in tree):
+        tree = None
+    return Flat(leaves, tree)
+
+
+def _children(node):
+    """(key, child) of a container node: positions for a list or tuple, keys for a dict."""
+    (kind, items), = node.items()
+    return [(item[0], item[1]) for item in items] if kind == "dict" else list(enumerate(items))
+
+
+def makes(tree):
+    """Whether the child must make the call's inputs from its seed (a "made" node)."""
+    def has(node):
+        return not isinstance(node, int) and ("made" in node or any(has(child) for _, child in _children(node)))
+    return tree is not None and any(has(node) for node in tree)
+
+
+def rebuild(tree, leaves, made=None):
+    """The inputs a forward is given: `leaves` (views of the slot, inline values) put
+    back in the skeleton, in new containers every time (a forward that changes a list it
+    was given changes only its own); a "made" node's value taken from `made`, the same
+    call's inputs made from its seed (makes())."""
+    def build(node, twin):
+        if isinstance(node, int):
+            return leaves[node]
+        if "made" in node:
+            if twin is None:
+                raise ValueError("the inputs' layout needs values made from the seed, and none were made")
+            return twin
+        (kind, _), = node.items()
+        built = [build(child, None if twin is None else twin[key]) for key, child in _children(node)]
+        if kind == "dict":
+            return {key: value for (key, _), value in zip(_children(node), built)}
+        return built if kind == "list" else tuple(built)
+    return [build(node, None if made is None else made[position]) for position, node in enumerate(tree)]
 
 
 def leaves_of(tree, inputs):
@@ -45,62 +107,13 @@ def leaves_of(tree, inputs):
     def collect(node):
         if isinstance(node, int):
             found.add(node)
-            return
-        (kind, items), = node.items()
-        for item in items:
-            collect(item[1] if kind == "dict" else item)
+        elif "made" not in node:
+            for _, child in _children(node):
+                collect(child)
     for position in inputs:
         if position < len(tree):
             collect(tree[position])
     return found
-
-
-def _is_leaf(value):
-    return isinstance(value, PLAIN) or isinstance(value, (torch.Tensor, np.ndarray, np.generic))
-
-
-def flatten(inputs):
-    """The Flat of a forward's inputs, or None when something in them is opaque."""
-    leaves = []
-
-    def node(value):
-        if _is_leaf(value):
-            leaves.append(value)
-            return len(leaves) - 1
-        # Exactly these types: a subclass (a namedtuple, an OrderedDict) would come back
-        # as its base, which a forward may tell apart.
-        kind = _CONTAINERS.get(type(value))
-        if kind == "dict":
-            if not all(isinstance(key, PLAIN) for key in value):
-                raise Opaque
-            return {kind: [[key, node(item)] for key, item in value.items()]}
-        if kind is not None:
-            return {kind: [node(item) for item in value]}
-        raise Opaque
-
-    try:
-        tree = [node(value) for value in inputs]
-    except Opaque:
-        return None
-    if all(isinstance(item, int) for item in tree):
-        tree = None
-    return Flat(leaves, tree)
-
-
-def rebuild(tree, leaves):
-    """The inputs a forward is given: `leaves` (views of the slot, inline values) put
-    back in the skeleton, in new containers every time (a forward that changes a list it
-    was given changes only its own)."""
-    def build(node):
-        if isinstance(node, int):
-            return leaves[node]
-        (kind, items), = node.items()
-        if kind == "list":
-            return [build(item) for item in items]
-        if kind == "tuple":
-            return tuple(build(item) for item in items)
-        return {key: build(item) for key, item in items}
-    return [build(node) for node in tree]
 
 
 def where(tree, leaf):
@@ -112,9 +125,9 @@ def where(tree, leaf):
     def find(node, path):
         if isinstance(node, int):
             return path if node == leaf else None
-        (kind, items), = node.items()
-        for index, item in enumerate(items):
-            key, child = (item[0], item[1]) if kind == "dict" else (index, item)
+        if "made" in node:
+            return None
+        for key, child in _children(node):
             found = find(child, f"{path}[{key!r}]")
             if found is not None:
                 return found

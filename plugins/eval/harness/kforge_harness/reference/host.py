@@ -211,10 +211,12 @@ class Host:
             raise task_error(self, "the harness's checks of the reference's outputs", exc) from None
         layout = self.input_layout(inputs)
         self.input_capacity = max(layout.nbytes if layout is not None else 0, self.input_capacity)
-        # Inputs made in the child (an object of the task's own among them) are held by
-        # the child alone: no one checks that a call left them unchanged (README, "What
-        # it does not protect"). A kernelbenchx unit checks its arguments itself.
-        unchecked = ["inputs_unchecked"] if layout is None and not self.session.replays_calls else []
+        # Inputs made in the child (values no layout describes, an object of the task's
+        # own: handover/tree.py) are held by the child alone: no one checks that a call
+        # left them unchanged (README, "What it does not protect"). A kernelbenchx unit
+        # checks its arguments itself.
+        unchecked = ["inputs_unchecked"] if (layout is None or tree.makes(layout.tree)) \
+            and not self.session.replays_calls else []
         return {"task_sizes": self.session.sizes, "fitted": fitted,
                 "peak_mb": self.peak.peak_mb(), "device_memory_mb": self.peak.device_mb(),
                 "flags": list(self.session.flags) + unchecked,
@@ -358,9 +360,9 @@ class Host:
     @staticmethod
     def input_layout(inputs):
         """The layout an input set crosses in (inputs nested in lists, tuples and dicts
-        as their flat leaves and a skeleton: handover/tree.py), or None when it cannot
-        cross by buffer (a kernelbenchx test run, an object of the task's own: the child
-        makes such inputs itself from the seed)."""
+        as their flat leaves and a skeleton, values no layout describes made by the child
+        from the seed: handover/tree.py), or None when nothing in it can cross by buffer
+        (a kernelbenchx test run: the child makes such inputs itself from the seed)."""
         flat = tree.flatten(inputs)
         if flat is None:
             return None

@@ -377,6 +377,7 @@ class KbxSession(TaskSession):
             unit.fill(copy)
             seed_everything(seed)
             return unit
+        take.makes_inputs = False  # the unit's arguments come from the slot and the tape
         return take
 
     def output_leaves(self, out):

@@ -251,10 +251,13 @@ class TaskSession:
         timed call's, while no clock runs), called as take(seed, copy, values) once they
         are, inside the call's bracket; `values`, where given, are the description's
         inline values, which a timed call's description sent ahead leaves out. Here:
-        views of the slot, made now."""
+        views of the slot, made now; values no layout describes made from the seed with
+        the rest of the inputs (handover/tree.py), where the layout has some
+        (`take.makes_inputs`)."""
         layout = handover.Layout.from_json(described)
         views = handover.views(mapping, layout)
         places = [i for i, leaf in enumerate(layout.leaves) if leaf.kind == "value"]
+        makes = tree.makes(layout.tree)
 
         def take(seed, copy, values=None):
             taken = views
@@ -264,7 +267,10 @@ class TaskSession:
                 taken = list(views)
                 for place, value in zip(places, values):
                     taken[place] = handover.value_from_json(value)
-            return taken if layout.tree is None else tree.rebuild(layout.tree, taken)
+            if layout.tree is None:
+                return taken
+            return tree.rebuild(layout.tree, taken, self.make_inputs(seed) if makes else None)
+        take.makes_inputs = makes
         return take
 
     def output_leaves(self, out):
