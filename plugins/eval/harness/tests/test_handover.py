@@ -124,6 +124,22 @@ class NestedInputsTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             tree.rebuild(layout.tree, slot)
 
+    def test_an_objects_tensors_are_laid_out_and_written_into_the_made_one(self):
+        class Held:
+            def __init__(self, x, scale):
+                self.x, self.scale, self.me = x, scale, self  # a cycle, left to the child
+        layout = Host.input_layout([Held(torch.ones(2), 0.5)])
+        self.assertEqual(layout.tree, [{"made": None, "attrs": [["x", 0], ["scale", 1]]}])
+        made = Held(torch.zeros(2), 0.25)  # what the child made from the seed
+        slot = [torch.ones(2), 0.5]
+        got = tree.rebuild(layout.tree, slot, [made])[0]
+        self.assertIs(got, made)
+        self.assertIs(got.x, slot[0])
+        self.assertEqual(got.scale, 0.5)
+        self.assertEqual(tree.where(layout.tree, 0), "input #0.x")
+        # An object holding no tensor is the child's as made (a kernelbenchx run's seed).
+        self.assertIsNone(Host.input_layout([Held(None, 3)]))
+
     def test_a_changed_leaf_is_named_where_it_lies(self):
         layout = Host.input_layout(self.inputs())
         self.assertEqual(tree.where(layout.tree, 2), "input #1[1]")

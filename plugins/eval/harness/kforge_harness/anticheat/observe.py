@@ -4,8 +4,10 @@ memory with an input. The task host observes the reference so (the inputs the re
 itself changes may change in a candidate too); a kernelbenchx test run observes each call
 of the function so."""
 
+import numpy as np
 import torch
 
+from kforge_harness.handover import tree
 from kforge_harness.judge.outputs import digest, flat_leaves
 
 
@@ -52,13 +54,21 @@ def input_digests(inputs):
     return [_nested_digest(value) for value in inputs]
 
 
-def _nested_digest(value):
-    """A digest of an input, into the lists, tuples and dicts it nests tensors in: a
-    tensor changed inside a list is a changed input."""
+def _nested_digest(value, inside=frozenset()):
+    """A digest of an input, into the lists, tuples, dicts and objects' attributes it
+    holds tensors in, as handover/tree.py lays them out: a tensor changed inside a list
+    or an object is a changed input."""
+    if id(value) in inside:
+        return "cycle"
+    inside = inside | {id(value)}
     if type(value) in (list, tuple):
-        return tuple(_nested_digest(item) for item in value)
+        return tuple(_nested_digest(item, inside) for item in value)
     if type(value) is dict:
-        return tuple((repr(key), _nested_digest(item)) for key, item in value.items())
+        return tuple((repr(key), _nested_digest(item, inside)) for key, item in value.items())
+    attributes = None if isinstance(value, (torch.Tensor, np.ndarray)) else tree.attributes_of(value)
+    if attributes:
+        return (type(value).__name__,) + tuple(
+            (name, _nested_digest(item, inside)) for name, item in attributes.items())
     return digest(value)
 
 

@@ -10,13 +10,17 @@ in it crosses as an inline value: the task host fills them, and checks them afte
 checked call as it does a plain tensor input. A value no layout describes (an object of
 the task's own class, a namedtuple, an OrderedDict) is a "made" node: the child makes
 the call's inputs from its seed and takes that value from them, and everything else
-from the slot. Only what such a value holds goes unchecked (README, "What it does not
-protect"); inputs that are all such values (a kernelbenchx test run) are made in the
-child whole, as they always were.
+from the slot. What an object holds in its instance dictionary is laid out too (its
+"attrs"), and written over the made object's own in the child: a tensor an object holds
+lies in the slot like any other. Only what a made value holds elsewhere (a namedtuple's
+fields, slots, a closure) goes unchecked (README, "What it does not protect"); inputs
+with nothing to lay out at all (a kernelbenchx test run) are made in the child whole,
+as they always were.
 
 The skeleton is JSON: one node per top-level input, where a node is the index of a flat
 leaf, {"list": [nodes]}, {"tuple": [nodes]}, {"dict": [[key, node], ...]} (keys kept
-as they are: strings, numbers, booleans, None) or {"made": null}."""
+as they are: strings, numbers, booleans, None) or {"made": null, "attrs": [[name, node],
+...]} ("attrs" only where the object has attributes to lay out)."""
 
 import numpy as np
 import torch
@@ -39,22 +43,52 @@ def _is_leaf(value):
     return isinstance(value, PLAIN) or isinstance(value, (torch.Tensor, np.ndarray, np.generic))
 
 
+def attributes_of(value):
+    """An object's instance dictionary, where it has a plain one (not a class's, not a
+    module's), else None."""
+    if isinstance(value, type) or type(value).__name__ == "module":
+        return None
+    try:
+        attributes = vars(value)
+    except TypeError:  # no __dict__ (slots, a builtin's value)
+        return None
+    return attributes if type(attributes) is dict else None
+
+
 def flatten(inputs):
     """The Flat of a forward's inputs, or None when nothing in them can cross by buffer."""
     leaves = []
+    inside = set()  # ids of the objects being laid out: a cycle is left to the child
 
     def node(value):
         if _is_leaf(value):
             leaves.append(value)
             return len(leaves) - 1
+        if id(value) in inside:
+            return dict(MADE)
         # Exactly these types: a subclass (a namedtuple, an OrderedDict) would come back
         # as its base, which a forward may tell apart.
         kind = _CONTAINERS.get(type(value))
-        if kind == "dict" and all(isinstance(key, PLAIN) for key in value):
-            return {kind: [[key, node(item)] for key, item in value.items()]}
-        if kind in ("list", "tuple"):
-            return {kind: [node(item) for item in value]}
-        return dict(MADE)
+        inside.add(id(value))
+        try:
+            if kind == "dict" and all(isinstance(key, PLAIN) for key in value):
+                return {kind: [[key, node(item)] for key, item in value.items()]}
+            if kind in ("list", "tuple"):
+                return {kind: [node(item) for item in value]}
+            made = dict(MADE)
+            attributes = attributes_of(value)
+            if attributes:
+                first = len(leaves)
+                laid = [[name, node(item)] for name, item in attributes.items() if isinstance(name, str)]
+                if any(not isinstance(leaf, PLAIN) for leaf in leaves[first:]):
+                    made["attrs"] = [pair for pair in laid if pair[1] != MADE]
+                else:
+                    # No tensor in it: the object is the child's as made (a
+                    # kernelbenchx test run's seed stays in it).
+                    del leaves[first:]
+            return made
+        finally:
+            inside.discard(id(value))
 
     tree = [node(value) for value in inputs]
     if inputs and not leaves:
@@ -65,7 +99,10 @@ def flatten(inputs):
 
 
 def _children(node):
-    """(key, child) of a container node: positions for a list or tuple, keys for a dict."""
+    """(key, child) of a node that holds others: positions for a list or tuple, keys for
+    a dict, attribute names for a made object."""
+    if "made" in node:
+        return [(name, child) for name, child in node.get("attrs", ())]
     (kind, items), = node.items()
     return [(item[0], item[1]) for item in items] if kind == "dict" else list(enumerate(items))
 
@@ -88,6 +125,12 @@ def rebuild(tree, leaves, made=None):
         if "made" in node:
             if twin is None:
                 raise ValueError("the inputs' layout needs values made from the seed, and none were made")
+            # Written into the instance dictionary as the task host read it: no
+            # __setattr__ of the object's runs (a frozen dataclass refuses one).
+            if "attrs" in node:
+                attributes = vars(twin)
+                for name, child in _children(node):
+                    attributes[name] = build(child, attributes.get(name))
             return twin
         (kind, _), = node.items()
         built = [build(child, None if twin is None else twin[key]) for key, child in _children(node)]
@@ -107,7 +150,7 @@ def leaves_of(tree, inputs):
     def collect(node):
         if isinstance(node, int):
             found.add(node)
-        elif "made" not in node:
+        else:
             for _, child in _children(node):
                 collect(child)
     for position in inputs:
@@ -125,10 +168,8 @@ def where(tree, leaf):
     def find(node, path):
         if isinstance(node, int):
             return path if node == leaf else None
-        if "made" in node:
-            return None
         for key, child in _children(node):
-            found = find(child, f"{path}[{key!r}]")
+            found = find(child, f"{path}.{key}" if "made" in node else f"{path}[{key!r}]")
             if found is not None:
                 return found
         return None

@@ -3,8 +3,8 @@ import torch.nn as nn
 
 
 class Held:
-    """x and its scale in an object of the task's own: no layout describes it, so the
-    child makes it from the seed and holds it alone (handover/tree.py)."""
+    """x and its scale in an object of the task's own: the child makes it from the seed,
+    and x, in its instance dictionary, is laid out in the slot (handover/tree.py)."""
 
     def __init__(self, x, scale):
         self.x, self.scale = x, scale
