@@ -113,6 +113,13 @@ class NestedInputsTest(unittest.TestCase):
             self.assertIsNone(Host.input_layout([opaque]))
         self.assertFalse(tree.makes(Host.input_layout(self.inputs()).tree))
 
+    def test_a_long_list_of_numbers_is_made_in_the_child(self):
+        many = [0.5] * (tree.MAX_INLINE_VALUES + 1)
+        flat = tree.flatten([torch.ones(2), many, [0.5] * 3])
+        self.assertEqual(flat.tree, [0, {"made": None}, {"list": [1, 2, 3]}])
+        self.assertFalse(flat.unchecked)  # numbers hold nothing a forward could change
+        self.assertTrue(tree.flatten([torch.ones(2), object()]).unchecked)
+
     def test_a_made_value_is_taken_from_the_inputs_the_child_made(self):
         Point = collections.namedtuple("Point", "x y")
         made = [torch.zeros(2), (Point(1, 2), 3.0)]  # what the child made from the seed

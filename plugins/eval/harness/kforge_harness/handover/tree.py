@@ -28,15 +28,21 @@ import torch
 PLAIN = (bool, int, float, str, type(None))
 _CONTAINERS = {list: "list", tuple: "tuple", dict: "dict"}
 MADE = {"made": None}
+# A list or tuple of more plain values than this is made by the child from the seed, not
+# carried inline: a timed call's command carries its inline values, and their JSON costs
+# every call (20000 floats: 14 ms to decode on a 2-core VM). Numbers in a list hold
+# nothing a forward could change for the next call.
+MAX_INLINE_VALUES = 65536
 
 
 class Flat:
     """Inputs as flat leaves: `leaves` (tensors, NumPy arrays and scalars, plain values)
-    in depth-first order and `tree` (the skeleton; None where every input is a leaf
-    itself, the common case, whose layout is as it always was)."""
+    in depth-first order, `tree` (the skeleton; None where every input is a leaf
+    itself, the common case, whose layout is as it always was) and `unchecked` (whether
+    a value made in the child may hold what no layout describes)."""
 
-    def __init__(self, leaves, tree):
-        self.leaves, self.tree = leaves, tree
+    def __init__(self, leaves, tree, unchecked):
+        self.leaves, self.tree, self.unchecked = leaves, tree, unchecked
 
 
 def _is_leaf(value):
@@ -59,8 +65,10 @@ def flatten(inputs):
     """The Flat of a forward's inputs, or None when nothing in them can cross by buffer."""
     leaves = []
     inside = set()  # ids of the objects being laid out: a cycle is left to the child
+    unchecked = False
 
     def node(value):
+        nonlocal unchecked
         if _is_leaf(value):
             leaves.append(value)
             return len(leaves) - 1
@@ -74,7 +82,10 @@ def flatten(inputs):
             if kind == "dict" and all(isinstance(key, PLAIN) for key in value):
                 return {kind: [[key, node(item)] for key, item in value.items()]}
             if kind in ("list", "tuple"):
+                if len(value) > MAX_INLINE_VALUES and all(isinstance(item, PLAIN) for item in value):
+                    return dict(MADE)
                 return {kind: [node(item) for item in value]}
+            unchecked = True
             made = dict(MADE)
             attributes = attributes_of(value)
             if attributes:
@@ -95,7 +106,7 @@ def flatten(inputs):
         return None
     if all(isinstance(item, int) for item in tree):
         tree = None
-    return Flat(leaves, tree)
+    return Flat(leaves, tree, unchecked)
 
 
 def _children(node):

@@ -215,7 +215,8 @@ class Host:
         # own: handover/tree.py) are held by the child alone: no one checks that a call
         # left them unchanged (README, "What it does not protect"). A kernelbenchx unit
         # checks its arguments itself.
-        unchecked = ["inputs_unchecked"] if (layout is None or tree.makes(layout.tree)) \
+        flat = tree.flatten(inputs)
+        unchecked = ["inputs_unchecked"] if (flat is None or flat.unchecked) \
             and not self.session.replays_calls else []
         return {"task_sizes": self.session.sizes, "fitted": fitted,
                 "peak_mb": self.peak.peak_mb(), "device_memory_mb": self.peak.device_mb(),
