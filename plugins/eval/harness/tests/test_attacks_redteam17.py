@@ -33,8 +33,10 @@ Seen on this VM (2 cores, CPU, outputs read out of the child):
   cheat_detected at trial 1 too; a tensor held inside the object (relu_held,
   inplace_held) passes at 3.38x, speedup_confirmed. Then an object's instance
   dictionary was laid out too: relu_held cheat_detected at trial 1 ("input #0.x"), its
-  honest control passes; the same tensor in __slots__ (relu_slotted) still passes: the
-  hole left."""
+  honest control passes; the same tensor in __slots__ (relu_slotted) still passed.
+  Then every part Python reads (slots, a list, tuple or dict subclass's items):
+  relu_slotted cheat_detected at trial 1; a tensor in a closure (relu_closure,
+  inplace_closure) passes at 8.79x, speedup_confirmed: the hole left."""
 
 import unittest
 
@@ -102,9 +104,10 @@ class InputsMutatedInPlaceTest(_Timed):
     (OBJARG). x crosses by buffer since (handover/tree.py: the list's numbers inline, the
     object made by the child from the seed), so the task host checks it after every
     trial and checked call; before, the whole input set was made in the child, which
-    alone held x, and it passed at 12.7x. A tensor an object holds in its instance
-    dictionary is laid out too; one in its __slots__ is still the child's alone: an
-    OPEN HOLE, README "What it does not protect" (an expected failure)."""
+    alone held x, and it passed at 12.7x. A tensor an object holds where Python reads
+    it (its instance dictionary, its slots) is laid out too; one in a closure is still
+    the child's alone: an OPEN HOLE, README "What it does not protect" (an expected
+    failure)."""
 
     def test_honest_inputs_beside_a_list_pass(self):
         """The list's numbers are drawn anew for every seed: a timed call's travel with
@@ -156,9 +159,14 @@ class InputsMutatedInPlaceTest(_Timed):
         self.assertEqual(response["error_class"], "cheat_detected", response)
         self.assertIn("input #0.x", response["message"], response)
 
-    @unittest.expectedFailure
     def test_a_tensor_in_an_objects_slots_changed_in_place_is_caught(self):
-        """x in a __slots__ object: made in the child, held by it alone. The OPEN HOLE."""
         response = _ask(self.server, "redteam17/inplace_held", task="redteam17/relu_slotted",
+                        timing={"enabled": True})
+        self.assertEqual(response["error_class"], "cheat_detected", response)
+
+    @unittest.expectedFailure
+    def test_a_tensor_in_a_closure_changed_in_place_is_caught(self):
+        """x in a closure: made in the child, held by it alone. The OPEN HOLE."""
+        response = _ask(self.server, "redteam17/inplace_closure", task="redteam17/relu_closure",
                         timing={"enabled": True})
         self.assertEqual(response["error_class"], "cheat_detected", response)

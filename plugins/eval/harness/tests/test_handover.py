@@ -7,12 +7,14 @@ import unittest
 import torch
 
 import collections
+import dataclasses
 import json
 import math
 
 import numpy as np
 
 from kforge_harness import handover
+from kforge_harness.anticheat import observe
 from kforge_harness.handover import tree
 from kforge_harness.handover.host import HostMapping
 from kforge_harness.reference.host import Host
@@ -105,7 +107,7 @@ class NestedInputsTest(unittest.TestCase):
     def test_what_no_layout_describes_is_made_in_the_child(self):
         Point = collections.namedtuple("Point", "x y")
         for opaque in (Point(1, 2), collections.OrderedDict(a=1), object(), {(1, 2): 3},
-                       torch.Size([2])):
+                       torch.Size([2]), lambda: 1):
             layout = Host.input_layout([torch.ones(2), [opaque]])
             self.assertEqual(layout.tree, [0, {"list": [{"made": None}]}], opaque)
             self.assertTrue(tree.makes(layout.tree))
@@ -131,21 +133,58 @@ class NestedInputsTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             tree.rebuild(layout.tree, slot)
 
-    def test_an_objects_tensors_are_laid_out_and_written_into_the_made_one(self):
+    def test_the_tensors_a_value_holds_are_laid_out_and_written_into_the_made_one(self):
+        Point = collections.namedtuple("Point", "x k")
+
         class Held:
             def __init__(self, x, scale):
                 self.x, self.scale, self.me = x, scale, self  # a cycle, left to the child
-        layout = Host.input_layout([Held(torch.ones(2), 0.5)])
-        self.assertEqual(layout.tree, [{"made": None, "attrs": [["x", 0], ["scale", 1]]}])
-        made = Held(torch.zeros(2), 0.25)  # what the child made from the seed
-        slot = [torch.ones(2), 0.5]
-        got = tree.rebuild(layout.tree, slot, [made])[0]
-        self.assertIs(got, made)
-        self.assertIs(got.x, slot[0])
-        self.assertEqual(got.scale, 0.5)
-        self.assertEqual(tree.where(layout.tree, 0), "input #0.x")
-        # An object holding no tensor is the child's as made (a kernelbenchx run's seed).
+
+        class Slotted:
+            __slots__ = ("__x",)
+
+            def __init__(self, x):
+                self.__x = x
+
+        @dataclasses.dataclass(frozen=True)
+        class Frozen:  # refuses __setattr__
+            x: torch.Tensor
+
+        class Named(collections.OrderedDict):
+            locked = False
+
+            def __setitem__(self, key, value):
+                if self.locked:
+                    raise AssertionError("no method of the value's class runs")
+                super().__setitem__(key, value)
+
+        def values(x):
+            return [Point(x, 1.0), Held(x + 1, 0.5), Slotted(x + 2), Frozen(x + 3),
+                    Named(a=x + 4)]
+        host_side = values(torch.ones(2))
+        flat = tree.flatten(host_side)
+        self.assertTrue(flat.unchecked)
+        self.assertEqual(flat.tree[1], {"made": None, "parts": [["attr", "x", 2], ["attr", "scale", 3]]})
+        self.assertEqual(flat.tree[2], {"made": None, "parts": [["slot", "_Slotted__x", 4]]})
+        made = values(torch.zeros(2))  # what the child made from the seed
+        made[4].locked = True
+        slot = [leaf.clone() if isinstance(leaf, torch.Tensor) else leaf for leaf in flat.leaves]
+        got = tree.rebuild(flat.tree, slot, made)
+        self.assertIs(type(got[0]), Point)
+        self.assertIs(got[0].x, slot[0])
+        self.assertIs(got[1], made[1])
+        self.assertIs(got[1].x, slot[2])
+        self.assertIs(got[2]._Slotted__x, slot[4])
+        self.assertIs(got[3].x, slot[5])
+        self.assertIs(dict.__getitem__(got[4], "a"), slot[6])
+        self.assertEqual([tree.where(flat.tree, k) for k in (0, 2, 4, 6)],
+                         ["input #0[0]", "input #1.x", "input #2._Slotted__x", "input #4['a']"])
+        # A value holding no tensor is the child's as made (a kernelbenchx run's seed).
         self.assertIsNone(Host.input_layout([Held(None, 3)]))
+        # The reference changing a tensor inside one is seen changing that input.
+        before = observe.input_digests(host_side)
+        host_side[2]._Slotted__x.add_(1)
+        self.assertEqual(observe.changed_inputs(before, observe.input_digests(host_side)), [2])
 
     def test_a_changed_leaf_is_named_where_it_lies(self):
         layout = Host.input_layout(self.inputs())

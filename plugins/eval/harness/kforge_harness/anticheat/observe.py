@@ -55,9 +55,9 @@ def input_digests(inputs):
 
 
 def _nested_digest(value, inside=frozenset()):
-    """A digest of an input, into the lists, tuples, dicts and objects' attributes it
-    holds tensors in, as handover/tree.py lays them out: a tensor changed inside a list
-    or an object is a changed input."""
+    """A digest of an input, into the lists, tuples, dicts and objects' parts it holds
+    tensors in, as handover/tree.py lays them out: a tensor changed inside a list or an
+    object is a changed input."""
     if id(value) in inside:
         return "cycle"
     inside = inside | {id(value)}
@@ -65,10 +65,10 @@ def _nested_digest(value, inside=frozenset()):
         return tuple(_nested_digest(item, inside) for item in value)
     if type(value) is dict:
         return tuple((repr(key), _nested_digest(item, inside)) for key, item in value.items())
-    attributes = None if isinstance(value, (torch.Tensor, np.ndarray)) else tree.attributes_of(value)
-    if attributes:
+    parts = [] if isinstance(value, (torch.Tensor, np.ndarray)) else tree.parts_of(value)
+    if parts:
         return (type(value).__name__,) + tuple(
-            (name, _nested_digest(item, inside)) for name, item in attributes.items())
+            (how, repr(key), _nested_digest(item, inside)) for how, key, item in parts)
     return digest(value)
 
 

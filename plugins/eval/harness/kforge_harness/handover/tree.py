@@ -10,17 +10,19 @@ in it crosses as an inline value: the task host fills them, and checks them afte
 checked call as it does a plain tensor input. A value no layout describes (an object of
 the task's own class, a namedtuple, an OrderedDict) is a "made" node: the child makes
 the call's inputs from its seed and takes that value from them, and everything else
-from the slot. What an object holds in its instance dictionary is laid out too (its
-"attrs"), and written over the made object's own in the child: a tensor an object holds
-lies in the slot like any other. Only what a made value holds elsewhere (a namedtuple's
-fields, slots, a closure) goes unchecked (README, "What it does not protect"); inputs
-with nothing to lay out at all (a kernelbenchx test run) are made in the child whole,
-as they always were.
+from the slot. What such a value holds where Python code can reach it (its instance
+dictionary, its __slots__, the items of a list, tuple or dict it subclasses: its
+"parts") is laid out too, and written over the made value's own in the child, past any
+method of its class: a tensor a value holds lies in the slot like any other. Only what a
+made value holds elsewhere (a closure, a C extension's state) goes unchecked (README,
+"What it does not protect"); inputs with nothing to lay out at all (a kernelbenchx test
+run) are made in the child whole, as they always were.
 
 The skeleton is JSON: one node per top-level input, where a node is the index of a flat
 leaf, {"list": [nodes]}, {"tuple": [nodes]}, {"dict": [[key, node], ...]} (keys kept
-as they are: strings, numbers, booleans, None) or {"made": null, "attrs": [[name, node],
-...]} ("attrs" only where the object has attributes to lay out)."""
+as they are: strings, numbers, booleans, None) or {"made": null, "parts": [[how, key,
+node], ...]} (how: "attr", "slot", "item" or "index"; "parts" only where the value holds
+a tensor)."""
 
 import numpy as np
 import torch
@@ -61,6 +63,52 @@ def attributes_of(value):
     return attributes if type(attributes) is dict else None
 
 
+def _slot(cls, name):
+    """The descriptor of slot `name` in class `cls`'s hierarchy, or None."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name)
+        if found is not None and type(found).__name__ == "member_descriptor":
+            return found
+    return None
+
+
+def _slot_names(cls):
+    """The names of the slots `cls` and its bases declare, as their descriptors are
+    named (a private __name mangled)."""
+    names = []
+    for klass in cls.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{klass.__name__.lstrip('_')}{name}"
+            names.append(name)
+    return names
+
+
+def parts_of(value):
+    """(how, key, part) of what a value no layout describes holds where Python reaches
+    it: the items of the list, tuple or dict it subclasses (read through the base's own
+    methods), its instance dictionary and its slots."""
+    parts = []
+    if isinstance(value, dict):
+        if all(isinstance(key, PLAIN) for key in dict.keys(value)):
+            parts += [("item", key, item) for key, item in dict.items(value)]
+    elif isinstance(value, (list, tuple)):
+        base = list if isinstance(value, list) else tuple
+        parts += [("index", index, item) for index, item in enumerate(base.__iter__(value))]
+    attributes = attributes_of(value)
+    if attributes:
+        parts += [("attr", name, item) for name, item in attributes.items() if isinstance(name, str)]
+    for name in _slot_names(type(value)):
+        try:
+            parts.append(("slot", name, _slot(type(value), name).__get__(value, type(value))))
+        except AttributeError:  # a slot left empty
+            continue
+    return parts
+
+
 def flatten(inputs):
     """The Flat of a forward's inputs, or None when nothing in them can cross by buffer."""
     leaves = []
@@ -87,16 +135,14 @@ def flatten(inputs):
                 return {kind: [node(item) for item in value]}
             unchecked = True
             made = dict(MADE)
-            attributes = attributes_of(value)
-            if attributes:
-                first = len(leaves)
-                laid = [[name, node(item)] for name, item in attributes.items() if isinstance(name, str)]
-                if any(not isinstance(leaf, PLAIN) for leaf in leaves[first:]):
-                    made["attrs"] = [pair for pair in laid if pair[1] != MADE]
-                else:
-                    # No tensor in it: the object is the child's as made (a
-                    # kernelbenchx test run's seed stays in it).
-                    del leaves[first:]
+            first = len(leaves)
+            laid = [[how, key, node(part)] for how, key, part in parts_of(value)]
+            if any(not isinstance(leaf, PLAIN) for leaf in leaves[first:]):
+                made["parts"] = [part for part in laid if part[2] != MADE]
+            else:
+                # No tensor in it: the value is the child's as made (a kernelbenchx test
+                # run's seed stays in it).
+                del leaves[first:]
             return made
         finally:
             inside.discard(id(value))
@@ -111,9 +157,9 @@ def flatten(inputs):
 
 def _children(node):
     """(key, child) of a node that holds others: positions for a list or tuple, keys for
-    a dict, attribute names for a made object."""
+    a dict, (how, key) for a made value's parts."""
     if "made" in node:
-        return [(name, child) for name, child in node.get("attrs", ())]
+        return [((how, key), child) for how, key, child in node.get("parts", ())]
     (kind, items), = node.items()
     return [(item[0], item[1]) for item in items] if kind == "dict" else list(enumerate(items))
 
@@ -136,19 +182,41 @@ def rebuild(tree, leaves, made=None):
         if "made" in node:
             if twin is None:
                 raise ValueError("the inputs' layout needs values made from the seed, and none were made")
-            # Written into the instance dictionary as the task host read it: no
-            # __setattr__ of the object's runs (a frozen dataclass refuses one).
-            if "attrs" in node:
-                attributes = vars(twin)
-                for name, child in _children(node):
-                    attributes[name] = build(child, attributes.get(name))
-            return twin
+            return _written(twin, [(how, key, child) for (how, key), child in _children(node)], build)
         (kind, _), = node.items()
         built = [build(child, None if twin is None else twin[key]) for key, child in _children(node)]
         if kind == "dict":
             return {key: value for (key, _), value in zip(_children(node), built)}
         return built if kind == "list" else tuple(built)
     return [build(node, None if made is None else made[position]) for position, node in enumerate(tree)]
+
+
+def _written(value, parts, build):
+    """`value` (made in the child) with each part built over its own (build(node, own))
+    written in as the task host read it: through the base types' own methods, the
+    instance dictionary and the slots' descriptors, so that no method of its class runs
+    (a frozen dataclass refuses __setattr__). A tuple, which cannot change, is made anew
+    of its type (a namedtuple's fields)."""
+    if isinstance(value, tuple) and any(how == "index" for how, _, _ in parts):
+        items = list(tuple.__iter__(value))
+        for how, key, child in parts:
+            if how == "index":
+                items[key] = build(child, items[key])
+        fresh = tuple.__new__(type(value), items)
+        if attributes_of(value) is not None:
+            vars(fresh).update(vars(value))
+        value = fresh
+    for how, key, child in parts:
+        if how == "item":
+            dict.__setitem__(value, key, build(child, dict.__getitem__(value, key)))
+        elif how == "index" and isinstance(value, list):
+            list.__setitem__(value, key, build(child, list.__getitem__(value, key)))
+        elif how == "attr":
+            vars(value)[key] = build(child, vars(value).get(key))
+        elif how == "slot":
+            slot = _slot(type(value), key)
+            slot.__set__(value, build(child, slot.__get__(value, type(value))))
+    return value
 
 
 def leaves_of(tree, inputs):
@@ -180,7 +248,11 @@ def where(tree, leaf):
         if isinstance(node, int):
             return path if node == leaf else None
         for key, child in _children(node):
-            found = find(child, f"{path}.{key}" if "made" in node else f"{path}[{key!r}]")
+            if "made" in node:
+                how, key = key
+                found = find(child, f"{path}.{key}" if how in ("attr", "slot") else f"{path}[{key!r}]")
+            else:
+                found = find(child, f"{path}[{key!r}]")
             if found is not None:
                 return found
         return None

@@ -4,8 +4,8 @@ import torch.nn as nn
 
 class Held:
     """x and its scale in the slots of an object of the task's own (no instance
-    dictionary): no layout describes it, so the child makes it from the seed and holds it
-    alone (handover/tree.py)."""
+    dictionary): the child makes it from the seed, and x, read through its slot's
+    descriptor, is laid out in the slot (handover/tree.py)."""
 
     __slots__ = ("x", "scale")
 
