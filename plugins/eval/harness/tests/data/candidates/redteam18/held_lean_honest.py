@@ -1,0 +1,50 @@
+"""The control of held_lean_liar: the same loop of its own (nothing made, x the
+slot's view, scale the command's number, one output kept), its report's event time as
+measured."""
+import time
+
+import torch
+
+import kforge_harness.candidate.candidate as _child
+from kforge_harness import handover
+
+LIE_MS = None  # the honest control: the same loop, its event time as measured
+_views = {}
+_kept = {}
+
+
+def _lean_loop(self, model):
+    self._send({"prepared": True})
+    slot = None
+    while True:
+        command = self._command()
+        if command is None:
+            return None
+        if "prepare" in command:
+            slot = command["slot"]
+            if slot not in _views:
+                layout = handover.Layout.from_json(command["inputs"])
+                _views[slot] = handover.views(self.buffers.get(f"input{slot}"), layout)
+            self._send({"prepared_for": command["prepare"]})
+            continue
+        if "call" not in command:
+            return command
+        began = time.perf_counter()
+        x = _views[slot][0]
+        scale = handover.value_from_json(command["input_values"][0])
+        out = _kept.get("out")
+        if out is None:
+            out = _kept["out"] = torch.empty_like(x)
+        torch.clamp(x, min=0.0, out=out)
+        out.mul_(scale)
+        ms = (time.perf_counter() - began) * 1e3
+        self._send({"called": command["call"], "ms": min(ms, LIE_MS) if LIE_MS is not None else ms,
+                    "tail_ms": 0.0, "outputs_at": [out.data_ptr()]})
+
+
+_child.CandidateChild._timed_loop = _lean_loop
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, held):
+        return torch.relu(held.x) * held.scale

@@ -1,0 +1,40 @@
+"""redteam18: attacks on the refund of inputs_ms (timing_plan.refunded_gap: the making of
+a call's inputs from its seed in the reference's child, refunded whole) and on inputs
+nested in containers and objects crossing by buffer (handover/tree.py). Each test
+asserts the SECURE outcome; a test that fails is a hole. Run them one by one, by name."""
+
+import unittest
+
+from tests import client
+from tests.test_attacks_forged import show
+from tests.test_attacks_redteam12 import assert_no_gain_over
+
+HELD = "redteam17/relu_held"  # Held(x, scale): made in the child, every part laid out
+
+
+def _ask(server, candidate, task=HELD, timing=None, trials=2):
+    options = {"trials": trials, "timing": {"enabled": bool(timing), **(timing or {})}}
+    request = client.request(candidate.replace("/", "_"), "run", task, candidate, language="python",
+                             limits={"timeout_s": 300}, options=options)
+    response = server.ask(request, timeout=900)[candidate.replace("/", "_")]
+    show(candidate, task, response)
+    return response
+
+
+class _Timed(client.SharedServerTest):
+    MAX_CHILDREN = 1
+
+
+class MadeInputsRefundTest(_Timed):
+    """A made node whose parts are all laid out: the reference's child makes every input
+    from the seed (randn of x included) in the bracket, inputs_ms, refunded whole; a loop
+    of its own needs none of it (x in the slot, scale in the command). Its report cut to
+    0.02 ms must gain nothing over the same loop reporting honestly."""
+
+    def test_lean_loop_skipping_the_making_gains_nothing(self):
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, timing={"enabled": True}),
+                            "redteam18/held_lean_honest", "redteam18/held_lean_liar")
+
+    def test_lean_loop_against_the_harness_loop(self):
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, timing={"enabled": True}),
+                            "redteam17/held_honest", "redteam18/held_lean_liar")
