@@ -38,3 +38,15 @@ class MadeInputsRefundTest(_Timed):
     def test_lean_loop_against_the_harness_loop(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, timing={"enabled": True}),
                             "redteam17/held_honest", "redteam18/held_lean_liar")
+
+
+class DecodedValuesRefundTest(_Timed):
+    """20000 numbers drawn with x cross inline in every timed call's command; the
+    reference's child decodes them all in the bracket (inputs_ms, refunded whole). A loop
+    of its own that reads the one number the forward uses out of the line's bytes, its
+    report cut to 0.02 ms, must gain nothing over the same loop reporting honestly."""
+
+    def test_lean_loop_skipping_the_decoding_gains_nothing(self):
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, task="redteam17/relu_manyscales",
+                                                    timing={"enabled": True}),
+                            "redteam18/scales_lean_honest", "redteam18/scales_lean_liar")
