@@ -50,3 +50,51 @@ class DecodedValuesRefundTest(_Timed):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, task="redteam17/relu_manyscales",
                                                     timing={"enabled": True}),
                             "redteam18/scales_lean_honest", "redteam18/scales_lean_liar")
+
+
+class CycleTest(_Timed):
+    """A dict that holds itself beside x: the cycle is a "made" node (handover/tree.py),
+    which a forward reaches the child's own made x through. Changing that x in place must
+    be caught, or at least the verdict flagged inputs_unchecked."""
+
+    def test_honest_cycle_passes(self):
+        response = _ask(self.server, "redteam18/cycle_honest", task="redteam18/relu_dictcycle",
+                        timing={"enabled": True})
+        self.assertEqual(response["status"], "pass", response)
+
+    def test_inplace_through_a_cycle_is_caught_or_flagged(self):
+        response = _ask(self.server, "redteam18/inplace_cycle", task="redteam18/relu_dictcycle",
+                        timing={"enabled": True})
+        if response["status"] == "pass":
+            self.assertIn("inputs_unchecked", response.get("flags", []), response)
+        else:
+            self.assertEqual(response["error_class"], "cheat_detected", response)
+
+
+class DictKeyTest(_Timed):
+    """Keys that do not cross the wire as they are: an honest candidate must pass, or the
+    task be refused as the task's fault, never the candidate's."""
+
+    def test_infinite_key_honest_passes(self):
+        response = _ask(self.server, "redteam18/infkey_honest", task="redteam18/relu_infkey",
+                        timing={"enabled": True})
+        if response["status"] != "pass":
+            self.assertNotIn(response["error_class"], ("runtime_error", "wrong_output", "cheat_detected"),
+                             response)
+
+
+class SiblingOfAChangedLeafTest(_Timed):
+    """The reference changes one tensor of a list in place (a counter); the candidate
+    changes another of the same list (x, which the reference leaves alone) in place. The
+    task host's license is per top-level input (host._mutated_leaves: tree.leaves_of of
+    the positions observe saw change), not per leaf."""
+
+    def test_honest_passes(self):
+        response = _ask(self.server, "redteam18/counted_honest", task="redteam18/relu_counted",
+                        timing={"enabled": True})
+        self.assertEqual(response["status"], "pass", response)
+
+    def test_sibling_changed_in_place_is_caught(self):
+        response = _ask(self.server, "redteam18/counted_inplace", task="redteam18/relu_counted",
+                        timing={"enabled": True})
+        self.assertEqual(response["error_class"], "cheat_detected", response)
