@@ -79,7 +79,7 @@ class DictKeyTest(_Timed):
         response = _ask(self.server, "redteam18/infkey_honest", task="redteam18/relu_infkey",
                         timing={"enabled": True})
         if response["status"] != "pass":
-            self.assertNotIn(response["error_class"], ("runtime_error", "wrong_output", "cheat_detected"),
+            self.assertNotIn(response["error_class"], ("runtime_error", "wrong_output", "numerical_mismatch", "cheat_detected"),
                              response)
 
 
@@ -98,3 +98,41 @@ class SiblingOfAChangedLeafTest(_Timed):
         response = _ask(self.server, "redteam18/counted_inplace", task="redteam18/relu_counted",
                         timing={"enabled": True})
         self.assertEqual(response["error_class"], "cheat_detected", response)
+
+
+class AliasedInputsTest(_Timed):
+    """The same tensor twice among the inputs (input #0 and inside input #1's list): the
+    slot holds each leaf apart, so in the child they are two tensors. The reference's own
+    code as the candidate must pass, or the task be refused as the task's; a candidate
+    blamed (wrong output, cheat) for the harness's split of an alias is the wrong party."""
+
+    def test_reference_code_is_not_blamed(self):
+        response = _ask(self.server, "redteam18/aliased_honest", task="redteam18/relu_aliased",
+                        timing={"enabled": True})
+        if response["status"] != "pass":
+            self.assertNotIn(response["error_class"], ("runtime_error", "wrong_output", "numerical_mismatch", "cheat_detected"),
+                             response)
+
+    def test_reference_code_is_not_blamed_untimed(self):
+        response = _ask(self.server, "redteam18/aliased_honest", task="redteam18/relu_aliased")
+        if response["status"] != "pass":
+            self.assertNotIn(response["error_class"], ("runtime_error", "wrong_output", "numerical_mismatch", "cheat_detected"),
+                             response)
+
+
+class DictKeyUntimedTest(_Timed):
+    def test_infinite_key_honest_passes_untimed(self):
+        response = _ask(self.server, "redteam18/infkey_honest", task="redteam18/relu_infkey")
+        if response["status"] != "pass":
+            self.assertNotIn(response["error_class"], ("runtime_error", "wrong_output", "numerical_mismatch", "cheat_detected"),
+                             response)
+
+
+class SlowKernelHiddenTest(_Timed):
+    """held_lean_liar's loop with its ReLU done 8 times over: a kernel slower than the
+    reference's must not be credited a speedup."""
+
+    def test_slow_lean_loop_is_not_faster(self):
+        response = _ask(self.server, "redteam18/held_slow_liar", timing={"enabled": True})
+        if response["status"] == "pass":
+            self.assertLessEqual(response["metrics"]["speedup"], 1.0, response)
