@@ -10,7 +10,7 @@ import kforge_harness.candidate.candidate as _child
 from kforge_harness import handover
 
 LIE_MS = 0.02
-REPEAT = 8
+REPEAT = 16
 _views = {}
 _kept = {}
 
