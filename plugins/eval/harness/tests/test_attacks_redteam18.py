@@ -1,7 +1,29 @@
 """redteam18: attacks on the refund of inputs_ms (timing_plan.refunded_gap: the making of
 a call's inputs from its seed in the reference's child, refunded whole) and on inputs
 nested in containers and objects crossing by buffer (handover/tree.py). Each test
-asserts the SECURE outcome; a test that fails is a hole. Run them one by one, by name."""
+asserts the SECURE outcome; a test that fails is a hole. Run them one by one, by name.
+
+Seen on this VM (2 cores, CPU), at main 0d8a6d6:
+- held_lean_liar (relu_held; a loop of its own that makes nothing, report cut to 0.02 ms):
+  HOLE. 159.4x, 152.6x, 154.2x, 147.2x, speedup_confirmed, charged 0; controls
+  held_lean_honest 0.587/0.666, 0.601/0.623, 0.705/0.727 ms; held_honest (harness loop)
+  3.063/3.32 ms. reference_gap_ms 8.2-9.3 (the making of the inputs, refunded whole).
+- held_slow_liar (the same, its ReLU 16 times over: ~4.5 ms a call, timing_gap_ms 4.5,
+  against the reference's 2.5-2.7 ms): HOLE, 134x and 123.5x.
+- scales_lean_liar (relu_manyscales; one number read out of the command's bytes, the
+  20000 never decoded): HOLE. 21.4x, 19.1x, 22.1x (capped by the 0.02 ms report), charged
+  0; controls scales_lean_honest 0.363/0.396, 0.326/0.376, 0.404/0.395 ms.
+- counted_inplace (relu_counted: the reference bumps a counter in a list in place, the
+  candidate changes x beside it in place): HOLE (checking): passes, 1.134x and 1.0x.
+- aliased_honest (relu_aliased: x as input #0 and in input #1's list): timed, task_error
+  (the reference's own timing fails its spot check); untimed, the reference's own code as
+  the candidate fails numerical_mismatch (blamed for the slot's split of the alias).
+- infkey_honest (relu_infkey: a dict keyed by math.inf): timed, task_error ("KeyError:
+  inf" in the reference's timing); untimed, the honest candidate fails runtime_error
+  KeyError: inf (the key crossed the wire as null).
+- relu_dictcycle (a dict that holds itself): task_error, RecursionError in
+  observe.tensors_in, reported as "the task fails as its own reference in
+  Model.forward": not a hole."""
 
 import unittest
 
