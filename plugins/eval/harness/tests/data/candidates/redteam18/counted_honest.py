@@ -7,4 +7,4 @@ class ModelNew(nn.Module):
     def forward(self, state):
         counter, x = state
         counter.add_(1.0)
-        return torch.relu(x)
+        return torch.relu(x) * 2.0

@@ -7,4 +7,4 @@ class ModelNew(nn.Module):
     def forward(self, state):
         counter, x = state
         counter.add_(1.0)
-        return x.relu_()
+        return x.relu_().mul_(2.0)

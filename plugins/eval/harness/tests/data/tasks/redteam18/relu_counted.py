@@ -3,7 +3,7 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """ReLU of x, which comes in a list beside a one-element counter that the forward
+    """ReLU of x, doubled, which comes in a list beside a one-element counter that the forward
     bumps in place (a state it keeps in its inputs). The task host observes its own
     forward changing input #0; the candidate may then change what the reference changes."""
 
@@ -13,7 +13,7 @@ class Model(nn.Module):
     def forward(self, state):
         counter, x = state
         counter.add_(1.0)
-        return torch.relu(x)
+        return torch.relu(x) * 2.0
 
 
 rows = 256
