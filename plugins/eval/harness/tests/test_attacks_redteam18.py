@@ -26,7 +26,23 @@ Seen on this VM (2 cores, CPU), at main 0d8a6d6:
   KeyError: inf (the key crossed the wire as null).
 - relu_dictcycle (a dict that holds itself): task_error, RecursionError in
   observe.tensors_in, reported as "the task fails as its own reference in
-  Model.forward": not a hole."""
+  Model.forward": not a hole.
+
+After the fixes (main, the same VM):
+- held_lean_liar: no gain, 0.672 ms against its control's 0.717 / 1.237 (the reference's
+  gap 8-9 ms -> about 1 ms: Held is laid out whole, made from a public seed in the
+  preparation, the call's arguments put together there). held_slow_liar: 1.0,
+  timing_by_clock, charged 2.9 ms. (Against the harness's own loop, a test this module
+  had, the lean kernel is 3.7x faster honestly: it allocates nothing. Not kept.)
+- scales_lean_liar (now on relu_kscales, 1000 numbers; longer lists are made in the
+  child): 1.0 and no gain over its control (3.22 against 3.06 / 3.51 ms): the numbers
+  come with the preparation (host.py values_at_prepare).
+- counted_inplace: cheat_detected, "changed input #0[1] in place" (the reference's
+  changes told leaf by leaf).
+- aliased_honest: passes, timed and untimed (a tensor given twice is one leaf).
+- infkey_honest: passes, timed and untimed (keys tagged like inline values).
+- relu_dictcycle: the honest candidate passes; inplace_cycle passes flagged
+  inputs_unchecked."""
 
 import unittest
 
@@ -60,19 +76,17 @@ class MadeInputsRefundTest(_Timed):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, timing={"enabled": True}),
                             "redteam18/held_lean_honest", "redteam18/held_lean_liar")
 
-    def test_lean_loop_against_the_harness_loop(self):
-        assert_no_gain_over(self, lambda name: _ask(self.server, name, timing={"enabled": True}),
-                            "redteam17/held_honest", "redteam18/held_lean_liar")
-
 
 class DecodedValuesRefundTest(_Timed):
-    """20000 numbers drawn with x cross inline in every timed call's command; the
-    reference's child decodes them all in the bracket (inputs_ms, refunded whole). A loop
-    of its own that reads the one number the forward uses out of the line's bytes, its
-    report cut to 0.02 ms, must gain nothing over the same loop reporting honestly."""
+    """Numbers drawn with x cross inline (1000 of them: redteam18/relu_kscales; longer
+    lists are made in the child since). In every timed call's command, the reference's
+    child decoded them all in the bracket (inputs_ms, refunded whole); they come with the
+    preparation since (host.py values_at_prepare). A loop of its own that reads the one
+    number the forward uses out of the line's bytes, its report cut to 0.02 ms, must
+    gain nothing over the same loop reporting honestly."""
 
     def test_lean_loop_skipping_the_decoding_gains_nothing(self):
-        assert_no_gain_over(self, lambda name: _ask(self.server, name, task="redteam17/relu_manyscales",
+        assert_no_gain_over(self, lambda name: _ask(self.server, name, task="redteam18/relu_kscales",
                                                     timing={"enabled": True}),
                             "redteam18/scales_lean_honest", "redteam18/scales_lean_liar")
 

@@ -115,6 +115,28 @@ class NestedInputsTest(unittest.TestCase):
             self.assertIsNone(Host.input_layout([opaque]))
         self.assertFalse(tree.makes(Host.input_layout(self.inputs()).tree))
 
+    def test_a_tensor_given_twice_is_one_leaf_and_a_view_of_it_is_made(self):
+        x = torch.ones(4)
+        flat = tree.flatten([x, [x], 2.0])
+        self.assertEqual((len(flat.leaves), flat.tree), (2, [0, {"list": [0]}, 1]))
+        got = tree.rebuild(flat.tree, [torch.zeros(4), 2.0])
+        self.assertIs(got[0], got[1][0])  # the alias kept in the child
+        flat = tree.flatten([x, x[1:], torch.ones(2)])
+        self.assertEqual(flat.tree, [{"made": None}, {"made": None}, 0])
+        self.assertTrue(flat.unchecked)
+        self.assertIsNone(Host.input_layout([x, x[:2]]))  # nothing left to lay out
+        self.assertEqual(tree.flatten([x, x]).tree, [0, 0])
+
+    def test_keys_and_text_the_wire_would_change_are_kept_or_made(self):
+        from kforge_harness import protocol
+        inputs = [torch.ones(2), {float("inf"): 1.0, -0.0: 2.0}, "\ud800", {float("nan"): 1}]
+        flat = tree.flatten(inputs)
+        self.assertEqual(flat.tree[2:], [{"made": None}, {"made": None}])
+        wire = json.loads(protocol.encode(flat.tree))
+        got = tree.rebuild(wire, flat.leaves, inputs)
+        self.assertEqual(got[1], {float("inf"): 1.0, 0.0: 2.0})
+        self.assertIs(got[2], inputs[2])
+
     def test_a_long_list_of_numbers_is_made_in_the_child(self):
         many = [0.5] * (tree.MAX_INLINE_VALUES + 1)
         flat = tree.flatten([torch.ones(2), many, [0.5] * 3])
@@ -165,7 +187,13 @@ class NestedInputsTest(unittest.TestCase):
         flat = tree.flatten(host_side)
         self.assertTrue(flat.unchecked)
         self.assertEqual(flat.tree[1], {"made": None, "parts": [["attr", "x", 2], ["attr", "scale", 3]]})
-        self.assertEqual(flat.tree[2], {"made": None, "parts": [["slot", "_Slotted__x", 4]]})
+        # Held reaches itself (made in the child from the call's seed); Slotted holds all
+        # it has in its slot: laid out whole, made from a seed everyone knows.
+        self.assertNotIn("whole", flat.tree[1])
+        self.assertEqual(flat.tree[2], {"made": None, "parts": [["slot", "_Slotted__x", 4]], "whole": True})
+        self.assertTrue(tree.makes(flat.tree))
+        self.assertFalse(tree.makes(tree.flatten([Slotted(torch.ones(1)), Point(torch.ones(1), 2.0)]).tree))
+        self.assertFalse(tree.flatten([Slotted(torch.ones(1))]).unchecked)
         made = values(torch.zeros(2))  # what the child made from the seed
         made[4].locked = True
         slot = [leaf.clone() if isinstance(leaf, torch.Tensor) else leaf for leaf in flat.leaves]
@@ -181,19 +209,21 @@ class NestedInputsTest(unittest.TestCase):
                          ["input #0[0]", "input #1.x", "input #2._Slotted__x", "input #4['a']"])
         # A value holding no tensor is the child's as made (a kernelbenchx run's seed).
         self.assertIsNone(Host.input_layout([Held(None, 3)]))
-        # The reference changing a tensor inside one is seen changing that input.
+        # The reference changing a tensor inside one is seen changing that leaf.
         before = observe.input_digests(host_side)
         host_side[2]._Slotted__x.add_(1)
-        self.assertEqual(observe.changed_inputs(before, observe.input_digests(host_side)), [2])
+        self.assertEqual(observe.changed_inputs(before, observe.input_digests(host_side)), [4])
 
     def test_a_changed_leaf_is_named_where_it_lies(self):
         layout = Host.input_layout(self.inputs())
         self.assertEqual(tree.where(layout.tree, 2), "input #1[1]")
         self.assertEqual(tree.where(layout.tree, 4), "input #2[1]['k']")
         self.assertEqual(tree.where(None, 1), "input #1")
-        # The reference changing input #2 in place allows every leaf in it.
-        self.assertEqual(tree.leaves_of(layout.tree, {2}), {3, 4, 5})
-        self.assertEqual(tree.leaves_of(None, {1}), {1})
+        # What the reference changes in place is told leaf by leaf: x, not its sibling.
+        inputs = self.inputs()
+        before = observe.input_digests(inputs)
+        inputs[1][1].add_(1)
+        self.assertEqual(observe.changed_inputs(before, observe.input_digests(inputs)), [2])
 
 
 class StridedLeafTest(unittest.TestCase):

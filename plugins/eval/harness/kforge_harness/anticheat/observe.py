@@ -11,13 +11,17 @@ from kforge_harness.handover import tree
 from kforge_harness.judge.outputs import digest, flat_leaves
 
 
-def tensors_in(obj):
+def tensors_in(obj, inside=frozenset()):
+    """The tensors in `obj`, into its lists, tuples and dicts (a container that holds
+    itself is entered once)."""
     if isinstance(obj, torch.Tensor):
         return [obj]
+    if id(obj) in inside:
+        return []
     if isinstance(obj, (list, tuple)):
-        return [t for item in obj for t in tensors_in(item)]
+        return [t for item in obj for t in tensors_in(item, inside | {id(obj)})]
     if isinstance(obj, dict):
-        return [t for item in obj.values() for t in tensors_in(item)]
+        return [t for item in obj.values() for t in tensors_in(item, inside | {id(obj)})]
     return []
 
 
@@ -51,7 +55,11 @@ def aliasing(outputs, others):
 
 
 def input_digests(inputs):
-    return [_nested_digest(value) for value in inputs]
+    """One digest per leaf of the inputs as they cross by buffer (handover/tree.py: a
+    tensor in a list is its own leaf, and a change to it is told from a change to its
+    sibling), or, for inputs that do not cross, per input."""
+    flat = tree.flatten(inputs)
+    return [_nested_digest(value) for value in (inputs if flat is None else flat.leaves)]
 
 
 def _nested_digest(value, inside=frozenset()):
@@ -73,5 +81,5 @@ def _nested_digest(value, inside=frozenset()):
 
 
 def changed_inputs(before, after):
-    """Positions whose digest changed across a forward."""
+    """Positions (input_digests') whose digest changed across a forward."""
     return [i for i, (b, a) in enumerate(zip(before, after)) if b != a]

@@ -33,6 +33,7 @@ SIGSTOP): nothing here runs but what answers them."""
 
 import contextlib
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -319,6 +320,7 @@ class CandidateChild:
         this code gains little by leaving the harness's work out. Returns the first
         command that is neither."""
         self._send({"prepared": True})
+        self._timed_model = model
         prepared = None
         while True:
             command = self._command()
@@ -337,17 +339,27 @@ class CandidateChild:
     def _prepare_call(self, command):
         """A call's command as the hand-over reads it, its inputs' taker and its outputs'
         views made now (the values made from the call's seed come with the call), or kept
-        from the slot's last timed call where the task host's layouts are unchanged."""
+        from the slot's last timed call where the task host's layouts are unchanged.
+        Where nothing in the call's arguments needs its seed or its data (its numbers
+        come now, beside tensors that reach the slot only inside the bracket; values made
+        in the child are laid out whole), they are put together and fed now too: the
+        bracket holds none of that work."""
         slot = command.get("slot")
         if command.get("layouts_unchanged"):
             if slot not in self._prepared_slots:
                 raise RuntimeError(f"the timed call's layouts for slot {slot} were never sent")
-            return dict(self._prepared_slots[slot], read=command.get("read"))
-        prepared = {key: command.get(key) for key in ("slot", "inputs", "output", "read")}
-        prepared["lend"] = self._lend(prepared)
-        if prepared["output"] is not None:
-            prepared["output_views"] = self._output_views(prepared["output"])
-        self._prepared_slots[slot] = prepared
+            prepared = dict(self._prepared_slots[slot], read=command.get("read"))
+        else:
+            prepared = {key: command.get(key) for key in ("slot", "inputs", "output", "read")}
+            prepared["lend"] = self._lend(prepared)
+            if prepared["output"] is not None:
+                prepared["output_views"] = self._output_views(prepared["output"])
+            self._prepared_slots[slot] = prepared
+        lend, values = prepared["lend"], _decoded(command.get("input_values"))
+        if lend is not None and lend.at_prepare and (values is not None or not lend.has_values):
+            prepared = dict(prepared, arguments=self._timed_model.feed(lend(None, self._copy, values)))
+        elif lend is not None:
+            prepared = dict(prepared, made=lend.premake())
         return prepared
 
     def _timed_call(self, model, call):
@@ -356,10 +368,10 @@ class CandidateChild:
         read = self.channel.command_read_ns  # the call's command whole, not yet decoded
         began = self._perf()
         self._copy_ns = 0
-        lend = call["lend"]
-        inputs = self._guarded("timing", lambda: model.feed(
+        lend, arguments = call["lend"], call.get("arguments")
+        inputs = arguments if arguments is not None else self._guarded("timing", lambda: model.feed(
             self.session.make_inputs(call["seed"]) if lend is None
-            else lend(call["seed"], self._copy, call.get("input_values"))))
+            else lend(call["seed"], self._copy, _decoded(call.get("input_values")), call.get("made"))))
         fed = self._perf()
         feeding_copies_ns = self._copy_ns
         out, event_ms, tail_ms, settle_ms = self._guarded(
@@ -377,13 +389,15 @@ class CandidateChild:
             self._ring()
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms,
                   # Of harness_ms, the call's inputs made here from its seed (all of them,
-                  # or for values no layout describes: handover/tree.py), or decoded from
-                  # its command and put in place (the numbers drawn from the seed,
-                  # `input_values`: a list of thousands of them decodes for milliseconds),
-                  # refunded whole as the reference's loop spends it
-                  # (timing_plan.refunded_gap); nothing where they all lie in the slot.
-                  "inputs_ms": (fed - read - feeding_copies_ns) / 1e6
-                  if lend is None or call.get("input_values") or lend.makes_inputs else 0.0}
+                  # or values no layout describes whole: handover/tree.py), or a
+                  # kernelbenchx unit's tape decoded from its command (thousands of nodes
+                  # decode for milliseconds), refunded whole as the reference's loop
+                  # spends it (timing_plan.refunded_gap). Not a few numbers that come
+                  # with the call (microseconds: the harness's own work), nor anything
+                  # put together in the preparation, nor what lies in the slot.
+                  "inputs_ms": (fed - read - feeding_copies_ns) / 1e6 if arguments is None and (
+                      lend is None or lend.makes_inputs or
+                      (call.get("input_values") and not lend.at_prepare)) else 0.0}
         if located is not None:
             # Read by the task host once this process is stopped.
             report["outputs_at"] = [address for address, _ in located]
@@ -408,6 +422,11 @@ class CandidateChild:
         report["harness_ms"] = (fed - read + handed - timed - self._copy_ns
                                 + self._perf() - synced) / 1e6 + settle_ms
         return report
+
+
+def _decoded(values):
+    """A call's values made from its seed (`input_values`), which come as JSON text."""
+    return json.loads(values) if isinstance(values, str) else values
 
 
 def run(job, buffers, device, workdir, channel):

@@ -17,7 +17,8 @@ child cannot change what the owner reads, only the bytes, and the owner copies t
 before it compares (judge.compare's chunks)."""
 
 import dataclasses
-import math
+
+from kforge_harness.handover.values import value_from_json, value_to_json
 
 # Offsets of leaves inside a buffer: kernels may assume the alignment torch's allocator
 # gives (512 bytes on CUDA).
@@ -25,20 +26,6 @@ ALIGNMENT = 512
 
 HOST = "host"
 DEVICE = "device"
-
-
-def value_to_json(value):
-    """An inline value as JSON carries it exactly: a float that is not finite (which the
-    wire writes as null, protocol.encode) as {"float": "inf"}, "-inf" or "nan"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"float": repr(value)}
-    return value
-
-
-def value_from_json(data):
-    if isinstance(data, dict):
-        return float(data["float"])
-    return data
 
 
 @dataclasses.dataclass

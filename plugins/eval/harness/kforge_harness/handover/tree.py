@@ -27,14 +27,17 @@ a tensor)."""
 import numpy as np
 import torch
 
+from kforge_harness.handover.values import value_from_json, value_to_json
+
 PLAIN = (bool, int, float, str, type(None))
 _CONTAINERS = {list: "list", tuple: "tuple", dict: "dict"}
 MADE = {"made": None}
 # A list or tuple of more plain values than this is made by the child from the seed, not
-# carried inline: a timed call's command carries its inline values, and their JSON costs
-# every call (20000 floats: 14 ms to decode on a 2-core VM). Numbers in a list hold
-# nothing a forward could change for the next call.
-MAX_INLINE_VALUES = 65536
+# carried inline: a timed call's preparation carries its inline values, decodes them and
+# puts the call's arguments together, all in Python (20000 floats: 36 ms a call on a
+# 2-core VM, whose load swings the preparations of two loops apart by more than the
+# timing's allowance). Numbers in a list hold nothing a forward could change.
+MAX_INLINE_VALUES = 1024
 
 
 class Flat:
@@ -47,8 +50,62 @@ class Flat:
         self.leaves, self.tree, self.unchecked = leaves, tree, unchecked
 
 
+def _crosses(value):
+    """Whether a plain value reaches the child as it is: text the wire would mend (a lone
+    surrogate, protocol.encode) does not."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
+def _key(value):
+    """Whether a dict key can be laid out: a plain value that crosses and finds its item
+    again (a NaN is equal to no other NaN)."""
+    return isinstance(value, PLAIN) and _crosses(value) and value == value
+
+
 def _is_leaf(value):
-    return isinstance(value, PLAIN) or isinstance(value, (torch.Tensor, np.ndarray, np.generic))
+    if isinstance(value, PLAIN):
+        return _crosses(value)
+    return isinstance(value, (torch.Tensor, np.ndarray, np.generic))
+
+
+def _memory(value):
+    """(device, first byte, end) of the storage a tensor or array leaf lies in, or None."""
+    if isinstance(value, np.ndarray):
+        low, high = np.byte_bounds(value)
+        return "cpu", low, high
+    if not isinstance(value, torch.Tensor):
+        return None
+    try:
+        storage = value.untyped_storage()
+    except AttributeError:  # torch < 2.0
+        storage = value.storage()
+    start = storage.data_ptr()
+    return str(value.device), start, start + storage.nbytes()
+
+
+def _sharing(leaves):
+    """The ids of the distinct tensor leaves whose memory overlaps another's: the slot
+    would hold them apart, and a forward may read through one what it writes through the
+    other."""
+    spans = []
+    for leaf in leaves:
+        try:
+            memory = _memory(leaf)
+        except (TypeError, RuntimeError, ValueError):
+            memory = None
+        if memory is not None and memory[2] > memory[1]:
+            spans.append((memory, id(leaf)))
+    spans.sort(key=lambda item: (item[0][0], item[0][1]))
+    shared = set()
+    for (first, first_id), (second, second_id) in zip(spans, spans[1:]):
+        if first[0] == second[0] and second[1] < first[2]:
+            shared.update((first_id, second_id))
+    return shared
 
 
 def attributes_of(value):
@@ -93,7 +150,7 @@ def parts_of(value):
     methods), its instance dictionary and its slots."""
     parts = []
     if isinstance(value, dict):
-        if all(isinstance(key, PLAIN) for key in dict.keys(value)):
+        if all(_key(key) for key in dict.keys(value)):
             parts += [("item", key, item) for key, item in dict.items(value)]
     elif isinstance(value, (list, tuple)):
         base = list if isinstance(value, list) else tuple
@@ -110,39 +167,62 @@ def parts_of(value):
 
 
 def flatten(inputs):
-    """The Flat of a forward's inputs, or None when nothing in them can cross by buffer."""
+    """The Flat of a forward's inputs, or None when nothing in them can cross by buffer.
+    A tensor given twice is one leaf, at both places (an alias kept); tensors that share
+    memory otherwise (a view of another) are made in the child, where they alias as the
+    task made them."""
+    flat = _flatten(inputs, set())
+    shared = set() if flat is None else _sharing(flat.leaves)
+    return _flatten(inputs, shared) if shared else flat
+
+
+def _flatten(inputs, shared):
     leaves = []
+    placed = {}  # id of a tensor leaf -> its index: the same tensor again is the same leaf
     inside = set()  # ids of the objects being laid out: a cycle is left to the child
     unchecked = False
 
     def node(value):
         nonlocal unchecked
         if _is_leaf(value):
-            leaves.append(value)
-            return len(leaves) - 1
+            if isinstance(value, PLAIN):
+                leaves.append(value)
+                return len(leaves) - 1
+            if id(value) in shared:
+                unchecked = True
+                return dict(MADE)
+            if id(value) not in placed:
+                leaves.append(value)
+                placed[id(value)] = len(leaves) - 1
+            return placed[id(value)]
         if id(value) in inside:
+            # A container that holds itself: the reach back in is the child's own (made
+            # from the seed), and what lies behind it is unchecked.
+            unchecked = True
             return dict(MADE)
         # Exactly these types: a subclass (a namedtuple, an OrderedDict) would come back
         # as its base, which a forward may tell apart.
         kind = _CONTAINERS.get(type(value))
         inside.add(id(value))
         try:
-            if kind == "dict" and all(isinstance(key, PLAIN) for key in value):
-                return {kind: [[key, node(item)] for key, item in value.items()]}
+            if kind == "dict" and all(_key(key) for key in value):
+                return {kind: [[value_to_json(key), node(item)] for key, item in value.items()]}
             if kind in ("list", "tuple"):
                 if len(value) > MAX_INLINE_VALUES and all(isinstance(item, PLAIN) for item in value):
                     return dict(MADE)
                 return {kind: [node(item) for item in value]}
-            unchecked = True
             made = dict(MADE)
             first = len(leaves)
-            laid = [[how, key, node(part)] for how, key, part in parts_of(value)]
+            laid = [[how, value_to_json(key), node(part)] for how, key, part in parts_of(value)]
             if any(not isinstance(leaf, PLAIN) for leaf in leaves[first:]):
                 made["parts"] = [part for part in laid if part[2] != MADE]
+                if _held_in_parts(value) and all(_whole(part[2]) for part in laid):
+                    made["whole"] = True
             else:
                 # No tensor in it: the value is the child's as made (a kernelbenchx test
                 # run's seed stays in it).
                 del leaves[first:]
+            unchecked = unchecked or not made.get("whole")
             return made
         finally:
             inside.discard(id(value))
@@ -150,25 +230,61 @@ def flatten(inputs):
     tree = [node(value) for value in inputs]
     if inputs and not leaves:
         return None
-    if all(isinstance(item, int) for item in tree):
+    if tree == list(range(len(leaves))):
         tree = None
     return Flat(leaves, tree, unchecked)
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+
+
+def _held_in_parts(value):
+    """Whether all a value holds is in its parts (parts_of): an instance of a class
+    defined in Python over object, list, tuple or dict, whose state no C code keeps."""
+    cls = type(value)
+    if not cls.__flags__ & _HEAPTYPE:
+        return False
+    base = next(klass for klass in cls.__mro__ if not klass.__flags__ & _HEAPTYPE)
+    return base in (object, list, tuple, dict)
+
+
+def _whole(node):
+    """Whether a node is laid out whole: leaves, containers of them, and made values
+    whose every part is laid out ("whole")."""
+    if isinstance(node, int):
+        return True
+    if "made" in node:
+        return bool(node.get("whole"))
+    return all(_whole(child) for _, child in _children(node))
 
 
 def _children(node):
     """(key, child) of a node that holds others: positions for a list or tuple, keys for
     a dict, (how, key) for a made value's parts."""
     if "made" in node:
-        return [((how, key), child) for how, key, child in node.get("parts", ())]
+        return [((how, value_from_json(key)), child) for how, key, child in node.get("parts", ())]
     (kind, items), = node.items()
-    return [(item[0], item[1]) for item in items] if kind == "dict" else list(enumerate(items))
+    if kind == "dict":
+        return [(value_from_json(item[0]), item[1]) for item in items]
+    return list(enumerate(items))
+
+
+def _any(tree, wanted):
+    def has(node):
+        return not isinstance(node, int) and (wanted(node) or any(has(child) for _, child in _children(node)))
+    return tree is not None and any(has(node) for node in tree)
 
 
 def makes(tree):
-    """Whether the child must make the call's inputs from its seed (a "made" node)."""
-    def has(node):
-        return not isinstance(node, int) and ("made" in node or any(has(child) for _, child in _children(node)))
-    return tree is not None and any(has(node) for node in tree)
+    """Whether the child must make the call's inputs from its seed: a made value that is
+    not laid out whole holds what only that seed gives."""
+    return _any(tree, lambda node: "made" in node and not node.get("whole"))
+
+
+def makes_any(tree):
+    """Whether the child makes values at all (whole ones: from any seed, ahead of the
+    call, their parts then written over)."""
+    return _any(tree, lambda node: "made" in node)
 
 
 def rebuild(tree, leaves, made=None):
@@ -217,25 +333,6 @@ def _written(value, parts, build):
             slot = _slot(type(value), key)
             slot.__set__(value, build(child, slot.__get__(value, type(value))))
     return value
-
-
-def leaves_of(tree, inputs):
-    """The flat leaves that belong to the top-level inputs at positions `inputs` (those
-    the reference's own forward changes, which a candidate's may change too)."""
-    if tree is None:
-        return set(inputs)
-    found = set()
-
-    def collect(node):
-        if isinstance(node, int):
-            found.add(node)
-        else:
-            for _, child in _children(node):
-                collect(child)
-    for position in inputs:
-        if position < len(tree):
-            collect(tree[position])
-    return found
 
 
 def where(tree, leaf):

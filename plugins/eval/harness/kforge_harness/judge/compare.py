@@ -869,19 +869,40 @@ class _Information:
         return text + ")"
 
 
-def perturbed(value, seed):
+def perturbed(value, seed, done=None):
     """An input moved by about an ulp per element, for OutputInformation's rounding noise:
     floating-point tensors and NumPy arrays are multiplied element by element by
     1 +/- eps of their dtype (signs drawn from `seed`, on the tensor's device), which
     changes every element by one or two ulps, keeps zeros and signs, and changes every
     rounding downstream as a computation in another order would. Anything else (integers,
-    bools, Python numbers, containers' other items) is returned as it is; lists and
-    tuples are perturbed item by item."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(perturbed(item, seed + index) for index, item in enumerate(value))
+    bools, Python numbers, other values' parts) is returned as it is; plain lists, tuples
+    and dicts are perturbed item by item, and a tensor met twice is moved once, at both
+    places (an alias kept)."""
+    done = {} if done is None else done
+    if id(value) in done:  # met before: an alias, or a container that holds itself
+        return done[id(value)][1]
+    if type(value) is list:
+        moved = []
+        done[id(value)] = (value, moved)
+        moved.extend(perturbed(item, seed + index, done) for index, item in enumerate(value))
+        return moved
+    if type(value) is dict:
+        moved = {}
+        done[id(value)] = (value, moved)
+        moved.update((key, perturbed(item, seed + index, done)) for index, (key, item) in enumerate(value.items()))
+        return moved
+    if type(value) is tuple:
+        return tuple(perturbed(item, seed + index, done) for index, item in enumerate(value))
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        done[id(value)] = (value, _perturbed_leaf(value, seed))
+        return done[id(value)][1]
+    return value
+
+
+def _perturbed_leaf(value, seed):
     if isinstance(value, np.ndarray) and (np.issubdtype(value.dtype, np.floating)
                                           or np.issubdtype(value.dtype, np.complexfloating)):
-        tensor = perturbed(torch.from_numpy(np.ascontiguousarray(value)), seed)
+        tensor = _perturbed_leaf(torch.from_numpy(np.ascontiguousarray(value)), seed)
         return tensor.numpy().astype(value.dtype, copy=False)
     if not isinstance(value, torch.Tensor) or not (value.is_floating_point() or value.is_complex()):
         return value

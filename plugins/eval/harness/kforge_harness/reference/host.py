@@ -84,6 +84,9 @@ INPUT_SLOTS = 2
 # a call's inputs cross the device's memory twice less (for level 1's matrix-vector
 # task, 8 GiB of inputs a call).
 MAX_TENSORS_KEPT = 16
+# A timed call's numbers made from its seed, when there are more than this many beside
+# tensors, come with its preparation rather than with the call (`open`).
+VALUES_AT_PREPARE = 64
 # Larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB): writing it evicts the
 # inputs and weights an earlier call left in the cache.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -170,7 +173,9 @@ class Host:
         self.weights_layout = None
         self.weights_values = []
         self.handover_kind = None
-        self.mutated = set()  # input positions the reference's own forward changes
+        # The inputs' leaves (as they cross by buffer: handover/tree.py) the reference's
+        # own forward changes, which a candidate's may change too.
+        self.mutated = set()
         self.plans = {}  # rule key -> varied trials
         self.leaf_facts = {}  # rule key -> per output leaf, compare's facts (centre, noise)
         self.uninformed = None  # why the last plan found no information, if it did not
@@ -383,10 +388,6 @@ class Host:
         """The leaves of inputs that cross by buffer, in their layout's order."""
         return tree.flatten(inputs).leaves
 
-    def _mutated_leaves(self, layout):
-        """The leaves of `layout` the reference's own forward changes."""
-        return tree.leaves_of(layout.tree, self.mutated)
-
     @staticmethod
     def output_layout(tensors):
         return handover.Layout.pack(
@@ -517,7 +518,24 @@ class Host:
             return {"inputs": described, "output": output_layout.to_json() if output_layout.leaves else None,
                     "host_ms": (time.perf_counter() - started) * 1e3}
         described, values = self._seeded_apart(described, layout)
-        filled = {"input_values": values} if values is not None else {}
+        # As JSON text, made here (in host_ms): the server relays one string, and the
+        # round trip it measures as the machine's load (exchange_now) holds no encoding
+        # or decoding of thousands of numbers (20000: about 23 ms).
+        filled = {"input_values": protocol.encode(values).rstrip("\n")} if values is not None else {}
+        if values is not None and not self.session.replays_calls and len(values) > VALUES_AT_PREPARE \
+                and any(leaf.kind == "tensor" for leaf in layout.leaves):
+            # Many numbers beside tensors: sent with the preparation, the child decodes
+            # them and puts the call's arguments together there, and no loop of the
+            # candidate's gains by skipping that work (red team 18: 20000 numbers decoded
+            # in the bracket and refunded whole, a loop that read one of them, 21x). No
+            # call can be computed from them before its tensors reach the slot; work on
+            # the numbers alone moved there is the preparation's, timed and charged
+            # beyond the reference's and its allowance (timing_plan.Loop.seen). A few
+            # numbers go with the call: decoding them costs microseconds, and known
+            # early, the part of a forward they alone decide could be computed in the
+            # preparation (red team 12: a random scalar's wave, 14.9x before that
+            # preparation was timed).
+            filled["values_at_prepare"] = True
         # The output layout is made once per reference record (Session.timed_output): the
         # same object while the record is.
         if request.get("known") and session.sent_layouts.get(slot) == (described, output_layout):
@@ -557,7 +575,7 @@ class Host:
             return None
         layout = session.layouts[slot]
         views = handover.views(session.inputs[slot], layout, arrays=False)
-        changed = buffers.changed_inputs(views, session.digests[slot], self._mutated_leaves(layout))
+        changed = buffers.changed_inputs(views, session.digests[slot], self.mutated)
         return buffers.inputs_verdict(label, changed, False, layout.tree)
 
     def _candidate_leaves(self, session, taken=False):
@@ -681,7 +699,7 @@ class Host:
             layout = session.layouts[slot]
             views = handover.views(session.inputs[slot], layout, arrays=False)
             verdict = buffers.inputs_verdict(label, buffers.differing(
-                views, self._leaves(inputs), self._mutated_leaves(layout)), True, layout.tree)
+                views, self._leaves(inputs), self.mutated), True, layout.tree)
             if verdict is not None:
                 return verdict
         tensors, _ = self._forward(request["seed"], None, inputs, observed=False)

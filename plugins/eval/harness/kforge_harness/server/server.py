@@ -1295,10 +1295,14 @@ class Server:
         # Values made from the call's seed (a number among its inputs, a kernelbenchx
         # unit's calls) are the call's inputs themselves: the task host keeps them out
         # of the description (`input_values`), and they go with the call, inside its
-        # bracket.
-        loop.call_inputs = {"input_values": result["input_values"]} if "input_values" in result else {}
+        # bracket, unless they lie beside tensors that reach the slot only then
+        # (`values_at_prepare`, host.py): then with the preparation.
+        values = {"input_values": result["input_values"]} if "input_values" in result else {}
+        loop.call_inputs = {} if result.get("values_at_prepare") else values
         self._thaw(job)
         prepare = {"prepare": call, "slot": call % 2, "read": loop.read_from is not None}
+        if result.get("values_at_prepare"):
+            prepare.update(values)
         if result.get("layouts_unchanged"):
             prepare["layouts_unchanged"] = True
         else:

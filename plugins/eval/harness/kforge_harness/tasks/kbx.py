@@ -371,13 +371,16 @@ class KbxSession(TaskSession):
         layout = handover.Layout.from_json(described["layout"])
         views = handover.views(mapping, layout, arrays=False)
 
-        def take(seed, copy, calls=None):
+        def take(seed, copy, calls=None, made=None):
             unit = kbx_calls.LentUnit(views, layout, described["calls"] if calls is None else calls,
                                       self.torch_device)
             unit.fill(copy)
             seed_everything(seed)
             return unit
-        take.makes_inputs = False  # the unit's arguments come from the slot and the tape
+        # The unit's arguments come from the slot and the tape, copied and seeded with
+        # the call's seed inside its bracket.
+        take.makes_inputs, take.at_prepare, take.has_values = False, False, True
+        take.premake = lambda: None
         return take
 
     def output_leaves(self, out):

@@ -49,26 +49,50 @@ def _seeded_backends():
     return tuple(found)
 
 
+# The seed values laid out whole are made from ahead of a call (TaskSession.lend_inputs):
+# the job's own seeds are its secret, and this one tells nothing of them.
+PUBLIC_SEED = 0
+
+
 def to_torch(obj, device=None):
     """`obj` with NumPy arrays turned into tensors (copies: the arrays stay untouched)
-    and every tensor moved to `device`."""
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(to_torch(item, device) for item in obj)
-    if isinstance(obj, np.ndarray):
-        obj = torch.from_numpy(obj.copy())
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device) if device is not None else obj
+    and every tensor moved to `device`, inside plain lists and tuples; a value met twice
+    becomes one tensor, at both places (an alias kept)."""
+    def change(leaf):
+        tensor = torch.from_numpy(leaf.copy()) if isinstance(leaf, np.ndarray) else leaf
+        return tensor.to(device) if device is not None else tensor
+    return _mapped(obj, change, lambda leaf: isinstance(leaf, (np.ndarray, torch.Tensor)), dicts=False)
+
+
+def _mapped(obj, change, changes, dicts=True, done=None):
+    """`obj` with change(leaf) for every leaf where changes(leaf), inside plain lists and
+    tuples (and dicts, with `dicts`), anew; a leaf or a container met twice is changed
+    once and kept at both places (an alias, a list that holds itself)."""
+    done = {} if done is None else done
+    if id(obj) in done:
+        return done[id(obj)][1]
+    if type(obj) is list:
+        made = []
+        done[id(obj)] = (obj, made)
+        made.extend(_mapped(item, change, changes, dicts, done) for item in obj)
+        return made
+    if type(obj) is dict and dicts:
+        made = {}
+        done[id(obj)] = (obj, made)
+        made.update((key, _mapped(item, change, changes, dicts, done)) for key, item in obj.items())
+        return made
+    if type(obj) is tuple:
+        return tuple(_mapped(item, change, changes, dicts, done) for item in obj)
+    if changes(obj):
+        done[id(obj)] = (obj, change(obj))
+        return done[id(obj)][1]
     return obj
 
 
 def as_torch_view(obj):
     """Tensors over the same memory as the NumPy arrays in `obj` (no copy): lets the
     anti-cheat observations treat NumPy and torch values alike."""
-    if isinstance(obj, (list, tuple)):
-        return [as_torch_view(item) for item in obj]
-    if isinstance(obj, np.ndarray):
-        return torch.from_numpy(obj)
-    return obj
+    return _mapped(obj, torch.from_numpy, lambda leaf: isinstance(leaf, np.ndarray), dicts=False)
 
 
 def warm_up(device):
@@ -257,9 +281,14 @@ class TaskSession:
         layout = handover.Layout.from_json(described)
         views = handover.views(mapping, layout)
         places = [i for i, leaf in enumerate(layout.leaves) if leaf.kind == "value"]
-        makes = tree.makes(layout.tree)
+        makes, makes_any = tree.makes(layout.tree), tree.makes_any(layout.tree)
 
-        def take(seed, copy, values=None):
+        def premake():
+            """The values laid out whole, made ahead of the call from a seed everyone
+            knows (their parts are all written over), or None."""
+            return self.make_inputs(PUBLIC_SEED) if makes_any and not makes else None
+
+        def take(seed, copy, values=None, made=None):
             taken = views
             if values is not None:
                 if len(values) != len(places):
@@ -269,8 +298,16 @@ class TaskSession:
                     taken[place] = handover.value_from_json(value)
             if layout.tree is None:
                 return taken
-            return tree.rebuild(layout.tree, taken, self.make_inputs(seed) if makes else None)
-        take.makes_inputs = makes
+            # Any made value not laid out whole needs the call's own seed.
+            if makes:
+                made = self.make_inputs(seed)
+            elif made is None:
+                made = premake()
+            return tree.rebuild(layout.tree, taken, made)
+        take.makes_inputs, take.premake = makes, premake
+        # Whether the arguments can be put together while the call is prepared (with its
+        # numbers, where it has any): nothing in them needs the call's seed or its data.
+        take.at_prepare, take.has_values = not makes, bool(places)
         return take
 
     def output_leaves(self, out):
@@ -323,7 +360,7 @@ class TaskSession:
         seed_everything(seed)
         inputs = list(self.with_default_device(self.module.get_inputs))
         if transform is not None:
-            inputs = [_scaled(value, *transform) for value in inputs]
+            inputs = _mapped(inputs, lambda leaf: _scaled(leaf, *transform), _floating)
         return inputs if self.numpy_task else to_torch(inputs, self.torch_device)
 
     def forward(self, side, inputs, seed):
@@ -348,12 +385,14 @@ class TaskSession:
         self.device.synchronize(torch)
 
 
+def _floating(value):
+    return ((isinstance(value, torch.Tensor) and value.is_floating_point()) or
+            (isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating)))
+
+
 def _scaled(value, scale, shift):
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value * scale + shift
-    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
-        return (value * scale + shift).astype(value.dtype)
-    return value
+    scaled = value * scale + shift
+    return scaled.astype(value.dtype) if isinstance(value, np.ndarray) else scaled
 
 
 def weight_tensors(model):

@@ -164,14 +164,16 @@ class Loop:
         plus what this loop's preparations took beyond the reference's (their medians,
         less the noise of both and the gap bound's allowance for load: a preparation is a
         round trip and a freeze, which load lengthens, and work there can use nothing of
-        the call's inputs), the same for every call."""
+        the call's inputs), the same for every call. Load lengthens a long preparation (a
+        call's numbers decoded and put together there) in proportion: the allowance
+        holds `max_gap_share` of the reference's preparation too."""
         seen = [w - x for w, x in zip(self.timed(self.wall_ms), self.timed(self.exchange_ms))]
         if reference is None:
             return seen
         preparations = self.timed(self.prepare_ms)
         noise = 3 * (reference["prepare_mad"] + mad(preparations)) / math.sqrt(max(1, len(preparations)))
-        allowance = (float(self.timing["max_wall_gap_ms"]) +
-                     float(self.timing["max_gap_share"]) * reference["summary"]["ms"])
+        allowance = (float(self.timing["max_wall_gap_ms"]) + float(self.timing["max_gap_share"]) *
+                     (reference["summary"]["ms"] + reference["prepare_ms"]))
         beyond = max(0.0, statistics.median(preparations) - reference["prepare_ms"] - noise - allowance)
         return [s + beyond for s in seen]
 

@@ -1,6 +1,7 @@
 """The control of held_lean_liar: the same loop of its own (nothing made, x the
 slot's view, scale the command's number, one output kept), its report's event time as
 measured."""
+import json
 import time
 
 import torch
@@ -31,7 +32,8 @@ def _lean_loop(self, model):
             return command
         began = time.perf_counter()
         x = _views[slot][0]
-        scale = handover.value_from_json(command["input_values"][0])
+        # The call's numbers come as JSON text (a few of them: with the call).
+        scale = handover.value_from_json(json.loads(command["input_values"])[0])
         out = _kept.get("out")
         if out is None:
             out = _kept["out"] = torch.empty_like(x)

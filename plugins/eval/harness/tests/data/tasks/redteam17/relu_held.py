@@ -20,7 +20,7 @@ class Model(nn.Module):
         return torch.relu(held.x) * held.scale
 
 
-rows = 256
+rows = 1024
 cols = 4096
 
 
