@@ -389,15 +389,15 @@ class CandidateChild:
             self._ring()
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms,
                   # Of harness_ms, the call's inputs made here from its seed (all of them,
-                  # or values no layout describes whole: handover/tree.py), or a
-                  # kernelbenchx unit's tape decoded from its command (thousands of nodes
-                  # decode for milliseconds), refunded whole as the reference's loop
-                  # spends it (timing_plan.refunded_gap). Not a few numbers that come
-                  # with the call (microseconds: the harness's own work), nor anything
-                  # put together in the preparation, nor what lies in the slot.
-                  "inputs_ms": (fed - read - feeding_copies_ns) / 1e6 if arguments is None and (
-                      lend is None or lend.makes_inputs or
-                      (call.get("input_values") and not lend.at_prepare)) else 0.0}
+                  # or values no layout describes whole: handover/tree.py), refunded
+                  # whole as the reference's loop spends it (timing_plan.refunded_gap).
+                  # Not what the call's command carries (a few numbers, a kernelbenchx
+                  # unit's tape), which a loop of its own can leave undecoded (red team
+                  # 16's, drawing the unit's arguments again from the seed: 25.7x once
+                  # that decoding was refunded), nor anything put together in the
+                  # preparation, nor what lies in the slot.
+                  "inputs_ms": (fed - read - feeding_copies_ns) / 1e6
+                  if arguments is None and (lend is None or lend.makes_inputs) else 0.0}
         if located is not None:
             # Read by the task host once this process is stopped.
             report["outputs_at"] = [address for address, _ in located]
