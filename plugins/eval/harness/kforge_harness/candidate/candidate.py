@@ -320,7 +320,6 @@ class CandidateChild:
         this code gains little by leaving the harness's work out. Returns the first
         command that is neither."""
         self._send({"prepared": True})
-        self._timed_model = model
         prepared = None
         while True:
             command = self._command()
@@ -342,8 +341,9 @@ class CandidateChild:
         from the slot's last timed call where the task host's layouts are unchanged.
         Where nothing in the call's arguments needs its seed or its data (its numbers
         come now, beside tensors that reach the slot only inside the bracket; values made
-        in the child are laid out whole), they are put together and fed now too: the
-        bracket holds none of that work."""
+        in the child are laid out whole), they are put together now too. They are fed
+        inside the bracket: a side that takes tensors where the task makes NumPy arrays
+        copies them there, and the slot holds the call's data only then."""
         slot = command.get("slot")
         if command.get("layouts_unchanged"):
             if slot not in self._prepared_slots:
@@ -357,7 +357,7 @@ class CandidateChild:
             self._prepared_slots[slot] = prepared
         lend, values = prepared["lend"], _decoded(command.get("input_values"))
         if lend is not None and lend.at_prepare and (values is not None or not lend.has_values):
-            prepared = dict(prepared, arguments=self._timed_model.feed(lend(None, self._copy, values)))
+            prepared = dict(prepared, arguments=lend(None, self._copy, values))
         elif lend is not None:
             prepared = dict(prepared, made=lend.premake())
         return prepared
@@ -369,8 +369,9 @@ class CandidateChild:
         began = self._perf()
         self._copy_ns = 0
         lend, arguments = call["lend"], call.get("arguments")
-        inputs = arguments if arguments is not None else self._guarded("timing", lambda: model.feed(
-            self.session.make_inputs(call["seed"]) if lend is None
+        inputs = self._guarded("timing", lambda: model.feed(
+            arguments if arguments is not None
+            else self.session.make_inputs(call["seed"]) if lend is None
             else lend(call["seed"], self._copy, _decoded(call.get("input_values")), call.get("made"))))
         fed = self._perf()
         feeding_copies_ns = self._copy_ns
