@@ -1,6 +1,9 @@
 """The anti-cheat registry and the checks the task host makes on the buffers it lends
 (anticheat/buffers.py): each observes bytes the host owns and says what it concludes."""
 
+import os
+import subprocess
+import sys
 import unittest
 
 import torch
@@ -12,7 +15,6 @@ from kforge_harness.handover.host import HostMapping
 
 class RegistryTest(unittest.TestCase):
     def test_every_check_says_where_what_and_how_and_lives_in_the_folder(self):
-        import os
         folder = os.path.dirname(anticheat.__file__)
         names = [check.name for check in anticheat.CHECKS]
         self.assertEqual(len(names), len(set(names)))
@@ -61,3 +63,38 @@ class BufferChecksTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GuardCostTest(unittest.TestCase):
+    """The runtime guards' audit hook runs in the candidate's process only, around the
+    harness's work in a call's bracket too: that work must not cost more there than in
+    the reference's child (red team 17's list of 20000 numbers, fed 2.5x slower beside
+    the hook, charged an honest candidate 31 ms a call)."""
+
+    def test_an_event_the_hook_lets_through_at_once_is_never_judged(self):
+        from kforge_harness.anticheat import guards
+        state = guards._State("python", "/nonexistent/candidate.py", "/nonexistent/work")
+        # The module's own copy has no _getframe (install() binds it privately): judging
+        # any of these would fail on it, so None means "not judged at all".
+        for event, args in [("builtins.id", (1,)), ("os.listdir", (".",)), ("import", ("x",)),
+                            ("socket.connect", ()), ("os.chdir", ("/",)), ("sys.excepthook", ()),
+                            ("object.__delattr__", (object(), "x")), ("ctypes.seh_exception", ())]:
+            with self.subTest(event=event):
+                self.assertNotIn(event, guards._JUDGED)
+                self.assertIsNone(guards._refused(state, event, args))
+        for event in guards._ACTIONS:
+            self.assertIn(event, guards._JUDGED)
+
+    def test_numbers_kept_as_they_are_cost_no_audited_event(self):
+        # A hook cannot be removed: counted in a process of its own.
+        code = ("import sys, torch\n"
+                "from kforge_harness.tasks import runner\n"
+                "inputs = [torch.ones(4), [0.5] * 20000, {'k': [1.0] * 100}]\n"
+                "seen = []\n"
+                "sys.addaudithook(lambda event, args: seen.append(event) if event == 'builtins.id' else None)\n"
+                "runner.to_torch(inputs, torch.device('cpu'))\n"
+                "print(len(seen))\n")
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        done = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True,
+                              timeout=120, check=True)
+        self.assertLess(int(done.stdout.strip()), 20, done.stdout)

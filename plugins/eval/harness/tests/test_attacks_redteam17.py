@@ -132,7 +132,10 @@ class InputsMutatedInPlaceTest(_Timed):
         call's inputs, refunded whole (inputs_ms), not the harness's own work (refunded
         up to max_harness_refund_ms). Inline, they were decoded in the bracket (14 ms on
         this VM against a 0.5 ms forward), then in the preparation (36 ms, which load
-        swung between loops by more than the timing's allowance)."""
+        swung between loops by more than the timing's allowance). Then the harness's
+        own walk over the made list cost 2.5x in the candidate's process what it cost in
+        the reference's (every id() an audited event the runtime guards' hook heard:
+        charged 31 ms a call in CI); runner._mapped calls id() on no number since."""
         response = _ask(self.server, "redteam16/listarg_honest", task="redteam17/relu_manyscales",
                         timing={"enabled": True})
         self.assertEqual(response["status"], "pass", response)
@@ -142,13 +145,18 @@ class InputsMutatedInPlaceTest(_Timed):
 
     def test_a_thousand_numbers_in_a_list_are_not_charged(self):
         """1000 numbers: inline, with the call's preparation (host.py values_at_prepare),
-        decoded and put together there; the bracket holds nothing of them."""
+        decoded and put together there; the bracket holds nothing of them. Their
+        decoding costs a fraction of a millisecond, less than the two loops' noise on
+        this task (its forward 15 to 23 ms on a loaded 2-core VM, the honest charge 0 to
+        2.7 ms: charged() raises a candidate up to the reference's median within that
+        noise): here an honest control, charged at most a quarter of the forward. Red
+        team 18's lean loop that skips the decoding gains nothing (test_attacks_redteam18 DecodedValuesRefundTest)."""
         response = _ask(self.server, "redteam16/listarg_honest", task="redteam18/relu_kscales",
                         timing={"enabled": True})
         self.assertEqual(response["status"], "pass", response)
         metrics = response["metrics"]
         self.assertEqual(metrics["reference_inputs_ms"], 0.0, metrics)
-        self.assertLess(metrics["timing_charged_ms"], 0.5, metrics)
+        self.assertLess(metrics["timing_charged_ms"], metrics["reference_ms"] / 4, metrics)
 
     def test_inputs_beside_an_object_changed_in_place_are_caught(self):
         """The object is made in the child from the seed (a "made" node); x beside it

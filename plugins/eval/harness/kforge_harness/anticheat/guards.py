@@ -238,7 +238,18 @@ def _refused(state, event, args):
     return f"{what} ({event}, from {where.rsplit('/', 1)[-1] or 'a thread of its own'})"
 
 
+# Every event _refused() may judge; the hook returns at once on any other. Python audits
+# far more than it judges here (builtins.id on every id(), for one), and the hook runs for
+# each of them in the candidate's process, around the harness's work in a call's bracket
+# as around the candidate's: that work must cost there what it costs in the reference's
+# child, which has no hook.
+_JUDGED = frozenset(_ACTIONS) | {"object.__getattr__", "object.__setattr__", "open"}
+_JUDGED_PREFIXES = ("os.exec", "os.spawn")
+
+
 def _hook(event, args):
+    if event not in _JUDGED and not event.startswith(_JUDGED_PREFIXES):
+        return
     state = _state
     if state is None or getattr(state.local, "busy", False):
         return

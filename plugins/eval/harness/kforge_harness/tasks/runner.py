@@ -67,26 +67,31 @@ def to_torch(obj, device=None):
 def _mapped(obj, change, changes, dicts=True, done=None):
     """`obj` with change(leaf) for every leaf where changes(leaf), inside plain lists and
     tuples (and dicts, with `dicts`), anew; a leaf or a container met twice is changed
-    once and kept at both places (an alias, a list that holds itself)."""
+    once and kept at both places (an alias, a list that holds itself). Only lists, dicts
+    and changed leaves are remembered: a leaf kept as it is (a number among thousands)
+    costs no id(), an audited event that the candidate's child's guard hears
+    (anticheat/guards.py), which made a list of 20000 numbers 8x slower to feed there
+    than in the reference's child."""
     done = {} if done is None else done
+    kind = type(obj)
+    if kind is tuple:
+        return tuple(_mapped(item, change, changes, dicts, done) for item in obj)
+    if kind is not list and not (kind is dict and dicts) and not changes(obj):
+        return obj
     if id(obj) in done:
         return done[id(obj)][1]
-    if type(obj) is list:
+    if kind is list:
         made = []
         done[id(obj)] = (obj, made)
         made.extend(_mapped(item, change, changes, dicts, done) for item in obj)
         return made
-    if type(obj) is dict and dicts:
+    if kind is dict:
         made = {}
         done[id(obj)] = (obj, made)
         made.update((key, _mapped(item, change, changes, dicts, done)) for key, item in obj.items())
         return made
-    if type(obj) is tuple:
-        return tuple(_mapped(item, change, changes, dicts, done) for item in obj)
-    if changes(obj):
-        done[id(obj)] = (obj, change(obj))
-        return done[id(obj)][1]
-    return obj
+    done[id(obj)] = (obj, change(obj))
+    return done[id(obj)][1]
 
 
 def as_torch_view(obj):
