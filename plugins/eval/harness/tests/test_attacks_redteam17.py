@@ -144,13 +144,14 @@ class InputsMutatedInPlaceTest(_Timed):
         self.assertLess(metrics["timing_charged_ms"], metrics["reference_inputs_ms"] / 2, metrics)
 
     def test_a_thousand_numbers_in_a_list_are_not_charged(self):
-        """1000 numbers: inline, with the call's preparation (host.py values_at_prepare),
-        decoded and put together there; the bracket holds nothing of them. Their
-        decoding costs a fraction of a millisecond, less than the two loops' noise on
-        this task (its forward 15 to 23 ms on a loaded 2-core VM, the honest charge 0 to
-        2.7 ms: charged() raises a candidate up to the reference's median within that
-        noise): here an honest control, charged at most a quarter of the forward. Red
-        team 18's lean loop that skips the decoding gains nothing (test_attacks_redteam18 DecodedValuesRefundTest)."""
+        """1000 numbers: inline, with the call, decoded and put back in the bracket as
+        the harness's own work (not inputs_ms: nothing is made from the seed), refunded
+        up to max_harness_refund_ms. Their decoding costs about 0.3 ms, less than the two
+        loops' noise on this task (its forward 15 to 23 ms on a loaded 2-core VM, the
+        honest charge 0 to 2.7 ms: charged() raises a candidate up to the reference's
+        median within that noise): here an honest control, charged at most a quarter of
+        the forward. Red team 18's lean loop that skips the decoding gains nothing
+        (test_attacks_redteam18 DecodedValuesRefundTest)."""
         response = _ask(self.server, "redteam16/listarg_honest", task="redteam18/relu_kscales",
                         timing={"enabled": True})
         self.assertEqual(response["status"], "pass", response)

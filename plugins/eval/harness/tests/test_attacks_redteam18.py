@@ -36,7 +36,10 @@ After the fixes (main, the same VM):
   had, the lean kernel is 3.7x faster honestly: it allocates nothing. Not kept.)
 - scales_lean_liar (now on relu_kscales, 1000 numbers; longer lists are made in the
   child): 1.0 and no gain over its control (3.22 against 3.06 / 3.51 ms): the numbers
-  come with the preparation (host.py values_at_prepare).
+  came with the preparation then. They come with the call again since (known in the
+  preparation, a forward computed from them alone could be computed there, within the
+  preparation's allowance), their decoding the harness's own work in the bracket,
+  refunded up to max_harness_refund_ms.
 - counted_inplace: cheat_detected, "changed input #0[1] in place" (the reference's
   changes told leaf by leaf).
 - aliased_honest: passes, timed and untimed (a tensor given twice is one leaf).
@@ -53,10 +56,24 @@ from tests.test_attacks_redteam12 import assert_no_gain_over
 HELD = "redteam17/relu_held"  # Held(x, scale): made in the child, every part laid out
 
 
+# Candidates made of an attack's file by replacing one line of its code: its control (the
+# same loop reporting its time as measured) and a slow kernel in the same loop.
+VARIANTS = {
+    "redteam18/held_lean_honest": ("redteam18/held_lean_liar", "LIE_MS = 0.02", "LIE_MS = None"),
+    "redteam18/held_slow_liar": ("redteam18/held_lean_liar", "REPEAT = 1", "REPEAT = 16"),
+    "redteam18/scales_lean_honest": ("redteam18/scales_lean_liar", "LIE_MS = 0.02", "LIE_MS = None"),
+}
+
+
 def _ask(server, candidate, task=HELD, timing=None, trials=2):
     options = {"trials": trials, "timing": {"enabled": bool(timing), **(timing or {})}}
-    request = client.request(candidate.replace("/", "_"), "run", task, candidate, language="python",
+    file, line, replacement = VARIANTS.get(candidate, (candidate, None, None))
+    request = client.request(candidate.replace("/", "_"), "run", task, file, language="python",
                              limits={"timeout_s": 300}, options=options)
+    if line is not None:
+        code = request["candidate"]["code"]
+        assert line in code, (file, line)
+        request["candidate"]["code"] = code.replace(line, replacement)
     response = server.ask(request, timeout=900)[candidate.replace("/", "_")]
     show(candidate, task, response)
     return response
@@ -80,10 +97,10 @@ class MadeInputsRefundTest(_Timed):
 class DecodedValuesRefundTest(_Timed):
     """Numbers drawn with x cross inline (1000 of them: redteam18/relu_kscales; longer
     lists are made in the child since). In every timed call's command, the reference's
-    child decoded them all in the bracket (inputs_ms, refunded whole); they come with the
-    preparation since (host.py values_at_prepare). A loop of its own that reads the one
-    number the forward uses out of the line's bytes, its report cut to 0.02 ms, must
-    gain nothing over the same loop reporting honestly."""
+    child decodes them all in the bracket: once refunded whole (inputs_ms), the harness's
+    own work since, refunded up to max_harness_refund_ms. A loop of its own that reads
+    the one number the forward uses out of the line's bytes, its report cut to 0.02 ms,
+    must gain nothing over the same loop reporting honestly."""
 
     def test_lean_loop_skipping_the_decoding_gains_nothing(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, task="redteam18/relu_kscales",

@@ -339,9 +339,9 @@ class CandidateChild:
         """A call's command as the hand-over reads it, its inputs' taker and its outputs'
         views made now (the values made from the call's seed come with the call), or kept
         from the slot's last timed call where the task host's layouts are unchanged.
-        Where nothing in the call's arguments needs its seed or its data (its numbers
-        come now, beside tensors that reach the slot only inside the bracket; values made
-        in the child are laid out whole), they are put together now too. They are fed
+        Where nothing in the call's arguments needs its seed or its data (tensors that
+        reach the slot only inside the bracket, values made in the child laid out whole,
+        no number made from the seed), they are put together now too. They are fed
         inside the bracket: a side that takes tensors where the task makes NumPy arrays
         copies them there, and the slot holds the call's data only then."""
         slot = command.get("slot")
@@ -355,9 +355,9 @@ class CandidateChild:
             if prepared["output"] is not None:
                 prepared["output_views"] = self._output_views(prepared["output"])
             self._prepared_slots[slot] = prepared
-        lend, values = prepared["lend"], _decoded(command.get("input_values"))
-        if lend is not None and lend.at_prepare and (values is not None or not lend.has_values):
-            prepared = dict(prepared, arguments=lend(None, self._copy, values))
+        lend = prepared["lend"]
+        if lend is not None and lend.at_prepare:
+            prepared = dict(prepared, arguments=lend(None, self._copy))
         elif lend is not None:
             prepared = dict(prepared, made=lend.premake())
         return prepared

@@ -84,9 +84,6 @@ INPUT_SLOTS = 2
 # a call's inputs cross the device's memory twice less (for level 1's matrix-vector
 # task, 8 GiB of inputs a call).
 MAX_TENSORS_KEPT = 16
-# A timed call's numbers made from its seed, when there are more than this many beside
-# tensors, come with its preparation rather than with the call (`open`).
-VALUES_AT_PREPARE = 64
 # Larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB): writing it evicts the
 # inputs and weights an earlier call left in the cache.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -522,20 +519,6 @@ class Host:
         # round trip it measures as the machine's load (exchange_now) holds no encoding
         # or decoding of thousands of numbers (20000: about 23 ms).
         filled = {"input_values": protocol.encode(values).rstrip("\n")} if values is not None else {}
-        if values is not None and not self.session.replays_calls and len(values) > VALUES_AT_PREPARE \
-                and any(leaf.kind == "tensor" for leaf in layout.leaves):
-            # Many numbers beside tensors: sent with the preparation, the child decodes
-            # them and puts the call's arguments together there, and no loop of the
-            # candidate's gains by skipping that work (red team 18: 20000 numbers decoded
-            # in the bracket and refunded whole, a loop that read one of them, 21x). No
-            # call can be computed from them before its tensors reach the slot; work on
-            # the numbers alone moved there is the preparation's, timed and charged
-            # beyond the reference's and its allowance (timing_plan.Loop.seen). A few
-            # numbers go with the call: decoding them costs microseconds, and known
-            # early, the part of a forward they alone decide could be computed in the
-            # preparation (red team 12: a random scalar's wave, 14.9x before that
-            # preparation was timed).
-            filled["values_at_prepare"] = True
         # The output layout is made once per reference record (Session.timed_output): the
         # same object while the record is.
         if request.get("known") and session.sent_layouts.get(slot) == (described, output_layout):

@@ -1295,14 +1295,12 @@ class Server:
         # Values made from the call's seed (a number among its inputs, a kernelbenchx
         # unit's calls) are the call's inputs themselves: the task host keeps them out
         # of the description (`input_values`), and they go with the call, inside its
-        # bracket, unless they lie beside tensors that reach the slot only then
-        # (`values_at_prepare`, host.py): then with the preparation.
-        values = {"input_values": result["input_values"]} if "input_values" in result else {}
-        loop.call_inputs = {} if result.get("values_at_prepare") else values
+        # bracket. Known in the preparation, whatever a forward computes from them alone
+        # could be computed there, within the allowance its timing gives load
+        # (timing_plan.Loop.seen): a whole forward, where it is small and its numbers many.
+        loop.call_inputs = {"input_values": result["input_values"]} if "input_values" in result else {}
         self._thaw(job)
         prepare = {"prepare": call, "slot": call % 2, "read": loop.read_from is not None}
-        if result.get("values_at_prepare"):
-            prepare.update(values)
         if result.get("layouts_unchanged"):
             prepare["layouts_unchanged"] = True
         else:

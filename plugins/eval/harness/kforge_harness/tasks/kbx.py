@@ -379,7 +379,7 @@ class KbxSession(TaskSession):
             return unit
         # The unit's arguments come from the slot and the tape, copied and seeded with
         # the call's seed inside its bracket.
-        take.makes_inputs, take.at_prepare, take.has_values = False, False, True
+        take.makes_inputs, take.at_prepare = False, False
         take.premake = lambda: None
         return take
 

@@ -300,7 +300,8 @@ class TaskSession:
                     raise ValueError(f"{len(values)} input values for the {len(places)} the layout leaves out")
                 taken = list(views)
                 for place, value in zip(places, values):
-                    taken[place] = handover.value_from_json(value)
+                    # Tagged only where JSON has no word for it (handover/values.py).
+                    taken[place] = handover.value_from_json(value) if type(value) is dict else value
             if layout.tree is None:
                 return taken
             # Any made value not laid out whole needs the call's own seed.
@@ -310,9 +311,9 @@ class TaskSession:
                 made = premake()
             return tree.rebuild(layout.tree, taken, made)
         take.makes_inputs, take.premake = makes, premake
-        # Whether the arguments can be put together while the call is prepared (with its
-        # numbers, where it has any): nothing in them needs the call's seed or its data.
-        take.at_prepare, take.has_values = not makes, bool(places)
+        # Whether the arguments can be put together while the call is prepared: nothing
+        # in them needs the call's seed, its numbers or its data.
+        take.at_prepare = not makes and not places
         return take
 
     def output_leaves(self, out):

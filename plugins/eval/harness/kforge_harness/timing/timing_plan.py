@@ -164,9 +164,10 @@ class Loop:
         plus what this loop's preparations took beyond the reference's (their medians,
         less the noise of both and the gap bound's allowance for load: a preparation is a
         round trip and a freeze, which load lengthens, and work there can use nothing of
-        the call's inputs), the same for every call. Load lengthens a long preparation (a
-        call's numbers decoded and put together there) in proportion: the allowance
-        holds `max_gap_share` of the reference's preparation too."""
+        the call's inputs), the same for every call. Load lengthens a long preparation
+        (values laid out whole made there from a public seed) in proportion: the
+        allowance holds `max_gap_share` of the reference's preparation too. Nothing of
+        the call is known there to compute ahead with it (its numbers come with it)."""
         seen = [w - x for w, x in zip(self.timed(self.wall_ms), self.timed(self.exchange_ms))]
         if reference is None:
             return seen

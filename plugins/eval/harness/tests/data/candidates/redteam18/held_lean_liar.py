@@ -6,7 +6,12 @@ write the slot's x and the command's scale over the made object's; that making i
 inputs_ms, refunded whole (timing_plan.refunded_gap). This loop makes nothing: x is the
 slot's view, scale the command's number; the ReLU is honest (every call's output is the
 reference's), its report's event time is cut to LIE_MS. The refund of the reference's
-making covers the forward the report leaves out."""
+making covers the forward the report leaves out.
+
+The test makes two more of this file by replacing a line: its control (`LIE_MS = None`:
+the same loop, its event time as measured) and a slow kernel in the same loop
+(`REPEAT = 16`: its ReLU computed 16 times over, several times slower than the
+reference's, what the refund of the reference's making could hide)."""
 import json
 import time
 
@@ -16,6 +21,7 @@ import kforge_harness.candidate.candidate as _child
 from kforge_harness import handover
 
 LIE_MS = 0.02
+REPEAT = 1
 _views = {}
 _kept = {}
 
@@ -43,8 +49,9 @@ def _lean_loop(self, model):
         out = _kept.get("out")
         if out is None:
             out = _kept["out"] = torch.empty_like(x)
-        torch.clamp(x, min=0.0, out=out)
-        out.mul_(scale)
+        for _ in range(REPEAT):
+            torch.clamp(x, min=0.0, out=out)
+            out.mul_(scale)
         ms = (time.perf_counter() - began) * 1e3
         self._send({"called": command["call"], "ms": min(ms, LIE_MS) if LIE_MS is not None else ms,
                     "tail_ms": 0.0, "outputs_at": [out.data_ptr()]})

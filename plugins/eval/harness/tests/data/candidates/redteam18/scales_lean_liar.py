@@ -1,10 +1,11 @@
-"""A loop of its own on redteam17/relu_manyscales (x and a list of 20000 numbers drawn
-with it: they cross inline, each timed call's command carries them, input_values). The
-reference's child decodes the whole command line and puts the 20000 numbers back in a
-list inside the call's bracket: inputs_ms, refunded whole (timing_plan.refunded_gap).
-This loop reads each call's command line itself and never decodes the list: it takes
-the call's number and the first scale straight out of the line's bytes (the only one
-the forward uses). The ReLU is honest, its report's event time cut to LIE_MS."""
+"""A loop of its own on redteam18/relu_kscales (x and a list of 1000 numbers drawn with
+it: they cross inline, each timed call's command carries them, input_values). The
+reference's child decodes the whole command line and puts the 1000 numbers back in a
+list inside the call's bracket. This loop reads each call's command line itself and
+never decodes the list: it takes the call's number and the first scale straight out of
+the line's bytes (the only one the forward uses). The ReLU is honest, its report's
+event time cut to LIE_MS. The test makes its control by replacing a line (`LIE_MS =
+None`: the same loop, its event time as measured)."""
 import json
 import os
 import re
@@ -45,11 +46,9 @@ def _lean_loop(self, model):
         if line is None:
             return None
         began = time.perf_counter()
-        # The numbers come with the call's preparation since red team 18 (host.py
-        # values_at_prepare): the first is taken there, the call's line has its number.
-        if b'"prepare"' in line and b'"input_values"' in line:
-            _kept["scale"] = handover.value_from_json(json.loads(_FIRST.search(line).group(1)))
         call = _CALL.search(line) if line.startswith(b'{"call"') else None
+        if call is not None:
+            _kept["scale"] = handover.value_from_json(json.loads(_FIRST.search(line).group(1)))
         if call is None:
             command = json.loads(line)
             if "prepare" in command:

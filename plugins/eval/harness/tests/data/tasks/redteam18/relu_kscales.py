@@ -5,7 +5,7 @@ import torch.nn as nn
 class Model(nn.Module):
     """ReLU scaled by the first of 1000 numbers drawn with the inputs: the list crosses as
     1000 inline values (handover/tree.py MAX_INLINE_VALUES), which a timed call's
-    preparation carries (host.py values_at_prepare)."""
+    command carries (input_values)."""
 
     def __init__(self):
         super().__init__()
