@@ -146,11 +146,11 @@ class InputsMutatedInPlaceTest(_Timed):
     def test_a_thousand_numbers_in_a_list_are_not_charged(self):
         """1000 numbers: inline, with the call, decoded and put back in the bracket as
         the harness's own work (not inputs_ms: nothing is made from the seed), refunded
-        up to max_harness_refund_ms. Their decoding costs about 0.3 ms, less than the two
-        loops' noise on this task (its forward 15 to 23 ms on a loaded 2-core VM, the
-        honest charge 0 to 2.7 ms: charged() raises a candidate up to the reference's
-        median within that noise): here an honest control, charged at most a quarter of
-        the forward. Red team 18's lean loop that skips the decoding gains nothing
+        up to max_harness_refund_ms. Their decoding costs about 0.3 ms, no more than the
+        two loops' noise on this task (its forward 4.5 ms on a loaded 2-core VM, the
+        honest charge 0 to 0.25 ms; at 1024 rows, 15 to 23 ms and 0 to 2.7 ms: charged()
+        raises a candidate up to the reference's median within that noise): here an
+        honest control, charged at most a quarter of the forward. Red team 18's lean loop that skips the decoding gains nothing
         (test_attacks_redteam18 DecodedValuesRefundTest)."""
         response = _ask(self.server, "redteam16/listarg_honest", task="redteam18/relu_kscales",
                         timing={"enabled": True})

@@ -54,6 +54,11 @@ from tests.test_attacks_forged import show
 from tests.test_attacks_redteam12 import assert_no_gain_over
 
 HELD = "redteam17/relu_held"  # Held(x, scale): made in the child, every part laid out
+# A lean loop's charge against its control's: the server's clock of the same loop swung
+# by 15% between loops on this VM under ctest -j2 (1.41 against 1.65 and 2.30 ms), more
+# than NO_GAIN allows; the holes these tests guard were 154x and 21x, and what the refund
+# can still give a loop (max_harness_refund_ms, 0.1 ms a call) is below that swing.
+LEAN_OVER_CONTROL = 1.5
 
 
 # Candidates made of an attack's file by replacing one line of its code: its control (the
@@ -91,7 +96,7 @@ class MadeInputsRefundTest(_Timed):
 
     def test_lean_loop_skipping_the_making_gains_nothing(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, timing={"enabled": True}),
-                            "redteam18/held_lean_honest", "redteam18/held_lean_liar")
+                            "redteam18/held_lean_honest", "redteam18/held_lean_liar", LEAN_OVER_CONTROL)
 
 
 class DecodedValuesRefundTest(_Timed):
@@ -105,7 +110,7 @@ class DecodedValuesRefundTest(_Timed):
     def test_lean_loop_skipping_the_decoding_gains_nothing(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, task="redteam18/relu_kscales",
                                                     timing={"enabled": True}),
-                            "redteam18/scales_lean_honest", "redteam18/scales_lean_liar")
+                            "redteam18/scales_lean_honest", "redteam18/scales_lean_liar", LEAN_OVER_CONTROL)
 
 
 class CycleTest(_Timed):

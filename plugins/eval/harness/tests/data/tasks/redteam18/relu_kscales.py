@@ -14,7 +14,7 @@ class Model(nn.Module):
         return torch.relu(x) * scales[0]
 
 
-rows = 1024
+rows = 256
 cols = 4096
 
 
