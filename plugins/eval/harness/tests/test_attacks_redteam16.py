@@ -100,23 +100,18 @@ class StaleLayoutsTest(_Timed):
 class InputsMadeInTheChildTest(_Timed):
     """A task whose inputs cannot cross by buffer (an object of the task's own among them,
     redteam16/relu_objarg; the red team's list crosses since): every timed call's
-    inputs are made in the child from the seed, inside the call's bracket, which the
-    reference's child counts as the harness's own work (harness_ms), refunded only up to
-    max_harness_refund_ms. Not an attack: the reference's own code as the candidate must
-    not be charged the making of its inputs (no gain, no loss beyond noise)."""
+    inputs are made in the child from the seed, inside the call's bracket. Not an attack:
+    the reference's own code as the candidate. Refunded whole for a while (it was not
+    charged), that making let a loop of the candidate's own that skipped it report what
+    it liked (red team 19x, 1268x); it is the harness's own work since, refunded up to
+    max_harness_refund_ms, and the verdict says so (inputs_made_in_call)."""
 
-    def test_reference_code_as_candidate_is_not_charged_its_inputs(self):
-        """What the clock charged is less than half of what making the inputs costs the
-        reference's loop (charged, it was all of it). Its speedup is not asserted near 1:
-        a 16 MB input made in the child every call leaves the forward's own time at the
-        mercy of this VM's memory (0.79x in CI with 2.6 ms charged, 21.3 ms of events
-        against the reference's 19.0)."""
+    def test_reference_code_as_candidate_is_told_its_inputs_were_made_in_the_call(self):
         response = _ask(self.server, "listarg_honest", task="redteam16/relu_objarg",
                         timing={"enabled": True})
         self.assertEqual(response["status"], "pass", response)
-        metrics = response["metrics"]
-        self.assertGreater(metrics["reference_inputs_ms"], 1.0, metrics)
-        self.assertLess(metrics["timing_charged_ms"], metrics["reference_inputs_ms"] / 2, metrics)
+        self.assertGreater(response["metrics"]["reference_inputs_ms"], 1.0, response)
+        self.assertIn("inputs_made_in_call", response["flags"], response)
 
 
 class KbxSeedAndTapeTest(client.SharedServerTest):

@@ -126,22 +126,22 @@ class InputsMutatedInPlaceTest(_Timed):
         self.assertEqual(response["status"], "pass", response)
         self.assertIn("inputs_unchecked", response.get("flags", []), response)
 
-    def test_thousands_of_numbers_in_a_list_are_not_charged(self):
+    def test_thousands_of_numbers_in_a_list_are_made_in_the_call(self):
         """20000 numbers drawn with x: more than MAX_INLINE_VALUES, so the list is made
-        in the child from the seed (handover/tree.py), inside the bracket: making the
-        call's inputs, refunded whole (inputs_ms), not the harness's own work (refunded
-        up to max_harness_refund_ms). Inline, they were decoded in the bracket (14 ms on
-        this VM against a 0.5 ms forward), then in the preparation (36 ms, which load
-        swung between loops by more than the timing's allowance). Then the harness's
-        own walk over the made list cost 2.5x in the candidate's process what it cost in
-        the reference's (every id() an audited event the runtime guards' hook heard:
-        charged 31 ms a call in CI); runner._mapped calls id() on no number since."""
+        in the child from the seed (handover/tree.py), inside the bracket, and the
+        verdict says so (inputs_made_in_call): that making is charged as the call's time
+        beyond max_harness_refund_ms (refunded whole, a loop of the candidate's own that
+        skipped it passed at 678x: red team 19x). Inline, they were decoded in the
+        bracket (14 ms on this VM against a 0.5 ms forward), then in the preparation (36
+        ms, which load swung between loops by more than the timing's allowance). The
+        harness's own walk over the made list once cost 2.5x in the candidate's process
+        what it cost in the reference's (every id() an audited event the runtime guards'
+        hook heard: 31 ms a call in CI); runner._mapped calls id() on no number since."""
         response = _ask(self.server, "redteam16/listarg_honest", task="redteam17/relu_manyscales",
                         timing={"enabled": True})
         self.assertEqual(response["status"], "pass", response)
-        metrics = response["metrics"]
-        self.assertGreater(metrics["reference_inputs_ms"], 1.0, metrics)
-        self.assertLess(metrics["timing_charged_ms"], metrics["reference_inputs_ms"] / 2, metrics)
+        self.assertGreater(response["metrics"]["reference_inputs_ms"], 1.0, response)
+        self.assertIn("inputs_made_in_call", response["flags"], response)
 
     def test_a_thousand_numbers_in_a_list_are_not_charged(self):
         """1000 numbers: inline, with the call, decoded and put back in the bracket as

@@ -89,10 +89,12 @@ class _Timed(client.SharedServerTest):
 
 
 class MadeInputsRefundTest(_Timed):
-    """A made node whose parts are all laid out: the reference's child makes every input
+    """A made node whose parts are all laid out: the reference's child made every input
     from the seed (randn of x included) in the bracket, inputs_ms, refunded whole; a loop
-    of its own needs none of it (x in the slot, scale in the command). Its report cut to
-    0.02 ms must gain nothing over the same loop reporting honestly."""
+    of its own needs none of it (x in the slot, scale in the command). Such a value is
+    made from a public seed in the preparation since, and making in the bracket is
+    refunded no more than the harness's other work. Its report cut to 0.02 ms must gain
+    nothing over the same loop reporting honestly."""
 
     def test_lean_loop_skipping_the_making_gains_nothing(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, timing={"enabled": True}),

@@ -243,20 +243,31 @@ def _loop(label="timing", trials=20, warmup=3, rate=0.25, **timing_options):
     return timing_plan.Loop(label, options)
 
 
-def _run(loop, events, walls, tails=None, preparations=None, harness=0.0):
+def _run(loop, events, walls, tails=None, preparations=None, harness=0.0, inputs=0.0):
     for k, (event, wall) in enumerate(zip(events, walls)):
         loop.preparation_done(0.0, (preparations or [0.1] * len(events))[k] / 1e3)
         loop.commanded_at = 0.0
         loop.called({"called": k, "ms": event, "tail_ms": (tails or [0.0] * len(events))[k],
-                     "harness_ms": harness}, wall)
+                     "harness_ms": harness, "inputs_ms": inputs}, wall)
     return loop
 
 
 class LoopTest(unittest.TestCase):
-    def _reference(self, event=1.0, gap=0.2, tail=0.01, harness=0.0):
+    def _reference(self, event=1.0, gap=0.2, tail=0.01, harness=0.0, inputs=0.0):
         calls = 23
         return _run(_loop(), [event] * calls, [event + gap] * calls, [tail] * calls,
-                    harness=harness).record(time.time())
+                    harness=harness, inputs=inputs).record(time.time())
+
+    def test_inputs_made_in_the_bracket_are_refunded_no_more_than_the_harness_work(self):
+        # The reference's child made the call's inputs from its seed in the bracket (40
+        # ms of a 40.3 ms gap, beside a 3 ms forward). Refunded whole, a loop of the
+        # candidate's own that skipped the making (its bracket 3.3 ms) reported what it
+        # liked: the clock saw less than nothing (red team 19x, 1268x).
+        reference = self._reference(event=3.0, gap=40.3, harness=40.1, inputs=40.0)
+        self.assertAlmostEqual(reference["inputs_ms"], 40.0)
+        self.assertAlmostEqual(timing_plan.refunded_gap(_loop().timing, reference), 0.3, places=6)
+        liar = timing_plan.charged(_run(_loop(), [0.02] * 23, [3.3] * 23), reference)
+        self.assertAlmostEqual(liar["ms"], 3.0, places=6)
 
     def test_the_harness_work_of_the_references_child_is_refunded_up_to_a_bound(self):
         # The reference's child spent 2.0 of its 2.2 ms gap on the harness's own work

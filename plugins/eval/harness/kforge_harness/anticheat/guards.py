@@ -37,6 +37,7 @@ side (the task host's comparison, the server's clock). Each refusal is recorded;
 child reports the record with its trials and the server rejects the candidate
 (`cheat_detected`, "runtime guard: ...")."""
 
+import builtins
 import os
 import re
 import sys
@@ -266,6 +267,18 @@ def _hook(event, args):
 _installed = False
 
 
+def _frozen(value):
+    """`value` as the sealed hook reads it: a set, dict or list (a table the module holds)
+    copied into a kind nobody can change, to its depth."""
+    if isinstance(value, (set, frozenset)):
+        return frozenset(value)
+    if isinstance(value, dict):
+        return types.MappingProxyType({key: _frozen(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    return value
+
+
 def install(language, candidate_path, workdir):
     """Installs the audit hook (once per process: audit hooks cannot be removed) over a
     private copy of this module's globals, and returns the child's handle: violations()
@@ -275,7 +288,14 @@ def install(language, candidate_path, workdir):
         raise RuntimeError("the runtime guards are installed once per process")
     _installed = True
     state = _State(language, candidate_path, workdir)
-    private = dict(globals())
+    # Copies, not the module's own objects: a candidate that empties the module's tables
+    # (_ACTIONS, _INTERNALS, _PROGRAMS), replaces a builtin the hook calls (isinstance,
+    # getattr) or an attribute of a module it reads (types.FunctionType) changes nothing
+    # the hook reads (red team 19x: the tables emptied from the module, a shallow copy's
+    # hook refused nothing).
+    private = {name: value if name.startswith("__") else _frozen(value) for name, value in globals().items()}
+    private["__builtins__"] = dict(vars(builtins))
+    private["types"] = types.SimpleNamespace(FunctionType=types.FunctionType, CodeType=types.CodeType)
     for name, value in list(private.items()):
         if isinstance(value, types.FunctionType) and value.__module__ == __name__:
             private[name] = types.FunctionType(value.__code__, private, name, value.__defaults__,

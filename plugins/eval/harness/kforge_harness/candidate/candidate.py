@@ -390,13 +390,12 @@ class CandidateChild:
             self._ring()
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms,
                   # Of harness_ms, the call's inputs made here from its seed (all of them,
-                  # or values no layout describes whole: handover/tree.py), refunded
-                  # whole as the reference's loop spends it (timing_plan.refunded_gap).
-                  # Not what the call's command carries (a few numbers, a kernelbenchx
-                  # unit's tape), which a loop of its own can leave undecoded (red team
-                  # 16's, drawing the unit's arguments again from the seed: 25.7x once
-                  # that decoding was refunded), nor anything put together in the
-                  # preparation, nor what lies in the slot.
+                  # or values no layout describes whole: handover/tree.py): the server
+                  # flags a verdict whose reference made them so (inputs_made_in_call),
+                  # charged beyond the refund like the rest of harness_ms. Not what the
+                  # call's command carries (a few numbers, a kernelbenchx unit's tape),
+                  # nor anything put together in the preparation, nor what lies in the
+                  # slot.
                   "inputs_ms": (fed - read - feeding_copies_ns) / 1e6
                   if arguments is None and (lend is None or lend.makes_inputs) else 0.0}
         if located is not None:

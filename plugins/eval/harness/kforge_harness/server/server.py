@@ -1547,6 +1547,11 @@ class Server:
         if within_noise:
             metrics["measured_speedup"], metrics["speedup"] = metrics["speedup"], 1.0
             flags.append("speedup_within_noise")
+        if metrics["reference_inputs_ms"] > float(job.timing()["max_harness_refund_ms"]):
+            # The inputs were made in the child inside every call's bracket, charged as the
+            # call's time beyond the refund (timing_plan.refunded_gap): the speedup is
+            # understated by it.
+            flags.append("inputs_made_in_call")
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
             flags.append("speedup_over_10x")
         message = ""

@@ -77,7 +77,8 @@ class Loop:
         # reference's own loop only (record()), where no candidate code runs.
         self.harness_ms = []
         # Per call, what of that was making the call's inputs from its seed (a task whose
-        # inputs cannot cross by buffer makes them in the child, inside the bracket).
+        # inputs cannot cross by buffer makes them in the child, inside the bracket):
+        # refunded like the rest, it flags the verdict (inputs_made_in_call).
         self.inputs_ms = []
         # Per call, a trusted exchange's cost at that moment (the server's round trip with
         # the task host less the host's own work): the machine's load, paired call by call.
@@ -251,20 +252,20 @@ def charged(loop, reference):
 
 def refunded_gap(timing, reference):
     """What of the reference's gap the server's clock refunds to a candidate's calls: all
-    of it but the harness's own work in the reference's child beyond
-    `max_harness_refund_ms` a call. That work (the command decoded, inputs fed, outputs
-    settled, checked and handed over, leaf by leaf, the report made) runs in the child's
-    process, where a candidate's loop of its own can leave it out; refunded whole, it was the speedup of a loop that did
-    (red team 15: 2048 outputs, 1.41x to 33x). Refunded up to a call's worth of a few
-    leaves, such a loop gains at most that, and an honest candidate of many leaves is
-    charged the rest of the harness's work as its own (its speedup understated by it).
-    Making the call's inputs from its seed, where they are made in the child, or decoding
-    the numbers drawn from it that its command carries, is refunded whole: no loop can
-    leave it out and still compute the checked calls' outputs, and charged, it was the
-    reference's own code at 0.42x to 0.73x (red team 16). A loop that makes the same
-    inputs faster gains at most the reference's making of them."""
-    beyond = max(0.0, float(reference.get("harness_ms", 0.0)) - float(reference.get("inputs_ms", 0.0))
-                 - float(timing["max_harness_refund_ms"]))
+    of it but the work the reference's child does in the bracket beside the forward and
+    the copies (harness_ms) beyond `max_harness_refund_ms` a call. That work runs in the
+    child's process, where a candidate's loop of its own can leave it out; refunded
+    whole, it was the speedup of a loop that did (red team 15: 2048 outputs, 1.41x to
+    33x). Making the call's inputs from its seed, where some are made in the child, is
+    such work too: refunded whole once, a loop that made only the little it used (or
+    nothing: x is in the slot) and reported 0.02 ms passed at 144x to 1268x (red team
+    19x: a list of 2048 numbers, a dtype, a SimpleNamespace beside x), the refund larger
+    than its whole bracket, so that no clock could contradict the report. Refunded up to
+    a call's worth of a few leaves, such a loop gains at most that, and an honest
+    candidate is charged the rest of the harness's work as its own: its speedup
+    understated by the making, which the flag `inputs_made_in_call` says (the
+    reference's own code as a candidate scored 0.42x to 0.73x so in red team 16)."""
+    beyond = max(0.0, float(reference.get("harness_ms", 0.0)) - float(timing["max_harness_refund_ms"]))
     return reference["gap_ms"] - beyond
 
 
