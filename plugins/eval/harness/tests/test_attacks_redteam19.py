@@ -6,15 +6,14 @@ before the clock runs, timed only as the preparation, within the allowance its t
 gives load. They go with the call since. Each test asserts the SECURE outcome.
 
 Seen on the shared 2-core VM: with the numbers in the preparation, numbers_ahead met
-them there ("RT19 ahead") and passed at 1.0 (charged 0.24 ms, the clock's noise on a
-0.31 ms forward hid any gain either way); since, it meets them in the bracket only, 1.0
-(charged 0.34 ms), its control 0.95 and 1.0."""
+them there ("RT19 ahead") and passed at 1.0 (charged 0.24 ms: the clock's noise on a
+0.31 ms forward hid any gain either way, so no test here asserts on its speedup); since,
+it meets them in the bracket only, 1.0 (charged 0.34 ms)."""
 
 import unittest
 
 from tests import client
 from tests.test_attacks_forged import show
-from tests.test_attacks_redteam12 import assert_no_gain_over
 
 TASK = "redteam19/outer_of_numbers"
 
@@ -38,10 +37,6 @@ class NumbersBeforeTheBracketTest(client.SharedServerTest):
         print("\n".join(said))
         self.assertIn("RT19 in_bracket 1000", said, log)  # the probe works
         self.assertNotIn("RT19 ahead 1000", said, log)
-
-    def test_work_on_the_numbers_alone_gains_nothing(self):
-        assert_no_gain_over(self, lambda name: _ask(self.server, name),
-                            "redteam19/numbers_honest", "redteam19/numbers_ahead")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ Seen on the shared 2-core VM before the fixes:
 
 After the fixes (main, the same VM): making inputs in the bracket is refunded no more
 than the harness's other work (timing_plan.refunded_gap), the verdict flagged
-inputs_made_in_call: rowscales_lean_liar 1.61x against its control's 2.53x and 1.22x
+inputs_made_in_call: red team 18's held_lean_liar on relu_ns 1.08x, rowscales_lean_liar 1.61x against its control's 2.53x and 1.22x
 (charged 7.5 ms), dtype_lean_liar 1.0 (charged 3.4 ms), controls 0.95 and 1.0. The
 guard's tables and builtins are copies the module does not hold (guards.install):
 guard_unsealed cheat_detected at its first escape."""
@@ -48,7 +48,7 @@ from tests.test_attacks_forged import show
 from tests.test_attacks_redteam12 import assert_no_gain_over
 
 VARIANTS = {
-    "redteam19x/ns_lean_control": ("redteam19x/ns_lean_liar", "LIE_MS = 0.02", "LIE_MS = None"),
+    "redteam19x/ns_lean_control": ("redteam18/held_lean_liar", "LIE_MS = 0.02", "LIE_MS = None"),
     "redteam19x/dtype_lean_control": ("redteam19x/dtype_lean_liar", "LIE_MS = 0.02", "LIE_MS = None"),
     "redteam19x/rowscales_lean_control": ("redteam19x/rowscales_lean_liar", "LIE_MS = 0.02", "LIE_MS = None"),
     "redteam19x/guard_sealed_control": ("redteam19x/guard_unsealed", "UNSEAL = True", "UNSEAL = False"),
@@ -73,8 +73,10 @@ class MadeNotWholeTest(client.SharedServerTest):
     MAX_CHILDREN = 1
 
     def test_lean_loop_skipping_the_making_gains_nothing(self):
+        # Red team 18's loop (x from the slot, scale from the command, 0.02 ms reported)
+        # fits a SimpleNamespace as it fits Held: it reads .x and .scale.
         assert_no_gain_over(self, lambda name: _ask(self.server, name, "redteam19x/relu_ns"),
-                            "redteam19x/ns_lean_control", "redteam19x/ns_lean_liar")
+                            "redteam19x/ns_lean_control", "redteam18/held_lean_liar")
 
 
 class DtypeArgumentTest(client.SharedServerTest):

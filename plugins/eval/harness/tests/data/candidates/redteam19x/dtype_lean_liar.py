@@ -1,7 +1,7 @@
 """A loop of its own on redteam19x/relu_to_dtype (x and a torch.dtype). The dtype is no
 value a layout describes, so the reference's child makes the whole input set from the
 call's seed inside every timed call's bracket (get_inputs: randn of x too) only to take
-the dtype out of it; that making is inputs_ms, refunded whole (timing_plan.refunded_gap).
+the dtype out of it; that making is inputs_ms, refunded whole until a43541c (timing_plan.refunded_gap).
 This loop makes nothing: x is the slot's view, the dtype is the same at every seed (made
 once, from seed 0, in the first preparation). The ReLU is honest (every call's output is
 the reference's); its report's event time is cut to LIE_MS. The control is this file

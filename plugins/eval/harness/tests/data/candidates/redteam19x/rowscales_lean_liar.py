@@ -1,7 +1,7 @@
 """A loop of its own on redteam19x/relu_rowscales (x and a list of 2048 row scales, made
 in the child from the call's seed: more than MAX_INLINE_VALUES). The reference's child
 makes the whole input set in the bracket (the scales, then randn of x) to take the list:
-inputs_ms, refunded whole. This loop uses every input honestly but makes only what it
+inputs_ms, refunded whole until a43541c. This loop uses every input honestly but makes only what it
 needs: the scales, drawn again from the call's seed (the first draws of torch's
 generator), x read from the slot. Its report's event time is cut to LIE_MS (the control
 is this file with `LIE_MS = None`)."""
