@@ -38,7 +38,10 @@ than the harness's other work (timing_plan.refunded_gap), the verdict flagged
 inputs_made_in_call: red team 18's held_lean_liar on relu_ns 1.08x, rowscales_lean_liar 1.61x against its control's 2.53x and 1.22x
 (charged 7.5 ms), dtype_lean_liar 1.0 (charged 3.4 ms), controls 0.95 and 1.0. The
 guard's tables and builtins are copies the module does not hold (guards.install):
-guard_unsealed cheat_detected at its first escape."""
+guard_unsealed cheat_detected at its first escape. The lean loops are judged against
+their controls with red team 18's LEAN_OVER_CONTROL: in CI (ctest -j2, 2 cores) the
+SimpleNamespace liar was charged 6.90 ms against controls of 7.99 and 8.55 ms, a 15%
+swing between loops of the same code, where the holes were 144x to 1268x."""
 
 
 import unittest
@@ -46,6 +49,7 @@ import unittest
 from tests import client
 from tests.test_attacks_forged import show
 from tests.test_attacks_redteam12 import assert_no_gain_over
+from tests.test_attacks_redteam18 import LEAN_OVER_CONTROL
 
 VARIANTS = {
     "redteam19x/ns_lean_control": ("redteam18/held_lean_liar", "LIE_MS = 0.02", "LIE_MS = None"),
@@ -76,7 +80,7 @@ class MadeNotWholeTest(client.SharedServerTest):
         # Red team 18's loop (x from the slot, scale from the command, 0.02 ms reported)
         # fits a SimpleNamespace as it fits Held: it reads .x and .scale.
         assert_no_gain_over(self, lambda name: _ask(self.server, name, "redteam19x/relu_ns"),
-                            "redteam19x/ns_lean_control", "redteam18/held_lean_liar")
+                            "redteam19x/ns_lean_control", "redteam18/held_lean_liar", LEAN_OVER_CONTROL)
 
 
 class DtypeArgumentTest(client.SharedServerTest):
@@ -84,7 +88,7 @@ class DtypeArgumentTest(client.SharedServerTest):
 
     def test_lean_loop_skipping_the_making_gains_nothing(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, "redteam19x/relu_to_dtype"),
-                            "redteam19x/dtype_lean_control", "redteam19x/dtype_lean_liar")
+                            "redteam19x/dtype_lean_control", "redteam19x/dtype_lean_liar", LEAN_OVER_CONTROL)
 
 
 class RowScalesTest(client.SharedServerTest):
@@ -92,7 +96,7 @@ class RowScalesTest(client.SharedServerTest):
 
     def test_lean_loop_making_only_what_it_uses_gains_nothing(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, "redteam19x/relu_rowscales"),
-                            "redteam19x/rowscales_lean_control", "redteam19x/rowscales_lean_liar")
+                            "redteam19x/rowscales_lean_control", "redteam19x/rowscales_lean_liar", LEAN_OVER_CONTROL)
 
 
 class PreparationTest(client.SharedServerTest):

@@ -3,7 +3,6 @@
 draw, the freeze between calls. GPU classes (private streams, CUDA graphs, device
 memoizers) are in tests/test_attacks_gpu.py and plugins/eval/tests/gpu_check.py."""
 
-import math
 import os
 import secrets
 import signal
@@ -234,7 +233,6 @@ class SpeedupVsCompileTest(unittest.TestCase):
         self.assertAlmostEqual(timing_plan.speedup_vs_compile(reference, 0.99, False), 0.8 / 0.99)
         # A slower candidate is charged its own time either way.
         self.assertAlmostEqual(timing_plan.speedup_vs_compile(reference, 1.6, True), 0.5)
-        self.assertEqual(timing_plan.speedup_vs_compile(reference, 0.0, False), math.inf)
 
 
 def _loop(label="timing", trials=20, warmup=3, rate=0.25, **timing_options):
@@ -290,6 +288,30 @@ class LoopTest(unittest.TestCase):
         # A candidate's own word about its harness work is never read.
         self.assertAlmostEqual(timing_plan.charged(_run(_loop(), [0.05] * 23, [1.2] * 23, harness=5.0),
                                                    reference)["ms"], 0.9, places=6)
+
+    def test_a_forward_shorter_than_the_refund_is_charged_the_clocks_resolution(self):
+        # The reference's child: a 0.05 ms forward and 0.08 ms of harness work beside it,
+        # refunded whole. A loop of the candidate's own that leaves that work out (its
+        # bracket the forward and 0.12 ms of exchange) leaves the clock at -0.03 ms:
+        # without a floor its report of 0 stood, an infinite speedup (helper 39).
+        reference = self._reference(event=0.05, gap=0.2, harness=0.08)
+        self.assertAlmostEqual(timing_plan.refunded_gap(_loop().timing, reference), 0.2, places=6)
+        liar = timing_plan.charged(_run(_loop(), [0.0] * 23, [0.17] * 23), reference)
+        self.assertTrue(liar["below_clock_resolution"])
+        self.assertAlmostEqual(liar["ms"], 0.05, places=6)  # the reference's own time: 1.0
+        # Where the reference's time is above the work the clock cannot see, the charge
+        # stops at that work: the lie's speedup is bounded by the reference's time over it.
+        slow = self._reference(event=0.4, gap=0.2, harness=0.08)
+        liar = timing_plan.charged(_run(_loop(), [0.0] * 23, [0.17] * 23), slow)
+        self.assertAlmostEqual(liar["ms"], 0.08, places=6)
+        # An honest call above it is charged nothing and not flagged.
+        honest = timing_plan.charged(_run(_loop(), [0.3] * 23, [0.5] * 23, harness=0.08), slow)
+        self.assertFalse(honest["below_clock_resolution"])
+        self.assertAlmostEqual(honest["charged_ms"], 0.0, places=6)
+        # With no harness work to leave out, a report of 0 is still charged a microsecond.
+        bare = self._reference(event=0.05, gap=0.2)
+        zero = timing_plan.charged(_run(_loop(), [0.0] * 23, [0.0] * 23), bare)
+        self.assertAlmostEqual(zero["ms"], timing_plan.CLOCK_RESOLUTION_MS, places=9)
 
     def test_a_record_describes_the_timed_calls_and_their_gaps(self):
         loop = _run(_loop(), [5.0] * 3 + [1.0] * 20, [5.2] * 3 + [1.3] * 20)

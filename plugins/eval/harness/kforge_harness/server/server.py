@@ -1476,7 +1476,7 @@ class Server:
             self._time_again(job)
             return
         if job.first_loop is None:
-            speedup = reference["summary"]["ms"] / measured["ms"] if measured["ms"] > 0 else math.inf
+            speedup = reference["summary"]["ms"] / measured["ms"]
             if timing_plan.confirmation_needed(job.timing(), speedup):
                 # A speedup is confirmed against a reference timed anew, just before: load
                 # that slowed the first reference's loop and not the candidate's (seen: a
@@ -1537,7 +1537,7 @@ class Server:
         metrics.update(timing_plan.statistics_metrics("candidate", measured))
         cand_ms = measured["ms"]
         metrics.update(timing_seconds=time.monotonic() - job.timing_started,
-                       speedup=reference["summary"]["ms"] / cand_ms if cand_ms > 0 else math.inf,
+                       speedup=reference["summary"]["ms"] / cand_ms,
                        reference_age_s=time.time() - reference["measured_at"],
                        reference_gap_ms=reference["gap_ms"],
                        reference_harness_ms=reference.get("harness_ms", 0.0),
@@ -1552,6 +1552,8 @@ class Server:
             # call's time beyond the refund (timing_plan.refunded_gap): the speedup is
             # understated by it.
             flags.append("inputs_made_in_call")
+        if measured.get("below_clock_resolution"):
+            flags.append("below_clock_resolution")
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
             flags.append("speedup_over_10x")
         message = ""

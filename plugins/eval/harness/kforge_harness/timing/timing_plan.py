@@ -242,12 +242,33 @@ def charged(loop, reference):
     allowance = (float(loop.timing["max_wall_gap_ms"]) +
                  float(loop.timing["max_gap_share"]) * reference["summary"]["ms"] + trusted_noise)
     most = max(min(clock_ms + noise, reference["summary"]["ms"]), clock_ms - allowance)
-    unexplained = max(0.0, most - measured["ms"])
+    floor = resolution_ms(loop.timing, reference)
+    measured["below_clock_resolution"] = measured["ms"] < floor
+    unexplained = max(0.0, max(most, floor) - measured["ms"])
     for name in ("ms", "p90", "mean", "min", "max"):
         measured[name] += unexplained
     measured["charged_ms"] = unexplained
     measured["clock_noise_ms"] = noise
     return measured
+
+
+# No call's time is told apart below a microsecond: the least a candidate is charged
+# (resolution_ms), so that no speedup is infinite.
+CLOCK_RESOLUTION_MS = 0.001
+
+
+def resolution_ms(timing, reference):
+    """The least time the server's clock can vouch for a candidate's call: the
+    reference's harness work that refunded_gap refunds (a loop of the candidate's own can
+    leave it out), no more than the reference's own time, and never below
+    CLOCK_RESOLUTION_MS. Above it, the clock bounds a lean loop's gain to that work's
+    share of the call; below it the clock sees nothing: a lean loop on a forward shorter
+    than the refund (0.05 ms against 0.08 of harness work) left the clock at 0 or below,
+    so that its report of 0 ms stood and the speedup was infinite (helper 39). A candidate
+    charged up to it is flagged `below_clock_resolution`: its speedup, at most the
+    reference's time over this, is all the clock can confirm."""
+    refundable = min(float(reference.get("harness_ms", 0.0)), float(timing["max_harness_refund_ms"]))
+    return max(CLOCK_RESOLUTION_MS, min(reference["summary"]["ms"], refundable))
 
 
 def refunded_gap(timing, reference):
@@ -285,7 +306,7 @@ def counted(first, second):
     the one timed beside it."""
     def speedup(pair):
         reference, measured = pair
-        return reference["summary"]["ms"] / measured["ms"] if measured["ms"] > 0 else math.inf
+        return reference["summary"]["ms"] / measured["ms"]
     return second if speedup(second) <= speedup(first) else first
 
 
@@ -295,7 +316,7 @@ def speedup_vs_compile(reference, candidate_ms, within_noise):
     1.0) makes the candidate as fast as the reference, no faster: against torch.compile
     too."""
     counted = max(candidate_ms, reference["summary"]["ms"]) if within_noise else candidate_ms
-    return reference["compile_ms"] / counted if counted > 0 else math.inf
+    return reference["compile_ms"] / counted
 
 
 def confirmation_needed(timing, speedup):
