@@ -163,9 +163,12 @@ class Loop:
         """Per timed call: the server's bracket less the trusted exchange measured just
         before it, the call as the server's clock sees it; with a `reference` record,
         plus what this loop's preparations took beyond the reference's (their medians,
-        less the noise of both and the gap bound's allowance for load: a preparation is a
-        round trip and a freeze, which load lengthens, and work there can use nothing of
-        the call's inputs), the same for every call. Load lengthens a long preparation
+        less the noise of the reference's and the gap bound's allowance for load: a
+        preparation is a round trip and a freeze, which load lengthens, and work there can
+        use nothing of the call's inputs), the same for every call. The noise is the
+        reference's preparations' alone, as in charged(): a loop that spread its own
+        preparations would otherwise widen what moving work there costs nothing
+        (helper 39). Load lengthens a long preparation
         (values laid out whole made there from a public seed) in proportion: the
         allowance holds `max_gap_share` of the reference's preparation too. Nothing of
         the call is known there to compute ahead with it (its numbers come with it)."""
@@ -173,7 +176,7 @@ class Loop:
         if reference is None:
             return seen
         preparations = self.timed(self.prepare_ms)
-        noise = 3 * (reference["prepare_mad"] + mad(preparations)) / math.sqrt(max(1, len(preparations)))
+        noise = 6 * reference["prepare_mad"] / math.sqrt(max(1, len(preparations)))
         allowance = (float(self.timing["max_wall_gap_ms"]) + float(self.timing["max_gap_share"]) *
                      (reference["summary"]["ms"] + reference["prepare_ms"]))
         beyond = max(0.0, statistics.median(preparations) - reference["prepare_ms"] - noise - allowance)
