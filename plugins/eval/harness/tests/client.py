@@ -66,10 +66,13 @@ def request(request_id, action, task, candidate=None, language="cpp", task_forma
 
 
 class Server:
-    def __init__(self, mode="fork", device="cpu", max_children=2, extra_env=None, store_mb=None,
+    def __init__(self, mode="fork", device=None, max_children=2, extra_env=None, store_mb=None,
                  python=sys.executable, harness_dir=HARNESS_DIR, launcher=(), cwd=None):
-        """`launcher`: a command the server runs under (an ancestor between this process
+        """`device`: the server's device, by default $KFORGE_TEST_DEVICE or the CPU (the
+        CPU suites' attacks run on a GPU host as they are: KFORGE_TEST_DEVICE=cuda:0);
+        `launcher`: a command the server runs under (an ancestor between this process
         and the server, as kforge is); `cwd`: the server's working directory."""
+        device = device or os.environ.get("KFORGE_TEST_DEVICE", "cpu")
         env = dict(os.environ)
         env["PYTHONPATH"] = harness_dir
         env.update(extra_env or {})
