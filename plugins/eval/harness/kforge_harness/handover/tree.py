@@ -73,10 +73,15 @@ def _is_leaf(value):
     return isinstance(value, (torch.Tensor, np.ndarray, np.generic))
 
 
+# NumPy 2 moved it to np.lib.array_utils (np.byte_bounds raises there: every NumPy task
+# on the GPU host was a harness_error); Debian's NumPy 1.24 has only np.byte_bounds.
+_byte_bounds = getattr(np, "byte_bounds", None) or np.lib.array_utils.byte_bounds
+
+
 def _memory(value):
     """(device, first byte, end) of the storage a tensor or array leaf lies in, or None."""
     if isinstance(value, np.ndarray):
-        low, high = np.byte_bounds(value)
+        low, high = _byte_bounds(value)
         return "cpu", low, high
     if not isinstance(value, torch.Tensor):
         return None
@@ -177,43 +182,62 @@ def flatten(inputs):
 
 
 def _flatten(inputs, shared):
-    leaves = []
-    placed = {}  # id of a tensor leaf -> its index: the same tensor again is the same leaf
-    inside = set()  # ids of the objects being laid out: a cycle is left to the child
-    unchecked = False
+    flattener = _Flattener(shared)
+    tree = [flattener.node(value) for value in inputs]
+    leaves = flattener.leaves
+    if inputs and not leaves:
+        return None
+    if tree == list(range(len(leaves))):
+        tree = None
+    return Flat(leaves, tree, flattener.unchecked)
 
-    def node(value):
-        nonlocal unchecked
+
+class _Flattener:
+    """The walk of _flatten. A class, not a closure that calls itself: such a closure is
+    a reference cycle (the function, the cell that names it), which keeps what it
+    captured (the leaves: a call's inputs) until the collector runs, and a task host
+    making 8 GiB of inputs a timed call ran out of device memory at 104 GiB so (KernelBench
+    level 1's matrix-vector task on an H200)."""
+
+    def __init__(self, shared):
+        self.shared = shared
+        self.leaves = []
+        self.placed = {}  # id of a tensor leaf -> its index: the same tensor again is the same leaf
+        self.inside = set()  # ids of the objects being laid out: a cycle is left to the child
+        self.unchecked = False
+
+    def node(self, value):
+        leaves = self.leaves
         if _is_leaf(value):
             if isinstance(value, PLAIN):
                 leaves.append(value)
                 return len(leaves) - 1
-            if id(value) in shared:
-                unchecked = True
+            if id(value) in self.shared:
+                self.unchecked = True
                 return dict(MADE)
-            if id(value) not in placed:
+            if id(value) not in self.placed:
                 leaves.append(value)
-                placed[id(value)] = len(leaves) - 1
-            return placed[id(value)]
-        if id(value) in inside:
+                self.placed[id(value)] = len(leaves) - 1
+            return self.placed[id(value)]
+        if id(value) in self.inside:
             # A container that holds itself: the reach back in is the child's own (made
             # from the seed), and what lies behind it is unchecked.
-            unchecked = True
+            self.unchecked = True
             return dict(MADE)
         # Exactly these types: a subclass (a namedtuple, an OrderedDict) would come back
         # as its base, which a forward may tell apart.
         kind = _CONTAINERS.get(type(value))
-        inside.add(id(value))
+        self.inside.add(id(value))
         try:
             if kind == "dict" and all(_key(key) for key in value):
-                return {kind: [[value_to_json(key), node(item)] for key, item in value.items()]}
+                return {kind: [[value_to_json(key), self.node(item)] for key, item in value.items()]}
             if kind in ("list", "tuple"):
                 if len(value) > MAX_INLINE_VALUES and all(isinstance(item, PLAIN) for item in value):
                     return dict(MADE)
-                return {kind: [node(item) for item in value]}
+                return {kind: [self.node(item) for item in value]}
             made = dict(MADE)
             first = len(leaves)
-            laid = [[how, value_to_json(key), node(part)] for how, key, part in parts_of(value)]
+            laid = [[how, value_to_json(key), self.node(part)] for how, key, part in parts_of(value)]
             if any(not isinstance(leaf, PLAIN) for leaf in leaves[first:]):
                 made["parts"] = [part for part in laid if part[2] != MADE]
                 if _held_in_parts(value) and all(_whole(part[2]) for part in laid):
@@ -222,17 +246,10 @@ def _flatten(inputs, shared):
                 # No tensor in it: the value is the child's as made (a kernelbenchx test
                 # run's seed stays in it).
                 del leaves[first:]
-            unchecked = unchecked or not made.get("whole")
+            self.unchecked = self.unchecked or not made.get("whole")
             return made
         finally:
-            inside.discard(id(value))
-
-    tree = [node(value) for value in inputs]
-    if inputs and not leaves:
-        return None
-    if tree == list(range(len(leaves))):
-        tree = None
-    return Flat(leaves, tree, unchecked)
+            self.inside.discard(id(value))
 
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
@@ -270,9 +287,11 @@ def _children(node):
 
 
 def _any(tree, wanted):
-    def has(node):
-        return not isinstance(node, int) and (wanted(node) or any(has(child) for _, child in _children(node)))
-    return tree is not None and any(has(node) for node in tree)
+    return tree is not None and any(_has(node, wanted) for node in tree)
+
+
+def _has(node, wanted):
+    return not isinstance(node, int) and (wanted(node) or any(_has(child, wanted) for _, child in _children(node)))
 
 
 def makes(tree):
@@ -292,24 +311,30 @@ def rebuild(tree, leaves, made=None):
     back in the skeleton, in new containers every time (a forward that changes a list it
     was given changes only its own); a "made" node's value taken from `made`, the same
     call's inputs made from its seed (makes())."""
-    def build(node, twin):
-        if isinstance(node, int):
-            return leaves[node]
-        if "made" in node:
-            if twin is None:
-                raise ValueError("the inputs' layout needs values made from the seed, and none were made")
-            return _written(twin, [(how, key, child) for (how, key), child in _children(node)], build)
-        (kind, items), = node.items()
-        if kind != "dict" and set(map(type, items)) <= {int}:
-            # Leaves only (a list of numbers): no walk (a call's numbers are put back
-            # inside its bracket, where the harness's own work is kept short).
-            built = [leaves[child] for child in items]
-            return built if kind == "list" else tuple(built)
-        built = [build(child, None if twin is None else twin[key]) for key, child in _children(node)]
-        if kind == "dict":
-            return {key: value for (key, _), value in zip(_children(node), built)}
+    return [_build(node, None if made is None else made[position], leaves)
+            for position, node in enumerate(tree)]
+
+
+def _build(node, twin, leaves):
+    """rebuild's walk (a module function: a closure that calls itself is a reference
+    cycle, which keeps the call's inputs alive until the collector runs)."""
+    if isinstance(node, int):
+        return leaves[node]
+    if "made" in node:
+        if twin is None:
+            raise ValueError("the inputs' layout needs values made from the seed, and none were made")
+        return _written(twin, [(how, key, child) for (how, key), child in _children(node)],
+                        lambda child, own: _build(child, own, leaves))
+    (kind, items), = node.items()
+    if kind != "dict" and set(map(type, items)) <= {int}:
+        # Leaves only (a list of numbers): no walk (a call's numbers are put back
+        # inside its bracket, where the harness's own work is kept short).
+        built = [leaves[child] for child in items]
         return built if kind == "list" else tuple(built)
-    return [build(node, None if made is None else made[position]) for position, node in enumerate(tree)]
+    built = [_build(child, None if twin is None else twin[key], leaves) for key, child in _children(node)]
+    if kind == "dict":
+        return {key: value for (key, _), value in zip(_children(node), built)}
+    return built if kind == "list" else tuple(built)
 
 
 def _written(value, parts, build):
@@ -345,21 +370,22 @@ def where(tree, leaf):
     or "input #1[0]['scale']" inside a container."""
     if tree is None:
         return f"input #{leaf}"
-
-    def find(node, path):
-        if isinstance(node, int):
-            return path if node == leaf else None
-        for key, child in _children(node):
-            if "made" in node:
-                how, key = key
-                found = find(child, f"{path}.{key}" if how in ("attr", "slot") else f"{path}[{key!r}]")
-            else:
-                found = find(child, f"{path}[{key!r}]")
-            if found is not None:
-                return found
-        return None
     for position, node in enumerate(tree):
-        found = find(node, f"input #{position}")
+        found = _find(node, f"input #{position}", leaf)
         if found is not None:
             return found
     return f"input leaf #{leaf}"
+
+
+def _find(node, path, leaf):
+    if isinstance(node, int):
+        return path if node == leaf else None
+    for key, child in _children(node):
+        if "made" in node:
+            how, key = key
+            found = _find(child, f"{path}.{key}" if how in ("attr", "slot") else f"{path}[{key!r}]", leaf)
+        else:
+            found = _find(child, f"{path}[{key!r}]", leaf)
+        if found is not None:
+            return found
+    return None

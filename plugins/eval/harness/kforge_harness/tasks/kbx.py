@@ -173,35 +173,38 @@ def flatten(results, root=RESULTS_NAME, strict=False):
     dict's, list's and tuple's own methods and every leaf and key must be of a plain type,
     else CannotCross: an object of the candidate's own would run its code when read."""
     names, tensors, values = [], [], {}
-
-    def walk(value, name):
-        if isinstance(value, dict):
-            keys = list(dict.keys(value)) if strict else list(value)
-            if strict and not all(key is None or type(key) in (bool, int, float, str) for key in keys):
-                raise CannotCross(f"{name} has a key that is no plain value")
-            for key in sorted(keys, key=_key_text):
-                walk(dict.__getitem__(value, key) if strict else value[key], f"{name}.{_key_text(key)}")
-            return
-        if isinstance(value, (list, tuple)):
-            for index, item in enumerate(_items(value) if strict else value):
-                walk(item, f"{name}[{index}]")
-            return
-        if strict and not _plain(value):
-            raise CannotCross(f"{name} is a {kbx_calls.type_name(value)}")
-        names.append(name)
-        if strict and len(names) > MAX_LEAVES:
-            raise CannotCross(f"{name}: more than {MAX_LEAVES} leaves")
-        tensor = _as_leaf_tensor(value)
-        if tensor is None:
-            values[name] = _inline(value)
-        else:
-            tensors.append(tensor)
-
-    walk(results, root)
+    _walk(results, root, strict, names, tensors, values)
     if len(names) > MAX_LEAVES:  # what the judge accepts from a candidate's process
         raise ValueError(f"{root} has {len(names)} leaves, more than the {MAX_LEAVES} "
                          "a comparison takes")
     return names, tensors, values
+
+
+def _walk(value, name, strict, names, tensors, values):
+    """flatten's walk (a module function: a closure that calls itself is a reference
+    cycle, which keeps the tensors it gathered alive until the collector runs)."""
+    if isinstance(value, dict):
+        keys = list(dict.keys(value)) if strict else list(value)
+        if strict and not all(key is None or type(key) in (bool, int, float, str) for key in keys):
+            raise CannotCross(f"{name} has a key that is no plain value")
+        for key in sorted(keys, key=_key_text):
+            _walk(dict.__getitem__(value, key) if strict else value[key], f"{name}.{_key_text(key)}",
+                  strict, names, tensors, values)
+        return
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(_items(value) if strict else value):
+            _walk(item, f"{name}[{index}]", strict, names, tensors, values)
+        return
+    if strict and not _plain(value):
+        raise CannotCross(f"{name} is a {kbx_calls.type_name(value)}")
+    names.append(name)
+    if strict and len(names) > MAX_LEAVES:
+        raise CannotCross(f"{name}: more than {MAX_LEAVES} leaves")
+    tensor = _as_leaf_tensor(value)
+    if tensor is None:
+        values[name] = _inline(value)
+    else:
+        tensors.append(tensor)
 
 
 # ---- the sides and the session ----
