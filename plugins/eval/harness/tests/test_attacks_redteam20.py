@@ -11,10 +11,12 @@ by tests.client, not from this file's GPU tests, which were not run as written):
   harness_ms 0.066: the floor's worst point, twice the floor): the lean loop reporting
   0 ms passed at 1.0 (charged 0.1347, below_clock_resolution), controls 0.959 and 0.894;
   relu (64 KB, reference 0.0487 ms, below the 0.066 ms of harness work): the liar 1.0,
-  charged to the reference's median, controls 1.0 (below_clock_resolution too).
+  charged to the reference's median, controls 1.0 (below_clock_resolution too). Again:
+  relu_1mb (reference 0.191 ms) liar 1.0 (charged 0.191), controls 1.0 and 1.0 (within
+  noise); relu (0.0499 ms) liar 1.0, controls 1.0.
 - PreparationWorkTest (attack 2, CPU): SECURE. The weights (2 MB) read in every call's
   preparation: 1.0 (prepare 0.21 ms against the control's 0.03, charged 0.18), controls
-  1.0 and 0.74.
+  1.0 and 0.74. Again: 1.0 (charged 0.031), controls 1.0 and 1.0.
 - SlotCopyGpuTest (attack 3a, GPU): HOLE, the open hole of red team 6 ("the hand-over's
   copy runs in the candidate's process") with its size: 4 GB out of 64 MB in (reference
   2.62 ms, its gap 4.0 to 6.1 ms), outputs written straight into the slot, 0 ms
