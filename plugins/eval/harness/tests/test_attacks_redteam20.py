@@ -126,15 +126,16 @@ class StatisticsTest(client.SharedServerTest):
         print("\n(min, median, mean): controls "
               f"{[(m['candidate_ms_min'], m['candidate_ms'], m['candidate_ms_mean']) for m in seen['redteam20/stats_control']]}, "
               f"attack {(attack['candidate_ms_min'], attack['candidate_ms'], attack['candidate_ms_mean'])}", flush=True)
-        # An honest loop's fastest call is within a factor of two of its median on this VM
-        # (seen 0.78 to 0.88 of it), and its mean about its median or above (0.99 to 2.7 of
-        # it: load spikes are slow calls); the liar's fastest is 0 (or the median's charge) and its mean
-        # below its median. Secure: the statistics the KernelBench export reads are
-        # bounded as the median is.
-        for metrics in seen["redteam20/stats_control"]:
-            self.assertGreaterEqual(metrics["candidate_ms_min"], 0.5 * metrics["candidate_ms"], metrics)
-        self.assertGreaterEqual(attack["candidate_ms_min"], 0.5 * attack["candidate_ms"], attack)
-        self.assertGreaterEqual(attack["candidate_ms_mean"] * LEAN_OVER_CONTROL, attack["candidate_ms"], attack)
+        # Secure: the statistics the KernelBench export reads are no better than the same
+        # loop's honestly reported ones. Before the fix (reports read as given): the
+        # liar's fastest call 0.0 and 0.28 ms against its controls' 2.2 to 3.1, its mean
+        # 2.02 and 2.10 against 3.15 to 3.47. Since, every statistic beside the median is
+        # the spread of the server's clock (timing_plan.clock_shaped), on this VM a wide
+        # one (an honest loop's fastest call 1.2 ms at a 3.0 ms median).
+        controls = seen["redteam20/stats_control"]
+        self.assertGreaterEqual(attack["candidate_ms_min"], 0.5 * min(m["candidate_ms_min"] for m in controls), attack)
+        self.assertGreaterEqual(attack["candidate_ms_mean"] * LEAN_OVER_CONTROL,
+                                min(m["candidate_ms_mean"] for m in controls), attack)
 
 
 @unittest.skipUnless(client.os.environ.get("KFORGE_TEST_DEVICE", "cpu").startswith("cuda"),
