@@ -322,12 +322,15 @@ class LoopTest(unittest.TestCase):
         liar = timing_plan.charged(_run(_loop(), reports, [3.2] * 23), reference)
         honest = timing_plan.charged(_run(_loop(), [3.0] * 23, [3.2] * 23), reference)
         self.assertAlmostEqual(liar["ms"], honest["ms"], places=6)
-        for name in ("min", "mean", "p90", "max", "std"):
-            self.assertAlmostEqual(liar[name], honest[name], places=6, msg=name)
-        # The spread is the clock's on both sides: a call that load slowed beyond its
-        # events counts as slow for the reference too.
+        # Each lying call is raised to its clock less the load one call may see.
+        allowance = 0.05 + 0.1 * 3.0  # max_wall_gap_ms and max_gap_share of the call
+        self.assertAlmostEqual(liar["min"], 3.0 - allowance, places=6)
+        self.assertGreaterEqual(liar["mean"], 3.0 - allowance)
+        self.assertAlmostEqual(honest["mean"], 3.0, places=6)
+        # Alike for the reference: a call that load slowed beyond its events counts as
+        # slow, the median stays.
         spiked = _run(_loop(), [3.0] * 23, [3.2] * 22 + [9.2]).record(time.time())
-        self.assertAlmostEqual(spiked["summary"]["max"], 9.0, places=6)
+        self.assertAlmostEqual(spiked["summary"]["max"], 9.0 - allowance, places=6)
         self.assertAlmostEqual(spiked["summary"]["ms"], 3.0, places=6)
 
     def test_a_record_describes_the_timed_calls_and_their_gaps(self):
