@@ -228,9 +228,13 @@ class PreparationShapeTest(unittest.TestCase):
         return response
 
     def test_plain_preparation_is_charged(self):
-        response = self.run_timed("relu_prep_plain")
-        self.assertEqual(response["status"], "pass", response)
-        self.assertGreaterEqual(response["metrics"]["timing_charged_ms"], 15.0, response)
+        # A hole leaves the charge out every time; load widens the reference's noise,
+        # which the charge allows for, now and then (13.6 ms once under ctest, 19.8 and
+        # 19.9 alone): the larger of two runs.
+        responses = [self.run_timed("relu_prep_plain") for _ in range(2)]
+        for response in responses:
+            self.assertEqual(response["status"], "pass", response)
+        self.assertGreaterEqual(max(r["metrics"]["timing_charged_ms"] for r in responses), 15.0, responses)
 
     def test_shaped_preparation_is_charged(self):
         # Shaped against the median, the preparations are charged less than their 20 ms

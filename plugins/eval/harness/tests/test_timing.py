@@ -325,7 +325,7 @@ class LoopTest(unittest.TestCase):
         # Each lying call is raised to its clock less the load one call may see.
         allowance = 0.05 + 0.1 * 3.0  # max_wall_gap_ms and max_gap_share of the call
         self.assertAlmostEqual(liar["min"], 3.0 - allowance, places=6)
-        self.assertGreaterEqual(liar["mean"], 3.0 - allowance)
+        self.assertGreaterEqual(liar["mean"], liar["ms"])  # no mean below the median
         self.assertAlmostEqual(honest["mean"], 3.0, places=6)
         # Alike for the reference: a call that load slowed beyond its events counts as
         # slow, the median stays.
