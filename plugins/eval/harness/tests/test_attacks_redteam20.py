@@ -4,7 +4,7 @@ asserts the SECURE outcome; a test that fails is a hole. Run them one by one by 
 the shared VM. A control is its attack's file with one line replaced (VARIANTS).
 
 Seen (CPU: the shared 2-core VM at 6ca6276; GPU: an H200 through the device tool, which
-copies the lead's working tree /work/main as it stood at 01:20 UTC, not this branch, so
+copies the lead's working tree as it stood at 01:20 UTC, not this branch, so
 the GPU numbers come from compact inline copies of these candidate files' logic driven
 by tests.client, not from this file's GPU tests, which were not run as written):
 - TinyForwardLeanTest (attack 1, CPU): SECURE. relu_1mb (reference 0.135 ms, its
@@ -58,7 +58,7 @@ from tests.test_attacks_redteam12 import assert_no_gain_over
 from tests.test_attacks_redteam18 import LEAN_OVER_CONTROL
 
 VARIANTS = {
-    "redteam20/tiny_lean_control": ("redteam20/tiny_lean_liar", "LIE_MS = 0.0", "LIE_MS = None"),
+    "redteam20/tiny_lean_control": ("redteam9/lean_loop", "LIE_MS = 0.0", "LIE_MS = None"),
     "redteam20/slot_lean_control": ("redteam20/slot_lean_liar", "DIRECT = True", "DIRECT = False"),
     "redteam20/slot_honest": ("redteam20/slot_lean_liar", "_child.CandidateChild._timed_loop = _lean_loop", "pass"),
     "redteam20/kbx_harness": ("redteam20/kbx_copies_skipped", 'MODE = "read_slot"', 'MODE = "harness"'),
@@ -100,11 +100,11 @@ class TinyForwardLeanTest(client.SharedServerTest):
 
     def test_lean_liar_just_above_the_floor(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, "redteam20/relu_1mb"),
-                            "redteam20/tiny_lean_control", "redteam20/tiny_lean_liar", LEAN_OVER_CONTROL)
+                            "redteam20/tiny_lean_control", "redteam9/lean_loop", LEAN_OVER_CONTROL)
 
     def test_lean_liar_below_the_floor(self):
         assert_no_gain_over(self, lambda name: _ask(self.server, name, "relu"),
-                            "redteam20/tiny_lean_control", "redteam20/tiny_lean_liar", LEAN_OVER_CONTROL)
+                            "redteam20/tiny_lean_control", "redteam9/lean_loop", LEAN_OVER_CONTROL)
 
 
 class PreparationWorkTest(client.SharedServerTest):
@@ -150,9 +150,23 @@ class StatisticsTest(client.SharedServerTest):
                                 min(m["candidate_ms_mean"] for m in controls), attack)
 
 
-@unittest.skipUnless(client.os.environ.get("KFORGE_TEST_DEVICE", "cpu").startswith("cuda"),
-                     "a GPU's hand-over copy: KFORGE_TEST_DEVICE=cuda:0")
-class SlotCopyGpuTest(client.SharedServerTest):
+class GpuServerTest(client.SharedServerTest):
+    """A shared server on cuda:0 wherever this interpreter sees a CUDA device."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=cls.MAX_CHILDREN, device="cuda:0")
+
+
+try:
+    import torch as _torch
+    _HAS_CUDA = _torch.cuda.is_available()
+except ImportError:
+    _HAS_CUDA = False
+
+
+@unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (a GPU's hand-over copy)")
+class SlotCopyGpuTest(GpuServerTest):
     """Attack 3 (GPU): a lean loop writing its outputs straight into the output slot
     leaves out the hand-over's copy, which the reference's gap refunds whole (4 GB out of
     64 MB in: the copy moves twice the forward's bytes)."""
@@ -165,9 +179,8 @@ class SlotCopyGpuTest(client.SharedServerTest):
                             "redteam20/slot_lean_control", "redteam20/slot_lean_liar", LEAN_OVER_CONTROL)
 
 
-@unittest.skipUnless(client.os.environ.get("KFORGE_TEST_DEVICE", "cpu").startswith("cuda"),
-                     "a kernelbenchx unit's CPU argument on a GPU: KFORGE_TEST_DEVICE=cuda:0")
-class KbxCpuArgumentGpuTest(client.SharedServerTest):
+@unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (a kernelbenchx unit's CPU argument on a GPU)")
+class KbxCpuArgumentGpuTest(GpuServerTest):
     """Attack 3b (GPU): a kernelbenchx unit's CPU tensor argument, copied by the child
     from the slot (fill) and back (write_back) inside the bracket, both refunded whole."""
     MAX_CHILDREN = 1

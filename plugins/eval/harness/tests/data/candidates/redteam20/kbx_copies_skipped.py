@@ -78,7 +78,7 @@ def cpu_row_sum(x: torch.Tensor) -> torch.Tensor:
     return x.sum(dim=1)
 
 
-# Seen on an H200 (the lead's working tree of 01:20 UTC, /work/main, via the device tool;
+# Seen on an H200 (the lead's working tree of 01:20 UTC, via the device tool;
 # reference 0.95 to 1.09 ms, its gap 46 to 60 ms: the 64 MB fill and write_back are
 # pageable copies, reference_harness_ms 0.37 to 0.48):
 # - read_slot: pass 9.77x (candidate_ms 0.1, the floor; speedup_confirmed,

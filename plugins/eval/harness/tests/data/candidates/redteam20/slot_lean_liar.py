@@ -16,7 +16,7 @@ output made in a tensor of its own and copied into the slot by the clock's copy 
 harness's loop does, its time as measured (the same expand kernel: a control of
 x.repeat's own kernel measured 2.86 ms, the expand 2.87 to 2.94).
 
-Seen on an H200 (the lead's working tree of 01:20 UTC, /work/main, via the device tool;
+Seen on an H200 (the lead's working tree of 01:20 UTC, via the device tool;
 4 GB out, reference 2.62 ms, its gap 4.0 to 6.1 ms, reference_harness_ms 0.08 to 0.14):
 the honest ModelNew in the harness's loop 1.0; the control 0.913x, 0.897x, 0.914x
 (candidate_ms 2.88, 2.94, 2.87, charged 0); this loop 5.45x, 4.14x, 3.05x (candidate_ms
