@@ -59,7 +59,6 @@ from tests.test_attacks_redteam18 import LEAN_OVER_CONTROL
 
 VARIANTS = {
     "redteam20/tiny_lean_control": ("redteam9/lean_loop", "LIE_MS = 0.0", "LIE_MS = None"),
-    "redteam20/slot_lean_control": ("redteam20/slot_lean_liar", "DIRECT = True", "DIRECT = False"),
     "redteam20/slot_honest": ("redteam20/slot_lean_liar", "_child.CandidateChild._timed_loop = _lean_loop", "pass"),
     "redteam20/kbx_harness": ("redteam20/kbx_copies_skipped", 'MODE = "read_slot"', 'MODE = "harness"'),
     "redteam20/kbx_gpu_honest": ("redteam20/kbx_copies_skipped", 'MODE = "read_slot"', 'MODE = "gpu_honest"'),
@@ -172,11 +171,14 @@ class SlotCopyGpuTest(GpuServerTest):
     64 MB in: the copy moves twice the forward's bytes)."""
     MAX_CHILDREN = 1
 
-    @unittest.expectedFailure  # open (README "On a GPU, the hand-over's copy"): 3.05x to 5.45x
     def test_outputs_written_into_the_slot_gain_nothing(self):
+        # Closed by the arena (handover/arena.py): the reference's outputs are read by the
+        # task host where they lie, so its gap holds no copy for a candidate to leave out
+        # (3.05x to 5.45x before). The control is the honest ModelNew in the harness's own
+        # loop: the lean control that copies into the slot now pays for its copy.
         _ask(self.server, "redteam20/slot_honest", "redteam20/repeat_4gb")
         assert_no_gain_over(self, lambda name: _ask(self.server, name, "redteam20/repeat_4gb"),
-                            "redteam20/slot_lean_control", "redteam20/slot_lean_liar", LEAN_OVER_CONTROL)
+                            "redteam20/slot_honest", "redteam20/slot_lean_liar", LEAN_OVER_CONTROL)
 
 
 @unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (a kernelbenchx unit's CPU argument on a GPU)")

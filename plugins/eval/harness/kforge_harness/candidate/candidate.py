@@ -1,5 +1,6 @@
 """The candidate child: builds ModelNew, runs it on the inputs the task host left in a
-buffer, and copies what it returns into the output buffer. It holds no reference output,
+buffer, and hands what it returns over to the task host (copied into the output buffer
+in trials; in timed calls, read by the task host where it lies where it can be). It holds no reference output,
 no seed it was not given for a forward, no comparator and no timing of the reference; it
 decides nothing. Everything it says after the marker is data the server checks.
 
@@ -18,9 +19,12 @@ What it sends (protocol.reporter.Channel, JSON lines), all of it data:
   names and inline values; harness_ms: the harness's own work in the call beside the
   forward);
 - {"failed": {"stage", "trial", "types", "text", "where"}}: the candidate's code raised.
-Beside them, per timed call whose outputs it copies into the slot, one byte on the task
-host's doorbell (handover/doorbell.py) once they are there and the device is idle, before
-its {"called": k} report.
+Beside them, per timed call whose outputs the task host does not read out of this
+process (the CPU's handover/read.py), a ring on the task host's doorbell
+(handover/doorbell.py) once they are handed over and the device is idle, before its
+{"called": k} report: where they lie in the arena its allocator takes its memory from
+(handover/arena.py), or that they were copied into the slot ("copied": true in the
+report).
 
 Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); then
 {"build": true} once the server has counted this process's threads; then per trial
@@ -45,6 +49,8 @@ import torch
 
 from kforge_harness import handover
 from kforge_harness.anticheat import guards
+from kforge_harness.handover.arena import Arena, Unavailable as ArenaUnavailable
+from kforge_harness.handover.doorbell import MAX_OFFSETS
 from kforge_harness.judge.outputs import as_tensor, dtype_name, torch_dtype
 from kforge_harness.protocol import errors
 from kforge_harness.tasks import tasks
@@ -130,7 +136,18 @@ class CandidateChild:
         self._send = self.channel.send
         self._command = self.channel.command
         bell = self.buffers.get("doorbell")
-        self._ring = bell.ring if bell is not None else (lambda: None)
+        self._ring = bell.ring if bell is not None else (lambda offsets=None: None)
+        self._arena = None
+        if "arena" in self.buffers:
+            # From here on this thread's device memory is the task host's to read: a timed
+            # call's outputs cross without a copy in this process (handover/arena.py).
+            arena = Arena(self.buffers["arena"])
+            try:
+                arena.install()
+                self._arena = arena
+            except ArenaUnavailable as exc:
+                print(f"kforge: {exc}: a timed call's outputs are copied into the slot",
+                      file=sys.stderr)
 
     # ---- the candidate's part ----
 
@@ -222,9 +239,9 @@ class CandidateChild:
     def _hand_over(self, out, command, located=None):
         """Copies the outputs into the output buffer, in the reference's layout; returns
         a mismatch ({"error_class", "message"}) when they do not fit it, else None. With
-        `located` (a list, a timed call on the CPU whose outputs the task host reads out
-        of this process: handover/read.py) nothing is copied: each output's (address,
-        tensor) is appended to it instead."""
+        `located` (a list: a timed call whose outputs the task host reads out of this
+        process, handover/read.py, or out of its arena, handover/arena.py) nothing is
+        copied: each output's (address, tensor) is appended to it instead."""
         if command.get("output") is None:
             return None
         expected, views = command.get("output_views") or self._output_views(command["output"])
@@ -272,8 +289,8 @@ class CandidateChild:
         return None
 
     def _place(self, tensor, view, located):
-        """One output leaf handed over: copied into its view of the slot, or its address
-        noted for the task host's read (`located`)."""
+        """One output leaf handed over: copied into its view of the slot, or noted for
+        the task host's read (`located`)."""
         if located is None:
             self._copy(view, tensor)
         else:
@@ -378,16 +395,26 @@ class CandidateChild:
         out, event_ms, tail_ms, settle_ms = self._guarded(
             "timing", lambda: self._time_call(lambda: model(inputs)))
         timed = self._perf()
-        located = [] if call.get("read") else None
+        reading = call.get("read")  # by the task host, out of this process (handover/read.py)
+        located = [] if reading or self._arena is not None else None
         mismatch = self._guarded("timing", lambda: self._hand_over(out, call, located))
+        offsets = None
+        if located is not None and not reading and mismatch is None:
+            offsets = self._arena.offsets([tensor for _, tensor in located])
+            if offsets is None or len(offsets) > MAX_OFFSETS:
+                offsets = None  # not all in the arena: copied, at the candidate's cost
+                views = (call.get("output_views") or self._output_views(call["output"]))[1]
+                for (_, tensor), view in zip(located, views):
+                    self._copy(view, tensor)
         self._guarded("timing", lambda: self.session.release_inputs(inputs, self._copy))
         handed = self._perf()
         self.clock.synchronize()  # the hand-over's copies done: a copy's time, not the harness's
         synced = self._perf()
-        if located is None:
-            # The outputs are in the slot and the device is idle: the task host copies
-            # them out now (handover/doorbell.py), while the report goes to the server.
-            self._ring()
+        if not reading:
+            # The outputs are in the slot, or in the arena at `offsets`, and the device is
+            # idle: the task host copies them out now (handover/doorbell.py), while the
+            # report goes to the server.
+            self._ring(offsets)
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms,
                   # Of harness_ms, the call's inputs made here from its seed (all of them,
                   # or values no layout describes whole: handover/tree.py): the server
@@ -398,9 +425,12 @@ class CandidateChild:
                   # slot.
                   "inputs_ms": (fed - read - feeding_copies_ns) / 1e6
                   if arguments is None and (lend is None or lend.makes_inputs) else 0.0}
-        if located is not None:
+        if reading:
             # Read by the task host once this process is stopped.
             report["outputs_at"] = [address for address, _ in located]
+        elif offsets is None and mismatch is None:
+            # Copied into the slot: some output lay outside the arena, or there is none.
+            report["copied"] = True
         facts = self.session.output_facts()
         if facts:  # a kernelbenchx unit's results: their names and inline values
             report["facts"] = facts

@@ -8,6 +8,9 @@ On a CUDA device the memory stays on the device (cuda.py: memory of the driver's
 memory API, exported as a POSIX file descriptor, which crosses PID and IPC namespaces
 where CUDA's legacy IPC handles cannot); elsewhere, or where the driver cannot export,
 it is host memory (host.py: a sealed memfd). Which one a job got is its `handover` fact.
+On CUDA the child also gets an arena (arena.py): device memory its caching allocator
+takes its segments from, so that a timed call's outputs lie where the task host reads
+them and nobody in the child copies them.
 
 What a buffer holds is a Layout: leaves (tensors at aligned offsets, or inline values)
 that both sides turn into views of the same bytes; a tensor leaf may keep the strides of

@@ -64,6 +64,8 @@ def _lib():
             "cuMemAddressFree": [u64, size],
             "cuMemRelease": [u64],
             "cuGetErrorString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+            "cuMemAlloc_v2": [ctypes.POINTER(u64), size],
+            "cuMemFree_v2": [u64],
         }
         for name, argtypes in signatures.items():
             function = getattr(lib, name)
@@ -97,6 +99,19 @@ def _rounded(nbytes, ordinal):
                                                 _GRANULARITY_MINIMUM))
     step = granularity.value
     return max(step, (nbytes + step - 1) // step * step)
+
+
+def driver_alloc(nbytes):
+    """Plain device memory of the current context (arena.py's segments that do not fit
+    the arena), or None where there is none left."""
+    address = ctypes.c_ulonglong()
+    if _lib().cuMemAlloc_v2(ctypes.byref(address), nbytes) != 0:
+        return None
+    return address.value
+
+
+def driver_free(address):
+    _lib().cuMemFree_v2(address)
 
 
 class _ArrayInterface:

@@ -13,9 +13,24 @@ between commands); the server's `take` then returns that copy's moment. A candid
 rings early has its slot copied early (the poison and the spot checks judge what was
 there; a kernel of its own still running when the copy is queued holds the copy back);
 one that never rings is copied when the server's `take` comes, with both messages in
-its bracket."""
+its bracket.
+
+A ring says where the outputs are: in the slot (one byte, SLOT), or at offsets in the
+child's arena (arena.py: ARENA, a count and that many offsets, little-endian), written
+at once so that it arrives whole (at most PIPE_BUF bytes: MAX_OFFSETS outputs; a call
+with more copies them into the slot)."""
 
 import os
+import select
+import struct
+
+SLOT = 1
+ARENA = 2
+MAX_OFFSETS = (select.PIPE_BUF - 5) // 8  # a pipe write of up to PIPE_BUF bytes is whole
+
+
+class Unheard(Exception):
+    """A ring that is none of the child's harness's messages (what its process wrote)."""
 
 
 class Doorbell:
@@ -30,11 +45,36 @@ class Doorbell:
 
     def silence(self):
         """Drops every ring so far: what rings after this is the next call's."""
+        self._drain()
+
+    def heard(self):
+        """The last ring since silence(): None (the outputs are in the slot) or the
+        offsets in the arena; Unheard where the bytes are no ring."""
+        data, last, at = self._drain(), None, 0
+        while at < len(data):
+            if data[at] == SLOT:
+                last, at = None, at + 1
+                continue
+            if data[at] != ARENA or at + 5 > len(data):
+                raise Unheard(f"its doorbell carried {bytes(data[at:at + 16])!r}, not a ring")
+            count = struct.unpack_from("<I", data, at + 1)[0]
+            end = at + 5 + 8 * count
+            if count > MAX_OFFSETS or end > len(data):
+                raise Unheard(f"its doorbell announced {count} offsets in {len(data) - at - 5} bytes")
+            last, at = list(struct.unpack_from(f"<{count}Q", data, at + 5)), end
+        return last
+
+    def _drain(self):
+        data = bytearray()
         try:
-            while os.read(self.read_fd, 4096):
-                pass
+            while True:
+                chunk = os.read(self.read_fd, 65536)
+                if not chunk:
+                    break
+                data += chunk
         except BlockingIOError:
             pass
+        return data
 
     def close(self):
         for fd in (self.read_fd, self.fd):
@@ -51,8 +91,11 @@ class BellRope:
         self.fd = fd
         os.set_blocking(fd, False)
 
-    def ring(self):
+    def ring(self, offsets=None):
+        """The outputs are in the slot, or (`offsets`, at most MAX_OFFSETS) in the arena."""
+        message = bytes([SLOT]) if offsets is None else \
+            struct.pack(f"<BI{len(offsets)}Q", ARENA, len(offsets), *offsets)
         try:
-            os.write(self.fd, b"\x01")
+            os.write(self.fd, message)
         except (BlockingIOError, BrokenPipeError):
-            pass  # rung already and not yet heard, or the host is gone
+            pass  # the host is gone, or its pipe is full of rings it has not heard

@@ -10,7 +10,9 @@ computes the reference's outputs for the trials. It keeps those outputs where th
 the reference's own timing child) it serves a session:
 
 - `open`: buffers the child works in (handover: exported device memory on CUDA, a
-  sealed memfd elsewhere): two input slots, one output slot, and the reference's weights.
+  sealed memfd elsewhere): two input slots, one output slot, the reference's weights,
+  and on CUDA the arena the child's allocator takes its memory from (handover/arena.py:
+  "arena_mb", the task's peak as the server admits it).
 - `fill`: a trial's or a timed call's inputs made by the task's get_inputs() from a seed
   the child never learns, written into a slot (a trial's, with their digest kept) or,
   for a timed call, kept in this process's own memory (as made, or in a staging
@@ -29,11 +31,12 @@ the reference's own timing child) it serves a session:
   (outputs.SnapshotLeaf), against the reference's outputs for that seed, under the
   request's rule; the input slot's digest must be unchanged (unless the reference's own
   forward changes that input).
-- `take`: a timed call's outputs copied out of the slot into this process's own buffer,
+- `take`: a timed call's outputs copied into this process's own buffer, out of the
+  arena at the offsets the child's ring names (handover/arena.py), or out of the slot,
   as soon as the child rang the session's doorbell (handover/doorbell.py: between
   commands, the host watches the bells of the calls it published), or, where it did not,
-  when the server asks; the server's bracket around the call closes when the copy is
-  done. What is judged is that copy: whatever the candidate writes into
+  out of the slot when the server asks; the server's bracket around the call closes when
+  the copy is done. What is judged is that copy: whatever the candidate writes into
   the slot afterwards (a kernel that outlived its report, in a context of its own) is
   neither judged nor timed, and work it finished before the copy is inside the bracket.
 - `after` (or `step`: `after`, then the next call's `fill`): a timed call, on the outputs
@@ -65,7 +68,7 @@ import torch
 
 from kforge_harness import handover, protocol
 from kforge_harness.handover import read as outputs_read, tree
-from kforge_harness.handover.doorbell import Doorbell
+from kforge_harness.handover.doorbell import Doorbell, Unheard
 from kforge_harness.anticheat import buffers, observe
 from kforge_harness.judge import compare
 from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dtype_name
@@ -102,15 +105,17 @@ class HostFailure(Exception):
 class Session:
     """One child's buffers: input slots, the output slot, the weights."""
 
-    def __init__(self, number, inputs, output, weights, doorbell):
+    def __init__(self, number, inputs, output, weights, doorbell, arena):
         self.number = number
         self.inputs = inputs
         self.output = output
         self.weights = weights
+        self.arena = arena  # the child's device memory (handover/arena.py), or None
         self.doorbell = doorbell  # rung by the child when a timed call's outputs are in the slot
         self.listening = False  # a timed call published, its outputs to be copied when it rings
         self.rung_at = None  # or the moment they were copied, the bell having rung
         self.ring_failed = None  # or why that copy failed (raised by the next `take`)
+        self.ring_unread = None  # or why the ring named no outputs that could be copied
         self.digests = [None] * len(inputs)  # per slot: the digests of what was filled
         self.layouts = [None] * len(inputs)  # per slot: the input layout filled
         self.output_layout = None  # the layout of the outputs expected of the last fill
@@ -129,7 +134,8 @@ class Session:
         self.timed_output = None  # (record, its output layout)
 
     def mappings(self):
-        return [m for m in (*self.inputs, self.output, self.weights, self.doorbell) if m is not None]
+        return [m for m in (*self.inputs, self.output, self.weights, self.doorbell, self.arena)
+                if m is not None]
 
     def close(self):
         self.staging = self.taken = None
@@ -405,13 +411,18 @@ class Host:
             for view, value in zip(handover.views(weights, self.weights_layout), self.weights_values):
                 view.copy_(value)
             self.device.synchronize(torch)
+        arena = None
+        arena_mb = float(request.get("arena_mb") or 0)
+        if self.handover_kind == handover.DEVICE and arena_mb > 0:
+            arena = handover.allocate(int(arena_mb * (1 << 20)), self.device, self.handover_kind)
         self.next_session += 1
-        session = Session(self.next_session, inputs, output, weights, Doorbell())
+        session = Session(self.next_session, inputs, output, weights, Doorbell(), arena)
         self.sessions[session.number] = session
         buffers = [handover.describe(m, role) for m, role in
                    [*((m, f"input{i}") for i, m in enumerate(inputs)), (output, "output"),
                     *([(weights, "weights")] if weights is not None else []),
-                    (session.doorbell, "doorbell")]]
+                    (session.doorbell, "doorbell"),
+                    *([(arena, "arena")] if arena is not None else [])]]
         return ({"session": session.number, "buffers": buffers,
                  "weights": self.weights_layout.to_json() if weights is not None else None},
                 session.mappings())
@@ -586,15 +597,26 @@ class Host:
         if session.ring_failed is not None:
             failure, session.ring_failed = session.ring_failed, None
             raise failure
+        if session.ring_unread is not None:
+            why, session.ring_unread = session.ring_unread, None
+            return {"unread": why}
         if session.rung_at is not None:  # copied when the child rang (handover/doorbell.py)
             taken_at, session.rung_at = session.rung_at, None
             return {"taken_at": taken_at}
         return {"taken_at": self._copy_out(session)}
 
-    def _copy_out(self, session):
-        """The output slot into this process's own copy; the moment the copy is done."""
-        nbytes = session.output_layout.nbytes
-        self._taken(session).raw[:nbytes].copy_(session.output.raw[:nbytes])
+    def _copy_out(self, session, offsets=None):
+        """The output slot, or the outputs at `offsets` in the arena, into this process's
+        own copy; the moment the copy is done."""
+        taken = self._taken(session).raw
+        if offsets is None:
+            nbytes = session.output_layout.nbytes
+            taken[:nbytes].copy_(session.output.raw[:nbytes])
+        else:
+            tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
+            for leaf, offset in zip(tensors, offsets):
+                taken[leaf.offset:leaf.offset + leaf.nbytes].copy_(
+                    session.arena.raw[offset:offset + leaf.nbytes])
         self.device.synchronize(torch)
         return time.monotonic()
 
@@ -602,11 +624,35 @@ class Host:
         """The child rang: its timed call's outputs are copied now, and `take` returns
         when that was done."""
         session.listening = False
-        session.doorbell.silence()
         try:
-            session.rung_at = self._copy_out(session)
+            offsets = session.doorbell.heard()
+        except Unheard as exc:
+            session.ring_unread = str(exc)
+            return
+        if offsets is not None:
+            why = self._arena_misread(session, offsets)
+            if why is not None:
+                session.ring_unread = why
+                return
+        try:
+            session.rung_at = self._copy_out(session, offsets)
         except Exception as exc:  # noqa: BLE001 - answered by the `take` that follows
             session.ring_failed = exc
+
+    @staticmethod
+    def _arena_misread(session, offsets):
+        """Why `offsets` (a ring's) name no outputs in the session's arena, or None."""
+        tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
+        if session.arena is None:
+            return "its process rang with offsets in an arena it was never lent"
+        if len(offsets) != len(tensors):
+            return (f"its process rang with {len(offsets)} offset(s) for "
+                    f"{len(tensors)} output(s)")
+        for leaf, offset in zip(tensors, offsets):
+            if offset + leaf.nbytes > session.arena.nbytes:
+                return (f"its process said an output of {leaf.nbytes} bytes lies at {offset}, "
+                        f"beyond its arena of {session.arena.nbytes}")
+        return None
 
     def _taken(self, session):
         """The buffer of this process's own that a timed call's outputs are copied into."""

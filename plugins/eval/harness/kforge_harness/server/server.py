@@ -76,6 +76,9 @@ SANDBOX_VIEW_FILE = "sandbox-view.json"  # spawn mode: sandbox_fs.save_view() of
 SPEEDUP_FLAG_LIMIT = 10.0
 # How often the device memory of the candidates' processes is read (accelerators).
 MEMORY_WATCH_S = 0.2
+# Beyond the task's peak, the arena a child allocates from (handover/arena.py) holds the
+# caching allocator's rounding and a candidate's few extra buffers.
+ARENA_SLACK_MB = 256
 
 
 class Job:
@@ -128,6 +131,7 @@ class Job:
         self.timing_started = 0.0
         self.had_company = False
         self.turn_wait_s = 0.0  # time its steps and loops waited for other jobs' timing loops
+        self.arena_mb = 0.0  # the device memory its task host lends its child (handover/arena.py)
         # Its child's wall-clock limit is suspended while it waits for other jobs' loops
         # (held, paused, or asking for its own turn): how many such waits, and the time
         # that was left when the first began.
@@ -706,7 +710,18 @@ class Server:
         self._time_reference_for(job)
 
     def _open_session(self, job):
-        self._host_command(job.entry, job, {"open": {}}, self._opened, wants_fds=True)
+        self._host_command(job.entry, job, {"open": {"arena_mb": self._arena_mb(job)}},
+                           self._opened, wants_fds=True)
+
+    def _arena_mb(self, job):
+        """The device memory the task host lends `job`'s child for its own allocations
+        (handover/arena.py): the task's peak (which _need_mb already counts as the
+        candidate's own) with room for the allocator's rounding, within the job's share."""
+        if not self.device.is_accelerator:
+            return 0
+        arena = job.entry.facts["peak_mb"] + ARENA_SLACK_MB
+        share = job.request["limits"].get("device_memory_mb")
+        return min(arena, float(share)) if share else arena
 
     def _opened(self, job, result, fds):
         if "session" not in result:
@@ -716,6 +731,7 @@ class Server:
             return
         job.session = result["session"]
         job.buffers = result["buffers"]
+        job.arena_mb = sum(b["nbytes"] for b in job.buffers if b["role"] == "arena") / (1 << 20)
         job.weights = result.get("weights")
         try:
             self._start_candidate(job, fds)
@@ -875,6 +891,10 @@ class Server:
                                        "a timed call before it was commanded"))
                 return
             job.loop.call_sent = False
+            if message.get("copied") is True and "outputs_copied_in_child" not in job.flags:
+                # Its outputs copied into the slot by its own process (one lay outside its
+                # arena, handover/arena.py, or it has none): a copy charged as its time.
+                job.flags.append("outputs_copied_in_child")
             self._loop_called(job, message, now)
 
     def _candidate_ready(self, job):
@@ -1676,7 +1696,8 @@ class Server:
             if job.proc is None or not job.marker or job.decided is not None or not share:
                 continue
             held = sum(usage.get(pid, 0) for pid in [job.proc.pid] + descendants(job.proc.pid))
-            verdict = memory.over_share(held / (1 << 20), share)
+            # Its arena is the task host's memory to the driver, and the child's to use.
+            verdict = memory.over_share(held / (1 << 20) + job.arena_mb, share)
             if verdict is not None:
                 self._decide(job, verdict)
 

@@ -11,10 +11,9 @@ LIE_MS. What the clock sees is the forward alone, less the reference's copy of 4
 (twice the forward's bytes) and less the refunded harness work: at or below zero, so
 the charge is the resolution floor (timing_plan.resolution_ms), whatever the forward.
 
-The test makes its control by replacing one line (`DIRECT = False`): the same loop, the
-output made in a tensor of its own and copied into the slot by the clock's copy as the
-harness's loop does, its time as measured (the same expand kernel: a control of
-x.repeat's own kernel measured 2.86 ms, the expand 2.87 to 2.94).
+Its control was the same loop with the output made in a tensor of its own and copied
+into the slot by the clock's copy, as the harness's loop then did (the same expand
+kernel: a control of x.repeat's own kernel measured 2.86 ms, the expand 2.87 to 2.94).
 
 Seen on an H200 (the lead's working tree of 01:20 UTC, via the device tool;
 4 GB out, reference 2.62 ms, its gap 4.0 to 6.1 ms, reference_harness_ms 0.08 to 0.14):
@@ -23,14 +22,16 @@ the honest ModelNew in the harness's loop 1.0; the control 0.913x, 0.897x, 0.914
 0.48, 0.63, 0.86, all of it timing_charged_ms; flags speedup_confirmed,
 below_clock_resolution): its kernel takes what the control's does (about 2.9 ms), and
 the clock charges 0.5 to 0.9 of it. Not capped by the floor: the floor is 0.1 ms here.
-Before the fair control (x.repeat in the control): 1.96x and 2.35x."""
-import time
+Before the fair control (x.repeat in the control): 1.96x and 2.35x.
+
+Since the arena (handover/arena.py) the harness's loop copies nothing in the child: the
+task host reads the outputs where they lie, the reference's gap holds no copy, and the
+control is the honest ModelNew in the harness's own loop."""
 
 import torch
 
 import kforge_harness.candidate.candidate as _child
 
-DIRECT = True
 LIE_MS = 0.0
 _views = {}
 _kept = {}
@@ -57,22 +58,11 @@ def _lean_loop(self, model):
         x = _views[slot]
         out = _kept["out"]
         torch.cuda.synchronize()
-        began = time.perf_counter()
         rows, cols = x.shape
-        if DIRECT:
-            out.view(rows, 64, cols).copy_(x.view(rows, 1, cols).expand(rows, 64, cols))
-        else:
-            # The same kernel into a tensor of its own, then the harness's copy.
-            own = torch.empty_like(out)
-            own.view(rows, 64, cols).copy_(x.view(rows, 1, cols).expand(rows, 64, cols))
-            torch.cuda.synchronize()
-            ms = (time.perf_counter() - began) * 1e3
-            self.clock.copy(out, own)
+        out.view(rows, 64, cols).copy_(x.view(rows, 1, cols).expand(rows, 64, cols))
         torch.cuda.synchronize()
-        if DIRECT:
-            ms = (time.perf_counter() - began) * 1e3
         self._ring()
-        self._send({"called": command["call"], "ms": LIE_MS if DIRECT else ms, "tail_ms": 0.0})
+        self._send({"called": command["call"], "ms": LIE_MS, "tail_ms": 0.0})
 
 
 _child.CandidateChild._timed_loop = _lean_loop

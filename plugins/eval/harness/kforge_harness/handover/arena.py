@@ -1,0 +1,154 @@
+"""A child's device memory inside an arena the task host owns (CUDA): where a timed call's
+outputs already lie in memory the task host maps, nobody in the child copies them.
+
+Why: a timed call's outputs must reach the task host. Copied by the child into the
+output slot, the copy is code in the candidate's process inside the call's bracket; the
+reference's loop pays it too, and the server's clock refunds the reference's gap to
+every candidate, so a candidate that skipped it (its outputs computed straight into the
+slot, its hand-over replaced) had the copy's time as a speedup: 3.05x to 5.45x on an
+H200 for 4 GB of outputs (red team 20), 2x for any elementwise kernel. On the CPU the
+task host reads the outputs out of the child (read.py). Here the child's caching
+allocator takes its memory from an arena the task host created and lent (cuda.py's
+exported device memory, mapped by both): torch's allocations of the child's main thread
+go to a torch.cuda.MemPool whose allocator carves segments out of the arena. The child
+then only says at which offsets its outputs lie (doorbell.py), and the task host copies
+them out of its own mapping of the arena: a copy on the trusted side that both loops pay
+and that no code in the candidate's process can skip. The reference's gap holds no copy
+any more, so a candidate that copies pays for its copy.
+
+Where an output does not lie in the arena (memory of another thread, of a CUDA graph's
+own pool, of native code's cudaMalloc, or beyond the arena when it is full: then the
+segment comes from cuMemAlloc as it would without the pool) the child copies the outputs
+into the slot as before, and the verdict is flagged `outputs_copied_in_child`: that copy
+is the candidate's own time. A torch without MemPool (before 2.6) gets no arena at all."""
+
+import ctypes
+
+# Segments are carved at the granularity the caching allocator asks for (its small
+# pool's 2 MiB, its large allocations rounded to 2 MiB): no smaller pieces to track.
+GRAIN = 2 << 20
+
+
+class Unavailable(Exception):
+    """This process's torch cannot route its allocations into the arena (why)."""
+
+
+class Ranges:
+    """First-fit bookkeeping of the free parts of [start, start + size), in GRAIN
+    pieces: `take` a piece, `give` it back (merged with its free neighbours). Kept in two
+    lists of ints: it runs inside the caching allocator's malloc, where it should not
+    make the containers that start Python's garbage collector."""
+
+    def __init__(self, start, size):
+        self.starts = [start]
+        self.sizes = [size // GRAIN * GRAIN]
+
+    @staticmethod
+    def rounded(nbytes):
+        return max(GRAIN, (nbytes + GRAIN - 1) // GRAIN * GRAIN)
+
+    def take(self, nbytes):
+        """The start of a free piece of `nbytes` (rounded up), or None where none fits."""
+        nbytes = self.rounded(nbytes)
+        for index in range(len(self.sizes)):
+            if self.sizes[index] >= nbytes:
+                start = self.starts[index]
+                if self.sizes[index] == nbytes:
+                    del self.starts[index]
+                    del self.sizes[index]
+                else:
+                    self.starts[index] += nbytes
+                    self.sizes[index] -= nbytes
+                return start
+        return None
+
+    def give(self, start, nbytes):
+        nbytes = self.rounded(nbytes)
+        index = 0
+        while index < len(self.starts) and self.starts[index] < start:
+            index += 1
+        self.starts.insert(index, start)
+        self.sizes.insert(index, nbytes)
+        if index + 1 < len(self.starts) and start + nbytes == self.starts[index + 1]:
+            self.sizes[index] += self.sizes[index + 1]
+            del self.starts[index + 1]
+            del self.sizes[index + 1]
+        if index > 0 and self.starts[index - 1] + self.sizes[index - 1] == start:
+            self.sizes[index - 1] += self.sizes[index]
+            del self.starts[index]
+            del self.sizes[index]
+
+    def free_bytes(self):
+        return sum(self.sizes)
+
+
+_ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p)
+_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p)
+
+
+class Arena:
+    """The child's side: `mapping` (a cuda.DeviceMapping of the task host's arena) as the
+    memory of a MemPool its main thread allocates from."""
+
+    def __init__(self, mapping):
+        self.mapping = mapping
+        self.start = mapping.address
+        self.end = mapping.address + mapping.nbytes  # what the task host reads of it
+        self.ranges = Ranges(self.start, mapping.nbytes)
+        self.outside = 0  # segments that did not fit (from cuMemAlloc)
+        self.pool = None
+
+    def offsets(self, tensors):
+        """Where each of `tensors` (dense device tensors) lies in the arena, or None where
+        one does not lie wholly in it."""
+        found = []
+        for tensor in tensors:
+            if tensor.device.type != "cuda":
+                return None
+            pointer = tensor.data_ptr()
+            nbytes = tensor.numel() * tensor.element_size()
+            if nbytes == 0:
+                found.append(0)
+                continue
+            if not (self.start <= pointer and pointer + nbytes <= self.end):
+                return None
+            found.append(pointer - self.start)
+        return found
+
+    def install(self):
+        """Routes this thread's torch allocations on the arena's device into it from now
+        on (Unavailable where this torch cannot)."""
+        import torch
+        begin = getattr(torch._C, "_cuda_beginAllocateCurrentThreadToPool", None)
+        custom = getattr(torch._C, "_cuda_customAllocator", None)
+        if begin is None or custom is None or not hasattr(torch.cuda, "MemPool"):
+            raise Unavailable(f"torch {torch.__version__} has no memory pool with an allocator of "
+                              "its own (torch.cuda.MemPool, 2.6 or later)")
+        from kforge_harness.handover.cuda import driver_alloc, driver_free
+        ranges, start, end = self.ranges, self.start, self.end
+
+        def allocate(nbytes, _device, _stream):
+            try:
+                address = ranges.take(nbytes)
+                if address is not None:
+                    return address
+                self.outside += 1
+                return driver_alloc(Ranges.rounded(nbytes))
+            except BaseException:  # noqa: BLE001 - nothing may raise into torch's malloc
+                return None
+
+        def free(address, nbytes, _device, _stream):
+            try:
+                if start <= address < end:
+                    ranges.give(address, nbytes)
+                else:
+                    driver_free(address)
+            except BaseException:  # noqa: BLE001
+                pass
+
+        # Kept: torch holds the bare function pointers.
+        self._callbacks = (_ALLOC(allocate), _FREE(free))
+        allocator = custom(ctypes.cast(self._callbacks[0], ctypes.c_void_p).value,
+                           ctypes.cast(self._callbacks[1], ctypes.c_void_p).value)
+        self.pool = torch.cuda.MemPool(allocator)
+        begin(self.mapping.raw.device.index, self.pool.id)

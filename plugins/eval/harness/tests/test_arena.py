@@ -1,0 +1,179 @@
+"""A timed call's outputs read by the task host out of the arena the child allocates from
+(handover/arena.py): the arena's bookkeeping and the ring that names the outputs on any
+machine; the allocator and the whole hand-over where this interpreter sees a CUDA device
+(skipped elsewhere, saying so)."""
+
+import os
+import subprocess
+import sys
+import types
+import unittest
+
+from kforge_harness import handover
+from kforge_harness.handover import doorbell
+from kforge_harness.handover.arena import GRAIN, Ranges
+from kforge_harness.reference.host import Host
+from tests import client
+from tests.test_attacks_forged import show
+
+try:
+    import torch
+    HAS_CUDA = torch.cuda.is_available()
+except ImportError:
+    HAS_CUDA = False
+
+
+class RangesTest(unittest.TestCase):
+    def test_pieces_are_taken_first_fit_and_rounded_to_the_grain(self):
+        ranges = Ranges(1 << 30, 8 * GRAIN)
+        self.assertEqual(ranges.take(1), 1 << 30)
+        self.assertEqual(ranges.take(GRAIN + 1), (1 << 30) + GRAIN)
+        self.assertEqual(ranges.free_bytes(), 5 * GRAIN)
+
+    def test_a_piece_that_does_not_fit_is_none(self):
+        ranges = Ranges(0, 4 * GRAIN)
+        self.assertIsNone(ranges.take(5 * GRAIN))
+        self.assertEqual(ranges.take(4 * GRAIN), 0)
+        self.assertIsNone(ranges.take(1))
+
+    def test_pieces_given_back_merge_with_their_free_neighbours(self):
+        ranges = Ranges(0, 6 * GRAIN)
+        a, b, c = (ranges.take(2 * GRAIN) for _ in range(3))
+        ranges.give(a, 2 * GRAIN)
+        ranges.give(c, 2 * GRAIN)
+        self.assertIsNone(ranges.take(3 * GRAIN))  # two free pieces of 2, apart
+        ranges.give(b, 2 * GRAIN)
+        self.assertEqual((ranges.starts, ranges.sizes), ([0], [6 * GRAIN]))
+        self.assertEqual(ranges.take(6 * GRAIN), 0)
+
+
+class RingTest(unittest.TestCase):
+    def setUp(self):
+        self.bell = doorbell.Doorbell()
+        self.addCleanup(self.bell.close)
+        self.rope = doorbell.BellRope(os.dup(self.bell.fd))
+        self.addCleanup(os.close, self.rope.fd)
+
+    def test_a_ring_names_the_slot_or_the_offsets_and_the_last_counts(self):
+        self.rope.ring()
+        self.assertIsNone(self.bell.heard())
+        self.rope.ring([0, 1 << 40, 12345])
+        self.assertEqual(self.bell.heard(), [0, 1 << 40, 12345])
+        self.rope.ring([7])
+        self.rope.ring()
+        self.assertIsNone(self.bell.heard())
+
+    def test_silence_drops_the_rings_before_it(self):
+        self.rope.ring([4096])
+        self.bell.silence()
+        self.assertIsNone(self.bell.heard())
+
+    def test_bytes_that_are_no_ring_are_unheard(self):
+        for written in (b"\x07", b"\x02\x01", b"\x02\x02\x00\x00\x00" + bytes(8),
+                        b"\x02\xff\xff\x00\x00" + bytes(64)):
+            os.write(self.rope.fd, written)
+            with self.assertRaises(doorbell.Unheard, msg=written):
+                self.bell.heard()
+
+    def test_the_most_offsets_a_ring_carries_arrive_whole(self):
+        offsets = list(range(doorbell.MAX_OFFSETS))
+        self.rope.ring(offsets)
+        self.assertEqual(self.bell.heard(), offsets)
+
+
+class MisreadTest(unittest.TestCase):
+    """What the task host refuses to copy out of the arena (its process's word only)."""
+
+    def session(self, arena_bytes):
+        layout = handover.Layout.pack([("tensor", "float32", (4, 4), 64, None, False),
+                                       ("value", "", (), 0, 3, False),
+                                       ("tensor", "float32", (8,), 32, None, False)])
+        return types.SimpleNamespace(output_layout=layout, arena=types.SimpleNamespace(
+            nbytes=arena_bytes) if arena_bytes else None)
+
+    def test_offsets_for_each_output_within_the_arena_are_read(self):
+        self.assertIsNone(Host._arena_misread(self.session(4096), [0, 4064]))
+
+    def test_offsets_beyond_the_arena_or_not_one_per_output_are_refused(self):
+        session = self.session(4096)
+        self.assertIn("beyond its arena", Host._arena_misread(session, [0, 4065]))
+        self.assertIn("1 offset(s) for 2 output(s)", Host._arena_misread(session, [0]))
+        self.assertIn("never lent", Host._arena_misread(self.session(0), [0, 0]))
+
+
+ALLOCATOR = """
+import torch
+from kforge_harness.handover.arena import Arena
+from kforge_harness.handover.cuda import DeviceMapping
+device = torch.device("cuda:0")
+torch.zeros(1, device=device)
+lent = DeviceMapping.allocate(64 << 20, device)
+arena = Arena(DeviceMapping.open(__import__("os").dup(lent.fd), lent.nbytes, lent.size, device))
+arena.install()
+inside = [torch.full((1 << 20,), float(k), device=device) for k in range(4)]
+assert arena.offsets(inside) is not None, "allocations of this thread lie in the arena"
+beyond = torch.empty(96 << 20, dtype=torch.uint8, device=device)
+assert arena.offsets([beyond]) is None and arena.outside == 1, "what does not fit lies outside"
+offset = arena.offsets([inside[3]])[0]
+seen = lent.raw[offset:offset + 16].view(torch.float32)
+assert seen.tolist() == [3.0] * 4, seen
+print("arena ok")
+"""
+
+
+@unittest.skipUnless(HAS_CUDA, "SKIP: needs a CUDA device (the arena is device memory)")
+class AllocatorTest(unittest.TestCase):
+    def test_this_threads_allocations_lie_in_the_arena_and_the_rest_outside(self):
+        # In a process of its own: the arena takes over its allocator for good.
+        done = subprocess.run([sys.executable, "-c", ALLOCATOR], capture_output=True, text=True,
+                              timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        self.assertIn("arena ok", done.stdout)
+
+
+def _run(server, name, candidate, line=None, replacement=None):
+    request = client.request(name, "run", "relu", candidate, language="python",
+                             options={"trials": 2, "timing": {"enabled": True}},
+                             limits={"timeout_s": 300}, sizes={"batch_size": 4096, "dim": 4096})
+    if line is not None:
+        request["candidate"]["code"] = request["candidate"]["code"].replace(line, replacement)
+    response = server.ask(request, timeout=900)[name]
+    show(name, "relu", response)
+    return response
+
+
+@unittest.skipUnless(HAS_CUDA, "SKIP: needs a CUDA device (the arena is device memory)")
+class HandOverTest(client.SharedServerTest):
+    """relu of 64 MB on cuda:0, through the server."""
+    MAX_CHILDREN = 1
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = client.Server(mode="fork", max_children=cls.MAX_CHILDREN, device="cuda:0")
+
+    def test_the_reference_as_its_own_candidate_is_read_out_of_its_arena(self):
+        response = _run(self.server, "reference", None)
+        self.assertEqual(response["status"], "pass", response.get("message"))
+        self.assertNotIn("outputs_copied_in_child", response.get("flags", []))
+        self.assertAlmostEqual(response["metrics"]["speedup"], 1.0, delta=0.1)
+
+    def test_an_output_outside_the_arena_is_copied_and_flagged(self):
+        response = _run(self.server, "other-thread", "arena/other_thread")
+        self.assertEqual(response["status"], "pass", response.get("message"))
+        self.assertIn("outputs_copied_in_child", response.get("flags", []))
+
+    def test_offsets_beyond_the_arena_are_refused(self):
+        response = _run(self.server, "forged-far", "arena/ring_forged")
+        self.assertEqual((response["status"], response["error_class"]), ("fail", "cheat_detected"),
+                         response.get("message"))
+        self.assertIn("beyond its arena", response["message"])
+
+    def test_offsets_where_its_outputs_do_not_lie_are_judged_as_its_outputs(self):
+        response = _run(self.server, "forged-shifted", "arena/ring_forged",
+                        "SHIFT = None", "SHIFT = 4096")
+        self.assertEqual((response["status"], response["error_class"]), ("fail", "cheat_detected"),
+                         response.get("message"))
+
+
+if __name__ == "__main__":
+    unittest.main()
