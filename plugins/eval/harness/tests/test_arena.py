@@ -117,6 +117,22 @@ assert arena.offsets([beyond]) is None and arena.outside == 1, "what does not fi
 offset = arena.offsets([inside[3]])[0]
 seen = lent.raw[offset:offset + 16].view(torch.float32)
 assert seen.tolist() == [3.0] * 4, seen
+# A graph's capture: what it frees stays the graph's, what it makes lies in the arena.
+static_x = torch.ones(1 << 20, device=device)
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph):
+    doubled = static_x * 2
+    static_y = doubled + 1
+del doubled
+others = [torch.full((1 << 20,), 7.0, device=device) for _ in range(8)]
+static_x.fill_(2.0)
+graph.replay()
+torch.cuda.synchronize()
+assert arena.offsets([static_y]) is not None, "a graph's pool is carved from the arena"
+assert static_y[0].item() == 5.0, static_y[0].item()
+assert all(other.min().item() == 7.0 for other in others), "a replay wrote into others' memory"
+after = torch.ones(4, device=device)
+assert arena.offsets([after]) is not None, "this thread allocates from the arena after a capture"
 print("arena ok")
 """
 
@@ -161,6 +177,12 @@ class HandOverTest(client.SharedServerTest):
         response = _run(self.server, "other-thread", "arena/other_thread")
         self.assertEqual(response["status"], "pass", response.get("message"))
         self.assertIn("outputs_copied_in_child", response.get("flags", []))
+
+    def test_a_cuda_graph_allocating_in_its_capture_is_read_out_of_the_arena(self):
+        response = _run(self.server, "graph-captured", "arena/graph_captured")
+        self.assertEqual(response["status"], "pass", response.get("message"))
+        self.assertNotIn("outputs_copied_in_child", response.get("flags", []))
+        self.assertGreater(response["metrics"]["speedup"], 0.9)
 
     def test_offsets_beyond_the_arena_are_refused(self):
         response = _run(self.server, "forged-far", "arena/ring_forged")

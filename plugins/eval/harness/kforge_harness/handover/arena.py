@@ -16,9 +16,10 @@ them out of its own mapping of the arena: a copy on the trusted side that both l
 and that no code in the candidate's process can skip. The reference's gap holds no copy
 any more, so a candidate that copies pays for its copy.
 
-Where an output does not lie in the arena (memory of another thread, of a CUDA graph's
-own pool, of native code's cudaMalloc, or beyond the arena when it is full: then the
-segment comes from cuMemAlloc as it would without the pool) the child copies the outputs
+A CUDA graph captured in the child gets a pool of its own carved from the arena too
+(_route_graphs). Where an output does not lie in the arena (memory of another thread, of
+a pool the candidate made itself, of native code's cudaMalloc, or beyond the arena when
+it is full: then the segment comes from cuMemAlloc as it would without the pool) the child copies the outputs
 into the slot as before, and the verdict is flagged `outputs_copied_in_child`: that copy
 is the candidate's own time. A torch without MemPool (before 2.6) gets no arena at all."""
 
@@ -151,4 +152,39 @@ class Arena:
         allocator = custom(ctypes.cast(self._callbacks[0], ctypes.c_void_p).value,
                            ctypes.cast(self._callbacks[1], ctypes.c_void_p).value)
         self.pool = torch.cuda.MemPool(allocator)
-        begin(self.mapping.raw.device.index, self.pool.id)
+        device = self.mapping.raw.device.index
+        begin(device, self.pool.id)
+        self._route_graphs(torch, allocator, device, begin)
+
+    def _route_graphs(self, torch, allocator, device, begin):
+        """CUDA graphs captured here keep pools of their own, carved from the arena too.
+
+        The caching allocator gives an allocation the pool of the first routing that
+        claims it, in the order they began: this thread's routing into the arena's pool,
+        begun first, would claim a capture's allocations too, and what a capture frees
+        would go back to a pool others allocate from while replays still write there. So
+        a capture's routing is begun ahead of this thread's (this thread's ends and begins
+        again after it), and a graph without a pool of its caller's gets a MemPool over
+        the arena (as does graph_pool_handle(), the pool torch.compile's graphs share),
+        so that a replay's outputs lie where the task host reads them."""
+        end = torch._C._cuda_endAllocateToPool
+        graph_pools = []
+
+        def arena_pool():
+            pool = torch.cuda.MemPool(allocator)
+            graph_pools.append(pool)  # a graph's pool lives as long as this process
+            return pool.id
+
+        graph_class = torch.cuda.CUDAGraph
+        capture_begin = graph_class.capture_begin
+        arena_pool_id = self.pool.id
+
+        def capture_begin_behind(graph, pool=None, *args, **kwargs):
+            end(device, arena_pool_id)
+            try:
+                return capture_begin(graph, arena_pool() if pool is None else pool, *args, **kwargs)
+            finally:
+                begin(device, arena_pool_id)
+
+        graph_class.capture_begin = capture_begin_behind
+        torch.cuda.graph_pool_handle = torch.cuda.graphs.graph_pool_handle = arena_pool
