@@ -161,7 +161,8 @@ found(**seen)
         unexpected = [name for name in env if name not in sandbox.ENV_ALLOWED
                       and not name.startswith(sandbox.ENV_ALLOWED_PREFIXES)
                       and name not in ("HOME", "TMPDIR", "XDG_CACHE_HOME", "TRITON_HOME",
-                                       "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "KFORGE_NAMED")]
+                                       "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR",
+                                       "TORCHINDUCTOR_COMPILE_THREADS", "KFORGE_NAMED")]
         self.assertEqual(unexpected, [])
 
     # ---- other processes, the store, the file system ----

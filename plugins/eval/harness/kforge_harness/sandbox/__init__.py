@@ -57,7 +57,7 @@ silently):
   mounts, bpf, perf, keyrings, modules, kexec, io_uring... denied on every thread (TSYNC).
 - the environment: an allowlist (ENV_ALLOWED, ENV_ALLOWED_PREFIXES) of the caller's, plus
   HOME, TMPDIR, XDG_CACHE_HOME, TRITON_CACHE_DIR/TRITON_HOME and TORCH_EXTENSIONS_DIR in
-  the work dir, CUDA_VISIBLE_DEVICES for the given GPU, then `extra_env` (what a pipeline
+  the work dir, TORCHINDUCTOR_COMPILE_THREADS=1, CUDA_VISIBLE_DEVICES for the given GPU, then `extra_env` (what a pipeline
   names). The variables dropped are also wiped from this process's inherited environment
   block, which /proc/self/environ would otherwise still show.
 """
@@ -236,6 +236,10 @@ def sandbox_environment(workdir, device_env=None, extra_env=None):
         "TRITON_HOME": home,
         "TRITON_CACHE_DIR": os.path.join(home, ".triton", "cache"),
         "TORCH_EXTENSIONS_DIR": os.path.join(workdir, "torch_extensions"),
+        # torch.compile's inductor compiles its kernels in this process, not in a pool
+        # of Python workers it would start (the runtime guard allows no program but the
+        # language's tool chain).
+        "TORCHINDUCTOR_COMPILE_THREADS": "1",
         "PATH": env.get("PATH") or "/usr/local/bin:/usr/bin:/bin",
     })
     env.update(device_env or {})

@@ -1,4 +1,4 @@
-"""Honest: torch.compile with CUDA graphs (mode "reduce-overhead"): its graphs share the
+"""Honest (a triton candidate): torch.compile with CUDA graphs (mode "reduce-overhead"): its graphs share the
 pool torch.cuda.graph_pool_handle() gives, which the arena holds (handover/arena.py)."""
 import torch
 
