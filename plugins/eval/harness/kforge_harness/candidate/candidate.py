@@ -234,7 +234,9 @@ class CandidateChild:
         if command.get("inputs") is None:
             return None
         # No slot where nothing crosses in one (a kernelbenchx unit of scalars only).
-        return self.session.lend_inputs(self.buffers.get(f"input{command['slot']}"), command["inputs"])
+        slot = command["slot"]
+        return self.session.lend_inputs(self.buffers.get(f"input{slot}"), command["inputs"],
+                                        self.buffers.get(f"input{slot}_host"))
 
     def _hand_over(self, out, command, located=None):
         """Copies the outputs into the output buffer, in the reference's layout; returns

@@ -46,6 +46,9 @@ class Leaf:
     # Element strides over the leaf's bytes (stride 0: an expanded dimension, one element
     # held); None: contiguous.
     strides: tuple = None
+    # Lies in the slot's host-memory twin, where one is lent (a kernelbenchx call's CPU
+    # argument on an accelerator: the child uses it where it lies, no copy of its own).
+    host: bool = False
 
     def to_json(self):
         if self.kind == "value":
@@ -55,6 +58,8 @@ class Leaf:
                 "name": self.name}
         if self.strides is not None:
             data["strides"] = list(self.strides)
+        if self.host:
+            data["host"] = True
         return data
 
     @staticmethod
@@ -65,7 +70,8 @@ class Leaf:
         return Leaf("tensor", dtype=data["dtype"], shape=tuple(int(x) for x in data["shape"]),
                     offset=int(data["offset"]), nbytes=int(data["nbytes"]),
                     array=bool(data.get("array")), name=str(data.get("name", "")),
-                    strides=None if strides is None else tuple(int(x) for x in strides))
+                    strides=None if strides is None else tuple(int(x) for x in strides),
+                    host=data.get("host") is True)
 
 
 def aligned(nbytes):
@@ -196,8 +202,9 @@ def open_buffer(description, fd, torch_device):
         raise
 
 
-def views(mapping, layout, arrays=True):
-    """The layout's leaves over the mapping's bytes: tensors (NumPy arrays for `array`
+def views(mapping, layout, arrays=True, host=None):
+    """The layout's leaves over the mapping's bytes (a `host` leaf's over `host`'s, the
+    slot's host-memory twin, where there is one): tensors (NumPy arrays for `array`
     leaves on the host, where `arrays`) and inline values, in order."""
     from kforge_harness.judge.outputs import torch_dtype
     result = []
@@ -206,9 +213,10 @@ def views(mapping, layout, arrays=True):
             result.append(leaf.value)
             continue
         dtype = torch_dtype(leaf.dtype)
-        if dtype is None or leaf.offset + leaf.nbytes > mapping.nbytes:
+        where = host if leaf.host and host is not None else mapping
+        if dtype is None or leaf.offset + leaf.nbytes > where.nbytes:
             raise ValueError(f"a layout leaf that does not fit its buffer ({leaf.to_json()})")
-        view = mapping.raw[leaf.offset:leaf.offset + leaf.nbytes].view(dtype)
+        view = where.raw[leaf.offset:leaf.offset + leaf.nbytes].view(dtype)
         if leaf.strides is None:
             view = view.view(leaf.shape)
         elif span(leaf.shape, leaf.strides) > view.numel():

@@ -105,9 +105,12 @@ class HostFailure(Exception):
 class Session:
     """One child's buffers: input slots, the output slot, the weights."""
 
-    def __init__(self, number, inputs, output, weights, doorbell, arena):
+    def __init__(self, number, inputs, output, weights, doorbell, arena, host_inputs):
         self.number = number
         self.inputs = inputs
+        # Per slot, its host-memory twin for a kernelbenchx unit's CPU arguments on an
+        # accelerator (handover.Leaf.host), or empty.
+        self.host_inputs = host_inputs
         self.output = output
         self.weights = weights
         self.arena = arena  # the child's device memory (handover/arena.py), or None
@@ -124,8 +127,8 @@ class Session:
         self.units = {}  # per slot: the kernelbenchx unit filled there (kbx_calls.Unit)
         self.sampler = buffers.Sampler()  # which output elements the fingerprints read
         self.staging = None  # a timed call's inputs until published, where not kept as made
-        # Per slot, a timed call's inputs not yet published: the bytes staged for it, or
-        # the (slot view, tensor) pairs of inputs kept as get_inputs() made them.
+        # Per slot, a timed call's inputs not yet published: (the (slot view, tensor) pairs
+        # of inputs kept as get_inputs() made them, the bytes staged for the rest).
         self.staged = {}
         self.taken = None  # the last timed call's outputs as `take` copied them
         # Per slot: the layouts a timed call's fill last sent (the child keeps what it made
@@ -134,8 +137,11 @@ class Session:
         self.timed_output = None  # (record, its output layout)
 
     def mappings(self):
-        return [m for m in (*self.inputs, self.output, self.weights, self.doorbell, self.arena)
-                if m is not None]
+        return [m for m in (*self.inputs, *self.host_inputs, self.output, self.weights,
+                            self.doorbell, self.arena) if m is not None]
+
+    def host_twin(self, slot):
+        return self.host_inputs[slot] if self.host_inputs else None
 
     def close(self):
         self.staging = self.taken = None
@@ -415,11 +421,19 @@ class Host:
         arena_mb = float(request.get("arena_mb") or 0)
         if self.handover_kind == handover.DEVICE and arena_mb > 0:
             arena = handover.allocate(int(arena_mb * (1 << 20)), self.device, self.handover_kind)
+        host_inputs = []
+        if inputs and self.session.replays_calls and self.handover_kind != handover.HOST:
+            # A unit's CPU arguments lie in host memory the child uses as it is: a copy of
+            # them in the child would be its work in the call's bracket, which the
+            # reference's gap would refund and a candidate's loop could leave out.
+            host_inputs = [handover.allocate(self.input_capacity, self.device, handover.HOST)
+                           for _ in inputs]
         self.next_session += 1
-        session = Session(self.next_session, inputs, output, weights, Doorbell(), arena)
+        session = Session(self.next_session, inputs, output, weights, Doorbell(), arena, host_inputs)
         self.sessions[session.number] = session
         buffers = [handover.describe(m, role) for m, role in
-                   [*((m, f"input{i}") for i, m in enumerate(inputs)), (output, "output"),
+                   [*((m, f"input{i}") for i, m in enumerate(inputs)),
+                    *((m, f"input{i}_host") for i, m in enumerate(host_inputs)), (output, "output"),
                     *([(weights, "weights")] if weights is not None else []),
                     (session.doorbell, "doorbell"),
                     *([(arena, "arena")] if arena is not None else [])]]
@@ -490,24 +504,34 @@ class Host:
         if layout is not None and layout.leaves:
             kept = (not request.get("trial") and
                     sum(leaf.kind == "tensor" for leaf in layout.leaves) <= MAX_TENSORS_KEPT)
-            target = session.inputs[slot]
-            if not request.get("trial") and not kept:
-                if session.staging is None:
-                    session.staging = PrivateBuffer(session.inputs[slot].nbytes, self.device)
-                target = session.staging
-                session.staged[slot] = layout.nbytes
-            views = handover.views(target, layout, arrays=False)
+            host = session.host_twin(slot)
+            views = handover.views(session.inputs[slot], layout, arrays=False, host=host)
             if kept:
                 # This process's own tensors, which no candidate maps, until `publish`;
                 # on the slot's device already (made on the host, they would cross to it
                 # inside the bracket).
-                session.staged[slot] = [handover.writable(view, as_tensor(value).to(view.device))
-                                        for view, value in zip(views, self._leaves(inputs))
-                                        if isinstance(view, torch.Tensor)]
-            else:
+                session.staged[slot] = ([handover.writable(view, as_tensor(value).to(view.device))
+                                         for view, value in zip(views, self._leaves(inputs))
+                                         if isinstance(view, torch.Tensor)], 0)
+            elif request.get("trial"):
                 for view, value in zip(views, self._leaves(inputs)):
                     if isinstance(view, torch.Tensor):
                         handover.fill(view, as_tensor(value))
+            else:
+                # Staged whole in a buffer of the slot's size, but for what lies in the
+                # host twin, kept as made.
+                if session.staging is None:
+                    session.staging = PrivateBuffer(session.inputs[slot].nbytes, self.device)
+                pairs = []
+                staged = handover.views(session.staging, layout, arrays=False)
+                for leaf, view, stage, value in zip(layout.leaves, views, staged, self._leaves(inputs)):
+                    if not isinstance(view, torch.Tensor):
+                        continue
+                    if leaf.host and host is not None:
+                        pairs.append(handover.writable(view, as_tensor(value)))
+                    else:
+                        handover.fill(stage, as_tensor(value))
+                session.staged[slot] = (pairs, layout.nbytes)
             # A trial's inputs are checked by digest after it; a timed call's, when it is
             # checked, against the same seed's inputs made again (no pass over the inputs
             # for the calls that are not).
@@ -568,7 +592,7 @@ class Host:
         if not session.inputs or session.digests[slot] is None:
             return None
         layout = session.layouts[slot]
-        views = handover.views(session.inputs[slot], layout, arrays=False)
+        views = handover.views(session.inputs[slot], layout, arrays=False, host=session.host_twin(slot))
         changed = buffers.changed_inputs(views, session.digests[slot], self.mutated)
         return buffers.inputs_verdict(label, changed, False, layout.tree)
 
@@ -726,7 +750,8 @@ class Host:
         slot = int(request["slot"])
         if session.inputs and session.layouts[slot] is not None:
             layout = session.layouts[slot]
-            views = handover.views(session.inputs[slot], layout, arrays=False)
+            views = handover.views(session.inputs[slot], layout, arrays=False,
+                                   host=session.host_twin(slot))
             verdict = buffers.inputs_verdict(label, buffers.differing(
                 views, self._leaves(inputs), self.mutated), True, layout.tree)
             if verdict is not None:
@@ -748,8 +773,9 @@ class Host:
             raise protocol.task_error(
                 f"the task's function returned other results on the same arguments ({label}): "
                 f"{kbx_calls.RESULTS_WHAT} must not depend on anything but the arguments and the seed")
-        views = handover.views(session.inputs[int(request["slot"])], unit.layout, arrays=False) \
-            if unit.layout.leaves else []
+        slot = int(request["slot"])
+        views = handover.views(session.inputs[slot], unit.layout, arrays=False,
+                               host=session.host_twin(slot)) if unit.layout.leaves else []
         differing = buffers.differing(views, unit.copies, set(changed))
         if differing:
             return buffers.fail(protocol.CHEAT_DETECTED,
@@ -788,12 +814,11 @@ class Host:
             # this call's.
             session.doorbell.silence()
             session.listening, session.rung_at, session.ring_failed = True, None, None
-        staged = session.staged.pop(slot, 0)
-        if isinstance(staged, list):
-            for target, source in staged:
-                target.copy_(source)
-        elif staged:
-            session.inputs[slot].raw[:staged].copy_(session.staging.raw[:staged])
+        pairs, nbytes = session.staged.pop(slot, ([], 0))
+        for target, source in pairs:
+            target.copy_(source)
+        if nbytes:
+            session.inputs[slot].raw[:nbytes].copy_(session.staging.raw[:nbytes])
         flush = bool(request.get("flush_l2")) and self.device.type == "cuda"
         if flush:
             if self.l2_flush is None:

@@ -365,14 +365,14 @@ class KbxSession(TaskSession):
 
     # ---- timing: the child's side ----
 
-    def lend_inputs(self, mapping, described):
+    def lend_inputs(self, mapping, described, host=None):
         """A timed unit's calls over the slot the task host fills (kbx_calls.LentUnit):
         the slot's views made now; taken, the calls rebuilt over them (`calls`, where
         given: a timed unit's, which its description sent ahead leaves out), their
         copies filled from the slot and the random generators seeded with the unit's
         seed, as the task host does before it checks the same unit."""
         layout = handover.Layout.from_json(described["layout"])
-        views = handover.views(mapping, layout, arrays=False)
+        views = handover.views(mapping, layout, arrays=False, host=host)
 
         def take(seed, copy, calls=None, made=None):
             unit = kbx_calls.LentUnit(views, layout, described["calls"] if calls is None else calls,

@@ -311,6 +311,12 @@ class Unit:
             self.calls.append(call)
             leaves, nodes, results = leaves + len(call.leaves), nodes + len(call.nodes), results + len(call.results[0])
         self.layout = handover.Layout.pack_leaves([leaf for call in self.calls for leaf in call.leaves])
+        first = 0
+        for call in self.calls:
+            for node in call.nodes:
+                if node[0] == "tensor" and node[2] == "cpu":
+                    self.layout.leaves[first + node[1]].host = True
+            first += len(call.leaves)
         self.copies = [copy for call in self.calls for copy in call.copies]
         self.where = [where for call in self.calls for where in call.where]
         self.names, self.values, described = [], {}, []
@@ -368,10 +374,13 @@ class Arguments:
 
 class LentUnit:
     """The child's side of a unit: its calls rebuilt over the views of the input slot the
-    task host filled. An argument the call takes where the slot is not (a CPU tensor of a
-    GPU task, a NumPy array from device memory) is a copy, filled from the slot (`fill`)
-    and written back into it after the unit (`write_back`), so that the host sees what
-    the calls did to their arguments."""
+    task host filled, a CPU argument's over the slot's host-memory twin where the task
+    host lends one (on an accelerator: handover.Leaf.host). An argument the call takes
+    where its view is not (a CPU tensor of a GPU task without the twin) is a copy, filled
+    from the slot (`fill`) and written back into it after the unit (`write_back`), so that
+    the host sees what the calls did to their arguments: the child's own work in the
+    call's bracket, which a loop of the candidate's could leave out, and which the twin
+    makes unneeded."""
 
     def __init__(self, views, layout, calls, device):
         """`views`: the slot's views of `layout` (handover.views, arrays=False); `calls`:

@@ -274,9 +274,10 @@ class TaskSession:
         """What the last forward's outputs carry beyond their leaves (kbx: leaf names)."""
         return {}
 
-    def lend_inputs(self, mapping, described):
+    def lend_inputs(self, mapping, described, host=None):
         """(child) What takes a trial's or timed call's inputs out of the slot the task host
-        fills (`described` is the layout it sent): made before the inputs are there (a
+        fills (`described` is the layout it sent; `host`, the slot's host-memory twin, only
+        a kernelbenchx unit's calls use): made before the inputs are there (a
         timed call's, while no clock runs), called as take(seed, copy, values) once they
         are, inside the call's bracket; `values`, where given, are the description's
         inline values, which a timed call's description sent ahead leaves out. Here:
