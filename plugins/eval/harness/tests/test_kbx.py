@@ -262,6 +262,30 @@ class HandOverTest(unittest.TestCase):
         lent.fill(torch.Tensor.copy_)
         return unit, lent
 
+    def test_cpu_arguments_lie_in_the_slots_host_twin_and_are_not_copied(self):
+        # On an accelerator a unit's CPU arguments lie in host memory the child uses as it
+        # is (handover.Leaf.host): here the twin is a second host buffer.
+        x, array = torch.randn(4, 3), np.arange(5.0)
+        captured = [kbx_calls.capture(0, (x, array, 2.0), {}, torch.device("cpu"))]
+        captured[0].returned(kbx.flatten(None, "call #0", strict=True))
+        unit = kbx_calls.Unit(captured, frozenset())
+        self.assertEqual([leaf.host for leaf in unit.layout.leaves], [True, True])
+        slot, twin = HostMapping.allocate(unit.layout.nbytes), HostMapping.allocate(unit.layout.nbytes)
+        self.addCleanup(slot.close)
+        self.addCleanup(twin.close)
+        layout = handover.Layout.from_json(json.loads(json.dumps(unit.describe()))["layout"])
+        for view, copy in zip(handover.views(slot, layout, arrays=False, host=twin), unit.copies):
+            handover.fill(view, copy)
+        lent = kbx_calls.LentUnit(handover.views(slot, layout, arrays=False, host=twin), layout,
+                                  unit.describe()["calls"], torch.device("cpu"))
+        self.assertEqual(lent.copied, [])
+        (got_x, got_array, _), _, _ = lent.calls[0]
+        start = twin.raw.data_ptr()
+        self.assertTrue(start <= got_x.data_ptr() < start + twin.nbytes)
+        self.assertTrue(torch.equal(got_x, x))
+        np.testing.assert_array_equal(got_array, array)
+        self.assertFalse(slot.raw.any(), "nothing of a host leaf lies in the slot itself")
+
     def test_every_plain_kind_of_argument_crosses_as_it_was(self):
         x = torch.randn(6, 5)
         args = (x, x.t(), torch.randn(1, 5).expand(4, 5), x[1:5:2, 1:], x,
