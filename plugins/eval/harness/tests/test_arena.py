@@ -11,7 +11,7 @@ import unittest
 
 from kforge_harness import handover
 from kforge_harness.handover import doorbell
-from kforge_harness.handover.arena import GRAIN, Ranges
+from kforge_harness.handover.arena import GRAIN, REGION, Ranges
 from kforge_harness.reference.host import Host
 from tests import client
 from tests.test_attacks_forged import show
@@ -88,15 +88,19 @@ class MisreadTest(unittest.TestCase):
         layout = handover.Layout.pack([("tensor", "float32", (4, 4), 64, None, False),
                                        ("value", "", (), 0, 3, False),
                                        ("tensor", "float32", (8,), 32, None, False)])
-        return types.SimpleNamespace(output_layout=layout, arena=types.SimpleNamespace(
+        slot = types.SimpleNamespace(nbytes=1024, kind=handover.DEVICE)
+        return types.SimpleNamespace(output_layout=layout, inputs=[slot], arena=types.SimpleNamespace(
             nbytes=arena_bytes) if arena_bytes else None)
 
-    def test_offsets_for_each_output_within_the_arena_are_read(self):
+    def test_offsets_for_each_output_within_the_arena_or_a_slot_are_read(self):
         self.assertIsNone(Host._arena_misread(self.session(4096), [0, 4064]))
+        self.assertIsNone(Host._arena_misread(self.session(4096), [REGION + 960, 8]))
 
     def test_offsets_beyond_the_arena_or_not_one_per_output_are_refused(self):
         session = self.session(4096)
         self.assertIn("beyond its arena", Host._arena_misread(session, [0, 4065]))
+        self.assertIn("beyond its arena or slot", Host._arena_misread(session, [REGION + 961, 0]))
+        self.assertIn("buffer 2, which it was never lent", Host._arena_misread(session, [2 * REGION, 0]))
         self.assertIn("1 offset(s) for 2 output(s)", Host._arena_misread(session, [0]))
         self.assertIn("never lent", Host._arena_misread(self.session(0), [0, 0]))
 
@@ -108,12 +112,15 @@ from kforge_harness.handover.cuda import DeviceMapping
 device = torch.device("cuda:0")
 torch.zeros(1, device=device)
 lent = DeviceMapping.allocate(64 << 20, device)
-arena = Arena(DeviceMapping.open(__import__("os").dup(lent.fd), lent.nbytes, lent.size, device))
+slot = DeviceMapping.allocate(4 << 20, device)
+arena = Arena(DeviceMapping.open(__import__("os").dup(lent.fd), lent.nbytes, lent.size, device), [slot])
 arena.install()
 inside = [torch.full((1 << 20,), float(k), device=device) for k in range(4)]
 assert arena.offsets(inside) is not None, "allocations of this thread lie in the arena"
 beyond = torch.empty(96 << 20, dtype=torch.uint8, device=device)
 assert arena.offsets([beyond]) is None and arena.outside == 1, "what does not fit lies outside"
+REGION = 1 << 56
+assert arena.offsets([slot.raw[1024:2048]]) == [REGION + 1024], "an output that is an input lies in its slot"
 offset = arena.offsets([inside[3]])[0]
 seen = lent.raw[offset:offset + 16].view(torch.float32)
 assert seen.tolist() == [3.0] * 4, seen
@@ -147,14 +154,15 @@ class AllocatorTest(unittest.TestCase):
         self.assertIn("arena ok", done.stdout)
 
 
-def _run(server, name, candidate, line=None, replacement=None):
-    request = client.request(name, "run", "relu", candidate, language="python",
+def _run(server, name, candidate, line=None, replacement=None, task="relu"):
+    sizes = {"sizes": {"batch_size": 4096, "dim": 4096}} if task == "relu" else {}
+    request = client.request(name, "run", task, candidate, language="python",
                              options={"trials": 2, "timing": {"enabled": True}},
-                             limits={"timeout_s": 300}, sizes={"batch_size": 4096, "dim": 4096})
+                             limits={"timeout_s": 300}, **sizes)
     if line is not None:
         request["candidate"]["code"] = request["candidate"]["code"].replace(line, replacement)
     response = server.ask(request, timeout=900)[name]
-    show(name, "relu", response)
+    show(name, task, response)
     return response
 
 
@@ -172,6 +180,11 @@ class HandOverTest(client.SharedServerTest):
         self.assertEqual(response["status"], "pass", response.get("message"))
         self.assertNotIn("outputs_copied_in_child", response.get("flags", []))
         self.assertAlmostEqual(response["metrics"]["speedup"], 1.0, delta=0.1)
+
+    def test_an_output_that_is_an_input_is_read_out_of_its_slot(self):
+        response = _run(self.server, "identity", None, task="arena/identity")
+        self.assertEqual(response["status"], "pass", response.get("message"))
+        self.assertNotIn("outputs_copied_in_child", response.get("flags", []))
 
     def test_an_output_outside_the_arena_is_copied_and_flagged(self):
         response = _run(self.server, "other-thread", "arena/other_thread")

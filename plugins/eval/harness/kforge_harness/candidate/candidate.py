@@ -141,7 +141,9 @@ class CandidateChild:
         if "arena" in self.buffers:
             # From here on this thread's device memory is the task host's to read: a timed
             # call's outputs cross without a copy in this process (handover/arena.py).
-            arena = Arena(self.buffers["arena"])
+            slots = [mapping for role, mapping in sorted(self.buffers.items())
+                     if role in ("input0", "input1") and mapping.kind == handover.DEVICE]
+            arena = Arena(self.buffers["arena"], slots)
             try:
                 arena.install()
                 self._arena = arena

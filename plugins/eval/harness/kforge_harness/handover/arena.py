@@ -30,6 +30,10 @@ import ctypes
 GRAIN = 2 << 20
 
 
+# A ring's offset names its region above this (no buffer is 2**56 bytes).
+REGION = 1 << 56
+
+
 class Unavailable(Exception):
     """This process's torch cannot route its allocations into the arena (why)."""
 
@@ -91,17 +95,23 @@ class Arena:
     """The child's side: `mapping` (a cuda.DeviceMapping of the task host's arena) as the
     memory of a MemPool its main thread allocates from."""
 
-    def __init__(self, mapping):
+    def __init__(self, mapping, slots=()):
+        """`slots`: the device input slots, in order, which the task host reads too (an
+        output may be an input itself, or a view of one)."""
         self.mapping = mapping
         self.start = mapping.address
         self.end = mapping.address + mapping.nbytes  # what the task host reads of it
         self.ranges = Ranges(self.start, mapping.nbytes)
         self.outside = 0  # segments that did not fit (from cuMemAlloc)
         self.pool = None
+        # Where the task host reads, by region: the arena, then each input slot.
+        self.regions = [(self.start, self.end)] + [(slot.address, slot.address + slot.nbytes)
+                                                   for slot in slots]
 
     def offsets(self, tensors):
-        """Where each of `tensors` (dense device tensors) lies in the arena, or None where
-        one does not lie wholly in it."""
+        """Where each of `tensors` (dense device tensors) lies, as its region's number
+        times REGION plus its offset in the region (the arena: 0, input slot i: 1 + i), or
+        None where one does not lie wholly in a region."""
         found = []
         for tensor in tensors:
             if tensor.device.type != "cuda":
@@ -111,9 +121,12 @@ class Arena:
             if nbytes == 0:
                 found.append(0)
                 continue
-            if not (self.start <= pointer and pointer + nbytes <= self.end):
+            for region, (start, end) in enumerate(self.regions):
+                if start <= pointer and pointer + nbytes <= end:
+                    found.append(region * REGION + pointer - start)
+                    break
+            else:
                 return None
-            found.append(pointer - self.start)
         return found
 
     def install(self):

@@ -68,6 +68,7 @@ import torch
 
 from kforge_harness import handover, protocol
 from kforge_harness.handover import read as outputs_read, tree
+from kforge_harness.handover.arena import REGION
 from kforge_harness.handover.doorbell import Doorbell, Unheard
 from kforge_harness.anticheat import buffers, observe
 from kforge_harness.judge import compare
@@ -639,8 +640,8 @@ class Host:
         else:
             tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
             for leaf, offset in zip(tensors, offsets):
-                taken[leaf.offset:leaf.offset + leaf.nbytes].copy_(
-                    session.arena.raw[offset:offset + leaf.nbytes])
+                region, offset = self._region(session, offset)
+                taken[leaf.offset:leaf.offset + leaf.nbytes].copy_(region.raw[offset:offset + leaf.nbytes])
         self.device.synchronize(torch)
         return time.monotonic()
 
@@ -664,8 +665,20 @@ class Host:
             session.ring_failed = exc
 
     @staticmethod
-    def _arena_misread(session, offsets):
-        """Why `offsets` (a ring's) name no outputs in the session's arena, or None."""
+    def _region(session, offset):
+        """(the buffer, the offset in it) a ring's offset names (arena.REGION): the
+        arena, or an input slot; (None, offset) where it names none."""
+        number, offset = divmod(offset, REGION)
+        if number == 0:
+            return session.arena, offset
+        if number <= len(session.inputs) and session.inputs[number - 1].kind == handover.DEVICE:
+            return session.inputs[number - 1], offset
+        return None, offset
+
+    @classmethod
+    def _arena_misread(cls, session, offsets):
+        """Why `offsets` (a ring's) name no outputs in the session's arena or input slots,
+        or None."""
         tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
         if session.arena is None:
             return "its process rang with offsets in an arena it was never lent"
@@ -673,9 +686,12 @@ class Host:
             return (f"its process rang with {len(offsets)} offset(s) for "
                     f"{len(tensors)} output(s)")
         for leaf, offset in zip(tensors, offsets):
-            if offset + leaf.nbytes > session.arena.nbytes:
-                return (f"its process said an output of {leaf.nbytes} bytes lies at {offset}, "
-                        f"beyond its arena of {session.arena.nbytes}")
+            region, within = cls._region(session, offset)
+            if region is None:
+                return f"its process said an output lies in buffer {offset // REGION}, which it was never lent"
+            if within + leaf.nbytes > region.nbytes:
+                return (f"its process said an output of {leaf.nbytes} bytes lies at {within}, "
+                        f"beyond its arena or slot of {region.nbytes}")
         return None
 
     def _taken(self, session):
