@@ -24,6 +24,9 @@ Attacks (the docstring of each file under tests/data/candidates/redteam21/ says 
    captures_underway (a capture's allocations go to the arena's pool, not the graph's
    private one).
 5. DoorbellFloodGpuTest (expected secure, a DoS probe): 4 threads flooding the doorbell.
+7. AllocatorCallbackGpuTest (expected HOLE, honest hang): the arena's Python allocator
+   callback runs inside the caching allocator's mutex; a background thread freeing a
+   tensor with the GIL held deadlocks against it.
 6. NonContiguousOutputGpuTest (expected secure, regression): non-contiguous honest
    outputs, and a reference returning x.t(); Clock.settle makes them dense before the
    hand-over, so the host's raw copy reads the right bytes."""
@@ -51,6 +54,7 @@ VARIANTS = {
                                [('MODE = "fresh"', 'MODE = "twin"'), ("LIE = True", "LIE = False")]),
     "redteam21/early_ring_control": ("redteam21/early_ring", [("EARLY = True", "EARLY = False")]),
     "redteam21/many_outputs_honest": ("redteam21/many_outputs_slot", [("LIAR = True", "LIAR = False")]),
+    "redteam21/thread_churn_quiet": ("redteam21/thread_churn_honest", [("CHURN = True", "CHURN = False")]),
     "redteam21/arena_uncrowded": ("redteam21/arena_crowded", [("CROWD_MB = 4096", "CROWD_MB = 0")]),
 }
 
@@ -191,6 +195,21 @@ class FairnessGpuTest(GpuServerTest):
 
     def test_an_honest_model_with_buffers_of_its_own_is_charged_like_one_without(self):
         self.assert_fair("redteam21/arena_crowded", "redteam21/arena_uncrowded")
+
+
+@unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (the arena is device memory)")
+class AllocatorCallbackGpuTest(GpuServerTest):
+    """Attack 7: the arena's allocator is Python (a ctypes callback) called inside the
+    caching allocator's mutex: a second Python thread freeing tensors while holding the
+    GIL can deadlock the main thread's allocation."""
+
+    def test_an_honest_model_with_a_background_thread_is_not_hung(self):
+        quiet = _ask(self.server, "redteam21/thread_churn_quiet", "relu", RELU_64MB, timeout_s=180)
+        self.assertEqual(quiet["status"], "pass", quiet.get("message"))
+        # Secure: pass. Expected HOLE: the child deadlocks (GIL vs allocator mutex) and
+        # runs into its wall-clock limit.
+        churn = _ask(self.server, "redteam21/thread_churn_honest", "relu", RELU_64MB, timeout_s=180)
+        self.assertEqual(churn["status"], "pass", (churn.get("error_class"), churn.get("message")))
 
 
 @unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (the doorbell carries arena offsets)")

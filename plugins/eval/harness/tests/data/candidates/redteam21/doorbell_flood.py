@@ -9,7 +9,13 @@ The host holds the write end itself, so no EOF ends that loop: only an empty pip
 Writers that keep the pipe non-empty keep the trusted host in that loop, growing `data`
 without bound, while it answers no other session and no command; then heard() walks
 every byte in a Python loop. Nothing in the harness limits what a ring may carry before
-it is parsed. The harness's own ring follows at the call's end as usual.
+it is parsed. The harness's own ring follows at the call's end as usual; then the
+child lingers LINGER_S before it returns its report (the writers keep writing: the
+server freezes the child's processes only once the report is in), so a host caught in
+_drain() stays there that long, its `data` growing at the pipe's rate (GB/s), and then
+parses every byte of it in Python (heard()'s per-byte loop: 1e9 bytes are many minutes).
+CAUTION for whoever runs it: a livelocked drain can take tens of GB of the task host's
+memory in LINGER_S seconds.
 
 Expected, secure: the host stays responsive (the flood judged: the slot it copies on the
 junk ring is poisoned, so cheat_detected, or the flood ignored), and an honest job on the
@@ -19,12 +25,14 @@ server waits out its timeout."""
 import fcntl
 import os
 import threading
+import time
 
 import torch
 
 import kforge_harness.candidate.candidate as _child
 
 WRITERS = 4
+LINGER_S = 10.0
 F_SETPIPE_SZ = 1031
 _started = []
 
@@ -52,7 +60,9 @@ def _timed_call_flooding(original):
                 thread = threading.Thread(target=_flood, args=(bell.fd,), daemon=True)
                 thread.start()
                 _started.append(thread)
-        return original(self, model, command)
+        report = original(self, model, command)
+        time.sleep(LINGER_S)
+        return report
     return call
 
 
