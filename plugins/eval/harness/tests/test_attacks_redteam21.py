@@ -9,7 +9,7 @@ name; each prints an "RT21" line per run with the verdict and the timing metrics
 
 Attacks (the docstring of each file under tests/data/candidates/redteam21/ says more):
 1. ReferenceOutsideArenaGpuTest (expected HOLE): a reference whose output is its input
-   (x.relu_(), 1 GiB): its own timing child copies it (not in its arena), the copy sits
+   (x.relu_(), 512 MiB): its own timing child copies it (not in its arena), the copy sits
    in its gap, refunded whole to every candidate; a fresh ReLU reporting 0 ms is charged
    its forward less that copy: the clock's floor.
 2. ManyOutputsSlotGpuTest (expected HOLE): 600 outputs (> doorbell.MAX_OFFSETS): every
@@ -99,14 +99,14 @@ class GpuServerTest(client.SharedServerTest):
 
 @unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (the arena is device memory)")
 class ReferenceOutsideArenaGpuTest(GpuServerTest):
-    """Attack 1: the reference's output is its input (x.relu_(), 1 GiB), outside its arena:
+    """Attack 1: the reference's output is its input (x.relu_(), 512 MiB), outside its arena:
     its child's copy is in its gap, refunded to every candidate."""
 
     TASK = "redteam21/inplace_relu"
 
     def test_a_fresh_relu_reporting_0ms_gains_nothing_over_its_honest_report(self):
         # Secure: the liar's charge no less than its honestly reported twin's over 1.5.
-        # Expected HOLE: charged at the clock's floor (<= 0.1 ms) against ~0.45 ms.
+        # Expected HOLE: charged at the clock's floor (<= 0.1 ms) against ~0.22 ms.
         assert_no_gain_over(self, lambda name: _ask(self.server, name, self.TASK),
                             "redteam21/inplace_fresh_honest", "redteam21/inplace_fresh",
                             LEAN_OVER_CONTROL)
@@ -123,14 +123,14 @@ class ReferenceOutsideArenaGpuTest(GpuServerTest):
 
 @unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (the arena is device memory)")
 class ManyOutputsSlotGpuTest(GpuServerTest):
-    """Attack 2: 600 outputs of 2 MB, more than a ring names: every loop's child copies
+    """Attack 2: 600 outputs of 1 MB, more than a ring names: every loop's child copies
     them into the slot (600 launches), refunded whole with the reference's gap."""
 
     TASK = "redteam21/many_outputs"
 
     def test_outputs_computed_into_the_slot_gain_nothing(self):
         # Expected HOLE: the lean loop charged at the floor (<= 0.1 ms) against the honest
-        # harness loop's ~0.55 ms (the ReLU of 1.2 GB).
+        # harness loop's ~0.27 ms or more (the ReLU of 600 MB).
         assert_no_gain_over(self, lambda name: _ask(self.server, name, self.TASK),
                             "redteam21/many_outputs_honest", "redteam21/many_outputs_slot",
                             LEAN_OVER_CONTROL)

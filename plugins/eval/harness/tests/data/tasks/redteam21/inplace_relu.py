@@ -16,7 +16,7 @@ class Model(nn.Module):
         return x.relu_()
 
 
-batch_size = 16384
+batch_size = 8192
 dim = 16384
 
 
