@@ -80,6 +80,18 @@ class RingTest(unittest.TestCase):
         self.rope.ring(offsets)
         self.assertEqual(self.bell.heard(), offsets)
 
+    def test_more_offsets_are_a_table_in_the_arena(self):
+        self.rope.ring(table=(600, 4096))
+        heard = self.bell.heard()
+        self.assertIsInstance(heard, doorbell.Table)
+        self.assertEqual((heard.count, heard.offset), (600, 4096))
+
+    def test_a_flood_of_rings_is_unheard(self):
+        for _ in range(doorbell.MAX_RINGS_BYTES // 4096 + 1):
+            os.write(self.rope.fd, bytes([doorbell.SLOT]) * 4096)
+        with self.assertRaises(doorbell.Unheard):
+            self.bell.heard()
+
 
 class MisreadTest(unittest.TestCase):
     """What the task host refuses to copy out of the arena (its process's word only)."""

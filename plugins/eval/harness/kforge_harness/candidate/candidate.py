@@ -23,8 +23,7 @@ Beside them, per timed call whose outputs the task host does not read out of thi
 process (the CPU's handover/read.py), a ring on the task host's doorbell
 (handover/doorbell.py) once they are handed over and the device is idle, before its
 {"called": k} report: where they lie in the arena its allocator takes its memory from
-(handover/arena.py), or that they were copied into the slot ("copied": true in the
-report).
+(handover/arena.py), or that they were copied into the slot.
 
 Commands: {"job": {...}, "fds": n} first (the buffers' descriptors attached); then
 {"build": true} once the server has counted this process's threads; then per trial
@@ -88,6 +87,7 @@ class CandidateChild:
         self._kept = None  # a timed call's outputs and inputs, freed once no clock runs
         self._copy_ns = 0  # a timed call's time spent in the harness's copies (_copy)
         self._prepared_slots = {}  # per input slot: its last timed call's preparation
+        self._table = None  # a timed call's outputs' offsets laid in the arena (handover/doorbell.py)
         # The runtime guards' handle once a candidate's code is imported; the task's
         # reference as its own candidate runs unguarded.
         self.guard = types.SimpleNamespace(violations=list,
@@ -136,7 +136,7 @@ class CandidateChild:
         self._send = self.channel.send
         self._command = self.channel.command
         bell = self.buffers.get("doorbell")
-        self._ring = bell.ring if bell is not None else (lambda offsets=None: None)
+        self._ring = bell.ring if bell is not None else (lambda offsets=None, table=None: None)
         self._arena = None
         if "arena" in self.buffers:
             # From here on this thread's device memory is the task host's to read: a timed
@@ -344,7 +344,7 @@ class CandidateChild:
         prepared = None
         while True:
             command = self._command()
-            self._kept = None
+            self._kept = self._table = None
             if command is None:
                 return None
             if "prepare" in command:
@@ -365,6 +365,8 @@ class CandidateChild:
         no number made from the seed), they are put together now too. They are fed
         inside the bracket: a side that takes tensors where the task makes NumPy arrays
         copies them there, and the slot holds the call's data only then."""
+        if self._arena is not None:
+            self._arena.reclaim()
         slot = command.get("slot")
         if command.get("layouts_unchanged"):
             if slot not in self._prepared_slots:
@@ -402,11 +404,20 @@ class CandidateChild:
         reading = call.get("read")  # by the task host, out of this process (handover/read.py)
         located = [] if reading or self._arena is not None else None
         mismatch = self._guarded("timing", lambda: self._hand_over(out, call, located))
-        offsets = None
+        offsets = table = None
         if located is not None and not reading and mismatch is None:
             offsets = self._arena.offsets([tensor for _, tensor in located])
-            if offsets is None or len(offsets) > MAX_OFFSETS:
-                offsets = None  # not all in the arena: copied, at the candidate's cost
+            if offsets is not None and len(offsets) > MAX_OFFSETS:
+                # More than a ring carries: laid in the arena as a table the host reads.
+                listed = torch.tensor(offsets, dtype=torch.int64).to(self._arena.device)
+                place = self._arena.offsets([listed])
+                if place is not None:
+                    table = (len(offsets), place[0])
+                    self._table = listed  # kept until the host has read it
+                offsets = None
+            if offsets is None and table is None:
+                # Not all where the host reads: copied into the slot, at the candidate's
+                # cost (the host copies the slot then, and the verdict says so).
                 views = (call.get("output_views") or self._output_views(call["output"]))[1]
                 for (_, tensor), view in zip(located, views):
                     self._copy(view, tensor)
@@ -418,7 +429,7 @@ class CandidateChild:
             # The outputs are in the slot, or in the arena at `offsets`, and the device is
             # idle: the task host copies them out now (handover/doorbell.py), while the
             # report goes to the server.
-            self._ring(offsets)
+            self._ring(offsets, table)
         report = {"called": call["call"], "ms": event_ms, "tail_ms": tail_ms,
                   # Of harness_ms, the call's inputs made here from its seed (all of them,
                   # or values no layout describes whole: handover/tree.py): the server
@@ -432,9 +443,6 @@ class CandidateChild:
         if reading:
             # Read by the task host once this process is stopped.
             report["outputs_at"] = [address for address, _ in located]
-        elif offsets is None and mismatch is None:
-            # Copied into the slot: some output lay outside the arena, or there is none.
-            report["copied"] = True
         facts = self.session.output_facts()
         if facts:  # a kernelbenchx unit's results: their names and inline values
             report["facts"] = facts

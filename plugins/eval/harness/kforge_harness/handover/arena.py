@@ -30,6 +30,9 @@ import ctypes
 GRAIN = 2 << 20
 
 
+# What of the arena goes to the caching allocator's small pool (allocations of 1 MiB or
+# less, in 2 MiB segments) when it is installed; the rest is one large segment.
+SMALL_RESERVE = 64 << 20
 # A ring's offset names its region above this (no buffer is 2**56 bytes).
 REGION = 1 << 56
 
@@ -99,6 +102,7 @@ class Arena:
         """`slots`: the device input slots, in order, which the task host reads too (an
         output may be an input itself, or a view of one)."""
         self.mapping = mapping
+        self.device = mapping.raw.device
         self.start = mapping.address
         self.end = mapping.address + mapping.nbytes  # what the task host reads of it
         self.ranges = Ranges(self.start, mapping.nbytes)
@@ -165,9 +169,40 @@ class Arena:
         allocator = custom(ctypes.cast(self._callbacks[0], ctypes.c_void_p).value,
                            ctypes.cast(self._callbacks[1], ctypes.c_void_p).value)
         self.pool = torch.cuda.MemPool(allocator)
-        device = self.mapping.raw.device.index
+        device = self.device.index
         begin(device, self.pool.id)
         self._route_graphs(torch, allocator, device, begin)
+        self._reserve(torch)
+        self._routing = (begin, torch._C._cuda_endAllocateToPool, torch.empty, device)
+
+    def reclaim(self):
+        """Lets the caching allocator recycle memory a stream other than its own still
+        used when it was freed (record_stream): it does that at a malloc while no pool
+        routing is under way, and this thread's routing into the arena is always under
+        way, which it takes for a CUDA graph's capture. Called between timed calls, off
+        their clock."""
+        begin, end, empty, device = self._routing
+        end(device, self.pool.id)
+        try:
+            empty(1, device=self.device)
+        finally:
+            begin(device, self.pool.id)
+
+    def _reserve(self, torch):
+        """The arena made the caching allocator's own at once, while no other thread
+        runs: one segment of it for the large pool, SMALL_RESERVE of 2 MiB segments for
+        the small pool, freed and kept cached. Later allocations split them and seldom
+        call the allocator below: a call of it that runs Python needs the GIL while the
+        caching allocator holds its lock, and a thread of the candidate's that holds the
+        GIL and frees a tensor waits for that lock (red team 21: a deadlock of an honest
+        candidate). What does call it later (the pool outgrown, empty_cache) runs so."""
+        small = min(SMALL_RESERVE, self.ranges.free_bytes() // 2)
+        large = self.ranges.free_bytes() - small
+        if large > 0:
+            torch.empty(large, dtype=torch.uint8, device=self.device)
+        pieces = [torch.empty(1 << 20, dtype=torch.uint8, device=self.device)
+                  for _ in range(small >> 20)]
+        del pieces
 
     def _route_graphs(self, torch, allocator, device, begin):
         """CUDA graphs captured here keep pools of their own, carved from the arena too.

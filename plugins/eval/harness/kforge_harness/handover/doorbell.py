@@ -17,8 +17,9 @@ its bracket.
 
 A ring says where the outputs are: in the slot (one byte, SLOT), or at offsets in the
 child's arena (arena.py: ARENA, a count and that many offsets, little-endian), written
-at once so that it arrives whole (at most PIPE_BUF bytes: MAX_OFFSETS outputs; a call
-with more copies them into the slot)."""
+at once so that it arrives whole (at most PIPE_BUF bytes: MAX_OFFSETS outputs); a call
+with more rings TABLE, a count and the offset of a table of that many int64 offsets the
+child laid in its arena."""
 
 import os
 import select
@@ -26,11 +27,21 @@ import struct
 
 SLOT = 1
 ARENA = 2
+TABLE = 3
 MAX_OFFSETS = (select.PIPE_BUF - 5) // 8  # a pipe write of up to PIPE_BUF bytes is whole
+# What a doorbell is read for at most: a few rings (a child rings once a call).
+MAX_RINGS_BYTES = 16 << 10
 
 
 class Unheard(Exception):
     """A ring that is none of the child's harness's messages (what its process wrote)."""
+
+
+class Table:
+    """A TABLE ring: `count` offsets, laid at `offset` in what the child was lent."""
+
+    def __init__(self, count, offset):
+        self.count, self.offset = count, offset
 
 
 class Doorbell:
@@ -48,16 +59,24 @@ class Doorbell:
         self._drain()
 
     def heard(self):
-        """The last ring since silence(): None (the outputs are in the slot) or the
-        offsets in the arena; Unheard where the bytes are no ring."""
+        """The last ring since silence(): None (the outputs are in the slot), the offsets
+        in the arena, or a Table of them; Unheard where the bytes are no ring (or more
+        than a pipe holds: a child rings once a call)."""
         data, last, at = self._drain(), None, 0
+        if len(data) > MAX_RINGS_BYTES:
+            raise Unheard(f"its doorbell carried {len(data)} bytes, more rings than a call makes")
         while at < len(data):
             if data[at] == SLOT:
                 last, at = None, at + 1
                 continue
-            if data[at] != ARENA or at + 5 > len(data):
+            if data[at] not in (ARENA, TABLE) or at + 5 > len(data):
                 raise Unheard(f"its doorbell carried {bytes(data[at:at + 16])!r}, not a ring")
             count = struct.unpack_from("<I", data, at + 1)[0]
+            if data[at] == TABLE:
+                if at + 13 > len(data):
+                    raise Unheard("its doorbell announced a table it did not place")
+                last, at = Table(count, struct.unpack_from("<Q", data, at + 5)[0]), at + 13
+                continue
             end = at + 5 + 8 * count
             if count > MAX_OFFSETS or end > len(data):
                 raise Unheard(f"its doorbell announced {count} offsets in {len(data) - at - 5} bytes")
@@ -65,9 +84,11 @@ class Doorbell:
         return last
 
     def _drain(self):
+        """What the pipe holds, read until it is empty or a child's flood of it is plain
+        (a little over MAX_RINGS_BYTES)."""
         data = bytearray()
         try:
-            while True:
+            while len(data) <= MAX_RINGS_BYTES:
                 chunk = os.read(self.read_fd, 65536)
                 if not chunk:
                     break
@@ -91,10 +112,15 @@ class BellRope:
         self.fd = fd
         os.set_blocking(fd, False)
 
-    def ring(self, offsets=None):
-        """The outputs are in the slot, or (`offsets`, at most MAX_OFFSETS) in the arena."""
-        message = bytes([SLOT]) if offsets is None else \
-            struct.pack(f"<BI{len(offsets)}Q", ARENA, len(offsets), *offsets)
+    def ring(self, offsets=None, table=None):
+        """The outputs are in the slot, or (`offsets`, at most MAX_OFFSETS) in the arena,
+        or listed in a table of `table` = (count, offset) there."""
+        if table is not None:
+            message = struct.pack("<BIQ", TABLE, *table)
+        elif offsets is None:
+            message = bytes([SLOT])
+        else:
+            message = struct.pack(f"<BI{len(offsets)}Q", ARENA, len(offsets), *offsets)
         try:
             os.write(self.fd, message)
         except (BlockingIOError, BrokenPipeError):

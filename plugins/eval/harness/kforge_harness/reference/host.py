@@ -69,7 +69,7 @@ import torch
 from kforge_harness import handover, protocol
 from kforge_harness.handover import read as outputs_read, tree
 from kforge_harness.handover.arena import REGION
-from kforge_harness.handover.doorbell import Doorbell, Unheard
+from kforge_harness.handover.doorbell import Doorbell, Table, Unheard
 from kforge_harness.anticheat import buffers, observe
 from kforge_harness.judge import compare
 from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dtype_name
@@ -617,7 +617,7 @@ class Host:
             why = self._read_outputs(session, reading)
             if why is not None:
                 return {"unread": why}
-            return {"taken_at": time.monotonic()}
+            return {"taken_at": time.monotonic(), "from": "read"}
         session.listening = False
         if session.ring_failed is not None:
             failure, session.ring_failed = session.ring_failed, None
@@ -626,9 +626,9 @@ class Host:
             why, session.ring_unread = session.ring_unread, None
             return {"unread": why}
         if session.rung_at is not None:  # copied when the child rang (handover/doorbell.py)
-            taken_at, session.rung_at = session.rung_at, None
-            return {"taken_at": taken_at}
-        return {"taken_at": self._copy_out(session)}
+            (taken_at, source), session.rung_at = session.rung_at, None
+            return {"taken_at": taken_at, "from": source}
+        return {"taken_at": self._copy_out(session), "from": "slot"}
 
     def _copy_out(self, session, offsets=None):
         """The output slot, or the outputs at `offsets` in the arena, into this process's
@@ -651,6 +651,8 @@ class Host:
         session.listening = False
         try:
             offsets = session.doorbell.heard()
+            if isinstance(offsets, Table):
+                offsets = self._table(session, offsets)
         except Unheard as exc:
             session.ring_unread = str(exc)
             return
@@ -660,9 +662,19 @@ class Host:
                 session.ring_unread = why
                 return
         try:
-            session.rung_at = self._copy_out(session, offsets)
+            session.rung_at = (self._copy_out(session, offsets), "slot" if offsets is None else "arena")
         except Exception as exc:  # noqa: BLE001 - answered by the `take` that follows
             session.ring_failed = exc
+
+    def _table(self, session, table):
+        """The offsets a ring's table holds (more than a ring carries): `table.count`
+        int64s at `table.offset` (a ring's offset: handover/arena.py's REGION), read
+        out of the child's memory; Unheard where they lie nowhere it was lent."""
+        region, within = self._region(session, table.offset)
+        if region is None or within + 8 * table.count > region.nbytes or within % 8:
+            raise Unheard(f"its doorbell named a table of {table.count} offsets at {table.offset}, "
+                          "not within what it was lent")
+        return region.raw[within:within + 8 * table.count].view(torch.int64).tolist()
 
     @staticmethod
     def _region(session, offset):

@@ -891,10 +891,6 @@ class Server:
                                        "a timed call before it was commanded"))
                 return
             job.loop.call_sent = False
-            if message.get("copied") is True and "outputs_copied_in_child" not in job.flags:
-                # Its outputs copied into the slot by its own process (one lay outside its
-                # arena, handover/arena.py, or it has none): a copy charged as its time.
-                job.flags.append("outputs_copied_in_child")
             self._loop_called(job, message, now)
 
     def _candidate_ready(self, job):
@@ -1111,9 +1107,6 @@ class Server:
         job.loop = timing_plan.Loop(label, job.timing())
         if self.outputs_unread is None:
             job.loop.read_from = job.proc.worker
-        if job.loop.read_from is None and not self.device.is_accelerator and \
-                "outputs_copied_in_child" not in job.flags:
-            job.flags.append("outputs_copied_in_child")
         self._continue(job.proc)
         job.proc.send({"time": {"label": label, "compile": label == "compiled"}})
 
@@ -1425,6 +1418,11 @@ class Server:
         if not isinstance(taken_at, (int, float)) or isinstance(taken_at, bool):
             self._decide(job, taken)
             return
+        if taken.get("from") == "slot" and "outputs_copied_in_child" not in job.flags:
+            # The task host copied the output slot, into which the child's process copied
+            # its outputs (the host could read them neither out of it nor out of its
+            # arena): that copy is in the call's bracket, the candidate's time.
+            job.flags.append("outputs_copied_in_child")
         loop = job.loop
         ended = frozen_at if frozen_at is not None else taken_at
         try:
@@ -1538,6 +1536,9 @@ class Server:
         loop = job.loop
         if loop.label == "reference":
             job.record = loop.record(time.time())
+            # Its gap holds that copy, refunded to every candidate: a candidate that
+            # skips its own gains it (the verdicts say so: reference_outputs_copied).
+            job.record["outputs_copied"] = "outputs_copied_in_child" in job.flags
             if job.timing()["baseline"] == "compile" and job.entry.facts.get("can_compile"):
                 self._start_loop(job, "compiled")
                 return
@@ -1574,6 +1575,8 @@ class Server:
             flags.append("inputs_made_in_call")
         if measured.get("below_clock_resolution"):
             flags.append("below_clock_resolution")
+        if reference.get("outputs_copied"):
+            flags.append("reference_outputs_copied")
         if metrics["speedup"] > SPEEDUP_FLAG_LIMIT:
             flags.append("speedup_over_10x")
         message = ""
