@@ -97,12 +97,15 @@ def _collapsed(path):
     return "/" + "/".join(parts)
 # Programs each language's own tool chain runs (torch's cpp_extension and kforge_cpp
 # build with these; triton assembles with ptxas and finds libcuda with ldconfig).
+# What Triton and torch.compile's inductor start (inductor asks `nvcc --version`), for
+# the candidates of every language that can reach them.
+_TORCH_TOOLCHAIN = {"ptxas", "ldconfig", "cuobjdump", "nvdisasm", "gcc", "cc", "clang", "nvcc"}
 _PROGRAMS = {
-    "triton": {"ptxas", "ldconfig", "cuobjdump", "nvdisasm", "gcc", "cc", "clang"},
+    "triton": _TORCH_TOOLCHAIN,
     "cuda": {"nvcc", "ninja", "c++", "g++", "gcc", "cc", "clang++", "ptxas", "cicc", "fatbinary",
              "nvlink", "ld", "which", "ldconfig", "cudafe++"},
     "cpp": {"c++", "g++", "gcc", "cc", "clang++", "ld", "as"},
-    "python": set(),
+    "python": _TORCH_TOOLCHAIN,
 }
 
 

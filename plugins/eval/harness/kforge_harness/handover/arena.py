@@ -189,15 +189,16 @@ class Arena:
             begin(device, self.pool.id)
 
     def _reserve(self, torch):
-        """The arena made the caching allocator's own at once, while no other thread
-        runs: one segment of it for the large pool, SMALL_RESERVE of 2 MiB segments for
+        """Half the arena made the caching allocator's own at once, while no other
+        thread runs: one segment for the large pool, SMALL_RESERVE of 2 MiB segments for
         the small pool, freed and kept cached. Later allocations split them and seldom
         call the allocator below: a call of it that runs Python needs the GIL while the
         caching allocator holds its lock, and a thread of the candidate's that holds the
         GIL and frees a tensor waits for that lock (red team 21: a deadlock of an honest
-        candidate). What does call it later (the pool outgrown, empty_cache) runs so."""
-        small = min(SMALL_RESERVE, self.ranges.free_bytes() // 2)
-        large = self.ranges.free_bytes() - small
+        candidate). The other half is for CUDA graphs' pools and growth, which do call
+        it (so does empty_cache)."""
+        small = min(SMALL_RESERVE, self.ranges.free_bytes() // 4)
+        large = self.ranges.free_bytes() // 2 // GRAIN * GRAIN - small
         if large > 0:
             torch.empty(large, dtype=torch.uint8, device=self.device)
         pieces = [torch.empty(1 << 20, dtype=torch.uint8, device=self.device)
@@ -236,3 +237,19 @@ class Arena:
 
         graph_class.capture_begin = capture_begin_behind
         torch.cuda.graph_pool_handle = torch.cuda.graphs.graph_pool_handle = arena_pool
+        # Any other routing begun from Python (torch.compile's graph trees warm up in
+        # their pool so; torch.cuda.use_mem_pool) goes ahead of this thread's too.
+        for name in ("_cuda_beginAllocateCurrentThreadToPool", "_cuda_beginAllocateToPool"):
+            routing = getattr(torch._C, name, None)
+            if routing is not None:
+                setattr(torch._C, name, self._ahead(routing, begin, end, device, arena_pool_id))
+
+    @staticmethod
+    def _ahead(routing, begin, end, device, arena_pool_id):
+        def begun_ahead(*args, **kwargs):
+            end(device, arena_pool_id)
+            try:
+                return routing(*args, **kwargs)
+            finally:
+                begin(device, arena_pool_id)
+        return begun_ahead

@@ -1425,8 +1425,13 @@ class Server:
             job.flags.append("outputs_copied_in_child")
         loop = job.loop
         ended = frozen_at if frozen_at is not None else taken_at
+        # The task host's answer to a ring that came before the child's device work was
+        # done, which that work ran beside (reference/host.py's _overlap_ms): in the call.
+        overlap = taken.get("overlap_ms")
+        overlap = overlap if isinstance(overlap, float) and 0.0 <= overlap < 1e3 else 0.0
         try:
-            loop.called(message, (ended - loop.commanded_at) * 1e3 if loop.commanded_at is not None else math.nan)
+            loop.called(message, (ended - loop.commanded_at) * 1e3 + overlap
+                        if loop.commanded_at is not None else math.nan)
         except ValueError as exc:
             self._decide(job, fail(protocol.RUNTIME_ERROR, str(exc)))
             return
