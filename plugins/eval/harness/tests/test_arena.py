@@ -123,13 +123,13 @@ from kforge_harness.handover.arena import Arena
 from kforge_harness.handover.cuda import DeviceMapping
 device = torch.device("cuda:0")
 torch.zeros(1, device=device)
-lent = DeviceMapping.allocate(64 << 20, device)
+lent = DeviceMapping.allocate(256 << 20, device)  # half reserved at install, half for growth
 slot = DeviceMapping.allocate(4 << 20, device)
 arena = Arena(DeviceMapping.open(__import__("os").dup(lent.fd), lent.nbytes, lent.size, device), [slot])
 arena.install()
 inside = [torch.full((1 << 20,), float(k), device=device) for k in range(4)]
 assert arena.offsets(inside) is not None, "allocations of this thread lie in the arena"
-beyond = torch.empty(96 << 20, dtype=torch.uint8, device=device)
+beyond = torch.empty(160 << 20, dtype=torch.uint8, device=device)
 assert arena.offsets([beyond]) is None and arena.outside == 1, "what does not fit lies outside"
 REGION = 1 << 56
 assert arena.offsets([slot.raw[1024:2048]]) == [REGION + 1024], "an output that is an input lies in its slot"

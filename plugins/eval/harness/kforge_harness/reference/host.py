@@ -91,9 +91,6 @@ MAX_TENSORS_KEPT = 16
 # Larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB): writing it evicts the
 # inputs and weights an earlier call left in the cache.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
-# Beyond twice the fastest copy of the same bytes, what a timed call's output copy may
-# take before the device is taken to have been busy with the child's work (Host._overlap_ms).
-EARLY_RING_MARGIN_S = 20e-6
 
 
 def _tensor_shapes(unit):
@@ -174,7 +171,7 @@ class Host:
         self.keep_bytes = int(job.get("keep_bytes", 0))
         self.session = None
         self.reference = None
-        self.copy_floor = {}  # bytes -> the fastest copy of a timed call's outputs (Host._overlap_ms)
+        self.idle_marker = None  # the event _wait_for_idle_device records (CUDA)
         self.l2_flush = None  # the buffer publish() writes to flush a GPU's L2, once timed
         self.peak = PeakMemory(device)
         self.kept = {}  # input_key -> {"outputs": [contiguous tensors], "facts": {...}}
@@ -630,8 +627,8 @@ class Host:
             why, session.ring_unread = session.ring_unread, None
             return {"unread": why}
         if session.rung_at is not None:  # copied when the child rang (handover/doorbell.py)
-            (taken_at, source, overlap_ms), session.rung_at = session.rung_at, None
-            return {"taken_at": taken_at, "from": source, "overlap_ms": overlap_ms}
+            (taken_at, source), session.rung_at = session.rung_at, None
+            return {"taken_at": taken_at, "from": source}
         return {"taken_at": self._copy_out(session), "from": "slot"}
 
     def _copy_out(self, session, offsets=None):
@@ -652,8 +649,8 @@ class Host:
     def _answer_ring(self, session):
         """The child rang: its timed call's outputs are copied now, and `take` returns
         when that was done."""
-        heard = time.monotonic()
         session.listening = False
+        self._wait_for_idle_device()
         try:
             offsets = session.doorbell.heard()
             if isinstance(offsets, Table):
@@ -667,31 +664,24 @@ class Host:
                 session.ring_unread = why
                 return
         try:
-            launched = time.monotonic()
-            done = self._copy_out(session, offsets)
-            session.rung_at = (done, "slot" if offsets is None else "arena",
-                               self._overlap_ms(heard, launched, done, session.output_layout.nbytes))
+            session.rung_at = (self._copy_out(session, offsets), "slot" if offsets is None else "arena")
         except Exception as exc:  # noqa: BLE001 - answered by the `take` that follows
             session.ring_failed = exc
 
-    def _overlap_ms(self, heard, launched, done, nbytes):
-        """What of this host's answer to a ring (from hearing it to launching the copy)
-        the child's device work may have run beside: all of it where the copy took longer
-        than twice the fastest copy of these bytes this host has made, and 20 us more
-        (the device was still busy with the child's work: it rang before that work was
-        done), else nothing. A child that rings when its device is idle, as the
-        harness's does, waits for this answer in its call's bracket, which the
-        reference's gap holds and refunds; one that rings early runs its work beside it,
-        and the server adds it back to that call (red team 21's early ring: 1.34x on a
-        0.13 ms ReLU). The fastest copies are the reference's own, timed first."""
-        if not self.device.is_accelerator:  # a CPU runs the child and this copy side by side
-            return 0.0
-        copy_s = done - launched
-        fastest = self.copy_floor.get(nbytes)
-        self.copy_floor[nbytes] = copy_s if fastest is None else min(fastest, copy_s)
-        if fastest is None or copy_s <= 2 * fastest + EARLY_RING_MARGIN_S:
-            return 0.0
-        return (launched - heard) * 1e3
+    def _wait_for_idle_device(self):
+        """Returns once the device has run a marker of this process's: the device runs one
+        context at a time, so not before the work the child queued before it rang. A child
+        that rings when its device is idle, as the harness's does, waits for this host's
+        answer in its call's bracket (which the reference's gap holds and refunds); one
+        that rang before its work was done ran that work beside the answer, hidden from
+        the server's clock (red team 21's early ring: 1.34x on a 0.13 ms ReLU). Now the
+        answer starts when that work is done."""
+        if self.device.type != "cuda":
+            return
+        if self.idle_marker is None:
+            self.idle_marker = torch.cuda.Event()
+        self.idle_marker.record()
+        self.idle_marker.synchronize()
 
     def _table(self, session, table):
         """The offsets a ring's table holds (more than a ring carries): `table.count`

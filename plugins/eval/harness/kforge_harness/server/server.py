@@ -76,9 +76,11 @@ SANDBOX_VIEW_FILE = "sandbox-view.json"  # spawn mode: sandbox_fs.save_view() of
 SPEEDUP_FLAG_LIMIT = 10.0
 # How often the device memory of the candidates' processes is read (accelerators).
 MEMORY_WATCH_S = 0.2
-# Beyond the task's peak, the arena a child allocates from (handover/arena.py) holds the
-# caching allocator's rounding and a candidate's few extra buffers.
-ARENA_SLACK_MB = 256
+# The arena a child allocates from (handover/arena.py): twice the task's peak and 1 GiB,
+# so that a candidate holding more than the reference (a CUDA graph's pool, buffers of
+# its own) still has its outputs there. An output beyond it is copied, at its cost.
+ARENA_OVER_PEAK = 2
+ARENA_SLACK_MB = 1024
 
 
 class Job:
@@ -372,9 +374,12 @@ class Server:
             self._respond(response)
 
     def _need_mb(self, entry):
-        """The device memory a job of this task holds: the task's peak twice (its host's
-        reference and its candidate's own) and its session's buffers."""
-        return 2 * entry.facts["peak_mb"] + self._session_mb(entry)
+        """The device memory a job of this task holds: the task's peak (its host's
+        reference), its candidate's own (on an accelerator, the arena its task host lends
+        it: _arena_mb's), and its session's buffers."""
+        peak = entry.facts["peak_mb"]
+        own = ARENA_OVER_PEAK * peak + ARENA_SLACK_MB if self.device.is_accelerator else peak
+        return peak + own + self._session_mb(entry)
 
     def _session_mb(self, entry):
         """A child's buffers in its task host: two input slots, a timed call's inputs kept
@@ -715,11 +720,11 @@ class Server:
 
     def _arena_mb(self, job):
         """The device memory the task host lends `job`'s child for its own allocations
-        (handover/arena.py): the task's peak (which _need_mb already counts as the
-        candidate's own) with room for the allocator's rounding, within the job's share."""
+        (handover/arena.py), within the job's share: ARENA_OVER_PEAK times the task's
+        peak (_need_mb counts it once as the candidate's own) and ARENA_SLACK_MB."""
         if not self.device.is_accelerator:
             return 0
-        arena = job.entry.facts["peak_mb"] + ARENA_SLACK_MB
+        arena = ARENA_OVER_PEAK * job.entry.facts["peak_mb"] + ARENA_SLACK_MB
         share = job.request["limits"].get("device_memory_mb")
         return min(arena, float(share)) if share else arena
 
@@ -1425,13 +1430,8 @@ class Server:
             job.flags.append("outputs_copied_in_child")
         loop = job.loop
         ended = frozen_at if frozen_at is not None else taken_at
-        # The task host's answer to a ring that came before the child's device work was
-        # done, which that work ran beside (reference/host.py's _overlap_ms): in the call.
-        overlap = taken.get("overlap_ms")
-        overlap = overlap if isinstance(overlap, float) and 0.0 <= overlap < 1e3 else 0.0
         try:
-            loop.called(message, (ended - loop.commanded_at) * 1e3 + overlap
-                        if loop.commanded_at is not None else math.nan)
+            loop.called(message, (ended - loop.commanded_at) * 1e3 if loop.commanded_at is not None else math.nan)
         except ValueError as exc:
             self._decide(job, fail(protocol.RUNTIME_ERROR, str(exc)))
             return
