@@ -214,8 +214,9 @@ class Arena:
         would go back to a pool others allocate from while replays still write there. So
         a capture's routing is begun ahead of this thread's (this thread's ends and begins
         again after it), and a graph without a pool of its caller's gets a MemPool over
-        the arena (as does graph_pool_handle(), the pool torch.compile's graphs share),
-        so that a replay's outputs lie where the task host reads them."""
+        the arena, so that a replay's outputs lie where the task host reads them. A pool
+        the caller gives (graph_pool_handle(), which torch.compile's graph trees share and
+        check their tensors against) stays the caller's: outputs there are copied."""
         end = torch._C._cuda_endAllocateToPool
         graph_pools = []
 
@@ -236,7 +237,6 @@ class Arena:
                 begin(device, arena_pool_id)
 
         graph_class.capture_begin = capture_begin_behind
-        torch.cuda.graph_pool_handle = torch.cuda.graphs.graph_pool_handle = arena_pool
         # Any other routing begun from Python (torch.compile's graph trees warm up in
         # their pool so; torch.cuda.use_mem_pool) goes ahead of this thread's too.
         for name in ("_cuda_beginAllocateCurrentThreadToPool", "_cuda_beginAllocateToPool"):
