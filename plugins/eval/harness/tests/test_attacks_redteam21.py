@@ -149,6 +149,11 @@ class EarlyRingGpuTest(GpuServerTest):
     """Attack 3: the offsets rung right after the kernel's launch, before it ends; both
     loops report 0 ms, so the clock alone charges them."""
 
+    # Open (harness README, "What it does not protect"): on the H200, 1.34x and 1.80x
+    # against its control's 1.0 (a 0.13 ms ReLU, both reporting 0 ms): the host's
+    # answer to a ring (tens of microseconds) runs beside the work of a child that rang
+    # before its work was done.
+    @unittest.expectedFailure
     def test_ringing_before_the_kernel_ends_gains_nothing(self):
         runs = {}
         for name in ("redteam21/early_ring_control", "redteam21/early_ring", "redteam21/early_ring_control"):
@@ -190,6 +195,10 @@ class FairnessGpuTest(GpuServerTest):
     def test_an_honest_cuda_graph_is_charged_like_eager(self):
         self.assert_fair("redteam21/graph_relu", None)
 
+    # Open: torch.compile's graph trees fail under the arena's routing ("These storage
+    # data ptrs are not allocated in pool (0, 2) but should be", runtime_error on the
+    # H200), harness README "What it does not protect".
+    @unittest.expectedFailure
     def test_an_honest_reduce_overhead_compile_is_charged_like_eager(self):
         self.assert_fair("redteam21/compiled_relu", None)
 

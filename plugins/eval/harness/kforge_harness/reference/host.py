@@ -171,7 +171,6 @@ class Host:
         self.keep_bytes = int(job.get("keep_bytes", 0))
         self.session = None
         self.reference = None
-        self.idle_marker = None  # the event _wait_for_idle_device records (CUDA)
         self.l2_flush = None  # the buffer publish() writes to flush a GPU's L2, once timed
         self.peak = PeakMemory(device)
         self.kept = {}  # input_key -> {"outputs": [contiguous tensors], "facts": {...}}
@@ -650,7 +649,6 @@ class Host:
         """The child rang: its timed call's outputs are copied now, and `take` returns
         when that was done."""
         session.listening = False
-        self._wait_for_idle_device()
         try:
             offsets = session.doorbell.heard()
             if isinstance(offsets, Table):
@@ -668,20 +666,6 @@ class Host:
         except Exception as exc:  # noqa: BLE001 - answered by the `take` that follows
             session.ring_failed = exc
 
-    def _wait_for_idle_device(self):
-        """Returns once the device has run a marker of this process's: the device runs one
-        context at a time, so not before the work the child queued before it rang. A child
-        that rings when its device is idle, as the harness's does, waits for this host's
-        answer in its call's bracket (which the reference's gap holds and refunds); one
-        that rang before its work was done ran that work beside the answer, hidden from
-        the server's clock (red team 21's early ring: 1.34x on a 0.13 ms ReLU). Now the
-        answer starts when that work is done."""
-        if self.device.type != "cuda":
-            return
-        if self.idle_marker is None:
-            self.idle_marker = torch.cuda.Event()
-        self.idle_marker.record()
-        self.idle_marker.synchronize()
 
     def _table(self, session, table):
         """The offsets a ring's table holds (more than a ring carries): `table.count`
