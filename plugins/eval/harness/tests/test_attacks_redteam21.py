@@ -7,6 +7,14 @@ fails is a hole. Every class needs a CUDA device (skipped elsewhere). NOT run by
 author (no GPU on the helper's VM): written for the lead's H200. Run them one by one by
 name; each prints an "RT21" line per run with the verdict and the timing metrics.
 
+Run by the lead on the device tool's H200 against the arena of f503fe6, then after the
+fixes they led to: 1 and 2 were holes (closed: an output in an input slot is read there,
+more outputs than a ring carries go in a table, the slot-copy flag is the host's word)
+and now gain nothing; 3 was a hole (1.34x, then 1.80x: open, an expected failure); 4's
+CUDA graph is now carved from the arena (fair, no flag) while torch.compile's
+reduce-overhead fails under the arena's routing (open, an expected failure) and the
+crowded arena is fair within 25% (flagged: its outputs are copied); 5, 6 and 7 hold.
+
 Attacks (the docstring of each file under tests/data/candidates/redteam21/ says more):
 1. ReferenceOutsideArenaGpuTest (expected HOLE): a reference whose output is its input
    (x.relu_(), 512 MiB): its own timing child copies it (not in its arena), the copy sits
