@@ -145,8 +145,8 @@ class ManyOutputsSlotGpuTest(GpuServerTest):
 
     def test_outputs_handed_over_in_the_slot_are_flagged(self):
         # A ring of SLOT means the child copied (or wrote) its outputs into the slot; the
-        # server flags outputs_copied_in_child only from the report's own "copied": true,
-        # which the lean loop leaves out. Expected HOLE (unflagged).
+        # server flagged outputs_copied_in_child only from the report's own "copied": true,
+        # which the lean loop leaves out: unflagged then. The flag is now the task host's word.
         response = _ask(self.server, "redteam21/many_outputs_slot", self.TASK)
         if response["status"] == "pass":
             self.assertIn("outputs_copied_in_child", response.get("flags", []), response.get("metrics"))

@@ -71,7 +71,8 @@ class PublishTest(unittest.TestCase):
                 before = [slot.raw.clone() for slot in self.slots]
                 filled = self.host.fill({"session": self.session, "slot": 1, "seed": seed, "trial": False,
                                          "known": False})
-                self.assertEqual(isinstance(self.host.sessions[self.session].staged[1], list), kept > 0)
+                kept_pairs, staged_bytes = self.host.sessions[self.session].staged[1]
+                self.assertEqual((bool(kept_pairs), staged_bytes == 0), (kept > 0, kept > 0))
                 for slot, raw in zip(self.slots, before):
                     self.assertTrue(torch.equal(slot.raw, raw), "a staged input reached a slot")
                 self.assertEqual(self.host.publish({"session": self.session, "slot": 1}), {"published": True})

@@ -32,7 +32,7 @@ def _timed_loop(self, model):
             _state["pending"] = None
             torch.clamp(x, min=0.0, out=target)
     self._send = sending
-    self._ring = lambda: None
+    self._ring = lambda *where: None
     _state["timed"] = True
     try:
         return _original_loop(self, model)

@@ -16,8 +16,8 @@ def _timed_loop_lingering(original):
     def loop(self, model):
         ring = self._ring
 
-        def ring_then_linger():
-            ring()
+        def ring_then_linger(*where):
+            ring(*where)
             time.sleep(LINGER_S)
         self._ring = ring_then_linger
         try:
