@@ -225,31 +225,26 @@ class Arena:
             graph_pools.append(pool)  # a graph's pool lives as long as this process
             return pool.id
 
-        graph_class = torch.cuda.CUDAGraph
-        capture_begin = graph_class.capture_begin
-        arena_pool_id = self.pool.id
+        def ahead(routing):
+            """`routing` (what begins a routing) with this thread's ended before it and
+            begun again after it."""
+            def begun_ahead(*args, **kwargs):
+                end(device, self.pool.id)
+                try:
+                    return routing(*args, **kwargs)
+                finally:
+                    begin(device, self.pool.id)
+            return begun_ahead
 
-        def capture_begin_behind(graph, pool=None, *args, **kwargs):
-            end(device, arena_pool_id)
-            try:
-                return capture_begin(graph, arena_pool() if pool is None else pool, *args, **kwargs)
-            finally:
-                begin(device, arena_pool_id)
+        capture_ahead = ahead(torch.cuda.CUDAGraph.capture_begin)
 
-        graph_class.capture_begin = capture_begin_behind
+        def capture_begin(graph, pool=None, *args, **kwargs):
+            return capture_ahead(graph, arena_pool() if pool is None else pool, *args, **kwargs)
+
+        torch.cuda.CUDAGraph.capture_begin = capture_begin
         # Any other routing begun from Python (torch.compile's graph trees warm up in
         # their pool so; torch.cuda.use_mem_pool) goes ahead of this thread's too.
         for name in ("_cuda_beginAllocateCurrentThreadToPool", "_cuda_beginAllocateToPool"):
             routing = getattr(torch._C, name, None)
             if routing is not None:
-                setattr(torch._C, name, self._ahead(routing, begin, end, device, arena_pool_id))
-
-    @staticmethod
-    def _ahead(routing, begin, end, device, arena_pool_id):
-        def begun_ahead(*args, **kwargs):
-            end(device, arena_pool_id)
-            try:
-                return routing(*args, **kwargs)
-            finally:
-                begin(device, arena_pool_id)
-        return begun_ahead
+                setattr(torch._C, name, ahead(routing))
