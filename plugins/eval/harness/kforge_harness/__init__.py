@@ -13,4 +13,4 @@ HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Part of the verdict-cache key on the C++ side: bump it whenever a change here can turn
 # a verdict around (new rules, new comparison semantics, new anti-cheat checks).
-HARNESS_VERSION = "21"
+HARNESS_VERSION = "22"

@@ -93,6 +93,90 @@ class RingTest(unittest.TestCase):
             self.bell.heard()
 
 
+class _FakeTorch:
+    """What _route_graphs touches of torch, recording the routings under way in the order
+    they began (the caching allocator's captures_underway)."""
+
+    def __init__(self):
+        self.underway, self.pools = [], []
+        fake = self
+
+        class MemPool:
+            def __init__(self, allocator=None):
+                fake.pools.append(self)
+                self.id, self.allocator = (0, len(fake.pools)), allocator
+
+        class CUDAGraph:
+            def capture_begin(self, pool=None, capture_error_mode="global"):
+                fake.underway.append(("capture", pool))
+
+            def capture_end(self):
+                fake.underway.remove(next(e for e in fake.underway if e[0] == "capture"))
+
+        def begin(device, pool):
+            self.underway.append(("thread", tuple(pool)))
+
+        def end(device, pool):
+            self.underway.remove(("thread", tuple(pool)))
+
+        self._C = types.SimpleNamespace(_cuda_beginAllocateCurrentThreadToPool=begin,
+                                        _cuda_endAllocateToPool=end)
+        memory = types.SimpleNamespace(_cuda_beginAllocateCurrentThreadToPool=begin,
+                                       _cuda_endAllocateToPool=end)
+        self.cuda = types.SimpleNamespace(MemPool=MemPool, CUDAGraph=CUDAGraph, memory=memory,
+                                          graphs=types.SimpleNamespace())
+        self.empty = lambda *args, **kwargs: None
+
+
+class RoutingTest(unittest.TestCase):
+    """While a routing begun from Python lasts, it has the thread alone: which of several
+    routings under way claims an allocation is torch's choice (torch.compile's graph trees
+    found their tensors in the arena's pool)."""
+
+    def setUp(self):
+        from kforge_harness.handover.arena import Arena
+        self.torch = fake = _FakeTorch()
+        self.arena = arena = Arena.__new__(Arena)
+        arena._aside = 0
+        arena.pool = fake.cuda.MemPool("arena allocator")
+        arena._routing = (fake._C._cuda_beginAllocateCurrentThreadToPool,
+                          fake._C._cuda_endAllocateToPool, fake.empty, 0)
+        fake._C._cuda_beginAllocateCurrentThreadToPool(0, arena.pool.id)
+        arena._route_graphs(fake, "arena allocator")
+        self.ours = ("thread", arena.pool.id)
+
+    def test_a_routing_begun_from_python_has_the_thread_alone_until_it_ends(self):
+        C, memory = self.torch._C, self.torch.cuda.memory
+        C._cuda_beginAllocateCurrentThreadToPool(0, (9, 9))
+        self.assertEqual(self.torch.underway, [("thread", (9, 9))])
+        memory._cuda_beginAllocateCurrentThreadToPool(0, (8, 8))  # bound by name: routed too
+        memory._cuda_endAllocateToPool(0, (8, 8))
+        self.assertEqual(self.torch.underway, [("thread", (9, 9))])
+        C._cuda_endAllocateToPool(0, (9, 9))
+        self.assertEqual(self.torch.underway, [self.ours])
+
+    def test_a_capture_has_the_thread_alone_in_a_pool_carved_from_the_arena(self):
+        graph = self.torch.cuda.CUDAGraph()
+        graph.capture_begin()
+        (kind, pool), = self.torch.underway
+        self.assertEqual(kind, "capture")
+        self.assertNotEqual(pool, self.arena.pool.id)
+        graph.capture_end()
+        self.assertEqual(self.torch.underway, [self.ours])
+
+    def test_graph_pool_handles_are_pools_over_the_arena(self):
+        for module in (self.torch.cuda, self.torch.cuda.graphs):
+            handle = module.graph_pool_handle()
+            pool = next(p for p in self.torch.pools if p.id == handle)
+            self.assertIsNot(pool, self.arena.pool)
+            self.assertEqual(pool.allocator, "arena allocator")
+
+    def test_reclaim_waits_while_another_routing_lasts(self):
+        self.torch._C._cuda_beginAllocateCurrentThreadToPool(0, (9, 9))
+        self.arena.reclaim()
+        self.assertEqual(self.torch.underway, [("thread", (9, 9))])
+
+
 class MisreadTest(unittest.TestCase):
     """What the task host refuses to copy out of the arena (its process's word only)."""
 
@@ -152,6 +236,21 @@ assert static_y[0].item() == 5.0, static_y[0].item()
 assert all(other.min().item() == 7.0 for other in others), "a replay wrote into others' memory"
 after = torch.ones(4, device=device)
 assert arena.offsets([after]) is not None, "this thread allocates from the arena after a capture"
+# A routing begun from Python has this thread alone while it lasts.
+own = torch.cuda.MemPool()
+with torch.cuda.use_mem_pool(own):
+    mine = torch.empty(4 << 20, dtype=torch.uint8, device=device)
+assert arena.offsets([mine]) is None, "a pool the candidate made itself holds its allocations"
+handle = torch.cuda.graph_pool_handle()  # torch.compile's graph trees make their pool so
+torch._C._cuda_beginAllocateCurrentThreadToPool(device.index or 0, handle)
+warmed = torch.empty(4 << 20, dtype=torch.uint8, device=device)
+torch._C._cuda_endAllocateToPool(device.index or 0, handle)
+pools = {s["address"]: s["segment_pool_id"] for s in torch.cuda.memory_snapshot()}
+segment = max(a for a in pools if a <= warmed.data_ptr())
+assert tuple(pools[segment]) == tuple(handle), (pools[segment], handle)
+assert arena.offsets([warmed]) is not None, "a graph_pool_handle() pool is carved from the arena"
+again = torch.ones(4, device=device)
+assert arena.offsets([again]) is not None, "the arena's routing is back once the other ended"
 print("arena ok")
 """
 

@@ -10,10 +10,12 @@ name; each prints an "RT21" line per run with the verdict and the timing metrics
 Run by the lead on the device tool's H200 against the arena of f503fe6, then after the
 fixes they led to: 1 and 2 were holes (closed: an output in an input slot is read there,
 more outputs than a ring carries go in a table, the slot-copy flag is the host's word)
-and now gain nothing; 3 was a hole (1.34x, then 1.80x: open, an expected failure); 4's
-CUDA graph is now carved from the arena (fair, no flag) while torch.compile's
-reduce-overhead fails under the arena's routing (open, an expected failure) and the
-crowded arena is fair within 25% (flagged: its outputs are copied); 5, 6 and 7 hold.
+and now gain nothing; 3 was a hole (1.34x, then 1.80x; closed by the host's probe of
+the device as it hears a ring: 1.0 against its control's 1.0); 4's CUDA graph is carved
+from the arena (fair, no flag), torch.compile's reduce-overhead failed under the arena's
+routing (closed: a routing begun from Python has the thread alone, graph_pool_handle()
+pools are carved from the arena; it passes, timed as it times alone) and the crowded
+arena is fair within 25% (flagged: its outputs are copied); 5, 6 and 7 hold.
 
 Attacks (the docstring of each file under tests/data/candidates/redteam21/ says more):
 1. ReferenceOutsideArenaGpuTest (expected HOLE): a reference whose output is its input
@@ -39,6 +41,8 @@ Attacks (the docstring of each file under tests/data/candidates/redteam21/ says 
    outputs, and a reference returning x.t(); Clock.settle makes them dense before the
    hand-over, so the host's raw copy reads the right bytes."""
 
+import subprocess
+import sys
 import unittest
 
 from tests import client
@@ -69,6 +73,24 @@ VARIANTS = {
 EXTRA = ("speedup", "measured_speedup", "candidate_ms", "candidate_ms_mean", "reference_ms",
          "timing_charged_ms", "reference_harness_ms", "reference_gap_ms", "timing_gap_ms",
          "timing_wall_ms", "reference_wall_ms", "timing_spot_checks")
+
+# redteam21/compiled_relu timed alone: CUDA events around each call, median of 50.
+COMPILED_ALONE = """
+import statistics, torch
+compiled = torch.compile(lambda x: torch.relu(x), mode="reduce-overhead")
+inputs = [torch.randn(8192, 8192, device="cuda") for _ in range(2)]
+for k in range(10):
+    compiled(inputs[k % 2])
+times = []
+for k in range(50):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    compiled(inputs[k % 2])
+    end.record()
+    torch.cuda.synchronize()
+    times.append(start.elapsed_time(end))
+print(statistics.median(times))
+"""
 
 RELU_64MB = {"batch_size": 4096, "dim": 4096}  # as tests/test_arena.py
 RELU_256MB = {"batch_size": 8192, "dim": 8192}
@@ -157,11 +179,10 @@ class EarlyRingGpuTest(GpuServerTest):
     """Attack 3: the offsets rung right after the kernel's launch, before it ends; both
     loops report 0 ms, so the clock alone charges them."""
 
-    # Open (harness README, "What it does not protect"): on the H200, 1.34x and 1.80x
-    # against its control's 1.0 (a 0.13 ms ReLU, both reporting 0 ms): the host's
-    # answer to a ring (tens of microseconds) runs beside the work of a child that rang
-    # before its work was done.
-    @unittest.expectedFailure
+    # Was 1.34x and 1.80x against its control's 1.0 on the H200 (a 0.13 ms ReLU, both
+    # reporting 0 ms): the host's answer to a ring ran beside the work of a child that
+    # rang before its work was done. Closed: the host probes the device as it hears a
+    # ring and charges what of its answer the device was busy for (host.py _copy_out).
     def test_ringing_before_the_kernel_ends_gains_nothing(self):
         runs = {}
         for name in ("redteam21/early_ring_control", "redteam21/early_ring", "redteam21/early_ring_control"):
@@ -203,12 +224,23 @@ class FairnessGpuTest(GpuServerTest):
     def test_an_honest_cuda_graph_is_charged_like_eager(self):
         self.assert_fair("redteam21/graph_relu", None)
 
-    # Open: torch.compile's graph trees fail under the arena's routing ("These storage
-    # data ptrs are not allocated in pool (0, 2) but should be", runtime_error on the
-    # H200), harness README "What it does not protect".
-    @unittest.expectedFailure
-    def test_an_honest_reduce_overhead_compile_is_charged_like_eager(self):
-        self.assert_fair("redteam21/compiled_relu", None)
+    def test_an_honest_reduce_overhead_compile_is_timed_as_it_times_alone(self):
+        # It failed under the arena's routing ("These storage data ptrs are not allocated
+        # in pool (0, 2) but should be", runtime_error on the H200); now a routing begun
+        # from Python has the thread alone and graph trees' pools are carved from the
+        # arena. Its graph trees copy each call's inputs into their own placeholders
+        # (inputs are new every call, here as in any real use), so it is slower than
+        # eager: fair is the time it takes alone, on two inputs in turn as the slots are.
+        response = _ask(self.server, "redteam21/compiled_relu", "relu", RELU_256MB)
+        self.assertEqual(response["status"], "pass", response.get("message"))
+        self.assertNotIn("outputs_copied_in_child", response.get("flags", []))
+        alone = subprocess.run([sys.executable, "-c", COMPILED_ALONE], capture_output=True, text=True,
+                               timeout=600)
+        self.assertEqual(alone.returncode, 0, alone.stderr[-3000:])
+        alone_ms = float(alone.stdout.split()[-1])
+        print(f"  compiled relu: {response['metrics']['candidate_ms']:.4f} ms charged, "
+              f"{alone_ms:.4f} ms alone", flush=True)
+        self.assertLessEqual(response["metrics"]["candidate_ms"], 1.25 * alone_ms)
 
     def test_an_honest_model_with_buffers_of_its_own_is_charged_like_one_without(self):
         self.assert_fair("redteam21/arena_crowded", "redteam21/arena_uncrowded")

@@ -16,7 +16,9 @@ them out of its own mapping of the arena: a copy on the trusted side that both l
 and that no code in the candidate's process can skip. The reference's gap holds no copy
 any more, so a candidate that copies pays for its copy.
 
-A CUDA graph captured in the child gets a pool of its own carved from the arena too
+A CUDA graph captured in the child gets a pool of its own carved from the arena too, as
+does every pool graph_pool_handle() makes (torch.compile's graph trees), and a routing
+of the child's allocations begun from Python has them alone while it lasts
 (_route_graphs). Where an output does not lie in the arena (memory of another thread, of
 a pool the candidate made itself, of native code's cudaMalloc, or beyond the arena when
 it is full: then the segment comes from cuMemAlloc as it would without the pool) the child copies the outputs
@@ -108,6 +110,7 @@ class Arena:
         self.ranges = Ranges(self.start, mapping.nbytes)
         self.outside = 0  # segments that did not fit (from cuMemAlloc)
         self.pool = None
+        self._aside = 0  # routings of this thread begun from Python that the arena's stands aside for
         # Where the task host reads, by region: the arena, then each input slot.
         self.regions = [(self.start, self.end)] + [(slot.address, slot.address + slot.nbytes)
                                                    for slot in slots]
@@ -170,18 +173,20 @@ class Arena:
                            ctypes.cast(self._callbacks[1], ctypes.c_void_p).value)
         self.pool = torch.cuda.MemPool(allocator)
         device = self.device.index
-        begin(device, self.pool.id)
-        self._route_graphs(torch, allocator, device, begin)
-        self._reserve(torch)
         self._routing = (begin, torch._C._cuda_endAllocateToPool, torch.empty, device)
+        begin(device, self.pool.id)
+        self._route_graphs(torch, allocator)
+        self._reserve(torch)
 
     def reclaim(self):
         """Lets the caching allocator recycle memory a stream other than its own still
         used when it was freed (record_stream): it does that at a malloc while no pool
-        routing is under way, and this thread's routing into the arena is always under
-        way, which it takes for a CUDA graph's capture. Called between timed calls, off
+        routing is under way, and this thread's routing into the arena is under way but
+        while another stands aside it (_route_graphs). Called between timed calls, off
         their clock."""
         begin, end, empty, device = self._routing
+        if self._aside:
+            return
         end(device, self.pool.id)
         try:
             empty(1, device=self.device)
@@ -205,19 +210,26 @@ class Arena:
                   for _ in range(small >> 20)]
         del pieces
 
-    def _route_graphs(self, torch, allocator, device, begin):
-        """CUDA graphs captured here keep pools of their own, carved from the arena too.
+    def _route_graphs(self, torch, allocator):
+        """CUDA graphs captured here, and every other routing of this thread's
+        allocations to a pool begun from Python, get the thread alone while they last,
+        in pools carved from the arena.
 
-        The caching allocator gives an allocation the pool of the first routing that
-        claims it, in the order they began: this thread's routing into the arena's pool,
-        begun first, would claim a capture's allocations too, and what a capture frees
-        would go back to a pool others allocate from while replays still write there. So
-        a capture's routing is begun ahead of this thread's (this thread's ends and begins
-        again after it), and a graph without a pool of its caller's gets a MemPool over
-        the arena, so that a replay's outputs lie where the task host reads them. A pool
-        the caller gives (graph_pool_handle(), which torch.compile's graph trees share and
-        check their tensors against) stays the caller's: outputs there are copied."""
-        end = torch._C._cuda_endAllocateToPool
+        Alone: the caching allocator gives an allocation the pool of one of the routings
+        under way that claim it, and which one is torch's choice (the order has changed
+        between versions). With this thread's routing into the arena still under way,
+        torch.compile's graph trees found their warm-up's outputs in the arena's pool,
+        not in theirs ("storage data ptrs are not allocated in pool", red team 21), and a
+        capture's allocations could go to a pool others allocate from while replays
+        still write there. So the arena's routing ends when another begins and begins
+        again when the last other one ends (`_aside` counts them).
+
+        Carved from the arena: a graph captured without a pool of its caller's, and every
+        pool made by graph_pool_handle() (torch.compile's graph trees make theirs so and
+        check their tensors against it), is a MemPool over the arena, so that a replay's
+        outputs lie where the task host reads them."""
+        begin, end, _, device = self._routing
+        ours = tuple(self.pool.id)
         graph_pools = []
 
         def arena_pool():
@@ -225,26 +237,59 @@ class Arena:
             graph_pools.append(pool)  # a graph's pool lives as long as this process
             return pool.id
 
-        def ahead(routing):
-            """`routing` (what begins a routing) with this thread's ended before it and
-            begun again after it."""
-            def begun_ahead(*args, **kwargs):
-                end(device, self.pool.id)
+        def step_aside():
+            if self._aside == 0:
+                end(device, ours)
+            self._aside += 1
+
+        def step_back():
+            self._aside -= 1
+            if self._aside == 0:
+                begin(device, ours)
+
+        def aside(routing):
+            """`routing` (what begins one) with the arena's routing ended while it lasts."""
+            def begun_aside(*args, **kwargs):
+                step_aside()
                 try:
                     return routing(*args, **kwargs)
-                finally:
-                    begin(device, self.pool.id)
-            return begun_ahead
+                except BaseException:
+                    step_back()
+                    raise
+            return begun_aside
 
-        capture_ahead = ahead(torch.cuda.CUDAGraph.capture_begin)
+        def back(ending):
+            """`ending` (what ends a routing) with the arena's begun again after the last."""
+            def ended(*args, **kwargs):
+                result = ending(*args, **kwargs)
+                pool = args[1] if len(args) > 1 else kwargs.get("mempool_id")
+                if self._aside and (pool is None or tuple(pool) != ours):
+                    step_back()
+                return result
+            return ended
 
-        def capture_begin(graph, pool=None, *args, **kwargs):
-            return capture_ahead(graph, arena_pool() if pool is None else pool, *args, **kwargs)
+        graph = torch.cuda.CUDAGraph
+        capture_begin, capture_end = aside(graph.capture_begin), graph.capture_end
 
-        torch.cuda.CUDAGraph.capture_begin = capture_begin
-        # Any other routing begun from Python (torch.compile's graph trees warm up in
-        # their pool so; torch.cuda.use_mem_pool) goes ahead of this thread's too.
-        for name in ("_cuda_beginAllocateCurrentThreadToPool", "_cuda_beginAllocateToPool"):
-            routing = getattr(torch._C, name, None)
-            if routing is not None:
-                setattr(torch._C, name, ahead(routing))
+        def begin_capture(graph, pool=None, *args, **kwargs):
+            return capture_begin(graph, arena_pool() if pool is None else pool, *args, **kwargs)
+
+        def end_capture(graph, *args, **kwargs):
+            try:
+                return capture_end(graph, *args, **kwargs)
+            finally:
+                step_back()
+
+        graph.capture_begin, graph.capture_end = begin_capture, end_capture
+        for module in (torch.cuda, torch.cuda.graphs):
+            module.graph_pool_handle = arena_pool
+        # torch.cuda.memory binds the functions by name when torch is imported.
+        for name, wrap in (("_cuda_beginAllocateCurrentThreadToPool", aside),
+                           ("_cuda_beginAllocateToPool", aside), ("_cuda_endAllocateToPool", back)):
+            original = getattr(torch._C, name, None)
+            if original is None:
+                continue
+            wrapped = wrap(original)
+            for module in (torch._C, torch.cuda.memory):
+                if getattr(module, name, None) is original:
+                    setattr(module, name, wrapped)

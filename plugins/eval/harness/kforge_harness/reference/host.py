@@ -172,6 +172,7 @@ class Host:
         self.session = None
         self.reference = None
         self.l2_flush = None  # the buffer publish() writes to flush a GPU's L2, once timed
+        self._probe = None  # (event, counter, event): how busy the device was at an answer
         self.peak = PeakMemory(device)
         self.kept = {}  # input_key -> {"outputs": [contiguous tensors], "facts": {...}}
         self.kept_bytes = 0
@@ -618,6 +619,7 @@ class Host:
             if why is not None:
                 return {"unread": why}
             return {"taken_at": time.monotonic(), "from": "read"}
+        heard = self._heard()
         session.listening = False
         if session.ring_failed is not None:
             failure, session.ring_failed = session.ring_failed, None
@@ -628,11 +630,44 @@ class Host:
         if session.rung_at is not None:  # copied when the child rang (handover/doorbell.py)
             (taken_at, source), session.rung_at = session.rung_at, None
             return {"taken_at": taken_at, "from": source}
-        return {"taken_at": self._copy_out(session), "from": "slot"}
+        return {"taken_at": self._copy_out(session, heard), "from": "slot"}
 
-    def _copy_out(self, session, offsets=None):
+    def _heard(self):
+        """The moment this process heard that a timed call's outputs are ready (a ring, a
+        `take`): on its clock and, on an accelerator, with a probe of the device queued at
+        once (_copy_out says why)."""
+        if not self.device.is_accelerator:
+            return time.monotonic(), None
+        if self._probe is None:  # one answer at a time: one probe serves them all
+            module = self.device.module(torch)
+            self._probe = (module.Event(enable_timing=True), torch.zeros(1, device=self.device.name),
+                           module.Event(enable_timing=True))
+        before, counter, after = self._probe
+        before.record()
+        counter.add_(1)
+        after.record()
+        return time.monotonic(), self._probe
+
+    def _copy_out(self, session, heard, offsets=None):
         """The output slot, or the outputs at `offsets` in the arena, into this process's
-        own copy; the moment the copy is done."""
+        own copy; the moment the copy is done, charged with what of this process's answer
+        ran beside work still running on the device.
+
+        Why the charge: from `heard` to the copies' launch this process works on the CPU
+        (the ring read, the offsets checked, the copies queued), tens of microseconds that
+        an honest child, which rings once its device is idle, waits for inside its call's
+        bracket, and that the reference's gap refunds to every candidate. A child that
+        rings while its kernel still runs would have that answer run beside its kernel,
+        unseen (red team 21's early ring: 1.34x to 1.80x on a 0.13 ms kernel): not even
+        its copy waits for that kernel, since a copy engine runs beside another context's
+        kernels. The probe is a kernel: the device runs it once it leaves the child's
+        context (its kernel done, or its time slice over), so the events around it say
+        how long the device was still busy when the answer began. Of the answer, that
+        much ran beside the child's work and is added to the moment the copy was done,
+        as if the child had rung once its work was done; the copies, queued behind the
+        probe, wait for that work too. On an idle device the probe costs its own few
+        microseconds, in the reference's loop as in every candidate's."""
+        heard_at, probe = heard
         taken = self._taken(session).raw
         if offsets is None:
             nbytes = session.output_layout.nbytes
@@ -642,12 +677,18 @@ class Host:
             for leaf, offset in zip(tensors, offsets):
                 region, offset = self._region(session, offset)
                 taken[leaf.offset:leaf.offset + leaf.nbytes].copy_(region.raw[offset:offset + leaf.nbytes])
+        answered = time.monotonic() - heard_at
         self.device.synchronize(torch)
-        return time.monotonic()
+        done = time.monotonic()
+        if probe is None:
+            return done
+        busy = probe[0].elapsed_time(probe[2]) / 1e3
+        return done + min(answered, busy)
 
     def _answer_ring(self, session):
         """The child rang: its timed call's outputs are copied now, and `take` returns
         when that was done."""
+        heard = self._heard()
         session.listening = False
         try:
             offsets = session.doorbell.heard()
@@ -662,7 +703,7 @@ class Host:
                 session.ring_unread = why
                 return
         try:
-            session.rung_at = (self._copy_out(session, offsets), "slot" if offsets is None else "arena")
+            session.rung_at = (self._copy_out(session, heard, offsets), "slot" if offsets is None else "arena")
         except Exception as exc:  # noqa: BLE001 - answered by the `take` that follows
             session.ring_failed = exc
 
