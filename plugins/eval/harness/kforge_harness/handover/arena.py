@@ -28,8 +28,10 @@ plugin as libkforge_arena_allocator.so), not Python: torch calls it while it hol
 caching allocator's mutex, and a Python allocator would then wait for the GIL, which a
 thread of the candidate's may hold while it frees a tensor and waits for that mutex: a
 deadlock of an honest multi-threaded candidate (red team 21). The launcher passes the
-library's path in KFORGE_ARENA_ALLOCATOR; a candidate child loads it before it enters its
-sandbox (load_allocator), which shows the candidate only the libraries already mapped."""
+library's path in KFORGE_ARENA_ALLOCATOR. It must be mapped before the candidate's sandbox
+is entered, which shows only the directories of libraries mapped when the server worked out
+its view and drops the variable: the server loads it at start on CUDA (__main__.serve), a
+spawned child again before its sandbox (server/child.py), and install only finds it."""
 
 import ctypes
 import os
@@ -57,9 +59,10 @@ _allocator = None  # the loaded library, or why it could not be loaded (a str)
 
 
 def load_allocator():
-    """The arena allocator's library (ctypes.CDLL), loaded once per process; Unavailable
-    saying what is missing where it is not. Called by a CUDA candidate child before its
-    sandbox (server/child.py): inside, the library's directory is not there to open."""
+    """The arena allocator's library (ctypes.CDLL), loaded once per process (a forked
+    child has the server's); Unavailable saying what is missing where it is not. First
+    called outside the sandbox (see the module's docstring): inside, the variable is gone
+    and the library's directory may not be there to open."""
     global _allocator
     if _allocator is None:
         path = os.environ.get(ALLOCATOR_VARIABLE, "")
