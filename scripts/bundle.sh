@@ -15,7 +15,7 @@ for f in "$dir"/bin/kforge "$dir"/lib/libkforge.so* "$dir"/lib/kforge/plugins/*.
   awk '/=> \//{print $3}' | sort -u |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux-x86-64|libpthread|libdl|librt|libresolv)\.so' |
   while read -r lib; do cp -Ln "$lib" "$dir/lib/"; done
-strip --strip-debug "$dir"/bin/kforge "$dir"/lib/*.so* "$dir"/lib/kforge/plugins/*.so 2>/dev/null || true
+strip --strip-debug "$dir"/bin/kforge "$dir"/lib/*.so* "$dir"/lib/kforge/plugins/*.so "$dir"/lib/kforge/arena/*.so 2>/dev/null || true
 cat >"$dir/bin/kforge-run" <<'RUN'
 #!/usr/bin/env bash
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -145,7 +145,7 @@ std::optional<RequestBudget> request_budget(double child_timeout_seconds, double
 }
 
 std::string HarnessServerSpec::key() const {
-  return python + '\n' + harness_dir + '\n' + device + '\n' + mode + '\n' + std::to_string(max_children) + '\n' +
+  return python + '\n' + harness_dir + '\n' + arena_allocator + '\n' + device + '\n' + mode + '\n' + std::to_string(max_children) + '\n' +
          std::to_string(reference_store_mb) + '\n' + (slurm ? slurm->key() : std::string("local")) + '\n' +
          std::to_string(member);
 }
@@ -205,8 +205,10 @@ class HarnessServer::Process {
     const std::vector<std::string> server = {spec_.python, "-m", "kforge_harness", "serve", "--device", spec_.device,
                                              "--mode", spec_.mode, "--max-children", std::to_string(spec_.max_children),
                                              "--reference-store-mb", std::to_string(spec_.reference_store_mb)};
-    const SpawnSpec command = launch_command(
-        server, {{"PYTHONPATH", spec_.harness_dir}, {"PYTHONUNBUFFERED", "1"}}, spec_.slurm, excluded_nodes_);
+    std::map<std::string, std::string> env = {{"PYTHONPATH", spec_.harness_dir}, {"PYTHONUNBUFFERED", "1"}};
+    // Where a CUDA candidate child loads its arena's allocator from (handover/arena.py).
+    if (!spec_.arena_allocator.empty()) env["KFORGE_ARENA_ALLOCATOR"] = spec_.arena_allocator;
+    const SpawnSpec command = launch_command(server, env, spec_.slurm, excluded_nodes_);
     command_text_ = command_text(command);
     child_ = spawn_process(command, ChildStdin::Pipe, ChildStderr::Separate);
     reader_ = std::thread([this] { read_loop(); });

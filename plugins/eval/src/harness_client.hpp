@@ -34,6 +34,7 @@ namespace kforge::eval {
 struct HarnessServerSpec {
   std::string python;       // interpreter path
   std::string harness_dir;  // the directory holding the kforge_harness package
+  std::string arena_allocator;  // the arena allocator's library (locate_arena_allocator); empty: none
   std::string device;       // cpu, cuda:N, npu:N
   std::string mode;         // fork or spawn
   int max_children = 1;     // requests the server runs at once (and this client sends at once)

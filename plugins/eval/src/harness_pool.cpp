@@ -78,6 +78,7 @@ std::vector<std::shared_ptr<HarnessServer>> HarnessPool::servers(std::chrono::st
   try {
     spec.python = resolve_python(settings_.python, deadline);
     spec.harness_dir = locate_harness_dir(settings_.harness_dir);
+    spec.arena_allocator = locate_arena_allocator();
   } catch (const ProbeUnanswered& e) {  // not an answer to keep: the next call asks again
     error = e.what();
     return {};

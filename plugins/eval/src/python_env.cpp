@@ -136,6 +136,19 @@ std::string locate_harness_dir(const std::string& parameter) {
   throw std::runtime_error(message);
 }
 
+std::string locate_arena_allocator() {
+  // The installed plugin's own install first: a moved prefix (scripts/bundle.sh) keeps it,
+  // and a build tree left on the machine must not be taken for it.
+  const fs::path binary_dir = own_binary_dir();
+  std::error_code ec;
+  if (!binary_dir.empty()) {
+    const fs::path installed = binary_dir / KFORGE_ARENA_ALLOCATOR_INSTALL_RELATIVE;
+    if (fs::is_regular_file(installed, ec)) return fs::weakly_canonical(installed, ec).string();
+  }
+  if (fs::is_regular_file(KFORGE_ARENA_ALLOCATOR_BUILD_FILE, ec)) return KFORGE_ARENA_ALLOCATOR_BUILD_FILE;
+  return {};
+}
+
 std::vector<std::string> torch_include_paths(const std::string& python, ProbeClock::time_point deadline) {
   struct Includes {
     std::vector<std::string> paths;

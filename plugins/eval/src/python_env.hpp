@@ -33,6 +33,12 @@ std::string resolve_python(const std::string& setting,
 // Throws std::runtime_error listing the places looked at.
 std::string locate_harness_dir(const std::string& parameter);
 
+// The absolute path of the arena allocator's library (libkforge_arena_allocator.so, the
+// harness's handover/arena.py loads it in a CUDA candidate child): the one installed with
+// this plugin (relative to its shared object), else the one of the build tree it was built
+// in; empty when neither exists (the harness then says so and copies outputs instead).
+std::string locate_arena_allocator();
+
 // The C++ include directories a torch extension needs, as `python` reports them: torch's
 // (torch.utils.cpp_extension.include_paths()) and Python's own, asked once per interpreter
 // (a failure is asked again). Throws std::runtime_error with the interpreter's output when

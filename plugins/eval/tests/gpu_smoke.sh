@@ -80,6 +80,15 @@ else
   fi
 fi
 
+# The arena's C allocator (handover/arena.py), which the plugin passes to the servers it
+# starts: the servers started here by Python get it from the build too.
+arena_allocator="$(find "$build_dir" -name libkforge_arena_allocator.so -type f 2>/dev/null | head -n 1)"
+if [ -n "$arena_allocator" ]; then
+  export KFORGE_ARENA_ALLOCATOR="$arena_allocator"
+else
+  echo "no libkforge_arena_allocator.so under $build_dir: the Python-started servers copy outputs in the child (flag outputs_copied_in_child)"
+fi
+
 echo "== harness checks on $device (gpu_check.py)"
 "$python" "$here/gpu_check.py" --device "$device" --profile full --max-children 8 \
   --sections reference,triton,broken_triton,cuda,broken_cuda,timing,kbx || status=1

@@ -371,5 +371,10 @@ TEST(LocateHarnessDir, ParameterThenEnvironmentThenSourceTree) {
   EXPECT_EQ(locate_harness_dir(""), testing::harness_dir());
 }
 
+// A test binary is no installed plugin: the library comes from the build tree it was built in.
+TEST(LocateArenaAllocator, TheBuildTreesLibraryOutsideAnInstall) {
+  EXPECT_EQ(locate_arena_allocator(), KFORGE_ARENA_ALLOCATOR_FILE);
+}
+
 }  // namespace
 }  // namespace kforge::eval

@@ -1,17 +1,21 @@
 """A timed call's outputs read by the task host out of the arena the child allocates from
-(handover/arena.py): the arena's bookkeeping and the ring that names the outputs on any
-machine; the allocator and the whole hand-over where this interpreter sees a CUDA device
-(skipped elsewhere, saying so)."""
+(handover/arena.py): the C allocator's bookkeeping (its library, built with the eval
+plugin, over made-up addresses: it never touches the memory) and the ring that names the
+outputs on any machine; the allocator and the whole hand-over where this interpreter sees
+a CUDA device (skipped elsewhere, saying so)."""
 
+import ctypes
 import os
 import subprocess
 import sys
+import threading
 import types
 import unittest
+import unittest.mock
 
 from kforge_harness import handover
-from kforge_harness.handover import doorbell
-from kforge_harness.handover.arena import GRAIN, REGION, Ranges
+from kforge_harness.handover import arena, doorbell
+from kforge_harness.handover.arena import GRAIN, REGION
 from kforge_harness.reference.host import Host
 from tests import client
 from tests.test_attacks_forged import show
@@ -23,28 +27,168 @@ except ImportError:
     HAS_CUDA = False
 
 
-class RangesTest(unittest.TestCase):
-    def test_pieces_are_taken_first_fit_and_rounded_to_the_grain(self):
-        ranges = Ranges(1 << 30, 8 * GRAIN)
-        self.assertEqual(ranges.take(1), 1 << 30)
-        self.assertEqual(ranges.take(GRAIN + 1), (1 << 30) + GRAIN)
-        self.assertEqual(ranges.free_bytes(), 5 * GRAIN)
+def _built_allocator():
+    """The allocator's library: $KFORGE_ARENA_ALLOCATOR (ctest sets it), else the one
+    scripts/build.sh builds into $KFORGE_BUILD_DIR or the repository's build/; None where
+    there is none."""
+    named = os.environ.get(arena.ALLOCATOR_VARIABLE)
+    if named:
+        return named
+    repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    build = os.environ.get("KFORGE_BUILD_DIR") or os.path.join(repository, "build")
+    built = os.path.join(build, "plugins", "eval", "arena", "libkforge_arena_allocator.so")
+    return built if os.path.isfile(built) else None
 
-    def test_a_piece_that_does_not_fit_is_none(self):
-        ranges = Ranges(0, 4 * GRAIN)
-        self.assertIsNone(ranges.take(5 * GRAIN))
-        self.assertEqual(ranges.take(4 * GRAIN), 0)
-        self.assertIsNone(ranges.take(1))
+
+ALLOCATOR_LIBRARY = _built_allocator()
+NO_ALLOCATOR = (f"SKIP: no arena allocator library: {arena.ALLOCATOR_VARIABLE} is unset and "
+                "scripts/build.sh has built none ($KFORGE_BUILD_DIR or build/ "
+                "plugins/eval/arena/libkforge_arena_allocator.so); build kforge or set the variable")
+
+# libcuda's cuMemAlloc_v2 and cuMemFree_v2, played by Python here (never in the harness).
+DEVICE_ALLOC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t)
+DEVICE_FREE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_ulonglong)
+# Where the made-up device memory outside the arena lies.
+OUTSIDE = 1 << 44
+
+
+@unittest.skipUnless(ALLOCATOR_LIBRARY, NO_ALLOCATOR)
+class ArenaAllocatorTest(unittest.TestCase):
+    """arena_allocator.c through ctypes, as torch calls it (its one arena per process)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = arena._declared(ctypes.CDLL(ALLOCATOR_LIBRARY))
+
+    def start_arena(self, start, size, device_full=False):
+        """The library's books over [start, start + size), with a device allocator that
+        has room (at OUTSIDE onwards) unless `device_full`."""
+        self.device_allocated, self.device_freed = [], []
+
+        def device_alloc(address, nbytes):
+            if device_full:
+                return 2  # CUDA_ERROR_OUT_OF_MEMORY
+            address[0] = OUTSIDE + sum(self.device_allocated)
+            self.device_allocated.append(nbytes)
+            return 0
+
+        def device_free(address):
+            self.device_freed.append(address)
+            return 0
+
+        self.callbacks = (DEVICE_ALLOC(device_alloc), DEVICE_FREE(device_free))  # kept alive
+        result = self.lib.kforge_arena_init(start, size, GRAIN, *(arena.address_of(c) for c in self.callbacks))
+        self.assertEqual(result, 0)
+
+    def alloc(self, nbytes):
+        return self.lib.kforge_arena_alloc(nbytes, 0, None)
+
+    def free(self, address, nbytes):
+        self.lib.kforge_arena_free(address, nbytes, 0, None)
+
+    def free_ranges(self):
+        starts, sizes = (ctypes.c_size_t * 64)(), (ctypes.c_size_t * 64)()
+        count = self.lib.kforge_arena_free_ranges(starts, sizes, 64)
+        return list(starts[:count]), list(sizes[:count])
+
+    def test_pieces_are_taken_first_fit_and_rounded_to_the_grain(self):
+        self.start_arena(1 << 30, 8 * GRAIN)
+        self.assertEqual(self.alloc(1), 1 << 30)
+        self.assertEqual(self.alloc(GRAIN + 1), (1 << 30) + GRAIN)
+        self.assertEqual(self.alloc(0), (1 << 30) + 3 * GRAIN)  # even nothing takes a grain
+        self.assertEqual(self.lib.kforge_arena_free_bytes(), 4 * GRAIN)
+
+    def test_the_arena_is_whole_grains(self):
+        self.start_arena(1 << 30, 3 * GRAIN - 1)
+        self.assertEqual(self.lib.kforge_arena_free_bytes(), 2 * GRAIN)
+
+    def test_what_does_not_fit_comes_from_the_device_and_is_counted(self):
+        self.start_arena(1 << 30, 4 * GRAIN)
+        self.assertEqual(self.alloc(5 * GRAIN), OUTSIDE)
+        self.assertEqual(self.device_allocated, [5 * GRAIN])
+        self.assertEqual(self.alloc(4 * GRAIN), 1 << 30)
+        self.assertEqual(self.alloc(1), OUTSIDE + 5 * GRAIN)
+        self.assertEqual(self.device_allocated, [5 * GRAIN, GRAIN])  # rounded too
+        self.assertEqual(self.lib.kforge_arena_outside(), 2)
+        self.free(OUTSIDE, 5 * GRAIN)
+        self.assertEqual(self.device_freed, [OUTSIDE])
+        self.assertEqual(self.lib.kforge_arena_free_bytes(), 0)
+
+    def test_a_full_device_is_null_and_no_outside_segment(self):
+        self.start_arena(1 << 30, 2 * GRAIN, device_full=True)
+        self.assertIsNone(self.alloc(3 * GRAIN))
+        self.assertEqual(self.lib.kforge_arena_outside(), 0)
 
     def test_pieces_given_back_merge_with_their_free_neighbours(self):
-        ranges = Ranges(0, 6 * GRAIN)
-        a, b, c = (ranges.take(2 * GRAIN) for _ in range(3))
-        ranges.give(a, 2 * GRAIN)
-        ranges.give(c, 2 * GRAIN)
-        self.assertIsNone(ranges.take(3 * GRAIN))  # two free pieces of 2, apart
-        ranges.give(b, 2 * GRAIN)
-        self.assertEqual((ranges.starts, ranges.sizes), ([0], [6 * GRAIN]))
-        self.assertEqual(ranges.take(6 * GRAIN), 0)
+        base = 1 << 30
+        self.start_arena(base, 6 * GRAIN)
+        a, b, c = (self.alloc(2 * GRAIN) for _ in range(3))
+        self.free(a, 2 * GRAIN)
+        self.free(c, 2 * GRAIN)
+        self.assertEqual(self.free_ranges(), ([base, base + 4 * GRAIN], [2 * GRAIN, 2 * GRAIN]))
+        self.assertEqual(self.alloc(3 * GRAIN), OUTSIDE)  # two free pieces of 2, apart
+        self.free(b, 2 * GRAIN)
+        self.assertEqual(self.free_ranges(), ([base], [6 * GRAIN]))
+        self.assertEqual(self.alloc(6 * GRAIN), base)
+
+    def test_a_piece_freed_twice_is_not_handed_out_twice(self):
+        base = 1 << 30
+        self.start_arena(base, 4 * GRAIN)
+        a = self.alloc(GRAIN)
+        self.free(a, GRAIN)
+        self.free(a, GRAIN)
+        self.assertEqual(self.free_ranges(), ([base], [4 * GRAIN]))
+
+    def test_threads_allocating_at_once_get_apart_pieces_and_give_all_back(self):
+        self.start_arena(1 << 30, 4096 * GRAIN)
+        threads, rounds, pieces = 8, 200, 8
+        held = [[] for _ in range(threads)]
+        barrier = threading.Barrier(threads, timeout=60)
+        shared = []  # pieces two threads held at once; a worker's exception (seen here)
+
+        def work(number):
+            try:
+                for round_ in range(rounds):
+                    sizes = [(1 + (number + k + round_) % 3) * GRAIN for k in range(pieces)]
+                    taken = [(self.alloc(size), size) for size in sizes]
+                    held[number] = taken
+                    barrier.wait()  # every thread holds its pieces now: checked by one
+                    if number == 0:
+                        everything = sorted(piece for one in held for piece in one)
+                        shared.extend((piece, after) for piece, after in zip(everything, everything[1:])
+                                      if piece[0] + piece[1] > after[0])
+                    barrier.wait()
+                    for address, size in taken:
+                        self.free(address, size)
+            except BaseException as exc:  # noqa: BLE001 - reported by the test's thread
+                shared.append(exc)
+                barrier.abort()
+
+        workers = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        self.assertEqual(shared, [])
+        self.assertEqual(self.lib.kforge_arena_outside(), 0)
+        self.assertEqual(self.free_ranges(), ([1 << 30], [4096 * GRAIN]))
+
+
+class LoadTest(unittest.TestCase):
+    def test_an_unloadable_library_is_unavailable_naming_it(self):
+        saved = arena._allocator
+        self.addCleanup(setattr, arena, "_allocator", saved)
+        arena._allocator = None
+        missing = "/nonexistent/libkforge_arena_allocator.so"
+        with unittest.mock.patch.dict(os.environ, {arena.ALLOCATOR_VARIABLE: missing}):
+            with self.assertRaises(arena.Unavailable) as raised:
+                arena.load_allocator()
+        self.assertIn(missing, str(raised.exception))
+        arena._allocator = None
+        with unittest.mock.patch.dict(os.environ, {arena.ALLOCATOR_VARIABLE: ""}):
+            with self.assertRaises(arena.Unavailable) as raised:
+                arena.load_allocator()
+        self.assertIn(f"{arena.ALLOCATOR_VARIABLE} is not set", str(raised.exception))
 
 
 class RingTest(unittest.TestCase):
@@ -256,11 +400,13 @@ print("arena ok")
 
 
 @unittest.skipUnless(HAS_CUDA, "SKIP: needs a CUDA device (the arena is device memory)")
+@unittest.skipUnless(ALLOCATOR_LIBRARY, NO_ALLOCATOR)
 class AllocatorTest(unittest.TestCase):
     def test_this_threads_allocations_lie_in_the_arena_and_the_rest_outside(self):
         # In a process of its own: the arena takes over its allocator for good.
         done = subprocess.run([sys.executable, "-c", ALLOCATOR], capture_output=True, text=True,
-                              timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
+                              timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)),
+                              env={**os.environ, arena.ALLOCATOR_VARIABLE: ALLOCATOR_LIBRARY})
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         self.assertIn("arena ok", done.stdout)
 
@@ -278,13 +424,15 @@ def _run(server, name, candidate, line=None, replacement=None, task="relu"):
 
 
 @unittest.skipUnless(HAS_CUDA, "SKIP: needs a CUDA device (the arena is device memory)")
+@unittest.skipUnless(ALLOCATOR_LIBRARY, NO_ALLOCATOR)
 class HandOverTest(client.SharedServerTest):
     """relu of 64 MB on cuda:0, through the server."""
     MAX_CHILDREN = 1
 
     @classmethod
     def setUpClass(cls):
-        cls.server = client.Server(mode="fork", max_children=cls.MAX_CHILDREN, device="cuda:0")
+        cls.server = client.Server(mode="fork", max_children=cls.MAX_CHILDREN, device="cuda:0",
+                                   extra_env={arena.ALLOCATOR_VARIABLE: ALLOCATOR_LIBRARY})
 
     def test_the_reference_as_its_own_candidate_is_read_out_of_its_arena(self):
         response = _run(self.server, "reference", None)

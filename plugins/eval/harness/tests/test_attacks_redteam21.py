@@ -248,15 +248,16 @@ class FairnessGpuTest(GpuServerTest):
 
 @unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (the arena is device memory)")
 class AllocatorCallbackGpuTest(GpuServerTest):
-    """Attack 7: the arena's allocator is Python (a ctypes callback) called inside the
-    caching allocator's mutex: a second Python thread freeing tensors while holding the
-    GIL can deadlock the main thread's allocation."""
+    """Attack 7 (regression): the arena's allocator was Python (a ctypes callback) called
+    inside the caching allocator's mutex: a second Python thread freeing tensors while
+    holding the GIL could deadlock the main thread's allocation. It is C now
+    (harness/native/arena_allocator.c), which never waits for the GIL."""
 
     def test_an_honest_model_with_a_background_thread_is_not_hung(self):
         quiet = _ask(self.server, "redteam21/thread_churn_quiet", "relu", RELU_64MB, timeout_s=180)
         self.assertEqual(quiet["status"], "pass", quiet.get("message"))
-        # Secure: pass. Expected HOLE: the child deadlocks (GIL vs allocator mutex) and
-        # runs into its wall-clock limit.
+        # Secure: pass. The hole: the child deadlocks (GIL vs allocator mutex) and runs
+        # into its wall-clock limit.
         churn = _ask(self.server, "redteam21/thread_churn_honest", "relu", RELU_64MB, timeout_s=180)
         self.assertEqual(churn["status"], "pass", (churn.get("error_class"), churn.get("message")))
 

@@ -23,9 +23,20 @@ of the child's allocations begun from Python has them alone while it lasts
 a pool the candidate made itself, of native code's cudaMalloc, or beyond the arena when
 it is full: then the segment comes from cuMemAlloc as it would without the pool) the child copies the outputs
 into the slot as before, and the verdict is flagged `outputs_copied_in_child`: that copy
-is the candidate's own time. A torch without MemPool (before 2.6) gets no arena at all."""
+is the candidate's own time. A torch without MemPool (before 2.6) gets no arena at all.
+
+The allocator under the pool is C (harness/native/arena_allocator.c, built with the eval
+plugin as libkforge_arena_allocator.so), not Python: torch calls it while it holds its
+caching allocator's mutex, and a Python allocator would then wait for the GIL, which a
+thread of the candidate's may hold while it frees a tensor and waits for that mutex: a
+deadlock of an honest multi-threaded candidate (red team 21). The launcher passes the
+library's path in KFORGE_ARENA_ALLOCATOR. It must be mapped before the candidate's sandbox
+is entered, which shows only the directories of libraries mapped when the server worked out
+its view and drops the variable: the server loads it at start on CUDA (__main__.serve), a
+spawned child again before its sandbox (server/child.py), and install only finds it."""
 
 import ctypes
+import os
 
 # Segments are carved at the granularity the caching allocator asks for (its small
 # pool's 2 MiB, its large allocations rounded to 2 MiB): no smaller pieces to track.
@@ -37,63 +48,62 @@ GRAIN = 2 << 20
 SMALL_RESERVE = 64 << 20
 # A ring's offset names its region above this (no buffer is 2**56 bytes).
 REGION = 1 << 56
+# The environment variable that names the allocator's library (set by the launcher: the
+# eval plugin's harness_client.cpp, or whoever starts the server).
+ALLOCATOR_VARIABLE = "KFORGE_ARENA_ALLOCATOR"
 
 
 class Unavailable(Exception):
     """This process's torch cannot route its allocations into the arena (why)."""
 
 
-class Ranges:
-    """First-fit bookkeeping of the free parts of [start, start + size), in GRAIN
-    pieces: `take` a piece, `give` it back (merged with its free neighbours). Kept in two
-    lists of ints: it runs inside the caching allocator's malloc, where it should not
-    make the containers that start Python's garbage collector."""
-
-    def __init__(self, start, size):
-        self.starts = [start]
-        self.sizes = [size // GRAIN * GRAIN]
-
-    @staticmethod
-    def rounded(nbytes):
-        return max(GRAIN, (nbytes + GRAIN - 1) // GRAIN * GRAIN)
-
-    def take(self, nbytes):
-        """The start of a free piece of `nbytes` (rounded up), or None where none fits."""
-        nbytes = self.rounded(nbytes)
-        for index in range(len(self.sizes)):
-            if self.sizes[index] >= nbytes:
-                start = self.starts[index]
-                if self.sizes[index] == nbytes:
-                    del self.starts[index]
-                    del self.sizes[index]
-                else:
-                    self.starts[index] += nbytes
-                    self.sizes[index] -= nbytes
-                return start
-        return None
-
-    def give(self, start, nbytes):
-        nbytes = self.rounded(nbytes)
-        index = 0
-        while index < len(self.starts) and self.starts[index] < start:
-            index += 1
-        self.starts.insert(index, start)
-        self.sizes.insert(index, nbytes)
-        if index + 1 < len(self.starts) and start + nbytes == self.starts[index + 1]:
-            self.sizes[index] += self.sizes[index + 1]
-            del self.starts[index + 1]
-            del self.sizes[index + 1]
-        if index > 0 and self.starts[index - 1] + self.sizes[index - 1] == start:
-            self.sizes[index - 1] += self.sizes[index]
-            del self.starts[index]
-            del self.sizes[index]
-
-    def free_bytes(self):
-        return sum(self.sizes)
+_allocator = None  # the loaded library, or why it could not be loaded (a str)
 
 
-_ALLOC = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p)
-_FREE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p)
+def load_allocator():
+    """The arena allocator's library (ctypes.CDLL), loaded once per process (a forked
+    child has the server's); Unavailable saying what is missing where it is not. First
+    called outside the sandbox (see the module's docstring): inside, the variable is gone
+    and the library's directory may not be there to open."""
+    global _allocator
+    if _allocator is None:
+        path = os.environ.get(ALLOCATOR_VARIABLE, "")
+        if not path:
+            _allocator = (f"{ALLOCATOR_VARIABLE} is not set: it names libkforge_arena_allocator.so, "
+                          "which the eval plugin builds and passes to the harness server it starts "
+                          "(set it to the built or installed library when starting the server by hand)")
+        else:
+            try:
+                _allocator = _declared(ctypes.CDLL(path))
+            except (OSError, AttributeError) as exc:
+                _allocator = f"cannot load the arena allocator {path} ({ALLOCATOR_VARIABLE}): {exc}"
+    if isinstance(_allocator, str):
+        raise Unavailable(_allocator)
+    return _allocator
+
+
+def _declared(lib):
+    """`lib` with its functions' C types (arena_allocator.c's), which ctypes cannot know."""
+    # uintptr_t is size_t's width wherever torch runs.
+    size, uintptr, pointer = ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p
+    lib.kforge_arena_init.argtypes = [uintptr, size, size, pointer, pointer]
+    lib.kforge_arena_init.restype = ctypes.c_int
+    lib.kforge_arena_alloc.argtypes = [size, ctypes.c_int, pointer]
+    lib.kforge_arena_alloc.restype = pointer
+    lib.kforge_arena_free.argtypes = [pointer, size, ctypes.c_int, pointer]
+    lib.kforge_arena_free.restype = None
+    lib.kforge_arena_free_bytes.argtypes = []
+    lib.kforge_arena_free_bytes.restype = size
+    lib.kforge_arena_free_ranges.argtypes = [ctypes.POINTER(uintptr), ctypes.POINTER(size), size]
+    lib.kforge_arena_free_ranges.restype = size
+    lib.kforge_arena_outside.argtypes = []
+    lib.kforge_arena_outside.restype = ctypes.c_ulonglong
+    return lib
+
+
+def address_of(function):
+    """The bare address of a ctypes function (of a library, or a callback)."""
+    return ctypes.cast(function, ctypes.c_void_p).value
 
 
 class Arena:
@@ -107,13 +117,17 @@ class Arena:
         self.device = mapping.raw.device
         self.start = mapping.address
         self.end = mapping.address + mapping.nbytes  # what the task host reads of it
-        self.ranges = Ranges(self.start, mapping.nbytes)
-        self.outside = 0  # segments that did not fit (from cuMemAlloc)
         self.pool = None
         self._aside = 0  # routings of this thread begun from Python that the arena's stands aside for
+        self._allocator = None  # the C allocator's library, once installed
         # Where the task host reads, by region: the arena, then each input slot.
         self.regions = [(self.start, self.end)] + [(slot.address, slot.address + slot.nbytes)
                                                    for slot in slots]
+
+    @property
+    def outside(self):
+        """Segments that did not fit the arena (from cuMemAlloc) since install."""
+        return self._allocator.kforge_arena_outside() if self._allocator is not None else 0
 
     def offsets(self, tensors):
         """Where each of `tensors` (dense device tensors) lies, as its region's number
@@ -145,32 +159,14 @@ class Arena:
         if begin is None or custom is None or not hasattr(torch.cuda, "MemPool"):
             raise Unavailable(f"torch {torch.__version__} has no memory pool with an allocator of "
                               "its own (torch.cuda.MemPool, 2.6 or later)")
-        from kforge_harness.handover.cuda import driver_alloc, driver_free
-        ranges, start, end = self.ranges, self.start, self.end
-
-        def allocate(nbytes, _device, _stream):
-            try:
-                address = ranges.take(nbytes)
-                if address is not None:
-                    return address
-                self.outside += 1
-                return driver_alloc(Ranges.rounded(nbytes))
-            except BaseException:  # noqa: BLE001 - nothing may raise into torch's malloc
-                return None
-
-        def free(address, nbytes, _device, _stream):
-            try:
-                if start <= address < end:
-                    ranges.give(address, nbytes)
-                else:
-                    driver_free(address)
-            except BaseException:  # noqa: BLE001
-                pass
-
-        # Kept: torch holds the bare function pointers.
-        self._callbacks = (_ALLOC(allocate), _FREE(free))
-        allocator = custom(ctypes.cast(self._callbacks[0], ctypes.c_void_p).value,
-                           ctypes.cast(self._callbacks[1], ctypes.c_void_p).value)
+        lib = load_allocator()
+        from kforge_harness.handover.cuda import device_allocator
+        alloc_fn, free_fn = device_allocator()
+        if lib.kforge_arena_init(self.start, self.end - self.start, GRAIN, alloc_fn, free_fn) != 0:
+            raise Unavailable(f"the arena allocator refused the arena at {self.start:#x} "
+                              f"({self.end - self.start} bytes)")
+        self._allocator = lib
+        allocator = custom(address_of(lib.kforge_arena_alloc), address_of(lib.kforge_arena_free))
         self.pool = torch.cuda.MemPool(allocator)
         device = self.device.index
         self._routing = (begin, torch._C._cuda_endAllocateToPool, torch.empty, device)
@@ -197,13 +193,14 @@ class Arena:
         """Half the arena made the caching allocator's own at once, while no other
         thread runs: one segment for the large pool, SMALL_RESERVE of 2 MiB segments for
         the small pool, freed and kept cached. Later allocations split them and seldom
-        call the allocator below: a call of it that runs Python needs the GIL while the
-        caching allocator holds its lock, and a thread of the candidate's that holds the
-        GIL and frees a tensor waits for that lock (red team 21: a deadlock of an honest
-        candidate). The other half is for CUDA graphs' pools and growth, which do call
-        it (so does empty_cache)."""
-        small = min(SMALL_RESERVE, self.ranges.free_bytes() // 4)
-        large = self.ranges.free_bytes() // 2 // GRAIN * GRAIN - small
+        call the allocator below. Made when that allocator was Python, whose calls under
+        torch's lock could deadlock a thread holding the GIL (red team 21); the C one has
+        no such hazard, but the reserve stays until the GPU tests (tests/test_arena.py,
+        whose sizes assume it) and the H200 runs are made without it. The other half is
+        for CUDA graphs' pools and growth (and what empty_cache gives back)."""
+        free_bytes = self._allocator.kforge_arena_free_bytes()
+        small = min(SMALL_RESERVE, free_bytes // 4)
+        large = free_bytes // 2 // GRAIN * GRAIN - small
         if large > 0:
             torch.empty(large, dtype=torch.uint8, device=self.device)
         pieces = [torch.empty(1 << 20, dtype=torch.uint8, device=self.device)

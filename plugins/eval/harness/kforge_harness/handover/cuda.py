@@ -101,17 +101,12 @@ def _rounded(nbytes, ordinal):
     return max(step, (nbytes + step - 1) // step * step)
 
 
-def driver_alloc(nbytes):
-    """Plain device memory of the current context (arena.py's segments that do not fit
-    the arena), or None where there is none left."""
-    address = ctypes.c_ulonglong()
-    if _lib().cuMemAlloc_v2(ctypes.byref(address), nbytes) != 0:
-        return None
-    return address.value
-
-
-def driver_free(address):
-    _lib().cuMemFree_v2(address)
+def device_allocator():
+    """The addresses of cuMemAlloc_v2 and cuMemFree_v2: what arena.py's C allocator calls
+    for segments that do not fit the arena (plain device memory of the current context)."""
+    lib = _lib()
+    return (ctypes.cast(lib.cuMemAlloc_v2, ctypes.c_void_p).value,
+            ctypes.cast(lib.cuMemFree_v2, ctypes.c_void_p).value)
 
 
 class _ArrayInterface:

@@ -53,6 +53,16 @@ def candidate_main(command_fd, result_fd, device, workdir, memory_base, hidden_p
     """A candidate child (or the reference's own timing child): sandbox, device warm-up
     (ahead of its job when it is the fork-mode standby), then the job, which arrives on
     the command socket with the descriptors of the buffers the task host lends."""
+    if device.type == "cuda":
+        # The arena's allocator (handover/arena.py), which the job's install needs:
+        # inherited from the server in fork mode; loaded here in spawn mode, while its
+        # variable is still in the environment (the sandbox drops it). Where it cannot be
+        # loaded, install says why and the outputs are copied.
+        from kforge_harness.handover import arena
+        try:
+            arena.load_allocator()
+        except arena.Unavailable:
+            pass
     flags, device = enter_candidate_sandbox(workdir, device, hidden_paths, network, memory_base)
     channel = Channel(result_fd, command_fd)
     try:

@@ -2,8 +2,9 @@
 device tensors in a loop (a prefetcher, a logger of device stats, a second stream of
 work: any Python thread touching CUDA tensors), started by its first forward.
 
-The arena's allocator is a ctypes callback (arena.py install: _ALLOC/_FREE handed to
-torch._C._cuda_customAllocator), which the caching allocator calls INSIDE its device
+The arena's allocator was a ctypes callback (arena.py install: _ALLOC/_FREE handed to
+torch._C._cuda_customAllocator; C since, harness/native/arena_allocator.c, which needs no
+GIL: this stays as its regression), which the caching allocator calls INSIDE its device
 mutex (DeviceCachingAllocator::malloc holds it around the pool's raw_alloc); the
 callback must take the GIL to run. The main thread's torch.relu(x) releases the GIL
 (torch's bindings do, around the op), takes the allocator's mutex, misses the cache
