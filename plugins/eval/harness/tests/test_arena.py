@@ -34,7 +34,10 @@ def _built_allocator():
     named = os.environ.get(arena.ALLOCATOR_VARIABLE)
     if named:
         return named
-    repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    here = os.path.abspath(__file__)  # <repository>/plugins/eval/harness/tests/test_arena.py
+    repository = here
+    for _ in range(5):
+        repository = os.path.dirname(repository)
     build = os.environ.get("KFORGE_BUILD_DIR") or os.path.join(repository, "build")
     built = os.path.join(build, "plugins", "eval", "arena", "libkforge_arena_allocator.so")
     return built if os.path.isfile(built) else None
