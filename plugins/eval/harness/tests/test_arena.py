@@ -284,7 +284,7 @@ class RoutingTest(unittest.TestCase):
         from kforge_harness.handover.arena import Arena
         self.torch = fake = _FakeTorch()
         self.arena = arena = Arena.__new__(Arena)
-        arena._aside = 0
+        arena._aside, arena._aside_for = 0, {}
         arena.pool = fake.cuda.MemPool("arena allocator")
         arena._routing = (fake._C._cuda_beginAllocateCurrentThreadToPool,
                           fake._C._cuda_endAllocateToPool, fake.empty, 0)
@@ -317,6 +317,23 @@ class RoutingTest(unittest.TestCase):
             pool = next(p for p in self.torch.pools if p.id == handle)
             self.assertIsNot(pool, self.arena.pool)
             self.assertEqual(pool.allocator, "arena allocator")
+
+    def test_another_threads_routing_leaves_the_arenas_alone(self):
+        # Red team 22's helper thread in use_mem_pool: ending the arena's routing there
+        # and beginning it again from the helper would have routed the helper, not the
+        # main thread, into the arena.
+        import threading
+        memory = self.torch.cuda.memory
+
+        def helper():
+            memory._cuda_beginAllocateCurrentThreadToPool(0, (9, 9))
+            memory._cuda_endAllocateToPool(0, (9, 9))
+
+        thread = threading.Thread(target=helper)
+        thread.start()
+        thread.join()
+        self.assertEqual(self.torch.underway, [self.ours])
+        self.assertEqual(self.arena._aside, 0)
 
     def test_reclaim_waits_while_another_routing_lasts(self):
         self.torch._C._cuda_beginAllocateCurrentThreadToPool(0, (9, 9))

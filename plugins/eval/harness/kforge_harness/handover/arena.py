@@ -37,6 +37,7 @@ spawned child again before its sandbox (server/child.py), and install only finds
 
 import ctypes
 import os
+import threading
 
 # Segments are carved at the granularity the caching allocator asks for (its small
 # pool's 2 MiB, its large allocations rounded to 2 MiB): no smaller pieces to track.
@@ -119,6 +120,7 @@ class Arena:
         self.end = mapping.address + mapping.nbytes  # what the task host reads of it
         self.pool = None
         self._aside = 0  # routings of this thread begun from Python that the arena's stands aside for
+        self._aside_for = {}  # per such routing (its pool, or a capture's graph): how many are open
         self._allocator = None  # the C allocator's library, once installed
         # Where the task host reads, by region: the arena, then each input slot.
         self.regions = [(self.start, self.end)] + [(slot.address, slot.address + slot.nbytes)
@@ -227,6 +229,7 @@ class Arena:
         outputs lie where the task host reads them."""
         begin, end, _, device = self._routing
         ours = tuple(self.pool.id)
+        installer = threading.get_ident()  # the thread whose allocations the arena takes
         graph_pools = []
 
         def arena_pool():
@@ -234,24 +237,39 @@ class Arena:
             graph_pools.append(pool)  # a graph's pool lives as long as this process
             return pool.id
 
-        def step_aside():
+        def step_aside(key):
+            """The arena's routing ended for the routing `key` begun on the installer's
+            thread: another thread's routings name that thread alone, not this one."""
+            if threading.get_ident() != installer:
+                return
             if self._aside == 0:
                 end(device, ours)
             self._aside += 1
+            self._aside_for[key] = self._aside_for.get(key, 0) + 1
 
-        def step_back():
+        def step_back(key):
+            """The routing `key` ended (on whatever thread): the arena's begins again after
+            the last one it stood aside for."""
+            if not self._aside_for.get(key):
+                return
+            self._aside_for[key] -= 1
             self._aside -= 1
             if self._aside == 0:
                 begin(device, ours)
 
+        def pool_of(args, kwargs):
+            pool = args[1] if len(args) > 1 else kwargs.get("mempool_id")
+            return ("pool", tuple(pool)) if pool is not None else None
+
         def aside(routing):
             """`routing` (what begins one) with the arena's routing ended while it lasts."""
             def begun_aside(*args, **kwargs):
-                step_aside()
+                key = pool_of(args, kwargs)
+                step_aside(key)
                 try:
                     return routing(*args, **kwargs)
                 except BaseException:
-                    step_back()
+                    step_back(key)
                     raise
             return begun_aside
 
@@ -259,23 +277,27 @@ class Arena:
             """`ending` (what ends a routing) with the arena's begun again after the last."""
             def ended(*args, **kwargs):
                 result = ending(*args, **kwargs)
-                pool = args[1] if len(args) > 1 else kwargs.get("mempool_id")
-                if self._aside and (pool is None or tuple(pool) != ours):
-                    step_back()
+                step_back(pool_of(args, kwargs))
                 return result
             return ended
 
         graph = torch.cuda.CUDAGraph
-        capture_begin, capture_end = aside(graph.capture_begin), graph.capture_end
+        capture_begin, capture_end = graph.capture_begin, graph.capture_end
 
         def begin_capture(graph, pool=None, *args, **kwargs):
-            return capture_begin(graph, arena_pool() if pool is None else pool, *args, **kwargs)
+            key = ("capture", id(graph))
+            step_aside(key)
+            try:
+                return capture_begin(graph, arena_pool() if pool is None else pool, *args, **kwargs)
+            except BaseException:
+                step_back(key)
+                raise
 
         def end_capture(graph, *args, **kwargs):
             try:
                 return capture_end(graph, *args, **kwargs)
             finally:
-                step_back()
+                step_back(("capture", id(graph)))
 
         graph.capture_begin, graph.capture_end = begin_capture, end_capture
         for module in (torch.cuda, torch.cuda.graphs):

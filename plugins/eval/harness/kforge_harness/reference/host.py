@@ -71,6 +71,7 @@ from kforge_harness.handover import read as outputs_read, tree
 from kforge_harness.handover.arena import REGION
 from kforge_harness.handover.doorbell import Doorbell, Table, Unheard
 from kforge_harness.anticheat import buffers, observe
+from kforge_harness.anticheat.answer import AnswerHold
 from kforge_harness.judge import compare
 from kforge_harness.judge.outputs import SnapshotLeaf, TensorLeaf, as_tensor, dtype_name
 from kforge_harness.protocol import errors
@@ -91,6 +92,9 @@ MAX_TENSORS_KEPT = 16
 # Larger than any current GPU's L2 (H100: 50 MB, H200: 60 MB): writing it evicts the
 # inputs and weights an earlier call left in the cache.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+# The places a session's copy plans are kept for (Host._copy_plan): an honest child's
+# outputs lie in one or two (its calls alternate input slots).
+MAX_COPY_PLANS = 64
 
 
 def _tensor_shapes(unit):
@@ -132,6 +136,9 @@ class Session:
         # of inputs kept as get_inputs() made them, the bytes staged for the rest).
         self.staged = {}
         self.taken = None  # the last timed call's outputs as `take` copied them
+        # Per place a timed call's outputs lay (the ring's offsets), what `take` copies
+        # (Host._copy_plan), for the output layout they were made for.
+        self.copy_plans, self.plans_layout = {}, None
         # Per slot: the layouts a timed call's fill last sent (the child keeps what it made
         # of them), and the reference's outputs the timed calls' output layout was made of.
         self.sent_layouts = {}
@@ -172,7 +179,7 @@ class Host:
         self.session = None
         self.reference = None
         self.l2_flush = None  # the buffer publish() writes to flush a GPU's L2, once timed
-        self._probe = None  # (event, counter, event): how busy the device was at an answer
+        self._answer_hold = None  # anticheat/answer.py: the device held for an answer to a ring
         self.peak = PeakMemory(device)
         self.kept = {}  # input_key -> {"outputs": [contiguous tensors], "facts": {...}}
         self.kept_bytes = 0
@@ -630,60 +637,70 @@ class Host:
         if session.rung_at is not None:  # copied when the child rang (handover/doorbell.py)
             (taken_at, source), session.rung_at = session.rung_at, None
             return {"taken_at": taken_at, "from": source}
-        return {"taken_at": self._copy_out(session, heard), "from": "slot"}
+        return {"taken_at": self._copy_out(session, heard, self._copy_plan(session, None)), "from": "slot"}
 
     def _heard(self):
         """The moment this process heard that a timed call's outputs are ready (a ring, a
-        `take`): on its clock and, on an accelerator, with a probe of the device queued at
-        once (_copy_out says why)."""
+        `take`), and on an accelerator the device held for its answer from then on
+        (anticheat/answer.py)."""
+        heard_at = time.monotonic()
         if not self.device.is_accelerator:
-            return time.monotonic(), None
-        if self._probe is None:  # one answer at a time: one probe serves them all
-            module = self.device.module(torch)
-            self._probe = (module.Event(enable_timing=True), torch.zeros(1, device=self.device.name),
-                           module.Event(enable_timing=True))
-        before, counter, after = self._probe
-        before.record()
-        counter.add_(1)
-        after.record()
-        return time.monotonic(), self._probe
+            return heard_at, None
+        if self._answer_hold is None:
+            self._answer_hold = AnswerHold(self.device, torch)
+        self._answer_hold.begin()
+        return heard_at, self._answer_hold
 
-    def _copy_out(self, session, heard, offsets=None):
-        """The output slot, or the outputs at `offsets` in the arena, into this process's
-        own copy; the moment the copy is done, charged with what of this process's answer
-        ran beside work still running on the device.
-
-        Why the charge: from `heard` to the copies' launch this process works on the CPU
-        (the ring read, the offsets checked, the copies queued), tens of microseconds that
-        an honest child, which rings once its device is idle, waits for inside its call's
-        bracket, and that the reference's gap refunds to every candidate. A child that
-        rings while its kernel still runs would have that answer run beside its kernel,
-        unseen (red team 21's early ring: 1.34x to 1.80x on a 0.13 ms kernel): not even
-        its copy waits for that kernel, since a copy engine runs beside another context's
-        kernels. The probe is a kernel: the device runs it once it leaves the child's
-        context (its kernel done, or its time slice over), so the events around it say
-        how long the device was still busy when the answer began. Of the answer, that
-        much ran beside the child's work and is added to the moment the copy was done,
-        as if the child had rung once its work was done; the copies, queued behind the
-        probe, wait for that work too. On an idle device the probe costs its own few
-        microseconds, in the reference's loop as in every candidate's."""
-        heard_at, probe = heard
-        taken = self._taken(session).raw
-        if offsets is None:
-            nbytes = session.output_layout.nbytes
-            taken[:nbytes].copy_(session.output.raw[:nbytes])
-        else:
-            tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
-            for leaf, offset in zip(tensors, offsets):
-                region, offset = self._region(session, offset)
-                taken[leaf.offset:leaf.offset + leaf.nbytes].copy_(region.raw[offset:offset + leaf.nbytes])
+    def _copy_out(self, session, heard, plan):
+        """A timed call's outputs copied into this process's own buffer along `plan`
+        (_copy_plan); the moment the copies were done, charged with what of this
+        process's answer ran beside other work on the device (anticheat/answer.py)."""
+        heard_at, hold = heard
+        targets, sources = plan
+        if targets and hasattr(torch, "_foreach_copy_"):
+            # A kernel, not a copy engine's transfer: a kernel waits for the child's
+            # kernels, which a copy engine runs beside (anticheat/answer.py).
+            torch._foreach_copy_(targets, sources)
+        else:  # a torch before 2.1 (no arena there), or the CPU
+            for target, source in zip(targets, sources):
+                target.copy_(source)
         answered = time.monotonic() - heard_at
         self.device.synchronize(torch)
         done = time.monotonic()
-        if probe is None:
-            return done
-        busy = probe[0].elapsed_time(probe[2]) / 1e3
-        return done + min(answered, busy)
+        return done if hold is None else done + hold.charge(answered)
+
+    def _copy_plan(self, session, offsets):
+        """(targets, sources): the byte ranges of this process's copy and of where the
+        child's timed call left its outputs (the slot, or `offsets` in the arena and the
+        input slots), made once per place (the child's allocator puts a call's outputs
+        where it put the last one's, so the answer to a ring is a lookup and one launch,
+        whatever the number of outputs); or why `offsets` name no outputs (a str)."""
+        if session.plans_layout is not session.output_layout:
+            session.copy_plans, session.plans_layout = {}, session.output_layout
+        key = None if offsets is None else tuple(offsets)
+        plan = session.copy_plans.get(key)
+        if plan is not None:
+            return plan
+        if offsets is not None:
+            why = self._arena_misread(session, offsets)
+            if why is not None:
+                return why
+        taken = self._taken(session).raw
+        if offsets is None:
+            nbytes = session.output_layout.nbytes
+            plan = ([taken[:nbytes]], [session.output.raw[:nbytes]]) if nbytes else ([], [])
+        else:
+            tensors = [leaf for leaf in session.output_layout.leaves if leaf.kind == "tensor"]
+            plan = ([], [])
+            for leaf, offset in zip(tensors, offsets):
+                if leaf.nbytes:
+                    region, within = self._region(session, offset)
+                    plan[0].append(taken[leaf.offset:leaf.offset + leaf.nbytes])
+                    plan[1].append(region.raw[within:within + leaf.nbytes])
+        if len(session.copy_plans) >= MAX_COPY_PLANS:  # a child ringing somewhere new each call
+            session.copy_plans.clear()
+        session.copy_plans[key] = plan
+        return plan
 
     def _answer_ring(self, session):
         """The child rang: its timed call's outputs are copied now, and `take` returns
@@ -697,13 +714,12 @@ class Host:
         except Unheard as exc:
             session.ring_unread = str(exc)
             return
-        if offsets is not None:
-            why = self._arena_misread(session, offsets)
-            if why is not None:
-                session.ring_unread = why
-                return
+        plan = self._copy_plan(session, offsets)
+        if isinstance(plan, str):
+            session.ring_unread = plan
+            return
         try:
-            session.rung_at = (self._copy_out(session, heard, offsets), "slot" if offsets is None else "arena")
+            session.rung_at = (self._copy_out(session, heard, plan), "slot" if offsets is None else "arena")
         except Exception as exc:  # noqa: BLE001 - answered by the `take` that follows
             session.ring_failed = exc
 
