@@ -371,13 +371,13 @@ from kforge_harness.handover.arena import Arena
 from kforge_harness.handover.cuda import DeviceMapping
 device = torch.device("cuda:0")
 torch.zeros(1, device=device)
-lent = DeviceMapping.allocate(256 << 20, device)  # half reserved at install, half for growth
+lent = DeviceMapping.allocate(256 << 20, device)
 slot = DeviceMapping.allocate(4 << 20, device)
 arena = Arena(DeviceMapping.open(__import__("os").dup(lent.fd), lent.nbytes, lent.size, device), [slot])
 arena.install()
 inside = [torch.full((1 << 20,), float(k), device=device) for k in range(4)]
 assert arena.offsets(inside) is not None, "allocations of this thread lie in the arena"
-beyond = torch.empty(160 << 20, dtype=torch.uint8, device=device)
+beyond = torch.empty(300 << 20, dtype=torch.uint8, device=device)
 assert arena.offsets([beyond]) is None and arena.outside == 1, "what does not fit lies outside"
 REGION = 1 << 56
 assert arena.offsets([slot.raw[1024:2048]]) == [REGION + 1024], "an output that is an input lies in its slot"
@@ -415,6 +415,7 @@ assert tuple(pools[segment]) == tuple(handle), (pools[segment], handle)
 assert arena.offsets([warmed]) is not None, "a graph_pool_handle() pool is carved from the arena"
 again = torch.ones(4, device=device)
 assert arena.offsets([again]) is not None, "the arena's routing is back once the other ended"
+del mine, own  # a pool freed before its tensors aborts the process at exit
 print("arena ok")
 """
 

@@ -44,9 +44,6 @@ import threading
 GRAIN = 2 << 20
 
 
-# What of the arena goes to the caching allocator's small pool (allocations of 1 MiB or
-# less, in 2 MiB segments) when it is installed; the rest is one large segment.
-SMALL_RESERVE = 64 << 20
 # A ring's offset names its region above this (no buffer is 2**56 bytes).
 REGION = 1 << 56
 # The environment variable that names the allocator's library (set by the launcher: the
@@ -174,7 +171,6 @@ class Arena:
         self._routing = (begin, torch._C._cuda_endAllocateToPool, torch.empty, device)
         begin(device, self.pool.id)
         self._route_graphs(torch, allocator)
-        self._reserve(torch)
 
     def reclaim(self):
         """Lets the caching allocator recycle memory a stream other than its own still
@@ -190,24 +186,6 @@ class Arena:
             empty(1, device=self.device)
         finally:
             begin(device, self.pool.id)
-
-    def _reserve(self, torch):
-        """Half the arena made the caching allocator's own at once, while no other
-        thread runs: one segment for the large pool, SMALL_RESERVE of 2 MiB segments for
-        the small pool, freed and kept cached. Later allocations split them and seldom
-        call the allocator below. Made when that allocator was Python, whose calls under
-        torch's lock could deadlock a thread holding the GIL (red team 21); the C one has
-        no such hazard, but the reserve stays until the GPU tests (tests/test_arena.py,
-        whose sizes assume it) and the H200 runs are made without it. The other half is
-        for CUDA graphs' pools and growth (and what empty_cache gives back)."""
-        free_bytes = self._allocator.kforge_arena_free_bytes()
-        small = min(SMALL_RESERVE, free_bytes // 4)
-        large = free_bytes // 2 // GRAIN * GRAIN - small
-        if large > 0:
-            torch.empty(large, dtype=torch.uint8, device=self.device)
-        pieces = [torch.empty(1 << 20, dtype=torch.uint8, device=self.device)
-                  for _ in range(small >> 20)]
-        del pieces
 
     def _route_graphs(self, torch, allocator):
         """CUDA graphs captured here, and every other routing of this thread's
