@@ -11,33 +11,32 @@ launches anything, then launching once the host has read the ring.
 
 Devices time-slice the contexts of different processes: a kernel of the host's waits
 while the child's runs, and the child's waits while the host's runs (unless a time
-slice ends first). So, as it hears a ring, the host queues between timing events
+slice ends first). So, as it hears a ring, the host queues
 
   - a probe: a one-element kernel, which the device runs once it leaves the child's
-    work; the events around it say how long the device was still busy (`waited`);
-  - a hold: a kernel that spins for about twice the host's recent answers (`held`),
-    during which the child's kernels wait; the copies are queued behind it and copy with
-    a kernel too (torch._foreach_copy_), not a copy engine, which runs beside another
-    context's kernels.
+    work (an event alone does not wait for another context's kernels);
+  - a hold: a kernel that spins for HOLD_CYCLES (about 100 microseconds), between two
+    timing events, during which the child's kernels wait. The copies are queued behind
+    it and copy with a kernel too (torch._foreach_copy_), not a copy engine's transfer,
+    which runs beside another context's kernels.
 
-What of the answer the device was busy elsewhere for, and what of it outlasted the hold,
-is added to the call's bracket: min(answer, waited + max(0, answer - waited - held)). An
-honest call on an idle device is charged the probe's few microseconds, in the reference's
-loop as in every candidate's. A kernel the child launches during the answer runs after
-the hold, beside the copies queued behind it: either the copies wait for it (it is then
-in the bracket) or they read what was there before it (stale outputs: the previous
-call's, a repeat, which is always checked). What this rests on is the device's time
-slicing; a hold longer than a time slice (they are milliseconds; the hold is at most
-HOLD_MAX_US) would let the child's work in during it, counted as held."""
+The call's bracket then closes at: the copies done, plus the answer's CPU time, less the
+hold's device time (`held`, measured by its events). So the hold's own length is no one's
+time, and each case is charged as if the child had rung once its work was done:
+  - an honest child on an idle device: the answer and the probe's few microseconds, in
+    the reference's loop as in every candidate's;
+  - a child whose kernel still ran at the ring: the probe waited for it, so its rest is
+    in the bracket, and the answer after it;
+  - a child that launched during the answer: its kernel runs after the hold, and the
+    copies either wait for it (it is in the bracket) or read what was there before it
+    (stale outputs, the previous call's: a repeat, which is always checked);
+  - an answer longer than the hold: its excess is charged twice, once as it ran beside
+    whatever the child did then, once as the bracket's, so that work in that excess gains
+    nothing (an honest call pays it too; it is rare, and the same in both loops).
+What this rests on is the device's time slicing: a time slice (milliseconds) shorter
+than the hold would let the child's work in during it, and count it as held."""
 
-import collections
-import statistics
-
-# The hold, in microseconds: twice the median of the last answers, within these bounds.
-HOLD_MIN_US = 20.0
-HOLD_MAX_US = 2000.0
-HOLD_FIRST_US = 100.0
-ANSWERS_KEPT = 32
+HOLD_CYCLES = 200_000  # torch.cuda._sleep's cycles: about 100 microseconds at 2 GHz
 
 
 class AnswerHold:
@@ -45,44 +44,22 @@ class AnswerHold:
 
     def __init__(self, device, torch):
         module = device.module(torch)
-        self._events = [module.Event(enable_timing=True) for _ in range(3)]
+        self._events = [module.Event(enable_timing=True) for _ in range(2)]
         self._counter = torch.zeros(1, device=device.name)
         self._sleep = getattr(module, "_sleep", None)  # torch.cuda._sleep(cycles): a spin kernel
-        self._cycles_per_us = None
-        self._answers = collections.deque(maxlen=ANSWERS_KEPT)
 
     def begin(self):
         """Queued as the host hears a ring, before it reads it."""
-        start, probed, held = self._events
-        start.record()
+        probed, held = self._events
         self._counter.add_(1)
         probed.record()
         if self._sleep is not None:
-            self._sleep(self._hold_cycles())
+            self._sleep(HOLD_CYCLES)
         held.record()
 
     def charge(self, answered):
         """Seconds added to the moment the copies were done (after the device was
         synchronised): `answered`, the host's seconds from hearing the ring to the copies
-        queued, less what the device held for it."""
-        start, probed, held = self._events
-        waited = start.elapsed_time(probed) / 1e3
-        covered = probed.elapsed_time(held) / 1e3
-        self._answers.append(answered)
-        return min(answered, waited + max(0.0, answered - waited - covered))
-
-    def _hold_cycles(self):
-        if self._cycles_per_us is None:
-            self._cycles_per_us = self._calibrate()
-        hold_us = (2e6 * statistics.median(self._answers)) if self._answers else HOLD_FIRST_US
-        return int(min(HOLD_MAX_US, max(HOLD_MIN_US, hold_us)) * self._cycles_per_us)
-
-    def _calibrate(self):
-        """The spin kernel's cycles per microsecond on this device, measured once."""
-        start, _, end = self._events
-        cycles = 1_000_000
-        start.record()
-        self._sleep(cycles)
-        end.record()
-        end.synchronize()
-        return cycles / max(start.elapsed_time(end) * 1e3, 1.0)
+        queued, less the hold's seconds on the device."""
+        probed, held = self._events
+        return answered - probed.elapsed_time(held) / 1e3

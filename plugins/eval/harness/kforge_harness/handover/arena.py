@@ -208,12 +208,10 @@ class Arena:
         begin, end, _, device = self._routing
         ours = tuple(self.pool.id)
         installer = threading.get_ident()  # the thread whose allocations the arena takes
-        graph_pools = []
+        pools_kept = []  # every MemPool made in this process (below)
 
         def arena_pool():
-            pool = torch.cuda.MemPool(allocator)
-            graph_pools.append(pool)  # a graph's pool lives as long as this process
-            return pool.id
+            return torch.cuda.MemPool(allocator).id  # kept, as every pool (below)
 
         def step_aside(key):
             """The arena's routing ended for the routing `key` begun on the installer's
@@ -278,6 +276,16 @@ class Arena:
                 step_back(("capture", id(graph)))
 
         graph.capture_begin, graph.capture_end = begin_capture, end_capture
+        # A MemPool freed while the arena's routing is under way aborts the process
+        # (torch asserts that no routing is under way as it frees a pool's blocks): every
+        # pool lives as long as the child, which ends by os._exit, with no destructors.
+        made = torch.cuda.MemPool.__init__
+
+        def kept_pool(pool, *args, **kwargs):
+            made(pool, *args, **kwargs)
+            pools_kept.append(pool)
+
+        torch.cuda.MemPool.__init__ = kept_pool
         for module in (torch.cuda, torch.cuda.graphs):
             module.graph_pool_handle = arena_pool
         # torch.cuda.memory binds the functions by name when torch is imported.

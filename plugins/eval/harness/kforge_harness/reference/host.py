@@ -653,8 +653,8 @@ class Host:
 
     def _copy_out(self, session, heard, plan):
         """A timed call's outputs copied into this process's own buffer along `plan`
-        (_copy_plan); the moment the copies were done, charged with what of this
-        process's answer ran beside other work on the device (anticheat/answer.py)."""
+        (_copy_plan); the moment the copies were done, moved by the answer's time less
+        the device's hold for it (anticheat/answer.py)."""
         heard_at, hold = heard
         targets, sources = plan
         if targets and hasattr(torch, "_foreach_copy_"):
