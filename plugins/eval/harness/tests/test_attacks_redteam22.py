@@ -24,6 +24,17 @@ each) makes that sure; (2) keep its work off the compute engine (a device-to-dev
 cudaMemcpyAsync runs on a copy engine) and ring right after launching it, as red team
 21 did: the probe kernel may then run at once beside the copy.
 
+Run by the lead on the device tool's H200 against 6196d65 and then 24a0d6e (the host's
+answer holds the device: a probe and a hold kernel, the copies a kernel behind them, the
+bracket closed at the copies done plus the answer's CPU time less the hold's device time,
+anticheat/answer.py; the arena's routing stands aside only for routings of the thread
+it routes): 1 gains nothing (0.62x, then 0.96x, against its control's 1.0); 2 gains
+nothing (1.0); 3 is cheat_detected (the copy read the last call's outputs); 4 was a hole
+(the helper thread's routing moved the arena's to the helper) and is fair; 5 passes
+unflagged, but compile_and_capture was flagged outputs_copied_in_child until the arena
+stopped giving half of itself to the main thread's pool at install (its graph pools
+then missed room).
+
 Attacks (tests/data/candidates/redteam22/*.py docstrings say more); each against its
 honest twin, the same lean loop ringing after a sync (both report 0 ms: the clock alone
 charges them):

@@ -41,6 +41,12 @@ CHECKS = (
           "cheat_detected on a mismatch; a skipped share f of n calls escapes with "
           "probability (1 - rate)^(f n)",
           "../timing/timing_plan.py (the draw), ../reference/host.py (the comparison)"),
+    Check("ring answers", "task host",
+          "the device as the host hears a timed call's ring: a probe kernel (waits for the "
+          "child's running kernels) and a hold kernel, the copies queued behind them",
+          "the bracket closes at the copies done plus the answer's CPU time less the hold's "
+          "device time: work of the child's beside the answer is in the call's time",
+          "answer.py"),
     Check("gap", "server",
           "the server's bracket of each call (its own clock; the child stopped between "
           "calls) less the child's event time, against the same on the reference's loop",

@@ -10,10 +10,9 @@ its gap refunds to every candidate: a candidate's kernel launched after its repo
 run in it unseen. So the child rings as soon as its outputs are in the slot and the
 device is idle, and the host copies them at once (host.py's serve loop watches the bell
 between commands); the server's `take` then returns that copy's moment. A candidate that
-rings early gains nothing: the host's answer is charged with what of it ran while the
-device was still busy, and its copies wait behind a probe kernel that runs only once the
-device has left the child's work (reference/host.py _copy_out); one that never rings is
-copied when the server's `take` comes, with both messages in its bracket.
+rings early, or launches work once it has rung, gains nothing: the host's answer holds
+the device and its copies wait behind that hold (anticheat/answer.py); one that never
+rings is copied when the server's `take` comes, with both messages in its bracket.
 
 A ring says where the outputs are: in the slot (one byte, SLOT), or at offsets in the
 child's arena (arena.py: ARENA, a count and that many offsets, little-endian), written
