@@ -34,7 +34,8 @@ time, and each case is charged as if the child had rung once its work was done:
     whatever the child did then, once as the bracket's, so that work in that excess gains
     nothing (an honest call pays it too; it is rare, and the same in both loops).
 What this rests on is the device's time slicing: a time slice (milliseconds) shorter
-than the hold would let the child's work in during it, and count it as held."""
+than the hold would let the child's work in during it, and count it as held; under MPS,
+whose clients' kernels run at once, the probe and the hold hold nothing."""
 
 HOLD_CYCLES = 200_000  # torch.cuda._sleep's cycles: about 100 microseconds at 2 GHz
 
