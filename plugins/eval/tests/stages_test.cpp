@@ -86,6 +86,7 @@ pid_t ladder_server_pid() {
   HarnessServerSpec spec;
   spec.python = resolve_python(testing::test_python());
   spec.harness_dir = locate_harness_dir(testing::harness_dir());
+  spec.arena_allocator = locate_arena_allocator();  // as the stages' pool names it: the same server
   spec.device = "cpu";
   spec.mode = "fork";
   spec.max_children = 2;
