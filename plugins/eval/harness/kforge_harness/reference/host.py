@@ -626,7 +626,6 @@ class Host:
             if why is not None:
                 return {"unread": why}
             return {"taken_at": time.monotonic(), "from": "read"}
-        heard = self._heard()
         session.listening = False
         if session.ring_failed is not None:
             failure, session.ring_failed = session.ring_failed, None
@@ -637,6 +636,8 @@ class Host:
         if session.rung_at is not None:  # copied when the child rang (handover/doorbell.py)
             (taken_at, source), session.rung_at = session.rung_at, None
             return {"taken_at": taken_at, "from": source}
+        # Not rung: copied now, the device held for this answer as for a ring's.
+        heard = self._heard()
         return {"taken_at": self._copy_out(session, heard, self._copy_plan(session, None)), "from": "slot"}
 
     def _heard(self):
