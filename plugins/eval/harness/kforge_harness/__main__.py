@@ -84,12 +84,8 @@ def serve(args):
     if device.type == "cuda":
         # The arena's allocator (handover/arena.py), mapped before what the sandboxes
         # show is worked out: a candidate child has it (forked) or finds it (spawned).
-        # Where it cannot be loaded, each child's install says why.
         from kforge_harness.handover import arena
-        try:
-            arena.load_allocator()
-        except arena.Unavailable:
-            pass
+        arena.load_allocator_early()
     # What every sandbox shows (the libraries these imports mapped included): worked out
     # once, inherited by forked children, handed to spawned ones in a file.
     sandbox.prepare()

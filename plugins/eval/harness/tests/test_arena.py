@@ -284,7 +284,7 @@ class RoutingTest(unittest.TestCase):
         from kforge_harness.handover.arena import Arena
         self.torch = fake = _FakeTorch()
         self.arena = arena = Arena.__new__(Arena)
-        arena._aside, arena._aside_for = 0, {}
+        arena._aside_for = {}
         arena.pool = fake.cuda.MemPool("arena allocator")
         arena._routing = (fake._C._cuda_beginAllocateCurrentThreadToPool,
                           fake._C._cuda_endAllocateToPool, fake.empty, 0)
@@ -333,7 +333,7 @@ class RoutingTest(unittest.TestCase):
         thread.start()
         thread.join()
         self.assertEqual(self.torch.underway, [self.ours])
-        self.assertEqual(self.arena._aside, 0)
+        self.assertFalse(any(self.arena._aside_for.values()))
 
     def test_reclaim_waits_while_another_routing_lasts(self):
         self.torch._C._cuda_beginAllocateCurrentThreadToPool(0, (9, 9))

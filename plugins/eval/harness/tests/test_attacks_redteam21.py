@@ -97,9 +97,15 @@ RELU_256MB = {"batch_size": 8192, "dim": 8192}
 
 
 def _ask(server, candidate, task, sizes=None, timed=True, timeout_s=600):
-    """One run request; `candidate` None: the task's reference as its own candidate."""
+    return ask(server, candidate, task, VARIANTS, "RT21", sizes, timed, timeout_s)
+
+
+def ask(server, candidate, task, variants, tag, sizes=None, timed=True, timeout_s=600):
+    """One run request, printed as a `tag` line with its timing metrics; `candidate` None:
+    the task's reference as its own candidate, else a file or one of `variants` (name ->
+    (file, [(line, replacement), ...]))."""
     rid = (candidate or "reference").replace("/", "_") + "_" + task.replace("/", "_")
-    file, replaced = VARIANTS.get(candidate, (candidate, []))
+    file, replaced = variants.get(candidate, (candidate, []))
     request = client.request(rid, "run", task, file, language="python",
                              limits={"timeout_s": timeout_s},
                              options={"trials": 2, "timing": {"enabled": timed}},
@@ -111,7 +117,7 @@ def _ask(server, candidate, task, sizes=None, timed=True, timeout_s=600):
     response = server.ask(request, timeout=1500)[rid]
     show(candidate or "reference", task, response)
     metrics = response.get("metrics") or {}
-    print("  RT21", candidate, task, response.get("status"), response.get("error_class"),
+    print(" ", tag, candidate, task, response.get("status"), response.get("error_class"),
           response.get("flags"),
           " ".join(f"{k}={metrics[k]:.4g}" for k in EXTRA if isinstance(metrics.get(k), (int, float))),
           "|", (response.get("message") or "")[:300], flush=True)

@@ -67,10 +67,9 @@ charges them):
 
 import unittest
 
-from tests import client
-from tests.test_attacks_forged import show
 from tests.test_attacks_redteam12 import assert_no_gain_over
 from tests.test_attacks_redteam18 import LEAN_OVER_CONTROL
+from tests.test_attacks_redteam21 import RELU_256MB, GpuServerTest, ask
 
 try:
     import torch as _torch
@@ -102,42 +101,8 @@ VARIANTS = {
                                       [('MODE = "scratch_pool"', 'MODE = "compile_and_capture"')]),
 }
 
-EXTRA = ("speedup", "measured_speedup", "candidate_ms", "candidate_ms_mean", "reference_ms",
-         "timing_charged_ms", "reference_harness_ms", "reference_gap_ms", "timing_gap_ms",
-         "timing_wall_ms", "reference_wall_ms", "timing_spot_checks")
-
-RELU_256MB = {"batch_size": 8192, "dim": 8192}
-
-
 def _ask(server, candidate, task, sizes=None, timed=True, timeout_s=600):
-    """One run request; `candidate` None: the task's reference as its own candidate."""
-    rid = (candidate or "reference").replace("/", "_") + "_" + task.replace("/", "_")
-    file, replaced = VARIANTS.get(candidate, (candidate, []))
-    request = client.request(rid, "run", task, file, language="python",
-                             limits={"timeout_s": timeout_s},
-                             options={"trials": 2, "timing": {"enabled": timed}},
-                             **({"sizes": sizes} if sizes else {}))
-    for line, replacement in replaced:
-        code = request["candidate"]["code"]
-        assert line in code, (file, line)
-        request["candidate"]["code"] = code.replace(line, replacement)
-    response = server.ask(request, timeout=1500)[rid]
-    show(candidate or "reference", task, response)
-    metrics = response.get("metrics") or {}
-    print("  RT22", candidate, task, response.get("status"), response.get("error_class"),
-          response.get("flags"),
-          " ".join(f"{k}={metrics[k]:.4g}" for k in EXTRA if isinstance(metrics.get(k), (int, float))),
-          "|", (response.get("message") or "")[:300], flush=True)
-    return response
-
-
-class GpuServerTest(client.SharedServerTest):
-    """A shared server on cuda:0, one child at a time (timing attacks and controls)."""
-    MAX_CHILDREN = 1
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = client.Server(mode="fork", max_children=cls.MAX_CHILDREN, device="cuda:0")
+    return ask(server, candidate, task, VARIANTS, "RT22", sizes, timed, timeout_s)
 
 
 @unittest.skipUnless(_HAS_CUDA, "needs a CUDA device (the arena and the probe are device things)")

@@ -80,6 +80,15 @@ def load_allocator():
     return _allocator
 
 
+def load_allocator_early():
+    """load_allocator() before the sandbox is worked out or entered (the module's
+    docstring); where it cannot be loaded, each child's install says why."""
+    try:
+        load_allocator()
+    except Unavailable:
+        pass
+
+
 def _declared(lib):
     """`lib` with its functions' C types (arena_allocator.c's), which ctypes cannot know."""
     # uintptr_t is size_t's width wherever torch runs.
@@ -116,8 +125,9 @@ class Arena:
         self.start = mapping.address
         self.end = mapping.address + mapping.nbytes  # what the task host reads of it
         self.pool = None
-        self._aside = 0  # routings of this thread begun from Python that the arena's stands aside for
-        self._aside_for = {}  # per such routing (its pool, or a capture's graph): how many are open
+        # Per routing of this thread's begun from Python that the arena's stands aside for
+        # (its pool, or a capture's graph): how many are open (_route_graphs).
+        self._aside_for = {}
         self._allocator = None  # the C allocator's library, once installed
         # Where the task host reads, by region: the arena, then each input slot.
         self.regions = [(self.start, self.end)] + [(slot.address, slot.address + slot.nbytes)
@@ -179,7 +189,7 @@ class Arena:
         while another stands aside it (_route_graphs). Called between timed calls, off
         their clock."""
         begin, end, empty, device = self._routing
-        if self._aside:
+        if any(self._aside_for.values()):
             return
         end(device, self.pool.id)
         try:
@@ -198,8 +208,9 @@ class Arena:
         torch.compile's graph trees found their warm-up's outputs in the arena's pool,
         not in theirs ("storage data ptrs are not allocated in pool", red team 21), and a
         capture's allocations could go to a pool others allocate from while replays
-        still write there. So the arena's routing ends when another begins and begins
-        again when the last other one ends (`_aside` counts them).
+        still write there. So the arena's routing ends when another begins on the thread
+        it routes and begins again when the last such one ends (`_aside_for` counts
+        them); a routing on another thread names that thread alone.
 
         Carved from the arena: a graph captured without a pool of its caller's, and every
         pool made by graph_pool_handle() (torch.compile's graph trees make theirs so and
@@ -213,14 +224,16 @@ class Arena:
         def arena_pool():
             return torch.cuda.MemPool(allocator).id  # kept, as every pool (below)
 
+        def standing_aside():
+            return any(self._aside_for.values())
+
         def step_aside(key):
             """The arena's routing ended for the routing `key` begun on the installer's
             thread: another thread's routings name that thread alone, not this one."""
             if threading.get_ident() != installer:
                 return
-            if self._aside == 0:
+            if not standing_aside():
                 end(device, ours)
-            self._aside += 1
             self._aside_for[key] = self._aside_for.get(key, 0) + 1
 
         def step_back(key):
@@ -229,18 +242,20 @@ class Arena:
             if not self._aside_for.get(key):
                 return
             self._aside_for[key] -= 1
-            self._aside -= 1
-            if self._aside == 0:
+            if not standing_aside():
                 begin(device, ours)
 
         def pool_of(args, kwargs):
             pool = args[1] if len(args) > 1 else kwargs.get("mempool_id")
             return ("pool", tuple(pool)) if pool is not None else None
 
-        def aside(routing):
+        def capture_of(args, kwargs):
+            return ("capture", id(args[0]))
+
+        def aside(routing, key_of):
             """`routing` (what begins one) with the arena's routing ended while it lasts."""
             def begun_aside(*args, **kwargs):
-                key = pool_of(args, kwargs)
+                key = key_of(args, kwargs)
                 step_aside(key)
                 try:
                     return routing(*args, **kwargs)
@@ -249,32 +264,23 @@ class Arena:
                     raise
             return begun_aside
 
-        def back(ending):
-            """`ending` (what ends a routing) with the arena's begun again after the last."""
+        def back(ending, key_of):
+            """`ending` (what ends a routing) with the arena's begun again after the last,
+            whether it ends well or not."""
             def ended(*args, **kwargs):
-                result = ending(*args, **kwargs)
-                step_back(pool_of(args, kwargs))
-                return result
+                try:
+                    return ending(*args, **kwargs)
+                finally:
+                    step_back(key_of(args, kwargs))
             return ended
 
         graph = torch.cuda.CUDAGraph
-        capture_begin, capture_end = graph.capture_begin, graph.capture_end
+        capture_aside = aside(graph.capture_begin, capture_of)
 
         def begin_capture(graph, pool=None, *args, **kwargs):
-            key = ("capture", id(graph))
-            step_aside(key)
-            try:
-                return capture_begin(graph, arena_pool() if pool is None else pool, *args, **kwargs)
-            except BaseException:
-                step_back(key)
-                raise
+            return capture_aside(graph, arena_pool() if pool is None else pool, *args, **kwargs)
 
-        def end_capture(graph, *args, **kwargs):
-            try:
-                return capture_end(graph, *args, **kwargs)
-            finally:
-                step_back(("capture", id(graph)))
-
+        end_capture = back(graph.capture_end, capture_of)
         graph.capture_begin, graph.capture_end = begin_capture, end_capture
         # A MemPool freed while the arena's routing is under way aborts the process
         # (torch asserts that no routing is under way as it frees a pool's blocks): every
@@ -294,7 +300,7 @@ class Arena:
             original = getattr(torch._C, name, None)
             if original is None:
                 continue
-            wrapped = wrap(original)
+            wrapped = wrap(original, pool_of)
             for module in (torch._C, torch.cuda.memory):
                 if getattr(module, name, None) is original:
                     setattr(module, name, wrapped)

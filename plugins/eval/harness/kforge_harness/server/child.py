@@ -56,13 +56,9 @@ def candidate_main(command_fd, result_fd, device, workdir, memory_base, hidden_p
     if device.type == "cuda":
         # The arena's allocator (handover/arena.py), which the job's install needs:
         # inherited from the server in fork mode; loaded here in spawn mode, while its
-        # variable is still in the environment (the sandbox drops it). Where it cannot be
-        # loaded, install says why and the outputs are copied.
+        # variable is still in the environment (the sandbox drops it).
         from kforge_harness.handover import arena
-        try:
-            arena.load_allocator()
-        except arena.Unavailable:
-            pass
+        arena.load_allocator_early()
     flags, device = enter_candidate_sandbox(workdir, device, hidden_paths, network, memory_base)
     channel = Channel(result_fd, command_fd)
     try:
